@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <getopt.h>
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+
+#include "attach.h"
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        (void) manager_reload(userdata);
+        return 0;
+}
+
+static void help(void) {
+        printf("Usage: nsmanagerd [OPTIONS]\n\n"
+               "Per-user mount namespace manager (org.example.NSManager on the system bus).\n\n"
+               "Options:\n"
+               "  -h --help           Show this help\n"
+               "     --version        Show the version\n"
+               "     --config=FILE    Read FILE (and FILE.d/*.conf) instead of %s\n"
+               "     --debug          Log debug messages\n\n"
+               "See nsmanagerd(8) and nsmanagerd.conf(5).\n",
+               NSM_CONFIG_FILE);
+}
+
+static int parse_argv(int argc, char *argv[], Manager *m) {
+        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_DEBUG };
+        static const struct option options[] = {
+                { "help",    no_argument,       NULL, 'h'         },
+                { "version", no_argument,       NULL, ARG_VERSION },
+                { "config",  required_argument, NULL, ARG_CONFIG  },
+                { "debug",   no_argument,       NULL, ARG_DEBUG   },
+                {}
+        };
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("nsmanagerd %s\n", PACKAGE_VERSION);
+                        return 0;
+                case ARG_CONFIG:
+                        free(m->config_file);
+                        m->config_file = strdup(optarg);
+                        if (!m->config_file)
+                                return log_oom();
+                        break;
+                case ARG_DEBUG:
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case '?':
+                        return -EINVAL;
+                default:
+                        return -EINVAL;
+                }
+        if (optind < argc) {
+                log_error("This program takes no arguments.");
+                return -EINVAL;
+        }
+        return 1;
+}
+
+int main(int argc, char *argv[]) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        sigset_t ss;
+        int r;
+
+        r = manager_new(&m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to allocate the manager: %m");
+                return EXIT_FAILURE;
+        }
+        m->version = PACKAGE_VERSION;
+        r = parse_argv(argc, argv, m);
+        if (r <= 0)
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+
+        if (geteuid() != 0) {
+                log_error("nsmanagerd must run as root: it creates mount namespaces.");
+                return EXIT_FAILURE;
+        }
+
+        /* sd-event wants these blocked; children unblock them again (child.c, attach.c). */
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        sigaddset(&ss, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+
+        r = manager_load_config(m);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = manager_startup(m);
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        (void) sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
+        (void) sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
+        (void) sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
+
+        r = manager_connect_bus(m);
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        (void) sd_notify(false, "READY=1\nSTATUS=Managing user mount namespaces.");
+        log_info("nsmanagerd %s running; SubtreeRoot=%s, StateDirectory=%s.", PACKAGE_VERSION, m->config.subtree_root,
+                 m->config.state_directory);
+
+        r = sd_event_loop(m->event);
+        (void) sd_notify(false, "STOPPING=1");
+        attach_done(m);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                return EXIT_FAILURE;
+        }
+        log_info("Exiting; namespaces stay pinned under %s.", m->config.state_directory);
+        return EXIT_SUCCESS;
+}

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "child.h"
+#include "mount-util.h"
+#include "path-util.h"
+#include "propagation.h"
+
+/* Children answer with (result, message): the message names the path and what was wrong. */
+static _printf_(3, 4) int fail(int sock, int r, const char *fmt, ...) {
+        char buf[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        (void) child_send(sock, r, 0, buf, n < 0 ? 0 : (size_t) (n >= (int) sizeof buf ? (int) sizeof buf - 1 : n) + 1, NULL, 0);
+        return r;
+}
+
+static int ok(int sock) {
+        return child_send(sock, 0, 0, NULL, 0, NULL, 0);
+}
+
+static int run(ChildFunc fn, void *userdata, char **ret_message) {
+        ChildReply reply;
+        int r = child_run(fn, userdata, NULL, NULL, &reply);
+        if (r < 0)
+                return r;
+        if (reply.result < 0 && ret_message && reply.data_size > 0 && reply.data[reply.data_size - 1] == 0)
+                *ret_message = strdup(reply.data);
+        child_reply_close_fds(&reply);
+        return reply.result;
+}
+
+/* Resolves an absolute path inside the current root without following any symlink: a link a
+ * user planted in their view must never redirect the daemon elsewhere. */
+static int resolve_no_symlinks(const char *path, int *ret_fd) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_IN_ROOT,
+        };
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return -errno;
+        if (streq(path, "/")) {
+                *ret_fd = TAKE_FD(root);
+                return 0;
+        }
+        int fd = (int) syscall(SYS_openat2, root, path_skip_root(path), &how, sizeof how);
+        if (fd < 0)
+                return -errno;
+        *ret_fd = fd;
+        return 0;
+}
+
+static const char *path_error(int r) {
+        switch (-r) {
+        case ELOOP:
+                return "has a symbolic link in it (links are not followed)";
+        case ENOENT:
+                return "does not exist";
+        case ENOTDIR:
+                return "has a component that is not a directory";
+        case EXDEV:
+                return "leaves the namespace's root";
+        default:
+                return strerror(-r);
+        }
+}
+
+/* Binds the mount subtree at fd onto itself (mount --rbind P P) and returns an fd of the new
+ * mount: propagation can only be changed on a mount of its own. */
+static int bind_onto_itself(int fd, int *ret_fd) {
+        _cleanup_close_ int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+        char p[64];
+
+        if (tree < 0)
+                return -errno;
+        if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return -errno;
+        /* fd still names the covered mount; reopen through it to get the one on top. */
+        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+        int nfd = open(p, O_PATH | O_CLOEXEC);
+        if (nfd < 0)
+                return -errno;
+        *ret_fd = nfd;
+        return 0;
+}
+
+static int open_mount_point(int sock, const char *path, bool bind_if_needed, int *ret_fd) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        r = resolve_no_symlinks(path, &fd);
+        if (r < 0)
+                return fail(sock, r, "'%s' %s.", path, path_error(r));
+        r = path_is_mount_point(fd, "");
+        if (r < 0)
+                return fail(sock, r, "Cannot tell whether '%s' is a mount point: %s.", path, strerror(-r));
+        if (r == 0) {
+                if (!bind_if_needed)
+                        return fail(sock, -EINVAL, "'%s' is not a mount point.", path);
+                _cleanup_close_ int nfd = -EBADF;
+                r = bind_onto_itself(fd, &nfd);
+                if (r < 0)
+                        return fail(sock, r, "Failed to bind '%s' onto itself: %s.", path, strerror(-r));
+                close(fd);
+                fd = TAKE_FD(nfd);
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int enter(int sock, int ns_fd) {
+        if (ns_fd < 0)
+                return 0;
+        int r = mntns_enter(ns_fd);
+        if (r < 0)
+                return fail(sock, r, "Failed to enter the namespace: %s.", strerror(-r));
+        return 0;
+}
+
+/* ---- SetPropagation / EnslaveSubtree ---- */
+
+typedef struct PropagationOp {
+        int ns_fd;
+        const char *path;
+        const char *source;
+        PropagationMode mode;
+        bool recursive, read_only, make_dir, host_propagates;
+} PropagationOp;
+
+static int set_propagation_child(int sock, void *userdata) {
+        PropagationOp *op = userdata;
+        _cleanup_close_ int fd = -EBADF;
+        struct mount_attr attr = { .propagation = propagation_mode_to_ms_flag(op->mode) };
+        int r;
+
+        r = enter(sock, op->ns_fd);
+        if (r < 0)
+                return r;
+        r = open_mount_point(sock, op->path, true, &fd);
+        if (r < 0)
+                return r;
+        if (mount_setattr(fd, "", AT_EMPTY_PATH | (op->recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0)
+                return fail(sock, -errno, "Failed to make '%s' %s: %m.", op->path, propagation_mode_to_string(op->mode));
+        return ok(sock);
+}
+
+int ns_set_propagation(int ns_fd, const char *path, PropagationMode mode, bool recursive, char **ret_message) {
+        PropagationOp op = { .ns_fd = ns_fd, .path = path, .mode = mode, .recursive = recursive };
+        return run(set_propagation_child, &op, ret_message);
+}
+
+/* ---- ShareSubtree ---- */
+
+static int host_share_child(int sock, void *userdata) {
+        PropagationOp *op = userdata;
+        _cleanup_close_ int fd = -EBADF;
+        struct mount_attr attr = {};
+        unsigned long fl = 0;
+        int r;
+
+        if (mkdir(op->path, 0755) < 0 && errno != EEXIST)
+                return fail(sock, -errno, "Failed to create '%s': %m.", op->path);
+        r = open_mount_point(sock, op->path, true, &fd);
+        if (r < 0)
+                return r;
+        r = mount_get_propagation(op->path, &fl);
+        if (r >= 0 && (fl & MS_SHARED) && !(fl & MS_SLAVE))
+                return ok(sock);   /* keep its group: views may already be peers of it */
+        /* Private first: a bind under a shared parent sits in the parent's group. */
+        attr.propagation = MS_PRIVATE;
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+                return fail(sock, -errno, "Failed to make '%s' private: %m.", op->path);
+        attr.propagation = MS_SHARED;
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+                return fail(sock, -errno, "Failed to make '%s' shared: %m.", op->path);
+        return ok(sock);
+}
+
+int host_share_subtree(const char *path, char **ret_message) {
+        PropagationOp op = { .ns_fd = -EBADF, .path = path };
+        return run(host_share_child, &op, ret_message);
+}
+
+typedef struct HostMount {
+        char *target;   /* below the shared path */
+        int tree_fd;    /* a detached clone, made in the host namespace */
+} HostMount;
+
+static int join_child(int sock, void *userdata) {
+        PropagationOp *op = userdata;
+        _cleanup_close_ int host_fd = -EBADF, view_fd = -EBADF;
+        MountEntry *e = NULL;
+        size_t n = 0, n_sub = 0, plen = strlen(op->path);
+        unsigned long fl = 0;
+        int r;
+
+        /* In the host: the group to join, and clones of what the host has mounted below it. */
+        r = open_mount_point(sock, op->path, false, &host_fd);
+        if (r < 0)
+                return fail(sock, r, "The host's '%s' is not a mount point: share it on the host first.", op->path);
+        if (mount_get_propagation(op->path, &fl) < 0 || !(fl & MS_SHARED))
+                return fail(sock, -EINVAL, "The host's '%s' is not shared: share it on the host first.", op->path);
+        r = mount_table_read_self(&e, &n);
+        if (r < 0)
+                return fail(sock, r, "Failed to read the host's mount table: %s.", strerror(-r));
+        HostMount *sub = calloc(n + 1, sizeof(HostMount));
+        if (!sub) {
+                mount_entries_free(e, n);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (strncmp(e[i].target, op->path, plen) != 0 || e[i].target[plen] != '/')
+                        continue;
+                int t = open_tree(AT_FDCWD, e[i].target, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+                if (t < 0)
+                        continue;   /* covered, or unbindable: not something to copy */
+                sub[n_sub].target = strdup(e[i].target);
+                sub[n_sub++].tree_fd = t;
+        }
+        mount_entries_free(e, n);
+
+        r = enter(sock, op->ns_fd);
+        if (r < 0)
+                goto finish;
+        r = open_mount_point(sock, op->path, true, &view_fd);
+        if (r < 0)
+                goto finish;
+        r = mount_join_peer_group(host_fd, view_fd);
+        if (r < 0) {
+                r = fail(sock, r, "Failed to make '%s' a peer of the host's: %s.", op->path, strerror(-r));
+                goto finish;
+        }
+        /* Mounts the host made before the view joined would never propagate now: copy them
+         * (in mount table order, so parents come before children). */
+        for (size_t i = 0; i < n_sub; i++) {
+                _cleanup_close_ int at = -EBADF;
+                if (resolve_no_symlinks(sub[i].target, &at) < 0 || path_is_mount_point(at, "") > 0)
+                        continue;
+                (void) move_mount(sub[i].tree_fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+        }
+        r = ok(sock);
+finish:
+        for (size_t i = 0; i < n_sub; i++) {
+                free(sub[i].target);
+                safe_close(sub[i].tree_fd);
+        }
+        free(sub);
+        return r;
+}
+
+int ns_join_host_peer_group(int ns_fd, const char *path, char **ret_message) {
+        PropagationOp op = { .ns_fd = ns_fd, .path = path };
+        return run(join_child, &op, ret_message);
+}
+
+/* ---- BindMount ---- */
+
+/* Walks to 'path' one component at a time (no symlinks), creating missing directories when
+ * asked; the last component is created like the source (directory or empty file). */
+static int open_or_make_destination(int sock, const char *path, bool make_dir, bool source_is_dir, int *ret_fd) {
+        _cleanup_close_ int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *copy = strdup(path_skip_root(path));
+        char *component, *save = NULL;
+
+        if (dir < 0 || !copy)
+                return fail(sock, -ENOMEM, "Out of memory.");
+        component = strtok_r(copy, "/", &save);
+        while (component) {
+                char *next = strtok_r(NULL, "/", &save);
+                bool last = !next;
+                int fd = openat(dir, component, O_PATH | O_CLOEXEC | O_NOFOLLOW | (last ? 0 : O_DIRECTORY));
+                if (fd < 0 && errno == ENOENT && make_dir) {
+                        if (!last || source_is_dir) {
+                                if (mkdirat(dir, component, 0755) < 0 && errno != EEXIST)
+                                        return fail(sock, -errno, "Failed to create '%s' in '%s': %m.", component, path);
+                        } else {
+                                int f = openat(dir, component, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+                                if (f < 0)
+                                        return fail(sock, -errno, "Failed to create '%s' in '%s': %m.", component, path);
+                                close(f);
+                        }
+                        fd = openat(dir, component, O_PATH | O_CLOEXEC | O_NOFOLLOW | (last ? 0 : O_DIRECTORY));
+                }
+                if (fd < 0) {
+                        int r = errno == ENOTDIR ? -ELOOP : -errno;
+                        struct stat st;
+                        if (fstatat(dir, component, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
+                                r = -ELOOP;
+                        return fail(sock, r, "Destination '%s' %s%s.", path, path_error(r),
+                                    r == -ENOENT && !make_dir ? " (use the create-destination flag)" : "");
+                }
+                if (last) {
+                        struct stat st;
+                        if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
+                                close(fd);
+                                return fail(sock, -ELOOP, "Destination '%s' is a symbolic link.", path);
+                        }
+                        *ret_fd = fd;
+                        return 0;
+                }
+                close(dir);
+                dir = fd;
+                component = next;
+        }
+        return fail(sock, -EINVAL, "Destination '%s' is the root.", path);
+}
+
+static int bind_child(int sock, void *userdata) {
+        PropagationOp *op = userdata;
+        _cleanup_close_ int src = -EBADF, tree = -EBADF, dest = -EBADF;
+        struct mount_attr attr = {};
+        struct stat st;
+        int r;
+
+        /* Clone on the host: a clone made after entering the view would copy the view's tree. */
+        r = resolve_no_symlinks(op->source, &src);
+        if (r < 0)
+                return fail(sock, r, "Source '%s' %s.", op->source, path_error(r));
+        if (fstat(src, &st) < 0)
+                return fail(sock, -errno, "Failed to stat source '%s': %m.", op->source);
+        tree = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+        if (tree < 0) {
+                if (errno == EINVAL)
+                        return fail(sock, -EINVAL, "Source '%s' is unbindable and cannot be bound anywhere.", op->source);
+                return fail(sock, -errno, "Failed to clone source '%s': %m.", op->source);
+        }
+        /* One way: the host's later mounts under the source reach the view, not the reverse. */
+        if (!op->host_propagates) {
+                attr.propagation = MS_SLAVE;
+                if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+                        return fail(sock, -errno, "Failed to make the clone of '%s' a slave: %m.", op->source);
+        }
+        if (op->read_only) {
+                attr = (struct mount_attr) { .attr_set = MOUNT_ATTR_RDONLY };
+                if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+                        return fail(sock, -errno, "Failed to make the clone of '%s' read-only: %m.", op->source);
+        }
+
+        r = enter(sock, op->ns_fd);
+        if (r < 0)
+                return r;
+        r = open_or_make_destination(sock, op->path, op->make_dir, S_ISDIR(st.st_mode), &dest);
+        if (r < 0)
+                return r;
+        if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return fail(sock, -errno, "Failed to mount '%s' on '%s': %m.", op->source, op->path);
+        return ok(sock);
+}
+
+int ns_bind_mount(int ns_fd, const char *source, const char *destination, bool read_only, bool make_dir,
+                  bool host_propagates, char **ret_message) {
+        PropagationOp op = { .ns_fd = ns_fd, .source = source, .path = destination, .read_only = read_only,
+                             .make_dir = make_dir, .host_propagates = host_propagates };
+        return run(bind_child, &op, ret_message);
+}
+
+/* ---- Unmount ---- */
+
+static int unmount_child(int sock, void *userdata) {
+        PropagationOp *op = userdata;
+        _cleanup_close_ int fd = -EBADF, root = -EBADF;
+        uint64_t id, root_id;
+        int r;
+
+        r = enter(sock, op->ns_fd);
+        if (r < 0)
+                return r;
+        r = open_mount_point(sock, op->path, false, &fd);
+        if (r < 0)
+                return r;
+        /* Whatever the spelling, never the namespace's root: that would remount the root
+         * filesystem read-only. */
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0 || fd_get_mount_id(root, "", &root_id) < 0 || fd_get_mount_id(fd, "", &id) < 0)
+                return fail(sock, -EIO, "Failed to identify the mount at '%s'.", op->path);
+        if (id == root_id)
+                return fail(sock, -EINVAL, "'%s' is the namespace's root and is never unmounted.", op->path);
+        if (umount2(op->path, UMOUNT_NOFOLLOW | (op->recursive ? MNT_DETACH : 0)) < 0) {
+                if (errno == EBUSY)
+                        return fail(sock, -EBUSY, "'%s' is busy (in use, or has mounts below it); detach it instead.",
+                                    op->path);
+                return fail(sock, -errno, "Failed to unmount '%s': %m.", op->path);
+        }
+        return ok(sock);
+}
+
+int ns_unmount(int ns_fd, const char *path, bool detach, char **ret_message) {
+        PropagationOp op = { .ns_fd = ns_fd, .path = path, .recursive = detach };
+        return run(unmount_child, &op, ret_message);
+}

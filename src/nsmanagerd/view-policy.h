@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "conf.h"
+#include "user-util.h"
+
+/* Applies the [View] policy inside a freshly built view: runs in the view's mount namespace,
+ * after pivot_root, as root, before the namespace is pinned (so a failure leaves nothing).
+ * Order as systemd applies the equivalent exec settings: TemporaryFileSystem=, PrivateTmp=,
+ * HideOtherHomes=, BindPaths=/BindReadOnlyPaths=, InaccessiblePaths=. Returns negative errno. */
+int view_policy_apply(const ViewPolicy *p, const UserRecord *u);
+
+/* Expands %u %U %h %g %G %% in s for user u (pure; unit-tested). -EINVAL on an unknown specifier. */
+int view_policy_expand_specifiers(const char *s, const UserRecord *u, char **ret);

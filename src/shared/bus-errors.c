@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+
+#include "bus-errors.h"
+
+const sd_bus_error_map nsm_bus_error_map[] = {
+        SD_BUS_ERROR_MAP(NSM_ERROR_NO_SUCH_USER, ESRCH),
+        SD_BUS_ERROR_MAP(NSM_ERROR_NO_SUCH_NAMESPACE, ENXIO),
+        SD_BUS_ERROR_MAP(NSM_ERROR_NO_SUCH_SESSION, ENOENT),
+        SD_BUS_ERROR_MAP(NSM_ERROR_USER_EXCLUDED, EPERM),
+        SD_BUS_ERROR_MAP(NSM_ERROR_INVALID_PATH, EINVAL),
+        SD_BUS_ERROR_MAP(NSM_ERROR_INVALID_MODE, EINVAL),
+        SD_BUS_ERROR_MAP(NSM_ERROR_BUSY, EBUSY),
+        SD_BUS_ERROR_MAP_END,
+};

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Scope-bound cleanup, in the spirit of systemd's _cleanup_ helpers (written anew here:
+ * libsystemd does not export them). */
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _noreturn_ __attribute__((noreturn))
+#define _pure_ __attribute__((pure))
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define STR_IN_SET(s, ...) strv_contains((const char *const[]){ __VA_ARGS__, NULL }, (s))
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline int safe_close(int fd) {
+        if (fd >= 0) {
+                int saved = errno;
+                (void) close(fd);
+                errno = saved;
+        }
+        return -EBADF;
+}
+static inline void closep(int *fd) {
+        *fd = safe_close(*fd);
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                (void) fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+static inline char **strv_free(char **l) {
+        if (l) {
+                for (char **i = l; *i; i++)
+                        free(*i);
+                free(l);
+        }
+        return NULL;
+}
+static inline void strv_freep(char ***l) {
+        *l = strv_free(*l);
+}
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+static inline int strv_contains(const char *const *l, const char *s) {
+        if (!s)
+                return 0;
+        for (; l && *l; l++)
+                if (strcmp(*l, s) == 0)
+                        return 1;
+        return 0;
+}
+
+/* Hand ownership of a pointer or fd to the caller: the cleanup handler then sees NULL / -EBADF. */
+#define TAKE_PTR(p)                             \
+        ({                                      \
+                __typeof__(p) _tp = (p);        \
+                (p) = NULL;                     \
+                _tp;                            \
+        })
+#define TAKE_FD(fd)                             \
+        ({                                      \
+                int _tf = (fd);                 \
+                (fd) = -EBADF;                  \
+                _tf;                            \
+        })
+
+static inline int negative_errno(void) {
+        return errno > 0 ? -errno : -EIO;
+}
+
+static inline int streq_ptr(const char *a, const char *b) {
+        if (!a || !b)
+                return a == b;
+        return strcmp(a, b) == 0;
+}
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+#define USEC_PER_SEC 1000000ULL
+#define USEC_PER_MSEC 1000ULL

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <libmount.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "mount-util.h"
+
+static const char *const propagation_mode_table[_PROPAGATION_MODE_MAX] = {
+        [PROPAGATION_SHARED] = "shared",
+        [PROPAGATION_SLAVE] = "slave",
+        [PROPAGATION_PRIVATE] = "private",
+        [PROPAGATION_UNBINDABLE] = "unbindable",
+};
+
+const char *propagation_mode_to_string(PropagationMode m) {
+        if (m < 0 || m >= _PROPAGATION_MODE_MAX)
+                return NULL;
+        return propagation_mode_table[m];
+}
+
+PropagationMode propagation_mode_from_string(const char *s) {
+        for (int i = 0; s && i < _PROPAGATION_MODE_MAX; i++)
+                if (streq(propagation_mode_table[i], s))
+                        return i;
+        return _PROPAGATION_MODE_INVALID;
+}
+
+unsigned long propagation_mode_to_ms_flag(PropagationMode m) {
+        switch (m) {
+        case PROPAGATION_SHARED:
+                return MS_SHARED;
+        case PROPAGATION_SLAVE:
+                return MS_SLAVE;
+        case PROPAGATION_PRIVATE:
+                return MS_PRIVATE;
+        case PROPAGATION_UNBINDABLE:
+                return MS_UNBINDABLE;
+        default:
+                return 0;
+        }
+}
+
+void mount_entries_free(MountEntry *e, size_t n) {
+        for (size_t i = 0; e && i < n; i++) {
+                free(e[i].target);
+                free(e[i].source);
+                free(e[i].fstype);
+                free(e[i].propagation);
+        }
+        free(e);
+}
+
+static void mnt_unref_tablep(struct libmnt_table **t) {
+        mnt_unref_table(*t);
+}
+static void mnt_free_iterp(struct libmnt_iter **i) {
+        mnt_free_iter(*i);
+}
+
+static uint64_t optional_field(const char *fields, const char *name) {
+        size_t n = strlen(name);
+        for (const char *p = fields; p && *p;) {
+                p += strspn(p, " ");
+                if (strncmp(p, name, n) == 0 && p[n] == ':')
+                        return strtoull(p + n + 1, NULL, 10);
+                p += strcspn(p, " ");
+        }
+        return 0;
+}
+
+static char *propagation_words(unsigned long fl) {
+        char *s = NULL;
+        /* The same words findmnt prints in its PROPAGATION column. */
+        if (asprintf(&s, "%s%s%s", fl & MS_SHARED ? "shared" : "private", fl & MS_SLAVE ? ",slave" : "",
+                     fl & MS_UNBINDABLE ? ",unbindable" : "") < 0)
+                return NULL;
+        return s;
+}
+
+int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n) {
+        _cleanup_(mnt_unref_tablep) struct libmnt_table *t = mnt_new_table();
+        _cleanup_(mnt_free_iterp) struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
+        struct libmnt_fs *fs;
+        MountEntry *e = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!t || !it)
+                return -ENOMEM;
+        r = mnt_table_parse_stream(t, f, "mountinfo");
+        if (r < 0)
+                return r;
+
+        e = calloc(mnt_table_get_nents(t) + 1, sizeof(MountEntry));
+        if (!e)
+                return -ENOMEM;
+        while (mnt_table_next_fs(t, it, &fs) == 0) {
+                unsigned long fl = 0;
+                const char *fields = mnt_fs_get_optional_fields(fs);
+
+                (void) mnt_fs_get_propagation(fs, &fl);
+                e[n] = (MountEntry) {
+                        .id = (uint64_t) mnt_fs_get_id(fs),
+                        .parent_id = (uint64_t) mnt_fs_get_parent_id(fs),
+                        .peer_group = optional_field(fields, "shared"),
+                        .master_group = optional_field(fields, "master"),
+                        .target = strdup(mnt_fs_get_target(fs) ?: ""),
+                        .source = strdup(mnt_fs_get_source(fs) ?: "none"),
+                        .fstype = strdup(mnt_fs_get_fstype(fs) ?: ""),
+                        .propagation = propagation_words(fl),
+                };
+                n++;
+                if (!e[n - 1].target || !e[n - 1].source || !e[n - 1].fstype || !e[n - 1].propagation) {
+                        mount_entries_free(e, n);
+                        return -ENOMEM;
+                }
+        }
+        *ret = e;
+        *ret_n = n;
+        return 0;
+}
+
+int mount_table_read_self(MountEntry **ret, size_t *ret_n) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        if (!f)
+                return -errno;
+        return mount_table_read(f, ret, ret_n);
+}
+
+int mount_table_count_self(size_t *ret_n) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        size_t n = 0;
+        int c;
+
+        if (!f)
+                return -errno;
+        /* Counting lines is all NMounts needs; no parsing. */
+        while ((c = getc_unlocked(f)) != EOF)
+                if (c == '\n')
+                        n++;
+        *ret_n = n;
+        return 0;
+}
+
+int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret) {
+        struct statx sx = {};
+        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);
+
+        if (statx(dirfd, path ?: "", flags, STATX_MNT_ID, &sx) < 0)
+                return -errno;
+        if (!(sx.stx_mask & STATX_MNT_ID))
+                return -EOPNOTSUPP;
+        *ret = sx.stx_mnt_id;
+        return 0;
+}
+
+int path_is_mount_point(int dirfd, const char *path) {
+        struct statx sx = {};
+        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);
+
+        if (statx(dirfd, path ?: "", flags, STATX_BASIC_STATS, &sx) < 0)
+                return -errno;
+        if (!(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+                return -EOPNOTSUPP;
+        return !!(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+int mount_set_propagation(const char *path, PropagationMode mode, bool recursive) {
+        unsigned long fl = propagation_mode_to_ms_flag(mode);
+        if (fl == 0)
+                return -EINVAL;
+        if (mount(NULL, path, NULL, fl | (recursive ? MS_REC : 0), NULL) < 0)
+                return -errno;
+        return 0;
+}
+
+int mount_ensure_mount_point(const char *path) {
+        int r = path_is_mount_point(AT_FDCWD, path);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                return 0;
+        if (mount(path, path, NULL, MS_BIND, NULL) < 0)
+                return -errno;
+        return 1;
+}
+
+int mount_get_propagation(const char *path, unsigned long *ret_flags) {
+        MountEntry *e = NULL;
+        size_t n = 0;
+        uint64_t id;
+        int r;
+
+        r = fd_get_mount_id(AT_FDCWD, path, &id);
+        if (r < 0)
+                return r;
+        r = mount_table_read_self(&e, &n);
+        if (r < 0)
+                return r;
+        r = -ENOENT;
+        for (size_t i = 0; i < n; i++)
+                if (e[i].id == id) {
+                        *ret_flags = (e[i].peer_group ? MS_SHARED : 0) | (e[i].master_group ? MS_SLAVE : 0) |
+                                     (strstr(e[i].propagation, "unbindable") ? MS_UNBINDABLE : 0);
+                        r = 0;
+                }
+        mount_entries_free(e, n);
+        return r;
+}
+
+int mount_join_peer_group(int from_fd, int to_fd) {
+        struct mount_attr attr = { .propagation = MS_PRIVATE };
+
+        /* The kernel only adds a private mount to a group (a slave target is EINVAL). */
+        if (mount_setattr(to_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+                return -errno;
+        if (move_mount(from_fd, "", to_fd, "",
+                       MOVE_MOUNT_SET_GROUP | MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return -errno;
+        return 0;
+}
+
+int open_path_fd(int dirfd, const char *path) {
+        int fd = openat(dirfd, path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+        return fd < 0 ? -errno : fd;
+}
+
+int mntns_enter(int ns_fd) {
+        /* setns(CLONE_NEWNS) is EINVAL while this thread shares its fs_struct. */
+        if (unshare(CLONE_FS) < 0)
+                return -errno;
+        if (setns(ns_fd, CLONE_NEWNS) < 0)
+                return -errno;
+        return 0;
+}
+
+int mntns_pin(int ns_fd, const char *path) {
+        char src[64];
+        int fd;
+
+        fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        (void) close(fd);
+        snprintf(src, sizeof src, "/proc/self/fd/%d", ns_fd);
+        if (mount(src, path, NULL, MS_BIND, NULL) < 0)
+                return -errno;
+        return 0;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "macros.h"
+
+/* Syscalls and libmount only: no bus types here, nothing logs above debug. */
+
+typedef enum PropagationMode {
+        PROPAGATION_SHARED,
+        PROPAGATION_SLAVE,
+        PROPAGATION_PRIVATE,
+        PROPAGATION_UNBINDABLE,
+        _PROPAGATION_MODE_MAX,
+        _PROPAGATION_MODE_INVALID = -EINVAL,
+} PropagationMode;
+
+const char *propagation_mode_to_string(PropagationMode m) _pure_;
+PropagationMode propagation_mode_from_string(const char *s) _pure_;
+unsigned long propagation_mode_to_ms_flag(PropagationMode m) _pure_;
+
+/* One line of a mount table, as GetMounts returns it. */
+typedef struct MountEntry {
+        uint64_t id;
+        uint64_t parent_id;
+        uint64_t peer_group;     /* 0 = none */
+        uint64_t master_group;   /* 0 = none */
+        char *target;
+        char *source;
+        char *fstype;
+        char *propagation;       /* findmnt's words: "shared", "private,slave", "private,unbindable" … */
+} MountEntry;
+
+void mount_entries_free(MountEntry *e, size_t n);
+
+/* Parses a mountinfo stream (libmount). */
+int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n);
+int mount_table_read_self(MountEntry **ret, size_t *ret_n);
+int mount_table_count_self(size_t *ret_n);
+
+/* Mount id (statx STATX_MNT_ID) of whatever 'fd' (or fd+path) refers to. */
+int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret);
+/* 1 if path is the root of a mount, 0 if not. Symlinks are not followed. */
+int path_is_mount_point(int dirfd, const char *path);
+
+int mount_set_propagation(const char *path, PropagationMode mode, bool recursive);
+/* Binds path onto itself unless it is a mount point already. Returns 1 if it bound. */
+int mount_ensure_mount_point(const char *path);
+/* Propagation flags of the mount at path, as MS_SHARED/MS_SLAVE/MS_UNBINDABLE bits. */
+int mount_get_propagation(const char *path, unsigned long *ret_flags);
+
+/* Put the mount 'to_fd' into the peer group (and master) of 'from_fd'
+ * (move_mount(MOVE_MOUNT_SET_GROUP)); 'to_fd' is made private first, as the kernel requires. */
+int mount_join_peer_group(int from_fd, int to_fd);
+
+/* Open an O_PATH fd on path without following a final symlink. */
+int open_path_fd(int dirfd, const char *path);
+
+/* setns() into the mount namespace of ns_fd, from any thread (unshare(CLONE_FS) first). */
+int mntns_enter(int ns_fd);
+
+/* Bind-mount the nsfs file ns_fd refers to onto a file at path (created if missing). */
+int mntns_pin(int ns_fd, const char *path);

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <grp.h>
+#include <pwd.h>
+
+#include "conf.h"
+#include "macros.h"
+#include "user-util.h"
+
+bool valid_user_name(const char *s) {
+        size_t n;
+
+        if (!s || !*s)
+                return false;
+        n = strlen(s);
+        if (n > 32)
+                return false;
+        if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
+                return false;
+        for (size_t i = 1; i < n; i++) {
+                char c = s[i];
+                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.')
+                        continue;
+                if (c == '$' && i == n - 1)
+                        continue;
+                return false;
+        }
+        return true;
+}
+
+static int user_record_from_passwd(const struct passwd *pw, UserRecord *ret) {
+        UserRecord u = {
+                .uid = pw->pw_uid,
+                .gid = pw->pw_gid,
+                .name = strdup(pw->pw_name),
+                .home = strdup(pw->pw_dir && *pw->pw_dir ? pw->pw_dir : "/"),
+                .shell = strdup(pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh"),
+        };
+        if (!u.name || !u.home || !u.shell) {
+                user_record_done(&u);
+                return -ENOMEM;
+        }
+        *ret = u;
+        return 0;
+}
+
+static int user_record_lookup(const char *name, uid_t uid, UserRecord *ret) {
+        struct passwd pw, *result = NULL;
+        long size = sysconf(_SC_GETPW_R_SIZE_MAX);
+        size_t bufsize = size > 0 ? (size_t) size : 4096;
+
+        for (;;) {
+                _cleanup_free_ char *buf = malloc(bufsize);
+                int r;
+
+                if (!buf)
+                        return -ENOMEM;
+                r = name ? getpwnam_r(name, &pw, buf, bufsize, &result) : getpwuid_r(uid, &pw, buf, bufsize, &result);
+                if (r == ERANGE) {
+                        bufsize *= 2;
+                        continue;
+                }
+                if (r != 0)
+                        return -r;
+                if (!result)
+                        return -ESRCH;
+                return user_record_from_passwd(result, ret);
+        }
+}
+
+int user_record_by_name(const char *name, UserRecord *ret) {
+        if (!valid_user_name(name))
+                return -ESRCH;
+        return user_record_lookup(name, 0, ret);
+}
+
+int user_record_by_uid(uid_t uid, UserRecord *ret) {
+        return user_record_lookup(NULL, uid, ret);
+}
+
+void user_record_done(UserRecord *u) {
+        free(u->name);
+        free(u->home);
+        free(u->shell);
+        *u = (UserRecord) {};
+}
+
+int user_group_names(const char *name, gid_t gid, char ***ret) {
+        int n = 32;
+        _cleanup_free_ gid_t *gids = NULL;
+        _cleanup_strv_free_ char **names = calloc(1, sizeof(char *));
+
+        if (!names)
+                return -ENOMEM;
+        for (;;) {
+                int want = n;
+                free(gids);
+                gids = malloc(sizeof(gid_t) * want);
+                if (!gids)
+                        return -ENOMEM;
+                if (getgrouplist(name, gid, gids, &n) >= 0)
+                        break;
+                if (n <= want)
+                        return -EIO;
+        }
+        for (int i = 0; i < n; i++) {
+                struct group gr, *result = NULL;
+                char buf[16384];
+                if (getgrgid_r(gids[i], &gr, buf, sizeof buf, &result) != 0 || !result)
+                        continue;       /* a gid without a name has no group.d file either */
+                if (strv_contains((const char *const *) names, result->gr_name))
+                        continue;
+                if (strv_extend(&names, result->gr_name) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(names);
+        return 0;
+}
