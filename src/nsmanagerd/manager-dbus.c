@@ -109,7 +109,7 @@ static int reply_mount_error(sd_bus_error *error, int r, const char *message) {
 static int method_create_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *user;
-        Namespace *ns;
+        Namespace *ns = NULL;
         int r;
 
         r = sd_bus_message_read(message, "s", &user);
@@ -143,7 +143,7 @@ int bus_remove_namespace(sd_bus_message *message, Manager *m, Namespace *ns, sd_
 static int method_remove_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *user;
-        Namespace *ns;
+        Namespace *ns = NULL;
         int r;
 
         r = sd_bus_message_read(message, "s", &user);
@@ -158,7 +158,7 @@ static int method_remove_namespace(sd_bus_message *message, void *userdata, sd_b
 static int method_get_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *user;
-        Namespace *ns;
+        Namespace *ns = NULL;
         int r;
 
         r = sd_bus_message_read(message, "s", &user);
@@ -172,7 +172,7 @@ static int method_get_namespace(sd_bus_message *message, void *userdata, sd_bus_
 
 static int method_get_namespace_by_uid(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        Namespace *ns;
+        Namespace *ns = NULL;
         uint32_t uid;
         int r;
 
@@ -194,7 +194,7 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
         _cleanup_free_ Namespace **list = NULL;
         Manager *m = userdata;
         size_t n = 0, i = 0;
-        Namespace *ns;
+        Namespace *ns = NULL;
         int r;
 
         list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
@@ -235,7 +235,7 @@ static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_e
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         Manager *m = userdata;
         const char *user, *id;
-        Namespace *ns;
+        Namespace *ns = NULL;
         pid_t pid = 0;
         int r;
 
@@ -264,7 +264,7 @@ static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_e
 static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *user, *id;
-        Namespace *ns;
+        Namespace *ns = NULL;
         int r;
 
         r = sd_bus_message_read(message, "ss", &user, &id);
@@ -288,7 +288,7 @@ static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_
 static int method_open_mount_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *user;
-        Namespace *ns;
+        Namespace *ns = NULL;
         int r;
 
         r = sd_bus_message_read(message, "s", &user);
@@ -305,7 +305,7 @@ static int method_open_mount_namespace(sd_bus_message *message, void *userdata, 
 
 /* "" = the host; otherwise the user's namespace, which must exist. */
 static int target_ns_fd(Manager *m, const char *user, int *ret, sd_bus_error *error) {
-        Namespace *ns;
+        Namespace *ns = NULL;
         int r;
 
         if (!*user) {
@@ -330,7 +330,7 @@ static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_
         _cleanup_free_ char *msg = NULL;
         Manager *m = userdata;
         const char *user, *path;
-        int fd, r;
+        int fd = -EBADF, r;
 
         r = sd_bus_message_read(message, "ss", &user, &path);
         if (r < 0)
@@ -360,7 +360,7 @@ static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_
                 return reply_mount_error(error, r, msg);
         /* Retroactive: every existing view joins the new peer group. */
         size_t i = 0;
-        Namespace *ns;
+        Namespace *ns = NULL;
         while (hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL)) {
                 _cleanup_free_ char *nmsg = NULL;
                 r = ns_join_host_peer_group(ns->mntns_fd, path, &nmsg);
@@ -382,7 +382,7 @@ static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_
 static int method_set_propagation_common(sd_bus_message *message, Manager *m, const char *user, const char *path,
                                          PropagationMode mode, bool recursive, sd_bus_error *error) {
         _cleanup_free_ char *msg = NULL;
-        int fd, r;
+        int fd = -EBADF, r;
 
         r = check_path(path, "Path", error);
         if (r < 0)
@@ -436,7 +436,7 @@ static int method_bind_mount(sd_bus_message *message, void *userdata, sd_bus_err
         Manager *m = userdata;
         const char *user, *source, *dest;
         uint64_t flags;
-        Namespace *ns;
+        Namespace *ns = NULL;
         int r;
 
         r = sd_bus_message_read(message, "ssst", &user, &source, &dest, &flags);
@@ -471,7 +471,7 @@ static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error 
         Manager *m = userdata;
         const char *user, *path;
         uint64_t flags;
-        Namespace *ns;
+        Namespace *ns = NULL;
         int r;
 
         r = sd_bus_message_read(message, "sst", &user, &path, &flags);
@@ -501,7 +501,7 @@ static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error 
 static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *user;
-        int fd, r;
+        int fd = -EBADF, r;
 
         r = sd_bus_message_read(message, "s", &user);
         if (r < 0)
@@ -525,7 +525,7 @@ int bus_set_linger(sd_bus_message *message, Manager *m, Namespace *ns, bool enab
 static int method_set_linger(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *user;
-        Namespace *ns;
+        Namespace *ns = NULL;
         int enable, r;
 
         r = sd_bus_message_read(message, "sb", &user, &enable);

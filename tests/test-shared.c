@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Unit tests of the pure parts of src/shared and the daemon's string tables. TAP output. */
+#include <stdarg.h>
+#include <sys/stat.h>
+
+#include "conf.h"
+#include "hashmap.h"
+#include "mount-util.h"
+#include "namespace.h"
+#include "path-util.h"
+#include "user-util.h"
+#include "view.h"
+
+static int n_tests, n_failed;
+
+static void check(bool ok, const char *fmt, ...) {
+        va_list ap;
+        n_tests++;
+        if (!ok)
+                n_failed++;
+        printf("%s %d - ", ok ? "ok" : "not ok", n_tests);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+}
+
+static void test_paths(void) {
+        static const char *good[] = { "/", "/mnt", "/a/b/c", "/a.b/..c/c..", "/with space" };
+        static const char *bad[] = { "", "mnt", "./mnt", "/mnt/", "//mnt", "/a//b", "/a/./b", "/a/../b", "/..", "/.", "/a/.." };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++)
+                check(path_is_absolute_normalized(good[i]), "path '%s' is absolute and normalized", good[i]);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                check(!path_is_absolute_normalized(bad[i]), "path '%s' is refused", bad[i]);
+        check(streq(path_skip_root("///a/b"), "a/b"), "path_skip_root strips leading slashes");
+        check(filename_is_valid("alice") && !filename_is_valid("..") && !filename_is_valid("a/b") && !filename_is_valid(""),
+              "filename_is_valid");
+}
+
+static void test_user_names(void) {
+        static const char *good[] = { "alice", "bob-2", "_svc", "a.b", "machine$", "A" };
+        static const char *bad[] = { "", "../x", "a/b", "-x", "1abc", "a b", "a:b", "a$b", "averyveryveryveryveryverylongname1" };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++)
+                check(valid_user_name(good[i]), "user name '%s' is valid", good[i]);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                check(!valid_user_name(bad[i]), "user name '%s' is refused", bad[i]);
+}
+
+static void test_tables(void) {
+        for (int i = 0; i < _PROPAGATION_MODE_MAX; i++)
+                check(propagation_mode_from_string(propagation_mode_to_string(i)) == (PropagationMode) i,
+                      "propagation mode %d round-trips", i);
+        check(propagation_mode_from_string("rshared") == _PROPAGATION_MODE_INVALID, "'rshared' is not a mode");
+        check(propagation_mode_to_string(_PROPAGATION_MODE_MAX) == NULL, "out-of-range mode has no name");
+        for (int i = 0; i < _VIEW_PROPAGATION_MAX; i++)
+                check(view_propagation_from_string(view_propagation_to_string(i)) == (ViewPropagation) i,
+                      "view propagation %d round-trips", i);
+        check(view_propagation_from_string("unbindable") == _VIEW_PROPAGATION_INVALID, "'unbindable' is no ViewPropagation");
+        for (int i = 0; i < _NAMESPACE_STATE_MAX; i++)
+                check(namespace_state_from_string(namespace_state_to_string(i)) == (NamespaceState) i,
+                      "namespace state %d round-trips", i);
+        for (int i = 0; i < _VIEW_STAGE_MAX; i++)
+                check(!streq(view_stage_to_string(i), "unknown"), "view stage %d has a name", i);
+}
+
+static void test_parsers(void) {
+        uint64_t u;
+        check(parse_sec("10s", &u) == 0 && u == 10 * USEC_PER_SEC, "parse_sec 10s");
+        check(parse_sec("500ms", &u) == 0 && u == 500 * USEC_PER_MSEC, "parse_sec 500ms");
+        check(parse_sec("1min 30s", &u) == 0 && u == 90 * USEC_PER_SEC, "parse_sec '1min 30s'");
+        check(parse_sec("3", &u) == 0 && u == 3 * USEC_PER_SEC, "parse_sec plain number is seconds");
+        check(parse_sec("infinity", &u) == 0 && u == UINT64_MAX, "parse_sec infinity");
+        check(parse_sec("10 parsecs", &u) < 0 && parse_sec("", &u) < 0 && parse_sec("-1s", &u) < 0, "parse_sec refuses garbage");
+        check(parse_size("64M", &u) == 0 && u == 64 << 20, "parse_size 64M");
+        check(parse_size("50%", &u) < 0, "parse_size refuses percentages");
+        check(parse_boolean("yes") == 1 && parse_boolean("off") == 0 && parse_boolean("maybe") < 0, "parse_boolean");
+}
+
+static int write_file(const char *path, const char *content) {
+        FILE *f = fopen(path, "we");
+        if (!f)
+                return -errno;
+        fputs(content, f);
+        return fclose(f) == 0 ? 0 : -errno;
+}
+
+static void test_config_files(void) {
+        /* Under the build directory (meson sets NSM_TEST_TMPDIR), never the machine's /tmp. */
+        const char *base = getenv("NSM_TEST_TMPDIR") ?: ".";
+        char dir[256], path[300], sub[400];
+        ManagerConfig c;
+        ViewPolicy p = {};
+        char *err = NULL;
+
+        snprintf(dir, sizeof dir, "%s/nsm-test-conf.XXXXXX", base);
+        if (!mkdtemp(dir)) {
+                check(false, "mkdtemp");
+                return;
+        }
+        snprintf(path, sizeof path, "%s/nsmanagerd.conf", dir);
+
+        /* Defaults when the file is missing. */
+        manager_config_init(&c);
+        check(manager_config_load(path, &c, &err) == 0, "a missing file is fine");
+        check(streq(c.subtree_root, "/subtree") && streq(c.state_directory, "/run/nsmanager") &&
+              c.min_uid == 1000 && c.stop_delay_usec == 10 * USEC_PER_SEC &&
+              c.view_propagation == VIEW_PROPAGATION_SLAVE && strv_length(c.shared_subtrees) == 1 &&
+              streq(c.shared_subtrees[0], "/mnt") && strv_length(c.exclude_users) == 0,
+              "defaults match the contract");
+        manager_config_done(&c);
+
+        write_file(path, "# comment\n[Manager]\nSubtreeRoot=/srv/views\nSharedSubtrees=/media\nStopDelaySec=2s\n"
+                         "MinUID=500\nExcludeUsers=bob carol\nViewPropagation=private\n[View]\nPrivateTmp=yes\n"
+                         "BindPaths=/a\n");
+        snprintf(sub, sizeof sub, "%s.d", path);
+        mkdir(sub, 0755);
+        snprintf(sub, sizeof sub, "%s.d/50-more.conf", path);
+        write_file(sub, "[Manager]\nSharedSubtrees=/run/media\nExcludeUsers=\nExcludeUsers=dave\n[View]\nBindPaths=\nBindPaths=/b /c\n");
+        snprintf(sub, sizeof sub, "%s.d/10-first.conf", path);
+        write_file(sub, "[Manager]\nMinUID=600\n");
+        snprintf(sub, sizeof sub, "%s.d/ignored.txt", path);
+        write_file(sub, "[Manager]\nMinUID=700\n");
+
+        manager_config_init(&c);
+        check(manager_config_load(path, &c, &err) == 0, "config with drop-ins loads");
+        check(streq(c.subtree_root, "/srv/views"), "SubtreeRoot= read");
+        check(strv_length(c.shared_subtrees) == 3 && streq(c.shared_subtrees[1], "/media") &&
+              streq(c.shared_subtrees[2], "/run/media"), "SharedSubtrees= accumulates over drop-ins");
+        check(strv_length(c.exclude_users) == 1 && streq(c.exclude_users[0], "dave"), "an empty assignment resets a list");
+        check(c.min_uid == 600, "drop-ins apply in lexical order, non-.conf files ignored");
+        check(c.stop_delay_usec == 2 * USEC_PER_SEC && c.view_propagation == VIEW_PROPAGATION_PRIVATE, "StopDelaySec=, ViewPropagation=");
+        manager_config_done(&c);
+
+        snprintf(sub, sizeof sub, "%s/group.d", dir);
+        mkdir(sub, 0755);
+        snprintf(sub, sizeof sub, "%s/user.d", dir);
+        mkdir(sub, 0755);
+        snprintf(sub, sizeof sub, "%s/group.d/staff.conf", dir);
+        write_file(sub, "[View]\nBindReadOnlyPaths=/srv/project:/project\nHideOtherHomes=yes\n");
+        snprintf(sub, sizeof sub, "%s/user.d/alice.conf", dir);
+        write_file(sub, "[View]\nPrivateTmp=no\nTmpSize=64M\nInaccessiblePaths=-/secret\n");
+        char *groups[] = { "staff", "../../etc", NULL };
+        check(view_policy_load(path, "alice", groups, &p, &err) == 0, "view policy loads");
+        check(!p.private_tmp && p.tmp_size == 64 << 20, "user.d overrides the main file");
+        check(strv_length(p.bind_paths) == 2 && streq(p.bind_paths[0], "/b"), "[View] lists reset and accumulate");
+        check(strv_length(p.bind_read_only_paths) == 1 && p.hide_other_homes, "group.d applies");
+        check(strv_length(p.inaccessible_paths) == 1 && streq(p.inaccessible_paths[0], "-/secret"), "InaccessiblePaths=");
+        view_policy_done(&p);
+
+        /* Errors name file and line. */
+        write_file(path, "[Manager]\nMinUID=12\nSubtreeRoot=relative/path\n");
+        manager_config_init(&c);
+        check(manager_config_load(path, &c, &err) == -EINVAL && err && strstr(err, "nsmanagerd.conf:3:"),
+              "an invalid value is an error with file:line (%s)", err ? err : "(none)");
+        free(err), err = NULL;
+        manager_config_done(&c);
+        write_file(path, "[Manager]\nViewPropagation=sideways\n");
+        manager_config_init(&c);
+        check(manager_config_load(path, &c, &err) == -EINVAL, "an invalid ViewPropagation= is refused");
+        free(err), err = NULL;
+        manager_config_done(&c);
+        write_file(path, "MinUID=1\n");
+        manager_config_init(&c);
+        check(manager_config_load(path, &c, &err) == -EINVAL, "an assignment outside a section is refused");
+        free(err), err = NULL;
+        manager_config_done(&c);
+        write_file(path, "[Manager]\nThisIsNoKey=1\n[Elsewhere]\nX=1\n");
+        manager_config_init(&c);
+        check(manager_config_load(path, &c, &err) == 0, "unknown keys and sections are warnings, not errors");
+        manager_config_done(&c);
+
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        (void) system(cmd);
+}
+
+static void test_hashmap(void) {
+        Hashmap *h = hashmap_new();
+        static char keys[5000][16];
+        bool ok = true;
+
+        for (int i = 0; i < 5000; i++) {
+                snprintf(keys[i], sizeof keys[i], "user%d", i);
+                ok = ok && hashmap_put(h, keys[i], keys[i]) == 0;
+        }
+        check(ok && hashmap_size(h) == 5000, "5000 puts");
+        check(hashmap_put(h, "user7", NULL) == -EEXIST, "duplicate put is -EEXIST");
+        ok = true;
+        for (int i = 0; i < 5000; i++)
+                ok = ok && hashmap_get(h, keys[i]) == keys[i];
+        check(ok, "every key found after growing");
+        size_t state = 0, n = 0;
+        void *v;
+        while (hashmap_iterate(h, &state, &v, NULL))
+                n++;
+        check(n == 5000, "iteration visits every entry once");
+        check(hashmap_remove(h, "user42") == keys[42] && !hashmap_get(h, "user42") && hashmap_size(h) == 4999, "remove");
+        hashmap_free(h);
+}
+
+int main(void) {
+        test_paths();
+        test_user_names();
+        test_tables();
+        test_parsers();
+        test_config_files();
+        test_hashmap();
+        printf("1..%d\n", n_tests);
+        return n_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
