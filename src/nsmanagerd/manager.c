@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "bus-errors.h"
@@ -355,4 +356,20 @@ int manager_reload(Manager *m) {
         m->config = c;
         log_info("Configuration reloaded; it applies to namespaces created from now on.");
         return 0;
+}
+
+void manager_shutdown(Manager *m) {
+        _cleanup_free_ char *pin = NULL;
+
+        /* With no namespace left, nothing needs the registry: leave no mount behind. With
+         * namespaces, it stays pinned so the next start finds them. */
+        if (hashmap_size(m->namespaces) > 0 || m->registry_fd < 0)
+                return;
+        if (asprintf(&pin, "%s/registry", m->config.state_directory) < 0)
+                return;
+        if (umount2(pin, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+                log_warning_errno(errno, "Failed to unpin the registry '%s', ignoring: %m", pin);
+        else
+                (void) unlink(pin);
+        m->registry_fd = safe_close(m->registry_fd);
 }

@@ -39,6 +39,8 @@ static inline void manager_freep(Manager **m) {
 }
 
 int manager_startup(Manager *m);
+/* On a clean exit: drops the registry when no namespace is left. */
+void manager_shutdown(Manager *m);
 int manager_load_config(Manager *m);
 
 Namespace *manager_get_namespace(Manager *m, const char *user);

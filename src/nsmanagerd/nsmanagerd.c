@@ -115,6 +115,7 @@ int main(int argc, char *argv[]) {
         r = sd_event_loop(m->event);
         (void) sd_notify(false, "STOPPING=1");
         attach_done(m);
+        manager_shutdown(m);
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");
                 return EXIT_FAILURE;
