@@ -600,7 +600,7 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_set_linger, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Attach",
                                 SD_BUS_ARGS("s", user, "as", command, "as", environment, "s", working_directory,
-                                            "h", stdin_fd, "h", stdout_fd, "h", stderr_fd, "h", status_fd),
+                                            "h", stdin, "h", stdout, "h", stderr, "h", status),
                                 SD_BUS_RESULT("u", pid), method_attach, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ReloadConfig", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload_config,
                                 SD_BUS_VTABLE_UNPRIVILEGED),

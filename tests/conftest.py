@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pytest fixtures for nsmanager: a throwaway machine with a real bus, polkit and daemon.
+
+Run as root with Debian's pytest:  /usr/bin/python3 -m pytest -v tests
+(NSM_BUILD_DIR=DIR picks another Meson build directory; NSM_TIMEOUT_SCALE=N
+stretches every wait, e.g. for ASan builds.)
+
+Importing this file moves the whole pytest process into a mount namespace of its
+own with every mount private (tests/sandbox.py), so nothing a test mounts reaches
+the machine. The machine the tests see is described in tests/sandbox.py: test
+users in bind-mounted copies of passwd/group/shadow, tmpfs /home, /mnt, /run,
+/tmp, the project's bus policy, a real dbus-daemon --system and a real polkitd.
+
+Test users (sandbox.TEST_USERS; password: NAME-secret, e.g. alice-secret):
+    alice 2001, bob 2002, carol 2003 (member of group nsadmin, gid 2100),
+    dave 2004, svc 500 (a system user, below MinUID). Shell /bin/bash,
+    home /home/NAME (on the sandbox's tmpfs).
+
+Fixtures
+--------
+sandbox   (session) the sandbox.Sandbox. Useful methods:
+            bus(), manager(), namespace(path), properties(path)  dbus-python
+            in_view(user, argv, as_user=None, input=None)  run inside user's view
+                (setns through the fd of OpenMountNamespace) -> CompletedProcess
+            run(argv), run_as(user, argv)       on the host (as_user: setpriv)
+            mountinfo(view=None), mount_count(view=None), findmnt_json(view=None),
+            findmnt(view=None), view_ns_id(user)
+            mount_tmpfs(path, files={...}, view=None), mount_cd(path), umount(path),
+            track_mount(path)   (test mounts are unmounted at the end of the test)
+            overlay_dir("/etc/pam.d")  writable copy over a machine directory
+            set_polkit_rule(name, js or None)  (restarts polkitd)
+            start_daemon(**settings), stop_daemon(sig), kill_daemon(), restart_daemon(),
+            write_config_file("user.d/alice.conf", text), daemon_log_text()
+            attributes: subtree_root, state_dir, config_file, config_dir, daemon_log,
+            daemon (the Popen), daemon_exit_codes, users
+bus       (session) the sandbox's dbus-python connection to its system bus.
+instance  (function) a fresh daemon instance (new SubtreeRoot, StateDirectory,
+          configuration directory) that is NOT started: call
+          sandbox.start_daemon(...) yourself (e.g. with notify=True, or after
+          writing group.d/user.d files). Same cleanup as `daemon`.
+daemon    (function) like `instance`, and nsmanagerd started with the sandbox's
+          config (SubtreeRoot, StateDirectory in the instance, SharedSubtrees=/mnt,
+          MinUID=1000, StopDelaySec=1s) plus the settings of the test's marker
+              @pytest.mark.daemon_config(ExcludeUsers="dave", ViewPropagation="private",
+                                         extra_config="[View]\\nPrivateTmp=yes",
+                                         files={"user.d/alice.conf": "..."})
+          Yields the Sandbox. At the end: every namespace is removed through the bus,
+          the daemon gets SIGTERM, the test's mounts are unmounted, and the test
+          ERRORS if mounts leaked into the host namespace or processes were left
+          behind. The daemon's log is attached to the report of a failed test.
+manager   (function, needs daemon) dbus.Interface of org.example.NSManager.Manager.
+signals   (function, needs daemon) a sandbox.SignalRecorder of the daemon's signals:
+          signals.wait_for("NamespaceNew", lambda args: args[0] == "alice").
+users     dict name -> sandbox.TestUser.
+nsctl     function(*args, as_user=None, input=None, env=None) -> CompletedProcess
+          running build/src/nsctl/nsctl on the host (as_user: unprivileged).
+pam_module  Path of build/src/pam/pam_nsmanager.so (fails if not built).
+dbus_error  function(exc) -> the D-Bus error name of a dbus.exceptions.DBusException.
+
+Constants: sandbox.BUS_NAME, MANAGER_PATH, MANAGER_IFACE, NAMESPACE_IFACE,
+ERROR_PREFIX ("org.example.NSManager.Error.").
+"""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sandbox as sandbox_module  # noqa: E402
+
+# Before anything can start a thread: unshare(CLONE_NEWNS) needs a single-threaded process.
+if os.geteuid() == 0:
+    sandbox_module.enter_private_mount_namespace()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "daemon_config(**settings): [Manager] settings (and extra_config=, files=) "
+        "for the `daemon` fixture")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="nsmanager tests need root (they build a sandbox machine)")
+        for item in items:
+            item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "rep_" + report.when, report)
+    if report.failed:
+        sb = getattr(item, "_nsm_sandbox", None)
+        if sb is not None:
+            log = getattr(item, "_nsm_daemon_log", None) or (sb.daemon_log if sb.instance else None)
+            if log is not None and log.exists():
+                lines = log.read_text(errors="replace").splitlines()
+                report.sections.append(("nsmanagerd log (last 200 lines)", "\n".join(lines[-200:])))
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    sb = sandbox_module.Sandbox()
+    sb.setup()
+    yield sb
+    sb.teardown()
+
+
+@pytest.fixture(scope="session")
+def bus(sandbox):
+    return sandbox.bus()
+
+
+@pytest.fixture
+def users():
+    return dict(sandbox_module.TEST_USERS)
+
+
+def _end_instance(request, sandbox):
+    log = sandbox.daemon_log if sandbox.instance else None
+    problems = sandbox.cleanup_instance()
+    request.node._nsm_daemon_log = log
+    if problems:
+        pytest.fail("cleanup after the test:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def instance(request, sandbox):
+    sandbox.new_instance(request.node.name)
+    request.node._nsm_sandbox = sandbox
+    yield sandbox
+    _end_instance(request, sandbox)
+
+
+@pytest.fixture
+def daemon(request, sandbox):
+    marker = request.node.get_closest_marker("daemon_config")
+    settings = dict(marker.kwargs) if marker else {}
+    files = settings.pop("files", {})
+    sandbox.new_instance(request.node.name)
+    request.node._nsm_sandbox = sandbox
+    for relpath, text in files.items():
+        sandbox.write_config_file(relpath, text)
+    try:
+        sandbox.start_daemon(**settings)
+    except sandbox_module.DaemonError as e:
+        request.node._nsm_daemon_log = sandbox.daemon_log
+        sandbox.cleanup_instance()
+        pytest.fail(f"nsmanagerd did not start: {e}", pytrace=False)
+    yield sandbox
+    _end_instance(request, sandbox)
+
+
+@pytest.fixture
+def manager(daemon):
+    return daemon.manager()
+
+
+@pytest.fixture
+def signals(daemon):
+    return daemon.signals(interface=sandbox_module.MANAGER_IFACE)
+
+
+@pytest.fixture
+def dbus_error():
+    return sandbox_module.dbus_error_name
+
+
+@pytest.fixture
+def nsctl(sandbox):
+    binary = sandbox_module.nsctl_binary()
+    if not binary.exists():
+        pytest.fail(f"{binary} is not built", pytrace=False)
+
+    def run(*args, as_user=None, input=None, env=None, wait=30):
+        argv = [binary, *args]
+        if as_user is not None:
+            return sandbox.run_as(as_user, argv, input=input, env=env, wait=wait)
+        return sandbox.run(argv, input=input, env=env, wait=wait)
+    return run
+
+
+@pytest.fixture
+def pam_module():
+    path = sandbox_module.pam_module()
+    if not path.exists():
+        pytest.fail(f"{path} is not built", pytrace=False)
+    return path

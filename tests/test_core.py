@@ -1,0 +1,607 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""nsmanagerd core (issue 3): start-up, views, propagation, refusals, restart.
+
+Everything goes through the real bus (dbus-python, busctl) to a real nsmanagerd in
+the sandbox of conftest.py; views are entered with the fd of OpenMountNamespace.
+The contract is ../shared/spec/interfaces.md."""
+
+import re
+import signal
+import time
+import xml.etree.ElementTree as ET
+
+import dbus
+import pytest
+
+from sandbox import (BUS_NAME, ERROR_PREFIX, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE,
+                     TEST_USERS, dbus_error_name, find_mount, mntns_id, timeout)
+
+E_NO_SUCH_USER = ERROR_PREFIX + "NoSuchUser"
+E_NO_SUCH_NAMESPACE = ERROR_PREFIX + "NoSuchNamespace"
+E_USER_EXCLUDED = ERROR_PREFIX + "UserExcluded"
+E_INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
+E_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
+
+
+def ns_path(user):
+    return f"{MANAGER_PATH}/user/_{TEST_USERS[user].uid}"
+
+
+def expect_error(call, *names):
+    """Run call(); it must fail with one of the D-Bus error names. Returns the exception."""
+    with pytest.raises(dbus.exceptions.DBusException) as info:
+        call()
+    assert dbus_error_name(info.value) in names, \
+        f"expected {' or '.join(names)}, got {dbus_error_name(info.value)}: {info.value.get_dbus_message()}"
+    return info.value
+
+
+def create(sb, *users):
+    return [str(sb.manager().CreateNamespace(u)) for u in users]
+
+
+def targets(mounts):
+    return [m.target for m in mounts]
+
+
+def is_mount_point(mounts, path):
+    return find_mount(mounts, path) is not None
+
+
+# ---------------------------------------------------------------------------
+# Start-up
+
+def test_startup_propagation(daemon):
+    """SubtreeRoot bound onto itself and unbindable, /mnt shared, / shared (the
+    sandbox starts with everything private, as a machine without systemd)."""
+    mounts = daemon.mountinfo()
+    subtree = find_mount(mounts, str(daemon.subtree_root))
+    assert subtree is not None, f"SubtreeRoot {daemon.subtree_root} is not a mount point"
+    assert subtree.unbindable, f"SubtreeRoot is {subtree.propagation}, expected unbindable"
+    mnt = find_mount(mounts, "/mnt")
+    assert mnt.shared, f"/mnt is {mnt.propagation}, expected shared"
+    root = find_mount(mounts, "/")
+    assert root.shared, f"/ is {root.propagation}, expected shared"
+
+    # findmnt agrees (the administrator's view of the same facts)
+    by_target = {fs["target"]: fs for fs in daemon.findmnt_json()}
+    assert "unbindable" in by_target[str(daemon.subtree_root)]["propagation"]
+    assert by_target["/mnt"]["propagation"].startswith("shared")
+    assert by_target["/"]["propagation"].startswith("shared")
+
+
+def test_startup_later_mounts_propagate_everywhere(daemon):
+    """/ made shared recursively (as systemd does), not just the root mount: the
+    sandbox's own tmpfs mounts (/home, /tmp) must be shared too."""
+    mounts = daemon.mountinfo()
+    for path in ("/home", "/tmp"):
+        m = find_mount(mounts, path)
+        assert m.shared, f"{path} is {m.propagation} after start-up, expected shared"
+
+
+def test_manager_properties(daemon):
+    props = daemon.properties(MANAGER_PATH)
+    assert isinstance(props["Version"], dbus.String) and props["Version"]
+    assert props["SubtreeRoot"] == str(daemon.subtree_root)
+    assert list(props["SharedSubtrees"]) == ["/mnt"]
+    assert props["SharedSubtrees"].signature == "s"
+
+
+@pytest.mark.daemon_config(SharedSubtrees="/mnt /tmp/nsmanager-sandbox/media")
+def test_startup_binds_shared_subtree_that_is_no_mount_point(daemon):
+    """A SharedSubtrees path that is not a mount point is bound onto itself first."""
+    m = find_mount(daemon.mountinfo(), "/tmp/nsmanager-sandbox/media")
+    assert m is not None and m.shared, "the second shared subtree is not a shared mount point"
+
+
+def test_ready_notification(instance):
+    """sd_notify(READY=1) once the bus name is taken."""
+    instance.start_daemon(notify=True)
+    deadline = time.monotonic() + timeout(10)
+    while not any("READY=1" in n.split("\n") for n in instance.notifications()):
+        assert time.monotonic() < deadline, f"no READY=1; got {instance.notifications()}"
+        time.sleep(0.01)
+
+
+def test_sigterm_exits_cleanly_and_namespaces_survive(daemon):
+    (path,) = create(daemon, "alice")
+    ns_id = daemon.view_ns_id("alice")
+    assert daemon.stop_daemon(signal.SIGTERM) == 0
+    daemon.restart_daemon()
+    assert str(daemon.manager().GetNamespace("alice")) == path
+    assert int(daemon.properties(path)["MountNamespaceId"]) == ns_id
+    assert daemon.view_ns_id("alice") == ns_id
+
+
+# ---------------------------------------------------------------------------
+# Creating, properties, listing
+
+def test_create_is_idempotent(daemon, signals):
+    first = daemon.manager().CreateNamespace("alice")
+    second = daemon.manager().CreateNamespace("alice")
+    assert isinstance(first, dbus.ObjectPath)
+    assert first == second == ns_path("alice")
+    signals.wait_for("NamespaceNew")
+    news = [s for s in signals.drain(0.2) if s[1] == "NamespaceNew"]
+    assert len(news) == 1, f"NamespaceNew emitted {len(news)} times for one namespace: {news}"
+
+
+def test_namespace_new_signal(daemon, signals):
+    (path,) = create(daemon, "bob")
+    iface, member, sigpath, args = signals.wait_for("NamespaceNew", lambda a: a[0] == "bob")
+    assert iface == MANAGER_IFACE and sigpath == MANAGER_PATH
+    assert args == ("bob", path)
+    assert isinstance(args[1], dbus.ObjectPath)
+
+
+def test_namespace_properties(daemon):
+    before = time.time_ns() // 1000
+    (path,) = create(daemon, "alice")
+    after = time.time_ns() // 1000
+    p = daemon.properties(path)
+    alice = TEST_USERS["alice"]
+
+    assert p["Name"] == "alice" and isinstance(p["Name"], dbus.String)
+    assert p["UID"] == alice.uid and isinstance(p["UID"], dbus.UInt32)
+    assert p["GID"] == alice.gid and isinstance(p["GID"], dbus.UInt32)
+    assert p["State"] in ("active", "lingering", "closing") and isinstance(p["State"], dbus.String)
+    assert p["State"] != "closing"
+    assert p["Root"] == f"{daemon.subtree_root}/alice"
+    assert list(p["Sessions"]) == [] and p["Sessions"].signature == "s"
+    assert p["Linger"] is not None and isinstance(p["Linger"], dbus.Boolean) and not p["Linger"]
+    assert isinstance(p["MountNamespaceId"], dbus.UInt64)
+    assert isinstance(p["Timestamp"], dbus.UInt64)
+    assert before <= p["Timestamp"] <= after, f"Timestamp {p['Timestamp']} not in [{before}, {after}]"
+    assert isinstance(p["NMounts"], dbus.UInt32)
+
+    # MountNamespaceId is what readlink /proc/self/ns/mnt shows inside
+    inside = daemon.view_ns_id("alice")
+    assert p["MountNamespaceId"] == inside
+    assert inside != mntns_id(), "the view is the host's own mount namespace"
+    # NMounts counts the mounts of the namespace
+    assert p["NMounts"] == daemon.mount_count("alice")
+
+
+def test_get_namespace_and_by_uid(daemon):
+    alice, bob = create(daemon, "alice", "bob")
+    m = daemon.manager()
+    assert m.GetNamespace("alice") == alice
+    assert m.GetNamespace("bob") == bob
+    assert m.GetNamespaceByUID(dbus.UInt32(2002)) == bob
+    assert m.GetNamespaceByUID(2001) == alice
+    expect_error(lambda: m.GetNamespaceByUID(2004), E_NO_SUCH_NAMESPACE)          # dave: none yet
+    expect_error(lambda: m.GetNamespaceByUID(4242), E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER)
+
+
+def test_list_namespaces_sorted(daemon):
+    for u in ("dave", "bob", "carol", "alice"):
+        create(daemon, u)
+    listed = daemon.manager().ListNamespaces()
+    assert listed.signature == "(suso)"
+    rows = [(str(u), int(uid), str(state), str(path)) for u, uid, state, path in listed]
+    assert [r[0] for r in rows] == ["alice", "bob", "carol", "dave"]
+    for user, uid, state, path in rows:
+        assert uid == TEST_USERS[user].uid
+        assert path == ns_path(user)
+        assert state in ("active", "lingering", "closing")
+
+
+def test_view_root_is_the_machine_root(daemon):
+    """The view is a bind copy of the host's /, in a mount namespace of its own, and
+    each user has a different one."""
+    create(daemon, "alice", "bob")
+    host = daemon.run(["stat", "-c", "%d:%i", "/"], check=True).stdout
+    assert daemon.in_view("alice", ["stat", "-c", "%d:%i", "/"], check=True).stdout == host
+    assert daemon.view_ns_id("alice") != daemon.view_ns_id("bob")
+    # the users' data is all there
+    assert daemon.in_view("alice", ["getent", "passwd", "bob"], check=True).stdout.startswith("bob:")
+    assert daemon.in_view("alice", ["test", "-d", "/home/alice"]).returncode == 0
+
+
+def test_get_mounts(daemon):
+    """GetMounts: a(ttttssss) matching /proc/self/mountinfo of the host ("") and of a view."""
+    create(daemon, "alice")
+    m = daemon.manager()
+
+    host = m.GetMounts("")
+    assert host.signature == "(ttttssss)"
+    host_table = {int(r[0]): r for r in host}
+    ours = {x.id: x for x in daemon.mountinfo()}
+    assert set(host_table) == set(ours)
+    for mid, (_id, parent, peer, master, point, source, fstype, prop) in host_table.items():
+        mi = ours[mid]
+        assert (int(parent), int(peer), int(master), str(point), str(fstype), str(prop)) == \
+            (mi.parent, mi.peer_group, mi.master, mi.target, mi.fstype, mi.propagation), f"host mount {mi}"
+    assert host_table[find_mount(daemon.mountinfo(), str(daemon.subtree_root)).id][7] == "private,unbindable"
+
+    view = {int(r[0]): r for r in m.GetMounts("alice")}
+    inside = {x.id: x for x in daemon.mountinfo("alice")}
+    assert set(view) == set(inside)
+    for mid, row in view.items():
+        assert str(row[4]) == inside[mid].target, "mount points must be relative to the view's root"
+        assert str(row[7]) == inside[mid].propagation
+    points = [str(r[4]) for r in view.values()]
+    assert "/" in points and "/mnt" in points
+    assert not any(p.startswith(str(daemon.subtree_root)) for p in points)
+
+    # the Namespace object's own GetMounts gives the same table
+    ns_rows = {int(r[0]) for r in daemon.namespace(ns_path("alice")).GetMounts()}
+    assert ns_rows == set(inside)
+
+
+# ---------------------------------------------------------------------------
+# Views: pruned, equal, cheap
+
+def test_views_pruned_and_equal_size(daemon):
+    """No view holds any /subtree/* tree (its own or another user's), and a view is as big
+    with four users as with one."""
+    users = ["alice", "bob", "carol", "dave"]
+    counts = {}
+    for i, u in enumerate(users):
+        create(daemon, u)
+        counts[u] = [daemon.mount_count(v) for v in users[:i + 1]]
+    first = counts["alice"][0]
+    for u, c in counts.items():
+        assert c == [first] * len(c), f"view mount counts after creating {u}: {c} (alice alone: {first})"
+
+    for viewer in users:
+        mounts = daemon.mountinfo(viewer)
+        under = [str(m) for m in mounts if m.target.startswith(str(daemon.subtree_root))]
+        assert not under, f"{viewer}'s view holds subtree mounts: {under}"
+        # the directories under SubtreeRoot are plain empty mount points, nothing of the others
+        for other in users:
+            listing = daemon.in_view(viewer, ["find", f"{daemon.subtree_root}/{other}", "-mindepth", "1"])
+            assert listing.stdout == "", f"{viewer} sees {other}'s tree:\n{listing.stdout}"
+        # the view holds every host mount except the pruned SubtreeRoot (and the daemon's
+        # own StateDirectory: namespace pins are never copied into new namespaces)
+        host_points = {t for t in targets(daemon.mountinfo())
+                       if t != str(daemon.subtree_root) and not t.startswith(str(daemon.state_dir))}
+        assert host_points <= set(targets(mounts)), \
+            f"{viewer}'s view lacks host mounts: {sorted(host_points - set(targets(mounts)))}"
+
+
+def test_host_mount_table_does_not_grow(daemon):
+    create(daemon, "alice")
+    one = daemon.mountinfo()
+    create(daemon, "bob", "carol", "dave")
+    four = daemon.mountinfo()
+    assert len(four) == len(one), \
+        f"host mounts: {len(one)} with 1 namespace, {len(four)} with 4; new: " \
+        f"{[str(m) for m in four if m.id not in {x.id for x in one}]}"
+
+
+# ---------------------------------------------------------------------------
+# Propagation
+
+def test_host_mnt_mount_reaches_every_view(daemon):
+    users = ["alice", "bob", "carol"]
+    create(daemon, *users)
+    marker, content = daemon.mount_cd("/mnt/cd")
+    for u in users:
+        assert daemon.in_view(u, ["cat", marker]).stdout == content, f"the CD is not in {u}'s /mnt"
+        fs = {f["target"]: f for f in daemon.findmnt_json(u)}
+        assert fs["/mnt/cd"]["fstype"] == "tmpfs" and fs["/mnt/cd"]["source"] == "NSM_TEST_CD"
+    daemon.umount("/mnt/cd")
+    for u in users:
+        assert not is_mount_point(daemon.mountinfo(u), "/mnt/cd"), f"eject did not reach {u}"
+
+
+def test_namespace_created_after_host_mount_sees_it(daemon):
+    marker, content = daemon.mount_cd("/mnt/cd")
+    create(daemon, "alice")
+    assert daemon.in_view("alice", ["cat", marker]).stdout == content
+
+
+def test_user_mnt_mount_reaches_host_and_other_views(daemon):
+    create(daemon, "alice", "bob", "carol")
+    daemon.mount_tmpfs("/mnt/alice-usb", source="alice-usb", files={"data.txt": "from alice\n"}, view="alice")
+    assert daemon.run(["cat", "/mnt/alice-usb/data.txt"]).stdout == "from alice\n", "not on the host"
+    for u in ("bob", "carol"):
+        assert daemon.in_view(u, ["cat", "/mnt/alice-usb/data.txt"]).stdout == "from alice\n", f"not in {u}'s view"
+    host = find_mount(daemon.mountinfo(), "/mnt/alice-usb")
+    assert host.source == "alice-usb"
+    daemon.umount("/mnt/alice-usb", view="alice")
+    assert not is_mount_point(daemon.mountinfo(), "/mnt/alice-usb")
+    assert not is_mount_point(daemon.mountinfo("bob"), "/mnt/alice-usb")
+
+
+def test_user_home_mount_stays_in_view(daemon):
+    """Outside the shared subtrees a view is a slave: its mounts go nowhere."""
+    create(daemon, "alice", "bob")
+    before = len(daemon.mountinfo())
+    daemon.mount_tmpfs("/home/alice/fuse", source="alice-fuse", files={"f": "x"}, view="alice")
+    assert is_mount_point(daemon.mountinfo("alice"), "/home/alice/fuse")
+    assert not is_mount_point(daemon.mountinfo(), "/home/alice/fuse"), "alice's home mount reached the host"
+    assert not is_mount_point(daemon.mountinfo("bob"), "/home/alice/fuse"), "alice's home mount reached bob"
+    assert len(daemon.mountinfo()) == before
+    daemon.umount("/home/alice/fuse", view="alice")
+
+
+def test_later_host_mounts_elsewhere_reach_views(daemon):
+    """ViewPropagation=slave (default): what the host mounts later anywhere (a new export
+    under /home, a /srv-like directory) appears in every view."""
+    create(daemon, "alice", "bob")
+    srv = "/tmp/nsmanager-sandbox/srv/export"
+    daemon.mount_tmpfs("/home/nfs-auto", source="nfs-auto", files={"f": "home export\n"})
+    daemon.mount_tmpfs(srv, source="srv-export", files={"f": "srv export\n"})
+    for u in ("alice", "bob"):
+        assert daemon.in_view(u, ["cat", "/home/nfs-auto/f"]).stdout == "home export\n", f"/home mount not in {u}'s view"
+        assert daemon.in_view(u, ["cat", f"{srv}/f"]).stdout == "srv export\n", f"/srv-like mount not in {u}'s view"
+    daemon.umount("/home/nfs-auto")
+    assert not is_mount_point(daemon.mountinfo("alice"), "/home/nfs-auto"), "host unmount did not reach alice"
+
+
+# ---------------------------------------------------------------------------
+# Removing
+
+def test_remove_namespace_leaves_nothing(daemon, signals):
+    start = daemon.mountinfo()
+    (path,) = create(daemon, "alice")
+    daemon.manager().RemoveNamespace("alice")
+    iface, member, sigpath, args = signals.wait_for("NamespaceRemoved")
+    assert args == ("alice", path)
+
+    after = daemon.mountinfo()
+    new = [str(m) for m in after if m.id not in {x.id for x in start}]
+    assert not new and len(after) == len(start), f"left on the host: {new}"
+    assert not is_mount_point(after, f"{daemon.subtree_root}/alice")
+    expect_error(lambda: daemon.manager().GetNamespace("alice"), E_NO_SUCH_NAMESPACE)
+    expect_error(lambda: daemon.manager().GetNamespaceByUID(2001), E_NO_SUCH_NAMESPACE)
+    assert [str(r[0]) for r in daemon.manager().ListNamespaces()] == []
+    with pytest.raises(dbus.exceptions.DBusException):
+        daemon.properties(path)
+    expect_error(lambda: daemon.manager().RemoveNamespace("alice"), E_NO_SUCH_NAMESPACE)
+
+    # and it can be made again
+    assert create(daemon, "alice") == [path]
+
+
+def test_namespace_remove_method(daemon, signals):
+    (path,) = create(daemon, "bob")
+    daemon.namespace(path).Remove()
+    signals.wait_for("NamespaceRemoved", lambda a: a[0] == "bob")
+    expect_error(lambda: daemon.manager().GetNamespace("bob"), E_NO_SUCH_NAMESPACE)
+
+
+def test_remove_keeps_other_views_working(daemon):
+    create(daemon, "alice", "bob")
+    daemon.manager().RemoveNamespace("alice")
+    marker, content = daemon.mount_cd("/mnt/cd")
+    assert daemon.in_view("bob", ["cat", marker]).stdout == content
+
+
+# ---------------------------------------------------------------------------
+# Refusals
+
+@pytest.mark.parametrize("name", ["nosuchuser", "zz-nobody-here"])
+def test_unknown_user(daemon, name):
+    e = expect_error(lambda: daemon.manager().CreateNamespace(name), E_NO_SUCH_USER)
+    assert name in e.get_dbus_message(), f"message does not name the user: {e.get_dbus_message()!r}"
+
+
+@pytest.mark.parametrize("name", ["../x", "", "a/b", ".", "..", "/", "alice/../bob", "x" * 300,
+                                  "al ice", "alice\n", "-rf"])
+def test_invalid_user_names(daemon, name):
+    e = expect_error(lambda: daemon.manager().CreateNamespace(name), E_NO_SUCH_USER, E_INVALID_ARGS)
+    assert e.get_dbus_message(), "refusal without a message"
+    assert daemon.daemon_running()
+    assert list(daemon.manager().ListNamespaces()) == []
+    for made in (daemon.subtree_root.parent / "x", daemon.subtree_root / "a"):
+        assert not made.exists(), f"the refused name left {made} behind"
+
+
+@pytest.mark.daemon_config(ExcludeUsers="dave")
+@pytest.mark.parametrize("name", ["root", "svc", "dave"])
+def test_excluded_users(daemon, name):
+    """root and a system user (uid 500 < MinUID) and an ExcludeUsers user."""
+    e = expect_error(lambda: daemon.manager().CreateNamespace(name), E_USER_EXCLUDED)
+    assert name in e.get_dbus_message(), f"message does not name the user: {e.get_dbus_message()!r}"
+    assert list(daemon.manager().ListNamespaces()) == []
+
+
+@pytest.mark.daemon_config(MinUID=2003)
+def test_min_uid_setting(daemon):
+    expect_error(lambda: daemon.manager().CreateNamespace("bob"), E_USER_EXCLUDED)       # 2002
+    assert create(daemon, "carol") == [ns_path("carol")]                               # 2003
+
+
+def test_get_namespace_of_none(daemon):
+    expect_error(lambda: daemon.manager().GetNamespace("bob"), E_NO_SUCH_NAMESPACE)
+    expect_error(lambda: daemon.manager().GetNamespace("nosuchuser"), E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER)
+    expect_error(lambda: daemon.manager().RemoveNamespace("bob"), E_NO_SUCH_NAMESPACE)
+
+
+def test_refusals_leave_daemon_and_host_intact(daemon):
+    start = daemon.mountinfo()
+    m = daemon.manager()
+    for name in ("../x", "", "a/b", "root", "svc", "nosuchuser"):
+        with pytest.raises(dbus.exceptions.DBusException):
+            m.CreateNamespace(name)
+    assert daemon.daemon_running()
+    assert {x.id for x in daemon.mountinfo()} == {x.id for x in start}
+    assert create(daemon, "alice") == [ns_path("alice")]
+
+
+def test_unprivileged_callers(daemon):
+    """Read-only calls are open to everyone; OpenMountNamespace is for root only."""
+    create(daemon, "alice")
+    bc = ["busctl", "--system", "call", BUS_NAME, MANAGER_PATH, MANAGER_IFACE]
+    r = daemon.run_as("bob", bc + ["ListNamespaces"])
+    assert r.returncode == 0 and "alice" in r.stdout, r.stderr
+    r = daemon.run_as("bob", ["busctl", "--system", "get-property", BUS_NAME, ns_path("alice"),
+                              NAMESPACE_IFACE, "Name"])
+    assert r.returncode == 0 and '"alice"' in r.stdout, r.stderr
+    r = daemon.run_as("alice", bc + ["OpenMountNamespace", "s", "alice"])
+    assert r.returncode != 0
+    assert "Access denied" in r.stderr or "AccessDenied" in r.stderr or "ermission" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------------------
+# Crash and restart
+
+def test_kill9_and_restart(daemon):
+    users = ["alice", "bob"]
+    paths = create(daemon, *users)
+    ids = {u: daemon.view_ns_id(u) for u in users}
+    stamps = {u: int(daemon.properties(p)["Timestamp"]) for u, p in zip(users, paths)}
+    host_before = daemon.mountinfo()
+
+    assert daemon.kill_daemon() == -signal.SIGKILL
+    daemon.restart_daemon()
+
+    m = daemon.manager()
+    assert [(str(r[0]), str(r[3])) for r in m.ListNamespaces()] == list(zip(users, paths))
+    for u, p in zip(users, paths):
+        assert m.GetNamespace(u) == p
+        props = daemon.properties(p)
+        assert props["MountNamespaceId"] == ids[u], f"{u}'s namespace is not the same one after the restart"
+        assert props["Timestamp"] == stamps[u]
+        assert daemon.view_ns_id(u) == ids[u]
+    host_after = daemon.mountinfo()
+    assert len(host_after) == len(host_before), \
+        "restart changed the host's mount table: " + \
+        str([str(x) for x in host_after if x.id not in {y.id for y in host_before}])
+
+    # propagation still works both ways in the old views
+    marker, content = daemon.mount_cd("/mnt/cd")
+    for u in users:
+        assert daemon.in_view(u, ["cat", marker]).stdout == content, f"host /mnt no longer reaches {u}"
+    daemon.mount_tmpfs("/mnt/alice-usb", source="alice-usb", files={"f": "a\n"}, view="alice")
+    assert daemon.in_view("bob", ["cat", "/mnt/alice-usb/f"]).stdout == "a\n"
+    assert daemon.run(["cat", "/mnt/alice-usb/f"]).stdout == "a\n"
+    daemon.umount("/mnt/alice-usb", view="alice")
+
+    # and new ones can still be made, of the same size
+    create(daemon, "carol")
+    assert daemon.mount_count("carol") == daemon.mount_count("alice")
+
+
+def test_kill9_while_creating(daemon, signals):
+    """A crash in the middle of creating namespaces: after the restart every namespace
+    the daemon lists works, the others left no mounts (and the fixture's leak check
+    after removing them all finds nothing)."""
+    users = ["alice", "bob", "carol", "dave"]
+    calls = [daemon.run_popen(["busctl", "--system", "call", BUS_NAME, MANAGER_PATH, MANAGER_IFACE,
+                               "CreateNamespace", "s", u]) for u in users]
+    signals.wait_for("NamespaceNew")
+    daemon.kill_daemon()
+    for c in calls:
+        c.wait(timeout(30))
+    daemon.restart_daemon()
+
+    listed = {str(r[0]): str(r[3]) for r in daemon.manager().ListNamespaces()}
+    assert listed, "the namespace announced before the crash is gone"
+    host = daemon.mountinfo()
+    for u in users:
+        if u in listed:
+            assert listed[u] == ns_path(u)
+            assert int(daemon.properties(listed[u])["MountNamespaceId"]) == daemon.view_ns_id(u)
+        else:
+            expect_error(lambda: daemon.manager().GetNamespace(u), E_NO_SUCH_NAMESPACE)
+        assert not is_mount_point(host, f"{daemon.subtree_root}/{u}"), f"stray mount of {u}'s tree"
+    # the ones that were lost can be made now
+    for u in users:
+        assert create(daemon, u) == [ns_path(u)]
+    assert len({daemon.mount_count(u) for u in users}) == 1
+
+
+def test_kill9_restart_then_remove(daemon):
+    start = daemon.mountinfo()
+    create(daemon, "alice")
+    daemon.kill_daemon()
+    daemon.restart_daemon()
+    daemon.manager().RemoveNamespace("alice")
+    after = daemon.mountinfo()
+    new = [str(m) for m in after if m.id not in {x.id for x in start}]
+    assert not new, f"left on the host after restart and remove: {new}"
+    expect_error(lambda: daemon.manager().GetNamespace("alice"), E_NO_SUCH_NAMESPACE)
+
+
+# ---------------------------------------------------------------------------
+# Introspection (as an administrator sees it with busctl)
+
+CORE_METHODS = {
+    # name: (in signature, in argument names, out signature)
+    "CreateNamespace": ("s", ["user"], "o"),
+    "RemoveNamespace": ("s", ["user"], ""),
+    "GetNamespace": ("s", ["user"], "o"),
+    "GetNamespaceByUID": ("u", ["uid"], "o"),
+    "ListNamespaces": ("", [], "a(suso)"),
+    "OpenMountNamespace": ("s", ["user"], "h"),
+    "GetMounts": ("s", ["user"], "a(ttttssss)"),
+}
+OTHER_METHODS = {
+    "OpenSession": ("ss", ["user", "session_id"], "oh"),
+    "CloseSession": ("ss", ["user", "session_id"], ""),
+    "ShareSubtree": ("ss", ["user", "path"], ""),
+    "EnslaveSubtree": ("ss", ["user", "path"], ""),
+    "SetPropagation": ("ssst", ["user", "path", "mode", "flags"], ""),
+    "BindMount": ("ssst", ["user", "source", "destination", "flags"], ""),
+    "Unmount": ("sst", ["user", "path", "flags"], ""),
+    "SetLinger": ("sb", ["user", "enable"], ""),
+    "Attach": ("sasasshhhh", ["user", "command", "environment", "working_directory",
+                               "stdin", "stdout", "stderr", "status"], "u"),
+    "ReloadConfig": ("", [], ""),
+}
+NAMESPACE_PROPERTIES = {"Name": "s", "UID": "u", "GID": "u", "State": "s", "Root": "s",
+                        "Sessions": "as", "Linger": "b", "MountNamespaceId": "t",
+                        "Timestamp": "t", "NMounts": "u"}
+
+
+def busctl_interface(sb, path, interface):
+    xml = sb.run(["busctl", "--system", "--xml-interface", "introspect", BUS_NAME, path], check=True).stdout
+    for iface in ET.fromstring(xml).iter("interface"):
+        if iface.get("name") == interface:
+            return iface
+    raise AssertionError(f"{interface} not in the introspection of {path}")
+
+
+def method_table(iface):
+    table = {}
+    for m in iface.iter("method"):
+        ins = [a for a in m.iter("arg") if a.get("direction", "in") == "in"]
+        outs = [a for a in m.iter("arg") if a.get("direction") == "out"]
+        table[m.get("name")] = ("".join(a.get("type") for a in ins), [a.get("name") for a in ins],
+                                "".join(a.get("type") for a in outs), [a.get("name") for a in outs])
+    return table
+
+
+def test_busctl_introspect_manager(daemon):
+    text = daemon.run(["busctl", "--system", "introspect", BUS_NAME, MANAGER_PATH, MANAGER_IFACE],
+                      check=True).stdout
+    assert re.search(r"^\.CreateNamespace\s+method\s+s\s+o\s", text, re.M), text
+
+    methods = method_table(busctl_interface(daemon, MANAGER_PATH, MANAGER_IFACE))
+    for name, (sig_in, names, sig_out) in CORE_METHODS.items():
+        assert name in methods, f"Manager lacks {name}"
+        assert methods[name][:3] == (sig_in, names, sig_out), f"{name}: {methods[name]}"
+        assert all(methods[name][3]), f"{name}: unnamed out arguments"
+
+    iface = busctl_interface(daemon, MANAGER_PATH, MANAGER_IFACE)
+    sigs = {s.get("name"): [(a.get("type"), a.get("name")) for a in s.iter("arg")] for s in iface.iter("signal")}
+    assert sigs.get("NamespaceNew") == [("s", "user"), ("o", "namespace")]
+    assert sigs.get("NamespaceRemoved") == [("s", "user"), ("o", "namespace")]
+    props = {p.get("name"): p.get("type") for p in iface.iter("property")}
+    assert {"Version": "s", "SubtreeRoot": "s", "SharedSubtrees": "as"}.items() <= props.items()
+
+
+def test_busctl_introspect_whole_contract(daemon):
+    """Every Manager method of the contract and the decided additions, with named arguments."""
+    methods = method_table(busctl_interface(daemon, MANAGER_PATH, MANAGER_IFACE))
+    missing = [n for n in OTHER_METHODS if n not in methods]
+    assert not missing, f"Manager lacks {missing}"
+    for name, (sig_in, names, sig_out) in OTHER_METHODS.items():
+        assert methods[name][:3] == (sig_in, names, sig_out), f"{name}: {methods[name]}"
+
+
+def test_busctl_introspect_namespace(daemon):
+    (path,) = create(daemon, "alice")
+    iface = busctl_interface(daemon, path, NAMESPACE_IFACE)
+    props = {p.get("name"): p.get("type") for p in iface.iter("property")}
+    assert NAMESPACE_PROPERTIES.items() <= props.items(), props
+    methods = method_table(iface)
+    assert methods.get("Remove", ("",))[:3] == ("", [], "")
+    assert methods.get("GetMounts", ("",))[2] == "a(ttttssss)"
+    # the node tree lists the user objects
+    tree = daemon.run(["busctl", "--system", "tree", "--list", BUS_NAME], check=True).stdout
+    assert path in tree.split()

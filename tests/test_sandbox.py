@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The test sandbox itself (tests/sandbox.py): no nsmanagerd needed."""
+
+import os
+import subprocess
+
+import dbus
+import pytest
+
+import sandbox as sbm
+
+
+def test_in_own_mount_namespace(sandbox):
+    assert sbm.mntns_id() != sbm.mntns_id(os.getppid()), "the tests run in the caller's mount namespace"
+    assert sbm.mntns_id() == sbm._entered_namespace
+    root = sbm.find_mount(sandbox.mountinfo(), "/")
+    assert not root.slave, "/ is a slave of the machine: our mounts could be seen there"
+
+
+def test_users_resolve(sandbox):
+    for u in sbm.TEST_USERS.values():
+        out = subprocess.run(["getent", "passwd", u.name], capture_output=True, text=True).stdout
+        assert out.startswith(f"{u.name}:x:{u.uid}:{u.gid}:"), out
+        assert os.stat(u.home).st_uid == u.uid
+    assert "carol" in subprocess.run(["getent", "group", "nsadmin"], capture_output=True, text=True).stdout
+    r = sandbox.run_as("carol", ["id", "-Gn"])
+    assert "nsadmin" in r.stdout.split()
+    # a password that PAM (unix_chkpwd reads shadow) accepts
+    if os.path.exists("/usr/bin/pamtester"):
+        r = sandbox.run(["pamtester", "-v", "login", "alice", "authenticate"], input="alice-secret\n")
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_system_bus(sandbox):
+    r = sandbox.run(["busctl", "--system", "list", "--no-pager"])
+    assert r.returncode == 0 and "org.freedesktop.DBus" in r.stdout, r.stderr
+    assert "org.freedesktop.PolicyKit1" in r.stdout
+    # an unprivileged user may not take our name; the policy is the project's own
+    r = sandbox.run_as("alice", ["python3", "-c",
+                                 "import dbus; dbus.SystemBus().request_name('org.example.NSManager')"])
+    assert r.returncode != 0 and "AccessDenied" in r.stderr
+
+
+def test_root_may_own_the_name(sandbox):
+    conn = dbus.bus.BusConnection(sbm.SYSTEM_BUS_ADDRESS)
+    try:
+        assert conn.request_name(sbm.BUS_NAME) == dbus.bus.REQUEST_NAME_REPLY_PRIMARY_OWNER
+    finally:
+        conn.close()
+
+
+def test_instance_leak_detection(instance):
+    """cleanup_instance() reports a mount nobody tracked, and removes it."""
+    target = instance.instance / "stray"
+    target.mkdir()
+    sbm.sys_mount("tmpfs", target, "tmpfs")
+    problems = instance.cleanup_instance()
+    assert any("leaked" in p and str(target) in p for p in problems), problems
+    assert sbm.find_mount(instance.mountinfo(), str(target)) is None
+    instance.new_instance("after-leak")
+
+
+def test_helpers_clean_up(instance):
+    before = len(instance.mountinfo())
+    marker, content = instance.mount_cd("/mnt/cd")
+    assert open(marker).read() == content
+    instance.mount_tmpfs("/home/alice/x")
+    assert len(instance.mountinfo()) == before + 2
+    assert instance.cleanup_instance() == []
+    assert len(instance.mountinfo()) == before
+    instance.new_instance("after")
+
+
+def test_signal_recorder(sandbox):
+    with sandbox.signals() as rec:
+        conn = dbus.bus.BusConnection(sbm.SYSTEM_BUS_ADDRESS)
+        try:
+            conn.request_name(sbm.BUS_NAME)
+            msg = dbus.lowlevel.SignalMessage(sbm.MANAGER_PATH, sbm.MANAGER_IFACE, "NamespaceNew")
+            msg.append("alice", dbus.ObjectPath("/org/example/NSManager/user/_2001"), signature="so")
+            conn.send_message(msg)
+            sig = rec.wait_for("NamespaceNew", lambda a: a[0] == "alice", timeout_sec=5)
+            assert sig[3] == ("alice", "/org/example/NSManager/user/_2001")
+        finally:
+            conn.close()
+
+
+def test_overlay_dir(sandbox):
+    d = sandbox.overlay_dir("/etc/pam.d")
+    (d / "nsm-selftest").write_text("auth required pam_permit.so\n")
+    assert os.path.exists("/etc/pam.d/nsm-selftest")
+    assert os.path.exists("/etc/pam.d/login")
+
+
+@pytest.mark.parametrize("who", ["alice", "carol"])
+def test_run_as_environment(sandbox, who):
+    r = sandbox.run_as(who, ["sh", "-c", "echo $HOME $USER; id -u"])
+    assert r.stdout.split() == [f"/home/{who}", who, str(sbm.TEST_USERS[who].uid)]
