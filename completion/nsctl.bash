@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# bash completion for nsctl(1)
+
+__nsctl_users() {
+        # Users with a namespace, from the daemon; falls back to the users NSS knows.
+        local users
+        users=$(nsctl --no-pager list --json=short 2>/dev/null |
+                sed -n 's/"user":"\([^"]*\)"/\n\1\n/gp' | sed -n '/^[A-Za-z0-9_][A-Za-z0-9_.-]*[$]\{0,1\}$/p')
+        if [[ -z $users ]]; then
+                users=$(getent passwd 2>/dev/null | cut -d: -f1)
+        fi
+        printf '%s\n' $users
+}
+
+__nsctl_all_users() {
+        getent passwd 2>/dev/null | cut -d: -f1
+}
+
+_nsctl() {
+        local cur prev words cword
+        _init_completion -n : 2>/dev/null || {
+                cur=${COMP_WORDS[COMP_CWORD]}
+                prev=${COMP_WORDS[COMP_CWORD-1]}
+                words=("${COMP_WORDS[@]}")
+                cword=$COMP_CWORD
+        }
+
+        local verbs='list status mounts create remove attach share enslave propagation bind linger'
+        local common='--no-pager --no-ask-password -h --help'
+        local -A opts=(
+                [list]='--json --no-legend'
+                [status]='--json'
+                [mounts]='--json --graph --no-legend'
+                [propagation]='--recursive'
+                [bind]='--read-only --mkdir'
+        )
+
+        # The verb and the positional arguments before the cursor; after "--" (attach)
+        # complete the command line to run.
+        local verb= i w
+        local -a args=()
+        for ((i = 1; i < cword; i++)); do
+                w=${words[i]}
+                if [[ $w == -- ]]; then
+                        if [[ $verb == attach ]]; then
+                                local cmd_start=$((i + 1))
+                                if ((cword == cmd_start)); then
+                                        COMPREPLY=($(compgen -c -- "$cur" | sort -u))
+                                else
+                                        COMPREPLY=($(compgen -f -- "$cur"))
+                                fi
+                                return
+                        fi
+                        continue
+                fi
+                [[ $w == -* ]] && continue
+                if [[ -z $verb ]]; then
+                        verb=$w
+                else
+                        args+=("$w")
+                fi
+        done
+
+        if [[ $cur == -* ]]; then
+                if [[ -z $verb ]]; then
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --no-legend" -- "$cur"))
+                else
+                        COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
+                fi
+                return
+        fi
+
+        if [[ -z $verb ]]; then
+                COMPREPLY=($(compgen -W "$verbs" -- "$cur"))
+                return
+        fi
+
+        local n=${#args[@]}
+        case $verb in
+        status|remove|mounts)
+                ((n == 0)) && COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                ;;
+        create)
+                ((n == 0)) && COMPREPLY=($(compgen -W "$(__nsctl_all_users)" -- "$cur"))
+                ;;
+        attach)
+                if ((n == 0)); then
+                        COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                elif ((n == 1)); then
+                        COMPREPLY=($(compgen -W "--" -- "$cur"))
+                fi
+                ;;
+        linger)
+                if ((n == 0)); then
+                        COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                elif ((n == 1)); then
+                        COMPREPLY=($(compgen -W "yes no" -- "$cur"))
+                fi
+                ;;
+        enslave)
+                if ((n == 0)); then
+                        COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                elif ((n == 1)); then
+                        COMPREPLY=($(compgen -d -- "$cur"))
+                fi
+                ;;
+        share)
+                # [USER] PATH: a path once a path or a user was given; else either
+                if ((n == 0)); then
+                        if [[ $cur == /* ]]; then
+                                COMPREPLY=($(compgen -d -- "$cur"))
+                        else
+                                COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                        fi
+                elif ((n == 1)) && [[ ${args[0]} != /* ]]; then
+                        COMPREPLY=($(compgen -d -- "$cur"))
+                fi
+                ;;
+        propagation)
+                # [USER] PATH MODE
+                local modes='shared slave private unbindable'
+                if ((n == 0)); then
+                        if [[ $cur == /* ]]; then
+                                COMPREPLY=($(compgen -d -- "$cur"))
+                        else
+                                COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                        fi
+                elif ((n == 1)); then
+                        if [[ ${args[0]} == /* ]]; then
+                                COMPREPLY=($(compgen -W "$modes" -- "$cur"))
+                        else
+                                COMPREPLY=($(compgen -d -- "$cur"))
+                        fi
+                elif ((n == 2)) && [[ ${args[0]} != /* ]]; then
+                        COMPREPLY=($(compgen -W "$modes" -- "$cur"))
+                fi
+                ;;
+        bind)
+                if ((n == 0)); then
+                        COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                elif ((n == 1 || n == 2)); then
+                        COMPREPLY=($(compgen -f -- "$cur"))
+                fi
+                ;;
+        esac
+}
+
+complete -F _nsctl nsctl

@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bus-errors.h"
+#include "nsctl.h"
+
+int bus_connect(sd_bus **ret) {
+        sd_bus *bus = NULL;
+        int r;
+
+        /* Our named errors carry errno values; the map makes sd_bus_error_get_errno() useful. */
+        r = sd_bus_error_add_map(nsm_bus_error_map);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register the error map: %s", strerror(-r));
+
+        /* sd_bus_open_system() honours $DBUS_SYSTEM_BUS_ADDRESS. */
+        r = sd_bus_open_system(&bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to the system bus: %s", strerror(-r));
+
+        *ret = bus;
+        return 0;
+}
+
+int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
+                 sd_bus_message **ret_reply, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH,
+                                           NSM_MANAGER_INTERFACE, member);
+        if (r < 0)
+                return r;
+
+        if (types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(m, types, ap);
+                va_end(ap);
+                if (r < 0)
+                        return r;
+        }
+
+        r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
+        if (r < 0)
+                return r;
+
+        return sd_bus_call(bus, m, usec, error, ret_reply);
+}
+
+void namespace_info_done(NamespaceInfo *i) {
+        if (!i)
+                return;
+        free(i->user);
+        free(i->state);
+        free(i->object);
+        free(i->root);
+        strv_free(i->sessions);
+        *i = (NamespaceInfo) {};
+}
+
+void namespace_info_array_free(NamespaceInfo *a, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                namespace_info_done(a + i);
+        free(a);
+}
+
+static int read_string_variant(sd_bus_message *m, char **ret) {
+        const char *s;
+        char *copy;
+        int r;
+
+        r = sd_bus_message_read(m, "v", "s", &s);
+        if (r < 0)
+                return r;
+        copy = strdup(s);
+        if (!copy)
+                return -ENOMEM;
+        free(*ret);
+        *ret = copy;
+        return 0;
+}
+
+static int namespace_info_read_properties(sd_bus *bus, const char *object, NamespaceInfo *i,
+                                          sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, NSM_BUS_NAME, object, "org.freedesktop.DBus.Properties",
+                               "GetAll", error, &reply, "s", NSM_NAMESPACE_INTERFACE);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        if (r < 0)
+                return r;
+
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *name;
+
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r < 0)
+                        return r;
+
+                if (streq(name, "Name"))
+                        r = read_string_variant(reply, &i->user);
+                else if (streq(name, "State"))
+                        r = read_string_variant(reply, &i->state);
+                else if (streq(name, "Root"))
+                        r = read_string_variant(reply, &i->root);
+                else if (streq(name, "UID"))
+                        r = sd_bus_message_read(reply, "v", "u", &i->uid);
+                else if (streq(name, "GID"))
+                        r = sd_bus_message_read(reply, "v", "u", &i->gid);
+                else if (streq(name, "NMounts"))
+                        r = sd_bus_message_read(reply, "v", "u", &i->n_mounts);
+                else if (streq(name, "MountNamespaceId"))
+                        r = sd_bus_message_read(reply, "v", "t", &i->mntns_id);
+                else if (streq(name, "Timestamp"))
+                        r = sd_bus_message_read(reply, "v", "t", &i->timestamp);
+                else if (streq(name, "Linger")) {
+                        int b;
+
+                        r = sd_bus_message_read(reply, "v", "b", &b);
+                        i->linger = b;
+                } else if (streq(name, "Sessions")) {
+                        r = sd_bus_message_enter_container(reply, 'v', "as");
+                        if (r >= 0) {
+                                i->sessions = strv_free(i->sessions);
+                                r = sd_bus_message_read_strv(reply, &i->sessions);
+                        }
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(reply);
+                } else
+                        r = sd_bus_message_skip(reply, "v");
+                if (r < 0)
+                        return r;
+
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+
+        return sd_bus_message_exit_container(reply);
+}
+
+static int namespace_cmp(const void *a, const void *b) {
+        const NamespaceInfo *x = a, *y = b;
+
+        return strcmp(x->user, y->user);
+}
+
+int list_namespaces(sd_bus *bus, bool properties, NamespaceInfo **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        NamespaceInfo *a = NULL;
+        size_t n = 0, allocated = 0;
+        const char *user, *state, *object;
+        uint32_t uid;
+        int r;
+
+        r = manager_call(bus, "ListNamespaces", 0, &error, &reply, NULL);
+        if (r < 0)
+                return bus_log_error(&error, r, "Failed to list namespaces");
+
+        r = sd_bus_message_enter_container(reply, 'a', "(suso)");
+        if (r < 0)
+                goto parse_error;
+
+        while ((r = sd_bus_message_read(reply, "(suso)", &user, &uid, &state, &object)) > 0) {
+                if (n >= allocated) {
+                        NamespaceInfo *b;
+
+                        allocated = allocated ? allocated * 2 : 16;
+                        b = realloc(a, allocated * sizeof(NamespaceInfo));
+                        if (!b) {
+                                namespace_info_array_free(a, n);
+                                return log_oom();
+                        }
+                        a = b;
+                }
+                a[n] = (NamespaceInfo) {
+                        .user = strdup(user),
+                        .uid = uid,
+                        .state = strdup(state),
+                        .object = strdup(object),
+                };
+                n++;
+                if (!a[n - 1].user || !a[n - 1].state || !a[n - 1].object) {
+                        namespace_info_array_free(a, n);
+                        return log_oom();
+                }
+        }
+        if (r < 0)
+                goto parse_error;
+
+        if (properties)
+                for (size_t i = 0; i < n; i++) {
+                        r = namespace_info_read_properties(bus, a[i].object, a + i, &error);
+                        if (r < 0) {
+                                /* Removed between the two calls: not an error, drop it. */
+                                if (sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_OBJECT) ||
+                                    sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD)) {
+                                        sd_bus_error_free(&error);
+                                        namespace_info_done(a + i);
+                                        memmove(a + i, a + i + 1, (n - i - 1) * sizeof(NamespaceInfo));
+                                        n--;
+                                        i--;
+                                        continue;
+                                }
+                                r = bus_log_error(&error, r, "Failed to read the properties of %s", a[i].object);
+                                namespace_info_array_free(a, n);
+                                return r;
+                        }
+                }
+
+        if (n > 1)
+                qsort(a, n, sizeof(NamespaceInfo), namespace_cmp);
+
+        *ret = a;
+        *ret_n = n;
+        return 0;
+
+parse_error:
+        namespace_info_array_free(a, n);
+        return log_error_errno(r, "Failed to parse the reply of ListNamespaces: %s", strerror(-r));
+}
+
+int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        NamespaceInfo i = {};
+        const char *object;
+        int r;
+
+        r = manager_call(bus, "GetNamespace", 0, &error, &reply, "s", user);
+        if (r < 0)
+                return bus_log_error(&error, r, "Failed to get the namespace of '%s'", user);
+
+        r = sd_bus_message_read(reply, "o", &object);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse the reply of GetNamespace: %s", strerror(-r));
+
+        i.object = strdup(object);
+        if (!i.object)
+                return log_oom();
+
+        r = namespace_info_read_properties(bus, object, &i, &error);
+        if (r < 0) {
+                namespace_info_done(&i);
+                return bus_log_error(&error, r, "Failed to read the properties of %s", object);
+        }
+
+        *ret = i;
+        return 0;
+}
+
+void mount_info_array_free(MountInfo *a, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(a[i].target);
+                free(a[i].source);
+                free(a[i].fstype);
+                free(a[i].propagation);
+        }
+        free(a);
+}
+
+int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        MountInfo *a = NULL;
+        size_t n = 0, allocated = 0;
+        int r;
+
+        r = manager_call(bus, "GetMounts", 0, error, &reply, "s", user);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_enter_container(reply, 'a', "(ttttssss)");
+        if (r < 0)
+                return r;
+
+        for (;;) {
+                MountInfo mi = {};
+                const char *target, *source, *fstype, *propagation;
+
+                r = sd_bus_message_read(reply, "(ttttssss)", &mi.mount_id, &mi.parent_id,
+                                        &mi.peer_group, &mi.master_group,
+                                        &target, &source, &fstype, &propagation);
+                if (r < 0) {
+                        mount_info_array_free(a, n);
+                        return r;
+                }
+                if (r == 0)
+                        break;
+
+                if (n >= allocated) {
+                        MountInfo *b;
+
+                        allocated = allocated ? allocated * 2 : 64;
+                        b = realloc(a, allocated * sizeof(MountInfo));
+                        if (!b) {
+                                mount_info_array_free(a, n);
+                                return -ENOMEM;
+                        }
+                        a = b;
+                }
+                mi.target = strdup(target);
+                mi.source = strdup(source);
+                mi.fstype = strdup(fstype);
+                mi.propagation = strdup(propagation);
+                a[n++] = mi;
+                if (!mi.target || !mi.source || !mi.fstype || !mi.propagation) {
+                        mount_info_array_free(a, n);
+                        return -ENOMEM;
+                }
+        }
+
+        *ret = a;
+        *ret_n = n;
+        return 0;
+}
+
+/* The polkit agent: as systemctl does, run pkttyagent on our terminal while a call that may
+ * need authorization is under way, so that an administrator is asked for a password. */
+static pid_t agent_pid = 0;
+
+void polkit_agent_open_if_enabled(void) {
+        _cleanup_close_ int notify_read = -EBADF, notify_write = -EBADF;
+        int pipefd[2];
+        char pidbuf[32], fdbuf[32];
+        pid_t pid;
+
+        if (agent_pid > 0 || !arg_ask_password)
+                return;
+        if (geteuid() == 0) /* root is always allowed */
+                return;
+        if (!isatty(STDIN_FILENO) || access("/usr/bin/pkttyagent", X_OK) < 0)
+                return;
+
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return;
+        notify_read = pipefd[0];
+        notify_write = pipefd[1];
+
+        snprintf(pidbuf, sizeof(pidbuf), "%d", (int) getpid());
+
+        pid = fork();
+        if (pid < 0)
+                return;
+        if (pid == 0) {
+                int fd = fcntl(notify_write, F_DUPFD, 3); /* without O_CLOEXEC */
+                sigset_t ss;
+
+                /* attach blocks the signals it handles: the agent must die of SIGTERM */
+                sigemptyset(&ss);
+                (void) sigprocmask(SIG_SETMASK, &ss, NULL);
+                if (fd < 0)
+                        _exit(EXIT_FAILURE);
+                snprintf(fdbuf, sizeof(fdbuf), "%d", fd);
+                execl("/usr/bin/pkttyagent", "pkttyagent", "--notify-fd", fdbuf, "--fallback",
+                      "--process", pidbuf, (char *) NULL);
+                _exit(EXIT_FAILURE);
+        }
+
+        agent_pid = pid;
+        notify_write = safe_close(notify_write);
+
+        /* Wait until the agent has registered (it closes the notify fd), or has died. */
+        for (;;) {
+                char c;
+                ssize_t k = read(notify_read, &c, 1);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                break;
+        }
+}
+
+void polkit_agent_close(void) {
+        if (agent_pid <= 0)
+                return;
+
+        (void) kill(agent_pid, SIGTERM);
+        (void) kill(agent_pid, SIGCONT);
+        while (waitpid(agent_pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        agent_pid = 0;
+}

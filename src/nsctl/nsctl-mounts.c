@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * nsctl mounts [USER] [--json|--graph]: a view's mounts as a tree, with where each mount
+ * propagates to, computed from GetMounts() of every namespace and of the host: a mount in
+ * peer group P sends what is mounted on it to every mount of peer group P (the peers,
+ * which send back) and to every mount whose master group is P (the slaves, receive only).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus-errors.h"
+#include "nsctl.h"
+
+/* Show at most this many namespaces in the PROPAGATES TO column; JSON has them all. */
+#define PROPAGATES_TO_MAX 5
+
+typedef struct View {
+        char *name;      /* "" = host */
+        MountInfo *mounts;
+        size_t n_mounts;
+} View;
+
+typedef enum LinkKind {
+        LINK_PEER,
+        LINK_SLAVE,
+} LinkKind;
+
+/* One membership of a mount in a group: as a peer (peer_group) or as a slave (master_group) */
+typedef struct GroupEntry {
+        uint64_t group;
+        size_t view;
+        LinkKind kind;
+} GroupEntry;
+
+typedef struct Views {
+        View *views;
+        size_t n_views;
+        size_t self;       /* index of the view that is shown */
+        GroupEntry *entries;
+        size_t n_entries;
+} Views;
+
+static void views_done(Views *v) {
+        for (size_t i = 0; i < v->n_views; i++) {
+                free(v->views[i].name);
+                mount_info_array_free(v->views[i].mounts, v->views[i].n_mounts);
+        }
+        free(v->views);
+        free(v->entries);
+        *v = (Views) {};
+}
+
+static const char *view_display_name(const View *v) {
+        return v->name[0] ? v->name : "(host)";
+}
+
+static int group_entry_cmp(const void *a, const void *b) {
+        const GroupEntry *x = a, *y = b;
+
+        if (x->group != y->group)
+                return x->group < y->group ? -1 : 1;
+        if (x->view != y->view)
+                return x->view < y->view ? -1 : 1;
+        return (int) x->kind - (int) y->kind;
+}
+
+/* Loads the host and every namespace. 'user' (NULL = host) is the one shown: its GetMounts()
+ * failing is an error, another namespace vanishing meanwhile is not. */
+static int views_load(sd_bus *bus, const char *user, Views *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        NamespaceInfo *ns = NULL;
+        size_t n_ns = 0, n_entries = 0;
+        Views v = {};
+        int r;
+
+        /* The shown view first, so that "no such namespace" is reported as such. */
+        v.views = calloc(1, sizeof(View));
+        if (!v.views)
+                return log_oom();
+        v.views[0].name = strdup(user ?: "");
+        if (!v.views[0].name) {
+                views_done(&v);
+                return log_oom();
+        }
+        v.n_views = 1;
+        r = get_mounts(bus, user ?: "", &error, &v.views[0].mounts, &v.views[0].n_mounts);
+        if (r < 0) {
+                views_done(&v);
+                return bus_log_error(&error, r, "Failed to get the mounts of %s", user ? user : "the host");
+        }
+
+        r = list_namespaces(bus, /* properties= */ false, &ns, &n_ns);
+        if (r < 0) {
+                views_done(&v);
+                return r;
+        }
+
+        {
+                View *b = realloc(v.views, (n_ns + 2) * sizeof(View));
+                if (!b) {
+                        namespace_info_array_free(ns, n_ns);
+                        views_done(&v);
+                        return log_oom();
+                }
+                v.views = b;
+        }
+
+        /* Order: host, then the users sorted by name; remember where the shown one is. */
+        View shown = v.views[0];
+        v.n_views = 0;
+        for (size_t i = 0; i <= n_ns; i++) {
+                const char *name = i == 0 ? "" : ns[i - 1].user;
+                View *w = v.views + v.n_views;
+
+                if (streq_ptr(name, shown.name)) {
+                        *w = shown;
+                        v.self = v.n_views++;
+                        shown.name = NULL;
+                        continue;
+                }
+
+                *w = (View) { .name = strdup(name) };
+                if (!w->name) {
+                        r = log_oom();
+                        goto finish;
+                }
+                r = get_mounts(bus, name, &error, &w->mounts, &w->n_mounts);
+                if (r < 0) {
+                        if (!sd_bus_error_has_name(&error, NSM_ERROR_NO_SUCH_NAMESPACE)) {
+                                r = bus_log_error(&error, r, "Failed to get the mounts of %s", view_display_name(w));
+                                free(w->name);
+                                goto finish;
+                        }
+                        /* removed meanwhile */
+                        sd_bus_error_free(&error);
+                        free(w->name);
+                        continue;
+                }
+                v.n_views++;
+        }
+        if (shown.name) {
+                /* It vanished from the list meanwhile: keep it anyway, at the end. */
+                v.views[v.n_views] = shown;
+                v.self = v.n_views++;
+        }
+
+        for (size_t i = 0; i < v.n_views; i++)
+                n_entries += 2 * v.views[i].n_mounts;
+        v.entries = malloc((n_entries ?: 1) * sizeof(GroupEntry));
+        if (!v.entries) {
+                r = log_oom();
+                goto finish;
+        }
+        for (size_t i = 0; i < v.n_views; i++)
+                for (size_t j = 0; j < v.views[i].n_mounts; j++) {
+                        const MountInfo *m = v.views[i].mounts + j;
+
+                        if (m->peer_group != 0)
+                                v.entries[v.n_entries++] = (GroupEntry) { m->peer_group, i, LINK_PEER };
+                        if (m->master_group != 0)
+                                v.entries[v.n_entries++] = (GroupEntry) { m->master_group, i, LINK_SLAVE };
+                }
+        qsort(v.entries, v.n_entries, sizeof(GroupEntry), group_entry_cmp);
+
+        r = 0;
+finish:
+        namespace_info_array_free(ns, n_ns);
+        if (r < 0) {
+                if (shown.name) {
+                        free(shown.name);
+                        mount_info_array_free(shown.mounts, shown.n_mounts);
+                }
+                views_done(&v);
+                return r;
+        }
+        *ret = v;
+        return 0;
+}
+
+/* The entries of group 'g': [*ret_first, *ret_first + return value) */
+static size_t views_find_group(const Views *v, uint64_t g, size_t *ret_first) {
+        size_t lo = 0, hi = v->n_entries, n = 0;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (v->entries[mid].group < g)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret_first = lo;
+        while (lo + n < v->n_entries && v->entries[lo + n].group == g)
+                n++;
+        return n;
+}
+
+/* Calls 'cb' once per other view that receives from a mount in peer group 'g', in view order,
+ * with LINK_PEER if it holds a peer (then it also sends back), else LINK_SLAVE. */
+static void views_foreach_receiver(const Views *v, size_t self, uint64_t g,
+                                   void (*cb)(const Views *v, size_t view, LinkKind kind, void *userdata),
+                                   void *userdata) {
+        size_t first, n;
+
+        if (g == 0)
+                return;
+        n = views_find_group(v, g, &first);
+        for (size_t i = 0; i < n; ) {
+                size_t view = v->entries[first + i].view;
+                LinkKind kind = LINK_SLAVE;
+
+                /* entries of one view are adjacent, peer before slave */
+                for (; i < n && v->entries[first + i].view == view; i++)
+                        if (v->entries[first + i].kind == LINK_PEER)
+                                kind = LINK_PEER;
+                if (view != self)
+                        cb(v, view, kind, userdata);
+        }
+}
+
+/* Views that send into a slave of master group 'g': those holding peers of g */
+static void views_foreach_sender(const Views *v, size_t self, uint64_t g,
+                                 void (*cb)(const Views *v, size_t view, LinkKind kind, void *userdata),
+                                 void *userdata) {
+        size_t first, n, last = SIZE_MAX;
+
+        if (g == 0)
+                return;
+        n = views_find_group(v, g, &first);
+        for (size_t i = 0; i < n; i++) {
+                const GroupEntry *e = v->entries + first + i;
+
+                if (e->kind != LINK_PEER || e->view == self || e->view == last)
+                        continue;
+                last = e->view;
+                cb(v, e->view, LINK_PEER, userdata);
+        }
+}
+
+/* ---- text ---- */
+
+typedef struct ColumnText {
+        char **names;
+        size_t n, total;
+} ColumnText;
+
+static void collect_name(const Views *v, size_t view, LinkKind kind, void *userdata) {
+        ColumnText *c = userdata;
+        char *s;
+
+        c->total++;
+        if (c->n >= PROPAGATES_TO_MAX)
+                return;
+        if (asprintf(&s, "%s%s", view_display_name(v->views + view), kind == LINK_SLAVE ? " (slave)" : "") < 0)
+                return;
+        (void) strv_push(&c->names, &c->n, s);
+}
+
+static char *propagates_to_text(const Views *v, const MountInfo *m) {
+        ColumnText c = {};
+        char *joined, *s = NULL;
+
+        views_foreach_receiver(v, v->self, m->peer_group, collect_name, &c);
+        if (c.total == 0) {
+                strv_free(c.names);
+                return strdup("-");
+        }
+
+        joined = strjoin_sep(c.names, ", ");
+        strv_free(c.names);
+        if (!joined)
+                return NULL;
+        if (c.total <= c.n)
+                return joined;
+
+        if (asprintf(&s, "%s, +%zu more", joined, c.total - c.n) < 0)
+                s = NULL;
+        free(joined);
+        return s;
+}
+
+typedef struct TreeNode {
+        size_t first_child, next_sibling; /* SIZE_MAX = none */
+        bool visited;
+} TreeNode;
+
+static int mount_id_index_cmp(const void *a, const void *b, void *userdata) {
+        const MountInfo *m = userdata;
+        uint64_t x = m[*(const size_t *) a].mount_id, y = m[*(const size_t *) b].mount_id;
+
+        return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static size_t find_mount(const MountInfo *m, const size_t *by_id, size_t n, uint64_t id) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (m[by_id[mid]].mount_id < id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo < n && m[by_id[lo]].mount_id == id ? by_id[lo] : SIZE_MAX;
+}
+
+static int add_row(Table *t, const Views *v, const MountInfo *m, const char *prefix) {
+        _cleanup_free_ char *to = propagates_to_text(v, m);
+        int r;
+
+        if (!to)
+                return -ENOMEM;
+
+        r = table_add_cellf(t, NULL, "%s%s", prefix, m->target);
+        if (r >= 0)
+                r = table_add_cell(t, m->source, NULL);
+        if (r >= 0)
+                r = table_add_cell(t, m->fstype, NULL);
+        if (r >= 0)
+                r = table_add_cell(t, m->propagation, strstr(m->propagation, "shared") ? ansi_green() : NULL);
+        if (r >= 0)
+                r = m->peer_group ? table_add_cellf(t, NULL, "%" PRIu64, m->peer_group) : table_add_cell(t, "-", NULL);
+        if (r >= 0)
+                r = m->master_group ? table_add_cellf(t, NULL, "%" PRIu64, m->master_group) : table_add_cell(t, "-", NULL);
+        if (r >= 0)
+                r = table_add_cell(t, to, m->peer_group && !streq(to, "-") ? ansi_highlight() : NULL);
+        return r;
+}
+
+/* 'indent' holds "│ " / "  " for every ancestor level below the root. */
+static int add_subtree(Table *t, const Views *v, const MountInfo *m, TreeNode *nodes, size_t i,
+                       char **indent, size_t *indent_len) {
+        for (size_t c = nodes[i].first_child; c != SIZE_MAX; c = nodes[c].next_sibling) {
+                bool last = nodes[c].next_sibling == SIZE_MAX;
+                _cleanup_free_ char *prefix = NULL;
+                size_t saved = *indent_len;
+                char *grown;
+                int r;
+
+                if (nodes[c].visited) /* a loop: cannot happen, but never recurse forever */
+                        continue;
+                nodes[c].visited = true;
+
+                if (asprintf(&prefix, "%s%s", *indent, last ? "\u2514\u2500" : "\u251C\u2500") < 0)
+                        return -ENOMEM;
+                r = add_row(t, v, m + c, prefix);
+                if (r < 0)
+                        return r;
+
+                if (nodes[c].first_child == SIZE_MAX)
+                        continue;
+
+                grown = realloc(*indent, saved + 8);
+                if (!grown)
+                        return -ENOMEM;
+                *indent = grown;
+                strcpy(*indent + saved, last ? "  " : "\u2502 ");
+                *indent_len = strlen(*indent);
+
+                r = add_subtree(t, v, m, nodes, c, indent, indent_len);
+                if (r < 0)
+                        return r;
+                (*indent)[saved] = '\0';
+                *indent_len = saved;
+        }
+        return 0;
+}
+
+static int print_tree(const Views *v) {
+        static const char *const headers[] = {
+                "TARGET", "SOURCE", "FSTYPE", "PROPAGATION", "PEER", "MASTER", "PROPAGATES TO"
+        };
+        const View *self = v->views + v->self;
+        const MountInfo *m = self->mounts;
+        size_t n = self->n_mounts;
+        _cleanup_(table_freep) Table *t = NULL;
+        _cleanup_free_ TreeNode *nodes = NULL;
+        _cleanup_free_ size_t *by_id = NULL, *last_child = NULL;
+        _cleanup_free_ char *indent = NULL;
+        size_t indent_len = 0;
+        int r;
+
+        t = table_new(ELEMENTSOF(headers), headers);
+        nodes = calloc(n ?: 1, sizeof(TreeNode));
+        by_id = calloc(n ?: 1, sizeof(size_t));
+        last_child = calloc(n ?: 1, sizeof(size_t));
+        indent = strdup("");
+        if (!t || !nodes || !by_id || !last_child || !indent)
+                return log_oom();
+        table_set_align_right(t, 4, true);
+        table_set_align_right(t, 5, true);
+
+        for (size_t i = 0; i < n; i++) {
+                by_id[i] = i;
+                nodes[i] = (TreeNode) { SIZE_MAX, SIZE_MAX, false };
+                last_child[i] = SIZE_MAX;
+        }
+        qsort_r(by_id, n, sizeof(size_t), mount_id_index_cmp, (void *) m);
+
+        /* Link children in the daemon's order (mountinfo order, as findmnt shows them). */
+        for (size_t i = 0; i < n; i++) {
+                size_t p = m[i].parent_id == m[i].mount_id ? SIZE_MAX : find_mount(m, by_id, n, m[i].parent_id);
+
+                if (p == SIZE_MAX)
+                        continue;
+                if (last_child[p] == SIZE_MAX)
+                        nodes[p].first_child = i;
+                else
+                        nodes[last_child[p]].next_sibling = i;
+                last_child[p] = i;
+        }
+
+        /* Roots: mounts whose parent is not in the view (the view's "/"). */
+        for (size_t i = 0; i < n; i++) {
+                size_t p = m[i].parent_id == m[i].mount_id ? SIZE_MAX : find_mount(m, by_id, n, m[i].parent_id);
+
+                if (p != SIZE_MAX)
+                        continue;
+                nodes[i].visited = true;
+                r = add_row(t, v, m + i, "");
+                if (r >= 0)
+                        r = add_subtree(t, v, m, nodes, i, &indent, &indent_len);
+                if (r < 0)
+                        return log_oom();
+        }
+
+        pager_open();
+        (void) table_print(t, stdout);
+        return 0;
+}
+
+/* ---- JSON ---- */
+
+static void json_receiver(const Views *v, size_t view, LinkKind kind, void *userdata) {
+        JsonWriter *w = userdata;
+
+        json_object_begin(w);
+        json_key(w, "namespace");
+        json_string(w, v->views[view].name);
+        json_key(w, "kind");
+        json_string(w, kind == LINK_PEER ? "peer" : "slave");
+        json_object_end(w);
+}
+
+static void json_sender(const Views *v, size_t view, LinkKind kind _unused_, void *userdata) {
+        json_string(userdata, v->views[view].name);
+}
+
+static int print_json(const Views *v) {
+        const View *self = v->views + v->self;
+        JsonWriter w;
+
+        json_begin(&w, stdout, arg_json);
+        json_object_begin(&w);
+        json_key(&w, "namespace");
+        json_string(&w, self->name);
+        json_key(&w, "mounts");
+        json_array_begin(&w);
+        for (size_t i = 0; i < self->n_mounts; i++) {
+                const MountInfo *m = self->mounts + i;
+
+                json_object_begin(&w);
+                json_key(&w, "mount_id");
+                json_unsigned(&w, m->mount_id);
+                json_key(&w, "parent_id");
+                json_unsigned(&w, m->parent_id);
+                json_key(&w, "peer_group");
+                json_unsigned(&w, m->peer_group);
+                json_key(&w, "master_group");
+                json_unsigned(&w, m->master_group);
+                json_key(&w, "target");
+                json_string(&w, m->target);
+                json_key(&w, "source");
+                json_string(&w, m->source);
+                json_key(&w, "fstype");
+                json_string(&w, m->fstype);
+                json_key(&w, "propagation");
+                json_string(&w, m->propagation);
+                json_key(&w, "propagates_to");
+                json_array_begin(&w);
+                views_foreach_receiver(v, v->self, m->peer_group, json_receiver, &w);
+                json_array_end(&w);
+                json_key(&w, "receives_from");
+                json_array_begin(&w);
+                views_foreach_sender(v, v->self, m->master_group, json_sender, &w);
+                json_array_end(&w);
+                json_object_end(&w);
+        }
+        json_array_end(&w);
+        json_object_end(&w);
+        json_end(&w);
+        return 0;
+}
+
+/* ---- Graphviz ---- */
+
+static void dot_quote(FILE *f, const char *s) {
+        fputc('"', f);
+        for (; *s; s++) {
+                if (*s == '"' || *s == '\\')
+                        fputc('\\', f);
+                if (*s == '\n') {
+                        fputs("\\n", f);
+                        continue;
+                }
+                fputc(*s, f);
+        }
+        fputc('"', f);
+}
+
+static int u64_cmp(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static bool group_wanted(const uint64_t *groups, size_t n, uint64_t g) {
+        if (g == 0)
+                return false;
+        if (!groups) /* no filter */
+                return true;
+        return bsearch(&g, groups, n, sizeof(uint64_t), u64_cmp);
+}
+
+/* One cluster per namespace with its mounts that take part in propagation (shared or slave),
+ * one node per peer group; peers are joined to their group both ways, slaves receive from
+ * their master group (dashed). With USER, only the groups USER's mounts take part in. */
+static int print_graph(const Views *v, bool filter) {
+        _cleanup_free_ uint64_t *groups = NULL, *all = NULL;
+        size_t n_groups = 0, n_all = 0;
+        FILE *f = stdout;
+
+        if (filter) {
+                const View *self = v->views + v->self;
+
+                groups = malloc((2 * self->n_mounts + 1) * sizeof(uint64_t));
+                if (!groups)
+                        return log_oom();
+                for (size_t i = 0; i < self->n_mounts; i++) {
+                        if (self->mounts[i].peer_group)
+                                groups[n_groups++] = self->mounts[i].peer_group;
+                        if (self->mounts[i].master_group)
+                                groups[n_groups++] = self->mounts[i].master_group;
+                }
+                qsort(groups, n_groups, sizeof(uint64_t), u64_cmp);
+        }
+
+        fputs("digraph nsmanager {\n"
+              "  graph [rankdir=LR, fontname=\"sans-serif\", label=\"mount propagation: peers (two-way) and slaves (dashed, receive only)\", labelloc=t];\n"
+              "  node [fontname=\"monospace\", fontsize=10];\n"
+              "  edge [color=\"#555555\"];\n", f);
+
+        all = malloc((v->n_entries + 1) * sizeof(uint64_t));
+        if (!all)
+                return log_oom();
+
+        for (size_t i = 0; i < v->n_views; i++) {
+                const View *w = v->views + i;
+                bool any = false;
+
+                for (size_t j = 0; j < w->n_mounts; j++) {
+                        const MountInfo *m = w->mounts + j;
+                        bool peer = group_wanted(groups, n_groups, m->peer_group);
+                        bool slave = group_wanted(groups, n_groups, m->master_group);
+                        _cleanup_free_ char *label = NULL;
+
+                        if (!peer && !slave)
+                                continue;
+                        if (!any) {
+                                fprintf(f, "  subgraph \"cluster_%zu\" {\n    label=", i);
+                                dot_quote(f, view_display_name(w));
+                                fprintf(f, ";\n    style=rounded;%s\n", i == v->self && filter ? " color=blue;" : "");
+                                any = true;
+                        }
+                        if (asprintf(&label, "%s\n%s", m->target, m->propagation) < 0)
+                                return log_oom();
+                        fprintf(f, "    \"m%" PRIu64 "\" [shape=box, label=", m->mount_id);
+                        dot_quote(f, label);
+                        fputs("];\n", f);
+                        if (peer)
+                                all[n_all++] = m->peer_group;
+                        if (slave)
+                                all[n_all++] = m->master_group;
+                }
+                if (any)
+                        fputs("  }\n", f);
+        }
+
+        qsort(all, n_all, sizeof(uint64_t), u64_cmp);
+        for (size_t i = 0; i < n_all; i++) {
+                if (i > 0 && all[i] == all[i - 1])
+                        continue;
+                fprintf(f, "  \"g%" PRIu64 "\" [shape=ellipse, style=filled, fillcolor=\"#fff3c4\", label=\"peer group %" PRIu64 "\"];\n",
+                        all[i], all[i]);
+        }
+
+        for (size_t i = 0; i < v->n_views; i++) {
+                const View *w = v->views + i;
+
+                for (size_t j = 0; j < w->n_mounts; j++) {
+                        const MountInfo *m = w->mounts + j;
+
+                        if (group_wanted(groups, n_groups, m->peer_group))
+                                fprintf(f, "  \"m%" PRIu64 "\" -> \"g%" PRIu64 "\" [dir=both];\n",
+                                        m->mount_id, m->peer_group);
+                        if (group_wanted(groups, n_groups, m->master_group))
+                                fprintf(f, "  \"g%" PRIu64 "\" -> \"m%" PRIu64 "\" [style=dashed];\n",
+                                        m->master_group, m->mount_id);
+                }
+        }
+
+        fputs("}\n", f);
+        return 0;
+}
+
+int verb_mounts(sd_bus *bus, int argc, char **argv) {
+        const char *user = argc > 1 ? argv[1] : NULL;
+        Views v = {};
+        int r;
+
+        r = views_load(bus, user, &v);
+        if (r < 0)
+                return r;
+
+        if (arg_graph)
+                r = print_graph(&v, user != NULL);
+        else if (arg_json != JSON_OFF)
+                r = print_json(&v);
+        else
+                r = print_tree(&v);
+
+        views_done(&v);
+        return r;
+}

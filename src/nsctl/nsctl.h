@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "macros.h"
+
+/* Exit codes of nsctl (see nsctl(1)) */
+#define NSCTL_EXIT_SUCCESS 0
+#define NSCTL_EXIT_FAILURE 1
+#define NSCTL_EXIT_USAGE 2
+
+typedef enum JsonMode {
+        JSON_OFF,
+        JSON_SHORT,
+        JSON_PRETTY,
+} JsonMode;
+
+/* Command line state, shared by the verbs */
+extern JsonMode arg_json;
+extern bool arg_no_pager;
+extern bool arg_no_legend;
+extern bool arg_ask_password;
+extern bool arg_graph;
+extern bool arg_recursive;
+extern bool arg_read_only;
+extern bool arg_mkdir;
+
+/* Reported by a verb for bad usage: prints "nsctl VERB: message" and the verb's usage line. */
+int verb_usage_error(const char *verb, const char *fmt, ...) _printf_(2, 3);
+
+/* Errors: print one line on stderr. Both return -EIO-ish negative values so a verb can
+ * "return bus_log_error(...)"; main() maps any negative return to exit status 1. */
+int log_error_errno(int r, const char *fmt, ...) _printf_(2, 3);
+int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) _printf_(3, 4);
+#define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
+
+/* Bus helpers (nsctl-bus.c) */
+/* sd-bus.h provides sd_bus_message_unrefp() and friends for _cleanup_(). */
+
+int bus_connect(sd_bus **ret);
+
+/* Calls a method of the Manager object; 'usec' 0 = the default timeout. */
+int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
+                 sd_bus_message **ret_reply, const char *types, ...);
+
+typedef struct NamespaceInfo {
+        char *user;
+        uint32_t uid;
+        uint32_t gid;
+        char *state;
+        char *object;
+        char *root;
+        char **sessions;
+        bool linger;
+        uint64_t mntns_id;
+        uint64_t timestamp;
+        uint32_t n_mounts;
+} NamespaceInfo;
+
+void namespace_info_done(NamespaceInfo *i);
+void namespace_info_array_free(NamespaceInfo *a, size_t n);
+
+/* ListNamespaces(): one entry per namespace, sorted by user (as the daemon sorts them).
+ * With 'properties' each entry is completed from the object's properties. */
+int list_namespaces(sd_bus *bus, bool properties, NamespaceInfo **ret, size_t *ret_n);
+/* GetNamespace(user) + properties. Refusals are reported and returned negative. */
+int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret);
+
+typedef struct MountInfo {
+        uint64_t mount_id;
+        uint64_t parent_id;
+        uint64_t peer_group;
+        uint64_t master_group;
+        char *target;
+        char *source;
+        char *fstype;
+        char *propagation;
+} MountInfo;
+
+void mount_info_array_free(MountInfo *a, size_t n);
+/* GetMounts(user), user "" = host. The error is left in 'error' and not printed. */
+int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **ret, size_t *ret_n);
+
+/* Spawns pkttyagent for the duration of a call that may ask for authorization, when stdin is
+ * a terminal and --no-ask-password was not given. */
+void polkit_agent_open_if_enabled(void);
+void polkit_agent_close(void);
+
+/* Output (nsctl-output.c) */
+bool colors_enabled(void);
+const char *ansi_highlight(void);
+const char *ansi_green(void);
+const char *ansi_yellow(void);
+const char *ansi_red(void);
+const char *ansi_grey(void);
+const char *ansi_normal(void);
+const char *ansi_underline(void);
+
+void pager_open(void);
+void pager_close(void);
+
+char *format_timestamp(uint64_t usec);           /* "Wed 2025-12-03 07:09:01 UTC" */
+char *format_timestamp_relative(uint64_t usec);  /* "5min ago" */
+
+/* A column table in the systemd style. Cells are copied. A cell may carry a colour (an ANSI
+ * sequence, ignored unless colours are enabled). */
+typedef struct Table Table;
+Table *table_new(size_t n_columns, const char *const *headers);
+Table *table_free(Table *t);
+static inline void table_freep(Table **t) {
+        if (*t)
+                table_free(*t);
+}
+int table_add_cell(Table *t, const char *text, const char *color);
+int table_add_cellf(Table *t, const char *color, const char *fmt, ...) _printf_(3, 4);
+void table_set_align_right(Table *t, size_t column, bool right);
+int table_print(Table *t, FILE *f);
+size_t table_get_rows(Table *t);
+
+/* A minimal streaming JSON writer: keeps track of commas and indentation. */
+typedef struct JsonWriter {
+        FILE *f;
+        bool pretty;
+        unsigned depth;
+        bool need_comma;
+        bool after_key;
+} JsonWriter;
+
+void json_begin(JsonWriter *w, FILE *f, JsonMode mode);
+void json_end(JsonWriter *w);
+void json_object_begin(JsonWriter *w);
+void json_object_end(JsonWriter *w);
+void json_array_begin(JsonWriter *w);
+void json_array_end(JsonWriter *w);
+void json_key(JsonWriter *w, const char *key);
+void json_string(JsonWriter *w, const char *s); /* NULL → null */
+void json_unsigned(JsonWriter *w, uint64_t u);
+void json_boolean(JsonWriter *w, bool b);
+void json_null(JsonWriter *w);
+void json_strv(JsonWriter *w, char **l);
+
+/* Verbs */
+int verb_mounts(sd_bus *bus, int argc, char **argv);
+int verb_attach(sd_bus *bus, int argc, char **argv);
+
+/* helpers for the verbs */
+size_t utf8_width(const char *s);
+char *strjoin_sep(char **l, const char *sep);
+int strv_push(char ***l, size_t *n, char *s);

@@ -1,0 +1,539 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""nsctl and Manager.Attach (issue 6).
+
+Every command runs the built nsctl against the real nsmanagerd of the sandbox
+(conftest.py): as root, or as a test user through setpriv (uid, gid, groups, no
+privileges). The interactive attach runs under a real terminal: a tmux session of
+100x40 cells, driven with send-keys and read with capture-pane."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import dbus
+import pytest
+
+from sandbox import BASE, MANAGER_PATH, TEST_USERS, nsctl_binary, timeout
+
+E_NAME_RE = re.compile(r"org\.(example|freedesktop)\.[A-Za-z.]*Error\.")
+
+
+def ns_path(user):
+    return f"{MANAGER_PATH}/user/_{TEST_USERS[user].uid}"
+
+
+def one_line_error(p):
+    """A refusal: exit 1, one line on stderr, the message and not the D-Bus name."""
+    assert p.returncode == 1, f"exit {p.returncode}, stdout={p.stdout!r} stderr={p.stderr!r}"
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got {p.stderr!r}"
+    assert not E_NAME_RE.search(lines[0]), f"D-Bus error name on stderr: {lines[0]!r}"
+    return lines[0]
+
+
+def nsctl_as(sb, user, args, cwd=None, input=None, env=None, wait=30):
+    argv = [nsctl_binary(), *args]
+    if user is None:
+        return sb.run(argv, input=input, env=env, wait=wait, cwd=cwd)
+    return sb.run_as(user, argv, input=input, env=env, wait=wait, cwd=cwd)
+
+
+@pytest.fixture
+def views(daemon, manager):
+    """alice's and bob's namespaces."""
+    for u in ("alice", "bob"):
+        manager.CreateNamespace(u)
+    return daemon
+
+
+def ns_id(sb, user):
+    return int(sb.properties(ns_path(user), "org.example.NSManager.Namespace")["MountNamespaceId"])
+
+
+# ---------------------------------------------------------------------------
+# attach, without a terminal
+
+def test_attach_as_root(views, nsctl):
+    p = nsctl("attach", "alice", "--", "readlink", "/proc/self/ns/mnt")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == f"mnt:[{ns_id(views, 'alice')}]"
+
+    p = nsctl("attach", "alice", "--", "id", "-u")
+    assert p.stdout.strip() == "0"
+
+    # the default command is alice's login shell
+    p = nsctl("attach", "alice", input="echo $0; readlink /proc/self/ns/mnt\n")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["/bin/bash", f"mnt:[{ns_id(views, 'alice')}]"]
+
+    p = nsctl("attach", "alice", "--", "sh", "-c", "exit 7")
+    assert p.returncode == 7
+
+
+def test_attach_as_user(views, nsctl):
+    p = nsctl("attach", "alice", "--", "readlink", "/proc/self/ns/mnt", as_user="alice")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == f"mnt:[{ns_id(views, 'alice')}]"
+    assert ns_id(views, "alice") != ns_id(views, "bob")
+
+    p = nsctl("attach", "alice", "--", "id", as_user="alice")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "uid=2001(alice) gid=2001(alice) groups=2001(alice)"
+
+    # no privileges left: not even the saved set-user-ID
+    p = nsctl("attach", "alice", "--", "grep", "-E", "^(Uid|Gid|CapEff|CapPrm|CapAmb):", "/proc/self/status",
+              as_user="alice")
+    fields = dict(line.split(":", 1) for line in p.stdout.strip().splitlines())
+    assert fields["Uid"].split() == ["2001"] * 4
+    assert fields["Gid"].split() == ["2001"] * 4
+    for cap in ("CapEff", "CapPrm", "CapAmb"):
+        assert int(fields[cap], 16) == 0, p.stdout
+
+    # the default command: alice's shell, reading our stdin
+    p = nsctl("attach", "alice", as_user="alice", input="id -un; readlink /proc/self/ns/mnt\n")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["alice", f"mnt:[{ns_id(views, 'alice')}]"]
+
+
+def test_attach_supplementary_groups(daemon, manager, nsctl):
+    """carol is in nsadmin (2100): her groups come from the bus credentials."""
+    manager.CreateNamespace("carol")
+    p = nsctl("attach", "carol", "--", "id", "-G", as_user="carol")
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.split()) == ["2003", "2100"]
+
+
+def test_attach_stdio_and_exit_status(views, nsctl):
+    p = nsctl("attach", "alice", "--", "cat", as_user="alice", input="hi\n")
+    assert (p.returncode, p.stdout) == (0, "hi\n")
+
+    p = nsctl("attach", "alice", "--", "sh", "-c", "echo out; echo err >&2", as_user="alice")
+    assert (p.stdout, p.stderr) == ("out\n", "err\n")
+
+    assert nsctl("attach", "alice", "--", "true", as_user="alice").returncode == 0
+    assert nsctl("attach", "alice", "--", "sh", "-c", "exit 7", as_user="alice").returncode == 7
+    assert nsctl("attach", "alice", "--", "sh", "-c", "kill -TERM $$", as_user="alice").returncode == 143
+    assert nsctl("attach", "alice", "--", "sh", "-c", "kill -KILL $$", as_user="alice").returncode == 137
+
+    # the command cannot be run: as a shell says it
+    p = nsctl("attach", "alice", "--", "no-such-command-here", as_user="alice")
+    assert p.returncode == 127
+    assert "no-such-command-here" in p.stderr
+
+
+def test_attach_environment_and_directory(views, nsctl):
+    sb = views
+    p = nsctl("attach", "alice", "--", "sh", "-c", 'echo "$NSM_TEST_VAR"', as_user="alice",
+              env={"NSM_TEST_VAR": "hello world"})
+    assert p.stdout == "hello world\n"
+
+    # the working directory where it exists in the view ...
+    p = nsctl_as(sb, "alice", ["attach", "alice", "--", "pwd"], cwd="/home/alice")
+    assert p.stdout.strip() == "/home/alice"
+    p = nsctl_as(sb, "alice", ["attach", "alice", "--", "pwd"], cwd="/usr/share")
+    assert p.stdout.strip() == "/usr/share"
+
+    # ... else the caller's home (nsctl's own directory is gone here)
+    parent = BASE / "nsctl-alice"
+    parent.mkdir(exist_ok=True)
+    os.chown(parent, 2001, 2001)
+    gone = parent / "gone"
+    gone.mkdir(exist_ok=True)
+    os.chown(gone, 2001, 2001)
+    p = sb.run_as("alice", ["sh", "-c", f'cd {gone} && rmdir {gone} && exec "$0" attach alice -- pwd',
+                            nsctl_binary()])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "/home/alice"
+
+    # relative commands are refused before anything runs
+    p = nsctl("attach", "alice", "--", "./x", as_user="alice")
+    assert "absolute path" in one_line_error(p)
+
+
+def test_attach_sigint_is_forwarded(views):
+    """Without a terminal the command is in a session of its own: a ^C that reaches
+    nsctl is passed on to it."""
+    sb = views
+    argv = sb._setpriv("alice") + [str(nsctl_binary()), "attach", "alice", "--", "sleep", "100"]
+    proc = subprocess.Popen(argv, env=sb.user_env("alice"), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # wait until the daemon has started sleep (it runs as alice, child of the daemon)
+        deadline = time.monotonic() + timeout(10)
+        while not _processes_of(2001, "sleep"):
+            assert time.monotonic() < deadline, "sleep never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=timeout(10))
+        assert proc.returncode == 128 + signal.SIGINT, err
+        assert not _processes_of(2001, "sleep")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_attach_client_gone_hangs_up(views):
+    """nsctl killed outright: the daemon sees the status pipe closed and sends the
+    command SIGHUP, as a terminal hangup would."""
+    sb = views
+    argv = sb._setpriv("alice") + [str(nsctl_binary()), "attach", "alice", "--", "sleep", "100"]
+    proc = subprocess.Popen(argv, env=sb.user_env("alice"), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout(10)
+        while not _processes_of(2001, "sleep"):
+            assert time.monotonic() < deadline, "sleep never started"
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+        while _processes_of(2001, "sleep"):
+            assert time.monotonic() < deadline, "sleep survived its client"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _processes_of(uid, comm):
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                status = f.read()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("Name") == comm and fields.get("Uid", "").split()[0] == str(uid) \
+                and fields.get("State", "").split()[0] != "Z":
+            found.append(int(d))
+    return found
+
+
+# ---------------------------------------------------------------------------
+# refusals and usage
+
+def test_attach_other_users_namespace_refused(views, nsctl):
+    """attach (another user's namespace) is auth_admin: with no agent, refused."""
+    p = nsctl("attach", "bob", "--", "id", as_user="alice")
+    msg = one_line_error(p)
+    assert "attach" in msg
+    assert p.stdout == ""
+
+
+def test_attach_other_users_namespace_allowed_by_polkit_rule(views, nsctl):
+    """An administrator's polkit rule lets nsadmin members attach anywhere; the
+    command still runs as the caller."""
+    sb = views
+    sb.set_polkit_rule("50-nsctl-test.rules", """
+polkit.addRule(function(action, subject) {
+    if (action.id == "org.example.NSManager.attach" && subject.isInGroup("nsadmin") &&
+        action.lookup("user") == "alice")
+        return polkit.Result.YES;
+});
+""")
+    try:
+        p = nsctl("attach", "alice", "--", "sh", "-c", "id -u; readlink /proc/self/ns/mnt", as_user="carol")
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.split() == ["2003", f"mnt:[{ns_id(sb, 'alice')}]"]
+        # the rule names alice only
+        one_line_error(nsctl("attach", "bob", "--", "true", as_user="carol"))
+    finally:
+        sb.set_polkit_rule("50-nsctl-test.rules", None)
+
+
+def test_attach_no_such_namespace(views, nsctl):
+    msg = one_line_error(nsctl("attach", "carol", "--", "true", as_user="carol"))
+    assert "carol" in msg
+    one_line_error(nsctl("attach", "carol", "--", "true"))
+    one_line_error(nsctl("attach", "nosuchuser", "--", "true", as_user="alice"))
+
+
+def test_other_refusals_are_one_line(views, nsctl):
+    one_line_error(nsctl("status", "carol"))
+    one_line_error(nsctl("mounts", "carol"))
+    one_line_error(nsctl("create", "nosuchuser"))
+    # changes need authorization: alice may not remove bob's namespace
+    one_line_error(nsctl("remove", "bob", as_user="alice"))
+    one_line_error(nsctl("propagation", "alice", "relative/path", "slave"))
+
+
+@pytest.mark.parametrize("args", [
+    [],
+    ["bogus"],
+    ["attach"],
+    ["list", "extra"],
+    ["status"],
+    ["status", "a", "b"],
+    ["mounts", "alice", "bob"],
+    ["propagation", "/mnt", "sideways"],
+    ["linger", "alice", "maybe"],
+    ["bind", "alice", "/srv"],
+    ["list", "--graph"],
+    ["create", "alice", "--json"],
+    ["mounts", "--json", "--graph"],
+    ["--no-such-option", "list"],
+    ["attach", "alice", "sh", "-c", "true"],   # options of COMMAND need "--"
+])
+def test_bad_usage(views, nsctl, args):
+    p = nsctl(*args)
+    assert p.returncode == 2, f"{args}: exit {p.returncode}, {p.stderr!r}"
+    assert "Usage:" in p.stderr
+    assert p.stdout == ""
+
+
+def test_help_and_version(nsctl, sandbox):
+    p = nsctl("--help")
+    assert p.returncode == 0
+    for verb in ("list", "status", "mounts", "create", "remove", "attach", "share", "enslave",
+                 "propagation", "bind", "linger"):
+        assert re.search(rf"^ {verb}\b", p.stdout, re.M), verb
+        q = nsctl(verb, "--help")
+        assert q.returncode == 0 and f"nsctl {verb}" in q.stdout, verb
+    p = nsctl("--version")
+    assert p.returncode == 0 and re.fullmatch(r"nsctl \S+\n", p.stdout)
+
+
+# ---------------------------------------------------------------------------
+# read verbs: tables, JSON, graph
+
+def test_list_and_status_tables(views, nsctl):
+    p = nsctl("list", as_user="dave")   # reading is open to everyone
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["USER", "UID", "STATE", "SESSIONS", "LINGER", "MOUNTS", "CREATED"]
+    assert lines[1].split()[:5] == ["alice", "2001", "active", "0", "no"]
+    assert lines[2].split()[:2] == ["bob", "2002"]
+    assert lines[-1] == "2 namespaces listed."
+    assert "\x1b[" not in p.stdout   # no colours without a terminal
+
+    p = nsctl("status", "alice")
+    assert p.returncode == 0, p.stderr
+    assert "alice (2001)" in p.stdout
+    assert re.search(rf"Namespace: mnt:\[{ns_id(views, 'alice')}\]", p.stdout)
+    assert re.search(r"State: active", p.stdout)
+
+
+def _namespace_json(sb, user, uid, state, path):
+    props = sb.properties(str(path), "org.example.NSManager.Namespace")
+    return {
+        "user": str(user), "uid": int(uid), "gid": int(props["GID"]), "state": str(state),
+        "object": str(path), "root": str(props["Root"]), "sessions": [str(s) for s in props["Sessions"]],
+        "linger": bool(props["Linger"]), "mount_namespace_id": int(props["MountNamespaceId"]),
+        "timestamp": int(props["Timestamp"]), "n_mounts": int(props["NMounts"]),
+    }
+
+
+def test_json_matches_dbus(views, manager, nsctl):
+    sb = views
+    manager.SetLinger("bob", True)
+
+    p = nsctl("list", "--json")
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    want = [_namespace_json(sb, *entry) for entry in manager.ListNamespaces()]
+    assert got == {"namespaces": want}
+
+    p = nsctl("status", "--json=short", "bob")
+    assert p.returncode == 0, p.stderr
+    assert len(p.stdout.splitlines()) == 1
+    state = next(str(s) for u, _, s, _ in manager.ListNamespaces() if u == "bob")
+    assert json.loads(p.stdout) == _namespace_json(sb, "bob", 2002, state, ns_path("bob"))
+
+    for user in ("alice", ""):
+        args = ["mounts", "--json"] + ([user] if user else [])
+        p = nsctl(*args)
+        assert p.returncode == 0, p.stderr
+        doc = json.loads(p.stdout)
+        assert doc["namespace"] == user
+        want = [(int(a), int(b), int(c), int(d), str(e), str(f), str(g), str(h))
+                for a, b, c, d, e, f, g, h in manager.GetMounts(user)]
+        got = [(m["mount_id"], m["parent_id"], m["peer_group"], m["master_group"], m["target"],
+                m["source"], m["fstype"], m["propagation"]) for m in doc["mounts"]]
+        assert got == want
+
+    # where /mnt of alice propagates: the host and bob hold peers of it
+    doc = json.loads(nsctl("mounts", "--json", "alice").stdout)
+    mnt = next(m for m in doc["mounts"] if m["target"] == "/mnt")
+    assert {(t["namespace"], t["kind"]) for t in mnt["propagates_to"]} == {("", "peer"), ("bob", "peer")}
+    root = next(m for m in doc["mounts"] if m["target"] == "/")
+    if root["master_group"]:
+        assert root["receives_from"] == [""]
+
+    # after alice's /mnt is enslaved, it receives from the host and bob but sends nowhere
+    assert nsctl("enslave", "alice", "/mnt").returncode == 0
+    doc = json.loads(nsctl("mounts", "--json", "alice").stdout)
+    mnt = next(m for m in doc["mounts"] if m["target"] == "/mnt")
+    assert mnt["propagates_to"] == [] and set(mnt["receives_from"]) == {"", "bob"}
+    host = json.loads(nsctl("mounts", "--json").stdout)
+    mnt = next(m for m in host["mounts"] if m["target"] == "/mnt")
+    assert {(t["namespace"], t["kind"]) for t in mnt["propagates_to"]} == {("alice", "slave"), ("bob", "peer")}
+
+
+def test_mounts_tree(views, nsctl):
+    p = nsctl("mounts", "alice")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["TARGET", "SOURCE", "FSTYPE", "PROPAGATION", "PEER", "MASTER", "PROPAGATES", "TO"]
+    assert lines[1].startswith("/ ")
+    assert any(re.match(r"[├└]─/", line) for line in lines[2:])
+    mnt = next(line for line in lines if re.match(r"[├└]─/mnt ", line))
+    assert "(host)" in mnt and "bob" in mnt
+
+
+def test_mounts_graph_is_valid_dot(views, nsctl):
+    if not shutil.which("dot"):
+        pytest.skip("graphviz is not installed")
+    for args in (["mounts", "--graph"], ["mounts", "--graph", "alice"]):
+        p = nsctl(*args)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.startswith("digraph")
+        assert "cluster" in p.stdout and "peer group" in p.stdout
+        svg = subprocess.run(["dot", "-Tsvg"], input=p.stdout, capture_output=True, text=True)
+        assert svg.returncode == 0, svg.stderr
+        assert "<svg" in svg.stdout
+
+
+# ---------------------------------------------------------------------------
+# verbs that change things
+
+def test_change_verbs(daemon, manager, nsctl):
+    sb = daemon
+    assert nsctl("create", "carol").returncode == 0
+    assert nsctl("create", "carol").returncode == 0           # idempotent
+    assert [str(u) for u, *_ in manager.ListNamespaces()] == ["carol"]
+
+    assert nsctl("linger", "carol", "yes").returncode == 0
+    assert bool(sb.properties(ns_path("carol"), "org.example.NSManager.Namespace")["Linger"])
+    assert nsctl("linger", "carol", "no").returncode == 0
+    assert not bool(sb.properties(ns_path("carol"), "org.example.NSManager.Namespace")["Linger"])
+
+    def propagation_of(path):
+        return next(str(m[7]) for m in manager.GetMounts("carol") if str(m[4]) == path)
+
+    assert nsctl("propagation", "carol", "/mnt", "private").returncode == 0
+    assert propagation_of("/mnt") == "private"
+    assert nsctl("share", "carol", "/mnt").returncode == 0
+    assert propagation_of("/mnt") == "shared"
+    assert nsctl("enslave", "carol", "/mnt").returncode == 0
+    assert "slave" in propagation_of("/mnt")
+
+    assert nsctl("remove", "carol").returncode == 0
+    assert list(manager.ListNamespaces()) == []
+
+
+# ---------------------------------------------------------------------------
+# attach under a real terminal
+
+class Tmux:
+    def __init__(self, sb, user, width=100, height=40):
+        self.sb = sb
+        self.sock = str(BASE / f"tmux-{os.getpid()}")
+        self.env = sb.user_env(user, {"TERM": "xterm", "PS1": "OUTER$ "})
+        shell = sb._setpriv(user) + ["env", "-i"] + [f"{k}={v}" for k, v in self.env.items()] + \
+            ["bash", "--norc", "--noprofile"]
+        self.tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), *shell)
+        try:
+            self.wait_for(r"OUTER\$$")
+        except BaseException:
+            self.close()
+            raise
+
+    def tmux(self, *args):
+        p = subprocess.run(["tmux", "-S", self.sock, *args], capture_output=True, text=True, timeout=timeout(10))
+        assert p.returncode == 0, f"tmux {args}: {p.stderr}"
+        return p.stdout
+
+    def send(self, *keys):
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def line(self, text):
+        self.send("-l", text)
+        self.send("Enter")
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    def wait_for(self, pattern, wait=10):
+        deadline = time.monotonic() + timeout(wait)
+        while True:
+            # capture-pane drops trailing blanks: "PROMPT$ " reads "PROMPT$"
+            text = "\n".join(line.rstrip() for line in self.screen().splitlines()).rstrip("\n")
+            if re.search(pattern, text, re.M):
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{pattern!r} never appeared on the terminal:\n{text}")
+            time.sleep(0.05)
+
+    def close(self):
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True, timeout=timeout(10))
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)
+
+
+@pytest.fixture
+def terminal(views):
+    if not shutil.which("tmux"):
+        pytest.skip("tmux is not installed")
+    t = Tmux(views, "alice")
+    yield t
+    t.close()
+
+
+def test_attach_interactive(views, terminal):
+    t = terminal
+    t.line(f"{nsctl_binary()} attach alice; echo RC=$?")
+    t.wait_for(r"\$$")    # whatever prompt alice's bash sets up (bash.bashrc may set PS1)
+    t.line("PS1='INNER$ '")
+    t.wait_for(r"^INNER\$$")
+
+    # our own pty, with the terminal's size
+    t.line("tty; stty size")
+    t.wait_for(r"^/dev/pts/\d+\n40 100\nINNER\$$")
+    t.line("readlink /proc/self/ns/mnt; id -un")
+    t.wait_for(rf"^mnt:\[{ns_id(views, 'alice')}\]\nalice\nINNER\$$")
+
+    # the window size follows the terminal's
+    t.tmux("resize-window", "-t", "t", "-x", "120", "-y", "30")
+    t.line("stty size")
+    t.wait_for(r"^30 120\nINNER\$$")
+
+    # ^C interrupts the command in the namespace, not nsctl
+    t.line("sleep 100")
+    deadline = time.monotonic() + timeout(10)
+    while not _processes_of(2001, "sleep"):
+        assert time.monotonic() < deadline, "sleep never started"
+        time.sleep(0.05)
+    t.send("C-c")
+    t.wait_for(r"^INNER\$$")
+    assert not _processes_of(2001, "sleep")
+    t.line("echo status=$? # first")
+    t.wait_for(r"^status=130\nINNER\$$")
+
+    # ^Z stops it: job control works on the pty
+    t.line("sleep 100")
+    while not _processes_of(2001, "sleep"):
+        assert time.monotonic() < deadline, "sleep never started"
+        time.sleep(0.05)
+    t.send("C-z")
+    t.wait_for(r"Stopped\s+sleep 100\nINNER\$$")
+    assert _processes_of(2001, "sleep")
+    t.line("fg")                # and fg brings it back to the foreground
+    t.wait_for(r"^INNER\$ fg\nsleep 100$")
+    t.send("C-c")
+    t.wait_for(r"^INNER\$$")
+    t.line("echo status=$?")
+    t.wait_for(r"^status=130\nINNER\$$")
+
+    # exit leaves nsctl with the shell's status, and the terminal as it was
+    t.line("exit 3")
+    t.wait_for(r"^RC=3\nOUTER\$$")
+    t.line("stty -a | grep -o -- '-\\?icanon\\b' | head -1; stty -a | grep -o -- '-\\?echo\\b' | head -1")
+    t.wait_for(r"^icanon\necho\nOUTER\$$")
