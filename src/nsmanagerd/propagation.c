@@ -52,10 +52,16 @@ static int resolve_no_symlinks(const char *path, int *ret_fd) {
                 *ret_fd = TAKE_FD(root);
                 return 0;
         }
-        int fd = (int) syscall(SYS_openat2, root, path_skip_root(path), &how, sizeof how);
+        _cleanup_close_ int fd = (int) syscall(SYS_openat2, root, path_skip_root(path), &how, sizeof how);
         if (fd < 0)
                 return -errno;
-        *ret_fd = fd;
+        /* With O_PATH|O_NOFOLLOW a trailing symlink is opened itself: refuse it like any other. */
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISLNK(st.st_mode))
+                return -ELOOP;
+        *ret_fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -75,28 +81,25 @@ static const char *path_error(int r) {
 }
 
 /* Binds the mount subtree at fd onto itself (mount --rbind P P) and returns an fd of the new
- * mount: propagation can only be changed on a mount of its own. */
+ * mount: propagation can only be changed on a mount of its own. The clone's fd names the new
+ * mount once attached (fd itself, and /proc/self/fd/N of it, still name the covered one). */
 static int bind_onto_itself(int fd, int *ret_fd) {
         _cleanup_close_ int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
-        char p[64];
 
         if (tree < 0)
                 return -errno;
         if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 return -errno;
-        /* fd still names the covered mount; reopen through it to get the one on top. */
-        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-        int nfd = open(p, O_PATH | O_CLOEXEC);
-        if (nfd < 0)
-                return -errno;
-        *ret_fd = nfd;
+        *ret_fd = TAKE_FD(tree);
         return 0;
 }
 
-static int open_mount_point(int sock, const char *path, bool bind_if_needed, int *ret_fd) {
+static int open_mount_point(int sock, const char *path, bool bind_if_needed, int *ret_fd, bool *ret_bound) {
         _cleanup_close_ int fd = -EBADF;
         int r;
 
+        if (ret_bound)
+                *ret_bound = false;
         r = resolve_no_symlinks(path, &fd);
         if (r < 0)
                 return fail(sock, r, "'%s' %s.", path, path_error(r));
@@ -112,6 +115,8 @@ static int open_mount_point(int sock, const char *path, bool bind_if_needed, int
                         return fail(sock, r, "Failed to bind '%s' onto itself: %s.", path, strerror(-r));
                 close(fd);
                 fd = TAKE_FD(nfd);
+                if (ret_bound)
+                        *ret_bound = true;
         }
         *ret_fd = TAKE_FD(fd);
         return 0;
@@ -139,15 +144,23 @@ typedef struct PropagationOp {
 static int set_propagation_child(int sock, void *userdata) {
         PropagationOp *op = userdata;
         _cleanup_close_ int fd = -EBADF;
-        struct mount_attr attr = { .propagation = propagation_mode_to_ms_flag(op->mode) };
+        struct mount_attr attr = { .propagation = MS_PRIVATE };
+        bool bound;
         int r;
 
         r = enter(sock, op->ns_fd);
         if (r < 0)
                 return r;
-        r = open_mount_point(sock, op->path, true, &fd);
+        r = open_mount_point(sock, op->path, true, &fd, &bound);
         if (r < 0)
                 return r;
+        /* A path we just bound onto itself under a shared parent sits in the parent's peer group:
+         * made shared as it is, mounts under it would show up twice everywhere. Private first
+         * gives it a group of its own. (Slave keeps following the parent's group, as asked.) */
+        if (bound && op->mode == PROPAGATION_SHARED &&
+            mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+                return fail(sock, -errno, "Failed to make '%s' private: %m.", op->path);
+        attr.propagation = propagation_mode_to_ms_flag(op->mode);
         if (mount_setattr(fd, "", AT_EMPTY_PATH | (op->recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0)
                 return fail(sock, -errno, "Failed to make '%s' %s: %m.", op->path, propagation_mode_to_string(op->mode));
         return ok(sock);
@@ -160,22 +173,57 @@ int ns_set_propagation(int ns_fd, const char *path, PropagationMode mode, bool r
 
 /* ---- ShareSubtree ---- */
 
+/* Peer group and master of the mount fd refers to, and the peer group of its parent, from the
+ * mount table of the namespace we are in. */
+static int fd_get_groups(int fd, uint64_t *ret_peer, uint64_t *ret_master, uint64_t *ret_parent_peer) {
+        MountEntry *e = NULL;
+        size_t n = 0;
+        uint64_t id, parent = 0;
+        int r;
+
+        r = fd_get_mount_id(fd, "", &id);
+        if (r < 0)
+                return r;
+        r = mount_table_read_self(&e, &n);
+        if (r < 0)
+                return r;
+        r = -ENOENT;
+        for (size_t i = 0; i < n; i++)
+                if (e[i].id == id) {
+                        *ret_peer = e[i].peer_group;
+                        *ret_master = e[i].master_group;
+                        parent = e[i].parent_id;
+                        r = 0;
+                }
+        *ret_parent_peer = 0;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                if (e[i].id == parent && e[i].id != id)
+                        *ret_parent_peer = e[i].peer_group;
+        mount_entries_free(e, n);
+        return r;
+}
+
 static int host_share_child(int sock, void *userdata) {
         PropagationOp *op = userdata;
         _cleanup_close_ int fd = -EBADF;
         struct mount_attr attr = {};
-        unsigned long fl = 0;
+        uint64_t peer = 0, master = 0, parent_peer = 0;
         int r;
 
         if (mkdir(op->path, 0755) < 0 && errno != EEXIST)
                 return fail(sock, -errno, "Failed to create '%s': %m.", op->path);
-        r = open_mount_point(sock, op->path, true, &fd);
+        r = open_mount_point(sock, op->path, true, &fd, NULL);
         if (r < 0)
                 return r;
-        r = mount_get_propagation(op->path, &fl);
-        if (r >= 0 && (fl & MS_SHARED) && !(fl & MS_SLAVE))
-                return ok(sock);   /* keep its group: views may already be peers of it */
-        /* Private first: a bind under a shared parent sits in the parent's group. */
+        r = fd_get_groups(fd, &peer, &master, &parent_peer);
+        if (r < 0)
+                return fail(sock, r, "Cannot find '%s' in the mount table: %s.", op->path, strerror(-r));
+        /* Already shared in a group of its own: keep it, views may already be its peers. A mount
+         * bound onto itself under a shared parent (as we just may have done) sits in the
+         * parent's group instead: mounts under it would show up twice everywhere. */
+        if (peer != 0 && master == 0 && peer != parent_peer)
+                return ok(sock);
+        /* Private first, then shared: a group of its own. */
         attr.propagation = MS_PRIVATE;
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
                 return fail(sock, -errno, "Failed to make '%s' private: %m.", op->path);
@@ -195,65 +243,111 @@ typedef struct HostMount {
         int tree_fd;    /* a detached clone, made in the host namespace */
 } HostMount;
 
-static int join_child(int sock, void *userdata) {
-        PropagationOp *op = userdata;
-        _cleanup_close_ int host_fd = -EBADF, view_fd = -EBADF;
+static void host_mounts_free(HostMount *sub, size_t n) {
+        for (size_t i = 0; sub && i < n; i++) {
+                free(sub[i].target);
+                safe_close(sub[i].tree_fd);
+        }
+        free(sub);
+}
+
+/* Clones (one mount each, in mount table order: parents before children) of what the current
+ * namespace has mounted below 'path'. Mounts covered by later ones are still listed in
+ * mountinfo, but their path now opens another mount: those are skipped, as are unbindable
+ * ones. */
+static int clone_submounts(const char *path, HostMount **ret, size_t *ret_n) {
         MountEntry *e = NULL;
-        size_t n = 0, n_sub = 0, plen = strlen(op->path);
-        unsigned long fl = 0;
+        size_t n = 0, n_sub = 0, plen = strlen(path);
+        HostMount *sub;
         int r;
 
-        /* In the host: the group to join, and clones of what the host has mounted below it. */
-        r = open_mount_point(sock, op->path, false, &host_fd);
-        if (r < 0)
-                return fail(sock, r, "The host's '%s' is not a mount point: share it on the host first.", op->path);
-        if (mount_get_propagation(op->path, &fl) < 0 || !(fl & MS_SHARED))
-                return fail(sock, -EINVAL, "The host's '%s' is not shared: share it on the host first.", op->path);
         r = mount_table_read_self(&e, &n);
         if (r < 0)
-                return fail(sock, r, "Failed to read the host's mount table: %s.", strerror(-r));
-        HostMount *sub = calloc(n + 1, sizeof(HostMount));
+                return r;
+        sub = calloc(n + 1, sizeof(HostMount));
         if (!sub) {
                 mount_entries_free(e, n);
                 return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
-                if (strncmp(e[i].target, op->path, plen) != 0 || e[i].target[plen] != '/')
+                _cleanup_close_ int at = -EBADF;
+                uint64_t id;
+
+                if (strncmp(e[i].target, path, plen) != 0 || e[i].target[plen] != '/')
                         continue;
-                int t = open_tree(AT_FDCWD, e[i].target, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+                if (resolve_no_symlinks(e[i].target, &at) < 0 || fd_get_mount_id(at, "", &id) < 0 || id != e[i].id)
+                        continue;
+                int t = open_tree(at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
                 if (t < 0)
-                        continue;   /* covered, or unbindable: not something to copy */
+                        continue;
                 sub[n_sub].target = strdup(e[i].target);
+                if (!sub[n_sub].target) {
+                        safe_close(t);
+                        r = -ENOMEM;
+                        break;
+                }
                 sub[n_sub++].tree_fd = t;
         }
         mount_entries_free(e, n);
+        if (r < 0) {
+                host_mounts_free(sub, n_sub);
+                return r;
+        }
+        *ret = sub;
+        *ret_n = n_sub;
+        return 0;
+}
+
+static int join_child(int sock, void *userdata) {
+        PropagationOp *op = userdata;
+        _cleanup_close_ int host_fd = -EBADF, view_fd = -EBADF;
+        struct mount_attr attr = { .propagation = MS_PRIVATE };
+        HostMount *sub = NULL;
+        size_t n_sub = 0;
+        uint64_t peer = 0, master = 0, parent_peer = 0;
+        int r;
+
+        /* In the host: the group to join, and clones of what the host has mounted below it. */
+        r = resolve_no_symlinks(op->path, &host_fd);
+        if (r >= 0)
+                r = path_is_mount_point(host_fd, "");
+        if (r <= 0)
+                return fail(sock, r < 0 ? r : -EINVAL,
+                            "The host's '%s' is not a mount point: share it on the host first.", op->path);
+        if (fd_get_groups(host_fd, &peer, &master, &parent_peer) < 0 || peer == 0)
+                return fail(sock, -EINVAL, "The host's '%s' is not shared: share it on the host first.", op->path);
+        r = clone_submounts(op->path, &sub, &n_sub);
+        if (r < 0)
+                return fail(sock, r, "Failed to copy the host's mounts under '%s': %s.", op->path, strerror(-r));
 
         r = enter(sock, op->ns_fd);
         if (r < 0)
                 goto finish;
-        r = open_mount_point(sock, op->path, true, &view_fd);
+        r = open_mount_point(sock, op->path, true, &view_fd, NULL);
         if (r < 0)
                 goto finish;
+        /* Private while we fill it: a mount attached under a shared /mnt would propagate back to
+         * the host and every other view, where it already is. */
+        if (mount_setattr(view_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+                r = fail(sock, -errno, "Failed to make '%s' private: %m.", op->path);
+                goto finish;
+        }
+        /* Mounts the host made before the view joined would never propagate now: copy the ones
+         * the view lacks (parents before children). */
+        for (size_t i = 0; i < n_sub; i++) {
+                _cleanup_close_ int at = -EBADF;
+                if (resolve_no_symlinks(sub[i].target, &at) < 0 || path_is_mount_point(at, "") != 0)
+                        continue;
+                (void) move_mount(sub[i].tree_fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+        }
         r = mount_join_peer_group(host_fd, view_fd);
         if (r < 0) {
                 r = fail(sock, r, "Failed to make '%s' a peer of the host's: %s.", op->path, strerror(-r));
                 goto finish;
         }
-        /* Mounts the host made before the view joined would never propagate now: copy them
-         * (in mount table order, so parents come before children). */
-        for (size_t i = 0; i < n_sub; i++) {
-                _cleanup_close_ int at = -EBADF;
-                if (resolve_no_symlinks(sub[i].target, &at) < 0 || path_is_mount_point(at, "") > 0)
-                        continue;
-                (void) move_mount(sub[i].tree_fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
-        }
         r = ok(sock);
 finish:
-        for (size_t i = 0; i < n_sub; i++) {
-                free(sub[i].target);
-                safe_close(sub[i].tree_fd);
-        }
-        free(sub);
+        host_mounts_free(sub, n_sub);
         return r;
 }
 
@@ -367,14 +461,16 @@ int ns_bind_mount(int ns_fd, const char *source, const char *destination, bool r
 
 static int unmount_child(int sock, void *userdata) {
         PropagationOp *op = userdata;
-        _cleanup_close_ int fd = -EBADF, root = -EBADF;
+        _cleanup_close_ int fd = -EBADF, parent = -EBADF, root = -EBADF;
+        _cleanup_free_ char *dir = NULL;
+        const char *base;
         uint64_t id, root_id;
         int r;
 
         r = enter(sock, op->ns_fd);
         if (r < 0)
                 return r;
-        r = open_mount_point(sock, op->path, false, &fd);
+        r = open_mount_point(sock, op->path, false, &fd, NULL);
         if (r < 0)
                 return r;
         /* Whatever the spelling, never the namespace's root: that would remount the root
@@ -384,7 +480,23 @@ static int unmount_child(int sock, void *userdata) {
                 return fail(sock, -EIO, "Failed to identify the mount at '%s'.", op->path);
         if (id == root_id)
                 return fail(sock, -EINVAL, "'%s' is the namespace's root and is never unmounted.", op->path);
-        if (umount2(op->path, UMOUNT_NOFOLLOW | (op->recursive ? MNT_DETACH : 0)) < 0) {
+
+        /* Any fd on the mount, even O_PATH, keeps it busy: let go of it and unmount by name from
+         * inside the parent directory, opened without following links, so that nothing a user
+         * renames meanwhile can redirect umount2() elsewhere. */
+        fd = safe_close(fd);
+        base = strrchr(op->path, '/') + 1;
+        dir = strndup(op->path, base - op->path);
+        if (!dir)
+                return fail(sock, -ENOMEM, "Out of memory.");
+        r = resolve_no_symlinks(dir, &parent);
+        if (r < 0)
+                return fail(sock, r, "'%s' %s.", dir, path_error(r));
+        if (fd_get_mount_id(parent, base, &id) < 0 || id == root_id)
+                return fail(sock, -EINVAL, "'%s' changed while it was being unmounted.", op->path);
+        if (fchdir(parent) < 0)
+                return fail(sock, -errno, "Failed to enter '%s': %m.", dir);
+        if (umount2(base, UMOUNT_NOFOLLOW | (op->recursive ? MNT_DETACH : 0)) < 0) {
                 if (errno == EBUSY)
                         return fail(sock, -EBUSY, "'%s' is busy (in use, or has mounts below it); detach it instead.",
                                     op->path);

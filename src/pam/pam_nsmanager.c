@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pam_nsmanager: puts a login into its user's mount namespace.
+ *
+ *   session optional pam_nsmanager.so [debug] [conf=FILE]
+ *
+ * open_session asks nsmanagerd for the session (OpenSession(user, session_id) → (o, h)),
+ * and setns()es the calling thread into the returned mount namespace, so everything the
+ * login process forks afterwards (shell, systemd --user, the desktop) lives in the user's
+ * view. close_session tells the daemon the session is over (CloseSession). The daemon also
+ * watches the process that opened the session, so a login that dies without
+ * close_session still has its session closed.
+ *
+ * The module keeps no bus connection and no global state: every call connects, talks and
+ * disconnects before it returns; what close_session needs is kept with pam_set_data().
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <security/_pam_macros.h>
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-errors.h"
+#include "conf.h"
+#include "macros.h"
+
+#define PAM_DATA_SESSION "pam_nsmanager:session"
+
+#define _public_ __attribute__((visibility("default")))
+
+typedef struct ModuleOptions {
+        bool debug;
+        const char *conf;      /* conf=FILE, NULL for the standard nsmanagerd.conf */
+} ModuleOptions;
+
+/* What close_session needs to know about the session open_session opened. */
+typedef struct SessionData {
+        char *user;
+        char *id;
+} SessionData;
+
+#define pam_debug_syslog(handle, opts, ...)                             \
+        do {                                                            \
+                if ((opts)->debug)                                      \
+                        pam_syslog((handle), LOG_DEBUG, __VA_ARGS__);   \
+        } while (0)
+
+static void manager_config_donep(ManagerConfig *c) {
+        manager_config_done(c);
+}
+
+static void session_data_free(SessionData *d) {
+        if (!d)
+                return;
+        free(d->user);
+        free(d->id);
+        free(d);
+}
+
+static void session_data_freep(SessionData **d) {
+        session_data_free(*d);
+}
+
+static void session_data_cleanup(pam_handle_t *handle _unused_, void *data, int error_status _unused_) {
+        session_data_free(data);
+}
+
+static int log_oom_pam(pam_handle_t *handle) {
+        pam_syslog(handle, LOG_ERR, "Out of memory.");
+        return PAM_BUF_ERR;
+}
+
+static int parse_argv(pam_handle_t *handle, int argc, const char **argv, ModuleOptions *ret) {
+        ModuleOptions opts = {};
+
+        for (int i = 0; i < argc; i++) {
+                if (streq(argv[i], "debug"))
+                        opts.debug = true;
+                else if (strncmp(argv[i], "conf=", 5) == 0) {
+                        const char *p = argv[i] + 5;
+
+                        if (p[0] != '/') {
+                                pam_syslog(handle, LOG_ERR, "conf= needs an absolute path, got '%s'.", p);
+                                return -EINVAL;
+                        }
+                        opts.conf = p;
+                } else
+                        pam_syslog(handle, LOG_WARNING, "Unknown option '%s', ignoring.", argv[i]);
+        }
+
+        *ret = opts;
+        return 0;
+}
+
+/* Resolves the user through NSS. Returns 1 and fills ret_uid and ret_home (malloc'ed), 0 if
+ * there is no such user, negative errno on failure. */
+static int get_user_record(const char *user, uid_t *ret_uid, char **ret_home) {
+        long bufsize = sysconf(_SC_GETPW_R_SIZE_MAX);
+        size_t n = bufsize > 0 ? (size_t) bufsize : 4096;
+
+        for (;;) {
+                _cleanup_free_ char *buf = malloc(n);
+                struct passwd pwbuf, *pw = NULL;
+                int r;
+
+                if (!buf)
+                        return -ENOMEM;
+
+                r = getpwnam_r(user, &pwbuf, buf, n, &pw);
+                if (r == ERANGE) {
+                        if (n > 1024 * 1024)
+                                return -ERANGE;
+                        n *= 2;
+                        continue;
+                }
+                if (r != 0)
+                        return -r;
+                if (!pw)
+                        return 0;
+
+                char *home = strdup(pw->pw_dir && pw->pw_dir[0] ? pw->pw_dir : "/");
+                if (!home)
+                        return -ENOMEM;
+
+                *ret_uid = pw->pw_uid;
+                *ret_home = home;
+                return 1;
+        }
+}
+
+/* Is the user one nsmanagerd manages? Root never is; the others by MinUID= and
+ * ExcludeUsers= of the daemon's configuration. Returns 1/0, negative errno if the
+ * configuration cannot be read (logged). */
+static int user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, const char *user, uid_t uid) {
+        if (uid == 0)
+                return 0;
+
+        _cleanup_(manager_config_donep) ManagerConfig config;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        manager_config_init(&config);
+        r = manager_config_load(opts->conf, &config, &error);
+        if (r < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to read %s: %s",
+                           opts->conf ?: NSM_CONFIG_FILE, error ?: strerror(-r));
+                return r;
+        }
+
+        if (uid < config.min_uid) {
+                pam_debug_syslog(handle, opts, "User '%s' has UID %u, below MinUID=%u: not ours.",
+                                 user, (unsigned) uid, (unsigned) config.min_uid);
+                return 0;
+        }
+        if (strv_contains((const char *const *) config.exclude_users, user)) {
+                pam_debug_syslog(handle, opts, "User '%s' is listed in ExcludeUsers=, not ours.", user);
+                return 0;
+        }
+
+        return 1;
+}
+
+/* The session id: logind's (XDG_SESSION_ID, which pam_systemd puts into the PAM environment
+ * when it registered a session), else one made of this handle's service, tty and the login
+ * process's pid: unique among live logins, and kept for close_session with pam_set_data().
+ *
+ * Only the PAM environment is consulted, never the process's own: a login started from
+ * inside another session (runuser in an ssh session) inherits that session's XDG_SESSION_ID,
+ * which names the outer session, not this one. */
+static int make_session_id(pam_handle_t *handle, char **ret) {
+        const char *xdg, *service = NULL, *tty = NULL;
+        char *id;
+
+        xdg = pam_getenv(handle, "XDG_SESSION_ID");
+        if (xdg && xdg[0]) {
+                id = strdup(xdg);
+                if (!id)
+                        return -ENOMEM;
+                *ret = id;
+                return 0;
+        }
+
+        (void) pam_get_item(handle, PAM_SERVICE, (const void **) &service);
+        (void) pam_get_item(handle, PAM_TTY, (const void **) &tty);
+
+        if (tty && strncmp(tty, "/dev/", 5) == 0)
+                tty += 5;
+
+        if (asprintf(&id, "pam-%s-%s-%i",
+                     service && service[0] ? service : "unknown",
+                     tty && tty[0] ? tty : "notty",
+                     (int) getpid()) < 0)
+                return -ENOMEM;
+
+        /* Keep it a plain token: "pts/3" → "pts_3", "ssh:notty" → "ssh_notty". */
+        for (char *p = id; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                      *p == '-' || *p == '_' || *p == '.'))
+                        *p = '_';
+
+        *ret = id;
+        return 0;
+}
+
+static const char *bus_error_message(const sd_bus_error *error, int r) {
+        if (error && sd_bus_error_is_set(error) && error->message)
+                return error->message;
+        return strerror(r < 0 ? -r : r);
+}
+
+/* Joins the mount namespace behind 'fd' with the calling thread, keeping the working
+ * directory if it exists in the new view, else going to 'home', else to "/". */
+static int join_namespace(pam_handle_t *handle, const ModuleOptions *opts, int fd, const char *home) {
+        _cleanup_free_ char *cwd = NULL;
+
+        /* setns(CLONE_NEWNS) refuses (EINVAL) a thread that shares its fs_struct with others,
+         * as every thread of a multi-threaded process does (a display manager's session worker).
+         * Give this thread its own first; in a single-threaded process this changes nothing. */
+        if (unshare(CLONE_FS) < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to unshare the file system attributes of this thread: %m");
+                return -errno;
+        }
+
+        cwd = getcwd(NULL, 0); /* NULL (e.g. a deleted directory) is fine: we go home then */
+
+        if (setns(fd, CLONE_NEWNS) < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to join the user's mount namespace: %m");
+                return -errno;
+        }
+
+        /* setns() moved root and working directory to the root of the new namespace. */
+        if (cwd && chdir(cwd) >= 0)
+                pam_debug_syslog(handle, opts, "Working directory kept: %s", cwd);
+        else if (chdir(home) >= 0)
+                pam_debug_syslog(handle, opts, "Working directory %s does not exist in the view, using %s.",
+                                 cwd ?: "(unknown)", home);
+        else {
+                pam_debug_syslog(handle, opts, "Neither %s nor %s exists in the view, using /.",
+                                 cwd ?: "(unknown)", home);
+                (void) chdir("/");
+        }
+
+        return 0;
+}
+
+static int bus_open(pam_handle_t *handle, sd_bus **ret) {
+        sd_bus *bus = NULL;
+        int r;
+
+        r = sd_bus_open_system(&bus);
+        if (r < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to connect to the system bus: %s", strerror(-r));
+                return r;
+        }
+
+        *ret = bus;
+        return 0;
+}
+
+_public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(session_data_freep) SessionData *data = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *home = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        const char *user = NULL, *object = NULL;
+        ModuleOptions opts;
+        uid_t uid = (uid_t) -1;
+        int r, received_fd;
+
+        if (parse_argv(handle, argc, argv, &opts) < 0)
+                return PAM_SESSION_ERR;
+
+        r = pam_get_user(handle, &user, NULL);
+        if (r != PAM_SUCCESS || !user || !user[0]) {
+                pam_syslog(handle, LOG_ERR, "Failed to get the user name: %s", pam_strerror(handle, r));
+                return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
+        }
+
+        r = get_user_record(user, &uid, &home);
+        if (r < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
+                return PAM_SESSION_ERR;
+        }
+        if (r == 0) {
+                pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", user);
+                return PAM_USER_UNKNOWN;
+        }
+
+        r = user_is_managed(handle, &opts, user, uid);
+        if (r < 0)
+                return PAM_SESSION_ERR;
+        if (r == 0)
+                return PAM_IGNORE;
+
+        data = calloc(1, sizeof(SessionData));
+        if (!data)
+                return log_oom_pam(handle);
+        data->user = strdup(user);
+        if (!data->user)
+                return log_oom_pam(handle);
+        r = make_session_id(handle, &data->id);
+        if (r < 0)
+                return log_oom_pam(handle);
+
+        pam_debug_syslog(handle, &opts, "Opening session '%s' of user '%s'.", data->id, user);
+
+        if (bus_open(handle, &bus) < 0)
+                return PAM_SESSION_ERR;
+
+        r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "OpenSession",
+                               &error, &reply, "ss", user, data->id);
+        if (r < 0) {
+                if (sd_bus_error_has_name(&error, NSM_ERROR_USER_EXCLUDED)) {
+                        /* The daemon is the authority on its range: if its configuration and ours
+                         * (conf=) disagree, follow it, but say so. */
+                        pam_syslog(handle, LOG_NOTICE, "nsmanagerd does not manage user '%s': %s",
+                                   user, bus_error_message(&error, r));
+                        return PAM_IGNORE;
+                }
+
+                pam_syslog(handle, LOG_ERR, "Failed to open session '%s' of user '%s' with nsmanagerd: %s",
+                           data->id, user, bus_error_message(&error, r));
+                return PAM_SESSION_ERR;
+        }
+
+        r = sd_bus_message_read(reply, "oh", &object, &received_fd);
+        if (r < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to parse the reply of OpenSession: %s", strerror(-r));
+                goto undo;
+        }
+
+        /* The fd belongs to the message; ours must outlive it. */
+        fd = fcntl(received_fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to duplicate the namespace fd: %m");
+                goto undo;
+        }
+
+        if (join_namespace(handle, &opts, fd, home) < 0)
+                goto undo;
+
+        if (opts.debug) {
+                struct stat st;
+
+                if (fstat(fd, &st) >= 0)
+                        pam_syslog(handle, LOG_DEBUG, "Session '%s' of user '%s' joined %s, mnt:[%ju].",
+                                   data->id, user, object, (uintmax_t) st.st_ino);
+        }
+
+        r = pam_set_data(handle, PAM_DATA_SESSION, data, session_data_cleanup);
+        if (r != PAM_SUCCESS) {
+                /* Joined, but close_session will not find it: the daemon closes the session when
+                 * this process exits. */
+                pam_syslog(handle, LOG_ERR, "Failed to store the session id: %s", pam_strerror(handle, r));
+                return PAM_SESSION_ERR;
+        }
+        TAKE_PTR(data);
+
+        return PAM_SUCCESS;
+
+undo:
+        /* The daemon recorded a session we will not use: tell it now rather than when this
+         * process exits. Our thread is still in the namespace it was in. */
+        r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "CloseSession",
+                               &error, NULL, "ss", user, data->id);
+        if (r < 0)
+                pam_syslog(handle, LOG_WARNING, "Failed to close the unused session '%s', ignoring: %s",
+                           data->id, bus_error_message(&error, r));
+        return PAM_SESSION_ERR;
+}
+
+/* A failure here must not stand in the way of a logout, and it cannot: PAM runs every
+ * session module's close_session regardless of the others' results, and applications
+ * ignore the result. We still return PAM_SESSION_ERR when the daemon could not be told
+ * (it closes the session itself when the login process exits), and PAM_SUCCESS when the
+ * daemon no longer knew the session (already closed: nothing left to do). */
+_public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const SessionData *data = NULL;
+        ModuleOptions opts;
+        int r;
+
+        if (parse_argv(handle, argc, argv, &opts) < 0)
+                return PAM_SESSION_ERR;
+
+        /* No data: open_session did not open a session (a user not ours, or it failed). */
+        r = pam_get_data(handle, PAM_DATA_SESSION, (const void **) &data);
+        if (r != PAM_SUCCESS || !data) {
+                pam_debug_syslog(handle, &opts, "No session opened by this handle, nothing to close.");
+                return PAM_IGNORE;
+        }
+
+        pam_debug_syslog(handle, &opts, "Closing session '%s' of user '%s'.", data->id, data->user);
+
+        if (bus_open(handle, &bus) < 0)
+                return PAM_SESSION_ERR;
+
+        r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "CloseSession",
+                               &error, NULL, "ss", data->user, data->id);
+        if (r < 0) {
+                if (sd_bus_error_has_name(&error, NSM_ERROR_NO_SUCH_SESSION)) {
+                        pam_debug_syslog(handle, &opts, "Session '%s' of user '%s' was already closed: %s",
+                                         data->id, data->user, bus_error_message(&error, r));
+                        r = PAM_SUCCESS;
+                } else {
+                        pam_syslog(handle, LOG_ERR, "Failed to close session '%s' of user '%s' with nsmanagerd: %s",
+                                   data->id, data->user, bus_error_message(&error, r));
+                        r = PAM_SESSION_ERR;
+                }
+        } else
+                r = PAM_SUCCESS;
+
+        /* Closed (or given up on): a second close_session on this handle has nothing to do. */
+        (void) pam_set_data(handle, PAM_DATA_SESSION, NULL, NULL);
+        return r;
+}

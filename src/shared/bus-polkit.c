@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "bus-polkit.h"
+#include "macros.h"
+
+/* How it works, for one method call M whose handler asks for action A:
+ *
+ *   handler(M) → bus_verify_polkit_async(M, A) → no answer for (M, A) yet: send CheckAuthorization
+ *                                                 asynchronously, return 0 → handler returns 1, no reply
+ *   … the event loop serves other clients …
+ *   polkit answers → on_check_authorization_reply() records the verdict for (M, A), rewinds M and puts it
+ *                    back into the bus's read queue (sd_bus_enqueue_for_read)
+ *   handler(M) → bus_verify_polkit_async(M, A) → the recorded verdict: 1, or an error → handler acts/fails
+ *   idle → the query for M is dropped (it must outlive the second dispatch, and nothing tells us when
+ *          the handler is done with M, so we wait until the loop has nothing more urgent to do: the
+ *          re-queued message keeps the bus's event source pending at a higher priority until it was
+ *          dispatched).
+ *
+ * The query is keyed by the message object itself (we hold a reference, so the pointer stays unique),
+ * never by anything the client sent. */
+
+#define POLKIT_BUS_NAME "org.freedesktop.PolicyKit1"
+#define POLKIT_OBJECT_PATH "/org/freedesktop/PolicyKit1/Authority"
+#define POLKIT_INTERFACE "org.freedesktop.PolicyKit1.Authority"
+
+/* CheckAuthorization flags, from polkit's D-Bus API */
+#define POLKIT_CHECK_ALLOW_USER_INTERACTION 0x1U
+
+typedef enum PolkitVerdict {
+        POLKIT_VERDICT_PENDING,
+        POLKIT_VERDICT_YES,
+        POLKIT_VERDICT_NO,
+        POLKIT_VERDICT_CHALLENGE,  /* polkit would allow it after authentication */
+        POLKIT_VERDICT_FAILED,     /* polkit did not answer the question (not running, broken, …) */
+} PolkitVerdict;
+
+typedef struct PolkitCheck {
+        char *action;
+        char **details;
+        PolkitVerdict verdict;
+        char *failure;             /* for POLKIT_VERDICT_FAILED: why, for the caller's error message */
+        struct PolkitCheck *next;
+} PolkitCheck;
+
+typedef struct PolkitQuery {
+        PolkitRegistry *registry;
+        sd_bus_message *request;   /* the method call being authorized */
+        sd_bus_slot *slot;         /* the CheckAuthorization call in flight, if any */
+        PolkitCheck *checks;       /* newest first; at most one is pending, and only while 'slot' is set */
+        sd_event_source *release_source;
+        struct PolkitQuery *prev, *next;
+} PolkitQuery;
+
+struct PolkitRegistry {
+        PolkitQuery *queries;
+};
+
+static PolkitCheck *polkit_check_free(PolkitCheck *c) {
+        if (!c)
+                return NULL;
+        free(c->action);
+        strv_free(c->details);
+        free(c->failure);
+        free(c);
+        return NULL;
+}
+
+static PolkitQuery *polkit_query_free(PolkitQuery *q) {
+        if (!q)
+                return NULL;
+
+        if (q->registry) {
+                if (q->prev)
+                        q->prev->next = q->next;
+                else
+                        q->registry->queries = q->next;
+                if (q->next)
+                        q->next->prev = q->prev;
+        }
+
+        /* Dropping the slot cancels a pending reply callback. */
+        sd_bus_slot_unref(q->slot);
+        sd_event_source_disable_unref(q->release_source);
+        sd_bus_message_unref(q->request);
+
+        while (q->checks) {
+                PolkitCheck *c = q->checks;
+                q->checks = c->next;
+                polkit_check_free(c);
+        }
+
+        free(q);
+        return NULL;
+}
+
+PolkitRegistry *polkit_registry_free(PolkitRegistry *r) {
+        if (!r)
+                return NULL;
+
+        while (r->queries)
+                polkit_query_free(r->queries);
+
+        free(r);
+        return NULL;
+}
+
+static char **details_copy(const char **details) {
+        size_t n = 0;
+        char **copy;
+
+        while (details && details[n])
+                n++;
+
+        copy = calloc(n + 1, sizeof(char *));
+        if (!copy)
+                return NULL;
+
+        for (size_t i = 0; i < n; i++) {
+                copy[i] = strdup(details[i]);
+                if (!copy[i])
+                        return strv_free(copy);
+        }
+
+        return copy;
+}
+
+static bool details_equal(char **a, const char **b) {
+        size_t i = 0;
+
+        for (; a[i] && b && b[i]; i++)
+                if (!streq(a[i], b[i]))
+                        return false;
+
+        return !a[i] && (!b || !b[i]);
+}
+
+static PolkitQuery *polkit_registry_find(PolkitRegistry *r, sd_bus_message *m) {
+        for (PolkitQuery *q = r ? r->queries : NULL; q; q = q->next)
+                if (q->request == m)
+                        return q;
+        return NULL;
+}
+
+static PolkitCheck *polkit_query_find_check(PolkitQuery *q, const char *action, const char **details) {
+        /* The details are part of the question: a handler that asks about other details (because
+         * the state it derives them from changed) must not get an answer given for different ones. */
+        for (PolkitCheck *c = q->checks; c; c = c->next)
+                if (streq(c->action, action) && details_equal(c->details, details))
+                        return c;
+        return NULL;
+}
+
+static int on_release(sd_event_source *s _unused_, void *userdata) {
+        polkit_query_free(userdata);
+        return 0;
+}
+
+static int polkit_query_arm_release(PolkitQuery *q) {
+        sd_event *e;
+        int r;
+
+        if (q->release_source)
+                return sd_event_source_set_enabled(q->release_source, SD_EVENT_ONESHOT);
+
+        /* Without an event loop there is no "idle": the query then stays until the registry is freed. */
+        e = sd_bus_get_event(sd_bus_message_get_bus(q->request));
+        if (!e)
+                return 0;
+
+        r = sd_event_add_defer(e, &q->release_source, on_release, q);
+        if (r < 0)
+                return r;
+
+        /* Below the bus's priority, so that the re-queued message is dispatched first. */
+        r = sd_event_source_set_priority(q->release_source, SD_EVENT_PRIORITY_IDLE);
+        if (r < 0)
+                return r;
+
+        return sd_event_source_set_enabled(q->release_source, SD_EVENT_ONESHOT);
+}
+
+static void polkit_check_set_failure(PolkitCheck *c, const sd_bus_error *e) {
+        const char *what;
+
+        /* Errors from the bus itself (no such name, activation failed, timeout) mean polkit is not
+         * there; errors in polkit's own namespace mean it could not evaluate the question (for example
+         * because the action is not installed). Both deny, with a hint at what to fix. */
+        if (strncmp(e->name, "org.freedesktop.DBus.Error.", strlen("org.freedesktop.DBus.Error.")) == 0)
+                what = "polkit is unavailable";
+        else
+                what = "polkit could not check the authorization";
+
+        c->verdict = POLKIT_VERDICT_FAILED;
+        if (asprintf(&c->failure, "%s (%s: %s)", what, e->name, e->message ?: "no message") < 0)
+                c->failure = NULL;
+}
+
+static int on_check_authorization_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error _unused_) {
+        PolkitQuery *q = userdata;
+        PolkitCheck *c = q->checks;
+        int authorized, challenge, r;
+
+        q->slot = sd_bus_slot_unref(q->slot);
+
+        if (sd_bus_message_is_method_error(reply, NULL))
+                polkit_check_set_failure(c, sd_bus_message_get_error(reply));
+        else {
+                r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
+                if (r >= 0)
+                        r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
+                if (r < 0)
+                        polkit_check_set_failure(c, &SD_BUS_ERROR_MAKE_CONST(
+                                                         SD_BUS_ERROR_INVALID_SIGNATURE,
+                                                         "unexpected CheckAuthorization reply"));
+                else
+                        c->verdict = authorized ? POLKIT_VERDICT_YES :
+                                     challenge ? POLKIT_VERDICT_CHALLENGE : POLKIT_VERDICT_NO;
+        }
+
+        /* Run the method handler again from the start; it will find the verdict. */
+        r = sd_bus_message_rewind(q->request, /* complete= */ true);
+        if (r >= 0)
+                r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(q->request), q->request);
+        if (r >= 0)
+                r = polkit_query_arm_release(q);
+        if (r < 0) {
+                /* The handler will not run again, so answer here rather than leave the caller hanging. */
+                (void) sd_bus_reply_method_errorf(q->request, SD_BUS_ERROR_ACCESS_DENIED,
+                                                  "Cannot finish the authorization check: %s", strerror(-r));
+                polkit_query_free(q);
+        }
+
+        return 0;
+}
+
+static int polkit_query_start_check(PolkitQuery *q, const char *action, const char **details) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        sd_bus *bus = sd_bus_message_get_bus(q->request);
+        const char *sender;
+        PolkitCheck *c;
+        unsigned flags = 0;
+        int r;
+
+        /* polkit resolves the bus name to the caller's uid, pid and session itself, from the bus
+         * driver: nothing the client wrote into the message decides who it is. */
+        sender = sd_bus_message_get_sender(q->request);
+        if (!sender)
+                return -EBADMSG;
+
+        if (sd_bus_message_get_allow_interactive_authorization(q->request) > 0)
+                flags |= POLKIT_CHECK_ALLOW_USER_INTERACTION;
+
+        r = sd_bus_message_new_method_call(bus, &call, POLKIT_BUS_NAME, POLKIT_OBJECT_PATH,
+                                           POLKIT_INTERFACE, "CheckAuthorization");
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_append(call, "(sa{sv})s", "system-bus-name", 1, "name", "s", sender, action);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_open_container(call, 'a', "{ss}");
+        if (r < 0)
+                return r;
+        for (const char **k = details; k && k[0] && k[1]; k += 2) {
+                r = sd_bus_message_append(call, "{ss}", k[0], k[1]);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(call);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_message_append(call, "us", flags, /* cancellation_id= */ "");
+        if (r < 0)
+                return r;
+
+        c = calloc(1, sizeof(PolkitCheck));
+        if (!c)
+                return -ENOMEM;
+        c->verdict = POLKIT_VERDICT_PENDING;
+        c->action = strdup(action);
+        c->details = details_copy(details);
+        if (!c->action || !c->details) {
+                polkit_check_free(c);
+                return -ENOMEM;
+        }
+
+        /* Default timeout: an authentication dialog that takes longer would outlast our caller's own
+         * method call timeout anyway. */
+        r = sd_bus_call_async(bus, &q->slot, call, on_check_authorization_reply, q, /* usec= */ 0);
+        if (r < 0) {
+                polkit_check_free(c);
+                return r;
+        }
+
+        c->next = q->checks;
+        q->checks = c;
+
+        /* A second question about the same message: keep the first answer until this one is in. */
+        if (q->release_source)
+                (void) sd_event_source_set_enabled(q->release_source, SD_EVENT_OFF);
+
+        return 0;
+}
+
+static int polkit_check_to_result(PolkitCheck *c, sd_bus_message *m, sd_bus_error *error) {
+        switch (c->verdict) {
+
+        case POLKIT_VERDICT_YES:
+                return 1;
+
+        case POLKIT_VERDICT_CHALLENGE:
+                /* With interaction allowed polkit has already tried to authenticate the caller (through
+                 * their agent) before answering; a challenge left over then means it failed. */
+                if (sd_bus_message_get_allow_interactive_authorization(m) <= 0)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
+                                                 "Authentication is required for '%s': call with interactive authorization allowed, through a polkit agent.",
+                                                 c->action);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Authentication for '%s' failed or was dismissed.", c->action);
+
+        case POLKIT_VERDICT_NO:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Not authorized: polkit denies '%s' to this caller.", c->action);
+
+        case POLKIT_VERDICT_FAILED:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Cannot authorize '%s': %s.", c->action,
+                                         c->failure ?: "polkit is unavailable");
+
+        case POLKIT_VERDICT_PENDING:
+        default:
+                /* Not reachable: the message is only dispatched again once the answer is in. */
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Authorization for '%s' is still pending.", c->action);
+        }
+}
+
+int bus_verify_polkit_async(
+                sd_bus_message *m,
+                const char *action,
+                const char **details,
+                PolkitRegistry **registry,
+                sd_bus_error *error) {
+
+        PolkitQuery *q;
+        PolkitCheck *c;
+        bool new_query = false;
+        int r;
+
+        if (!m || !action || !registry)
+                return -EINVAL;
+
+        r = bus_sender_is_root(m);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Cannot determine the caller's identity: %s", strerror(-r));
+        if (r > 0)
+                return 1;
+
+        q = polkit_registry_find(*registry, m);
+        if (q) {
+                if (q->slot)
+                        return 0; /* Still waiting for polkit; we will be called again. */
+
+                c = polkit_query_find_check(q, action, details);
+                if (c)
+                        return polkit_check_to_result(c, m, error);
+        } else {
+                if (!*registry) {
+                        *registry = calloc(1, sizeof(PolkitRegistry));
+                        if (!*registry)
+                                return sd_bus_error_set_errno(error, -ENOMEM);
+                }
+
+                q = calloc(1, sizeof(PolkitQuery));
+                if (!q)
+                        return sd_bus_error_set_errno(error, -ENOMEM);
+
+                q->request = sd_bus_message_ref(m);
+                q->registry = *registry;
+                q->next = (*registry)->queries;
+                if (q->next)
+                        q->next->prev = q;
+                (*registry)->queries = q;
+                new_query = true;
+        }
+
+        r = polkit_query_start_check(q, action, details);
+        if (r < 0) {
+                if (new_query)
+                        polkit_query_free(q);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Cannot ask polkit to authorize '%s': %s", action, strerror(-r));
+        }
+
+        return 0;
+}
+
+int bus_sender_is_root(sd_bus_message *m) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t euid;
+        int r;
+
+        if (!m)
+                return -EINVAL;
+
+        /* Asks the bus driver about the sender's connection: the uid it authenticated with. */
+        r = sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_creds_get_euid(creds, &euid);
+        if (r < 0)
+                return r;
+
+        return euid == 0;
+}

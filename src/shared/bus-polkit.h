@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+/* Asynchronous polkit checks for sd-bus method handlers.
+ *
+ * A handler calls bus_verify_polkit_async() after validating its arguments:
+ *
+ *         r = bus_verify_polkit_async(m, "org.example.NSManager.manage", details, &manager->polkit_registry, error);
+ *         if (r < 0)
+ *                 return r;
+ *         if (r == 0)
+ *                 return 1;   (polkit is thinking: the call is dispatched again once it answered)
+ *         ... act and reply ...
+ *
+ * The first call sends CheckAuthorization without waiting, so the event loop keeps serving other clients.
+ * When polkit answers, the original message is put back into the bus's read queue; the handler runs
+ * again from the start and this time the same call returns the answer. A handler may check several
+ * actions in a row: each one is asked once and remembered until the re-dispatched message was handled. */
+
+typedef struct PolkitRegistry PolkitRegistry;
+
+/* NULL-safe; drops every query, pending ones included (their callers never get a reply from us). */
+PolkitRegistry *polkit_registry_free(PolkitRegistry *r);
+static inline void polkit_registry_freep(PolkitRegistry **r) {
+        if (*r)
+                polkit_registry_free(*r);
+}
+
+/* 'details': NULL-terminated key, value, key, value, … list handed to polkit rules (may be NULL).
+ * Returns 1 if the caller may proceed now (the sender's EUID is 0, or polkit said yes for this very
+ * message), 0 if a query was started (return 1 from the handler and wait to be called again), or a
+ * negative errno with 'error' set to org.freedesktop.DBus.Error.AccessDenied or
+ * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired. The registry is created on first use. */
+int bus_verify_polkit_async(
+                sd_bus_message *m,
+                const char *action,
+                const char **details,
+                PolkitRegistry **registry,
+                sd_bus_error *error);
+
+/* 1 if the sender's effective UID (from the bus credentials) is 0, 0 if not, negative errno on failure. */
+int bus_sender_is_root(sd_bus_message *m);
