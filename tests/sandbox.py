@@ -104,8 +104,16 @@ def nsctl_binary() -> Path:
     return build_dir() / "src/nsctl/nsctl"
 
 
+def pam_build_dir() -> Path:
+    """Where the PAM module and its threaded test caller come from: $NSM_PAM_BUILD_DIR, else
+    the build directory. The ASan pass points this at the plain build: a sanitized module
+    cannot be loaded into runuser, su or sshd, which are not."""
+    d = os.environ.get("NSM_PAM_BUILD_DIR")
+    return REPO / d if d else build_dir()
+
+
 def pam_module() -> Path:
-    return build_dir() / "src/pam/pam_nsmanager.so"
+    return pam_build_dir() / "src/pam/pam_nsmanager.so"
 
 
 def _enc(s) -> bytes | None:
@@ -986,7 +994,11 @@ class Sandbox:
                 problems.append(f"ListNamespaces at cleanup failed: {e}")
         if self.daemon is not None:
             try:
-                self.stop_daemon()
+                code = self.stop_daemon()
+                # 0 is a clean exit; anything else after SIGTERM is a crash or, in the
+                # ASan/UBSan pass, a sanitizer's report (leaks exit with 23).
+                if code not in (None, 0):
+                    problems.append(f"nsmanagerd exited with status {code} after SIGTERM (see its log)")
             except DaemonError as e:
                 problems.append(str(e))
         for r in self._recorders:
