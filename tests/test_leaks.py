@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Resource hygiene of the daemon: fds, mounts and child processes come back to where they
+were after repeated create/inspect/remove cycles, failed calls included. (Memory leaks are
+the ASan pass's job: tools/test runs every suite against a sanitized build too.)"""
+
+import os
+
+import dbus
+import pytest
+
+
+def daemon_fds(sb) -> set[str]:
+    pid = sb.daemon.pid
+    return {f"{fd} -> {os.readlink(f'/proc/{pid}/fd/{fd}')}" for fd in os.listdir(f"/proc/{pid}/fd")}
+
+
+def daemon_children(sb) -> list[str]:
+    pid = sb.daemon.pid
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(p)
+            except OSError:
+                pass
+    return out
+
+
+def cycle(sb, mgr, user):
+    path = mgr.CreateNamespace(user)
+    ns = sb.namespace(path)
+    ns.GetMounts()
+    mgr.GetMounts(user)
+    mgr.GetMounts("")
+    sb.properties(path)                   # NMounts forks a child too
+    fd = mgr.OpenMountNamespace(user).take()
+    os.close(fd)
+    mgr.BindMount(user, "/home/" + user, "/mnt/leakcheck-" + user, dbus.UInt64(0x1 | 0x2))
+    mgr.Unmount(user, "/mnt/leakcheck-" + user, dbus.UInt64(0))
+    for bad in (lambda: mgr.CreateNamespace("nosuchuser"),
+                lambda: mgr.BindMount(user, "/nonexistent", "/x", dbus.UInt64(0)),
+                lambda: mgr.SetPropagation(user, "/mnt", "sideways", dbus.UInt64(0)),
+                lambda: mgr.Unmount(user, "/", dbus.UInt64(0))):
+        with pytest.raises(dbus.exceptions.DBusException):
+            bad()
+    mgr.RemoveNamespace(user)
+
+
+def test_fds_mounts_and_children_return_to_baseline(daemon, manager):
+    sb = daemon
+    # One warm-up cycle: lazily created things (the polkit registry, libmount caches) exist after it.
+    cycle(sb, manager, "alice")
+    fds, mounts = daemon_fds(sb), sb.mount_count()
+    for i in range(10):
+        cycle(sb, manager, ("alice", "bob")[i % 2])
+    assert daemon_fds(sb) == fds, "the daemon's open fds changed over 10 cycles"
+    assert sb.mount_count() == mounts, "the host's mount count changed over 10 cycles"
+    assert daemon_children(sb) == [], "the daemon left child processes behind"
+
+
+def test_restart_does_not_accumulate_fds(daemon, manager):
+    sb = daemon
+    for u in ("alice", "bob", "carol"):
+        manager.CreateNamespace(u)
+    sb.restart_daemon()
+    first = len(daemon_fds(sb))
+    sb.restart_daemon()
+    # Three namespaces, three fds, whatever the number of restarts.
+    assert len(daemon_fds(sb)) == first
+    held = daemon_fds(sb)
+    pins = [l for l in held if "/pins/" in l]
+    registry = [l for l in held if l.endswith("/registry")]
+    assert len(pins) == 3 and len(registry) == 1, f"expected one fd per namespace and one of the registry: {held}"
