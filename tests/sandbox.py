@@ -539,6 +539,8 @@ class Sandbox:
         (e.g. /etc/pam.d, to add a PAM service). Returns the copy; the machine's directory
         is untouched. Undone at teardown."""
         src = self.base / "overlays" / target.lstrip("/")
+        if target in self._mounts and src.is_dir():
+            return src      # already overlaid this session: the same writable copy
         if src.exists():
             shutil.rmtree(src)
         if copy and os.path.isdir(target):

@@ -20,8 +20,7 @@ import time
 import dbus
 import pytest
 
-from sandbox import (ERROR_PREFIX, MANAGER_PATH, TEST_USERS, dbus_error_name, find_mount,
-                     host_mountinfo, timeout)
+from sandbox import ERROR_PREFIX, MANAGER_PATH, TEST_USERS, dbus_error_name, find_mount, timeout
 
 E_INVALID_PATH = ERROR_PREFIX + "InvalidPath"
 E_INVALID_MODE = ERROR_PREFIX + "InvalidMode"
@@ -143,34 +142,32 @@ def get_mounts(sb, user):
 
 
 class Fuse:
-    """A real FUSE mount (bindfs in the foreground) made inside a user's view (as root there:
-    this machine's /dev/fuse is 0600, so unprivileged FUSE cannot open it). stop() unmounts it
-    there and waits for bindfs to exit."""
+    """A real FUSE mount: bindfs, in the foreground, started inside a user's view (as root
+    there: this machine's /dev/fuse is 0600, so unprivileged FUSE cannot open it). stop()
+    unmounts it there and waits for bindfs to exit."""
 
-    def __init__(self, sb, view, source, target, as_user=None):
+    def __init__(self, sb, view, source, target):
         self.sb, self.view, self.target = sb, view, str(target)
+        self.log_path = sb.instance / f"bindfs-{view}.log"
         fd = sb.open_view_fd(view)
         try:
-            sb.in_view(view, ["mkdir", "-p", self.target], as_user=as_user, check=True)
-            opts = ["--no-allow-other"] if as_user else []
-            argv = sb.view_argv(fd, ["bindfs", "-f", *opts, str(source), self.target], as_user)
-            env = sb.user_env(as_user) if as_user else None
-            self.log = open(sb.instance / f"bindfs-{view}.log", "ab")
-            self.proc = subprocess.Popen(argv, pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=self.log,
-                                         stderr=self.log, env=env)
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(sb.view_argv(fd, ["bindfs", "-f", str(source), self.target]),
+                                             pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         finally:
             os.close(fd)
         sb.track_mount(self.target)   # should it ever reach the host
         try:
-            wait_until(lambda: self.proc.poll() is not None or
-                       (mount_at(sb, self.target, view) or None) and
-                       mount_at(sb, self.target, view).fstype.startswith("fuse"),
+            wait_until(lambda: self.proc.poll() is not None or self.mounted(),
                        f"bindfs to mount {self.target} in {view}'s view")
-            assert self.proc.poll() is None, \
-                f"bindfs exited with {self.proc.returncode}: {(sb.instance / f'bindfs-{view}.log').read_text()}"
+            assert self.proc.poll() is None, f"bindfs exited with {self.proc.returncode}: {self.log_path.read_text()}"
         except BaseException:
             self.stop()
             raise
+
+    def mounted(self) -> bool:
+        m = mount_at(self.sb, self.target, self.view)
+        return m is not None and m.fstype.startswith("fuse")
 
     def stop(self):
         if self.proc.poll() is None:
@@ -180,11 +177,8 @@ class Fuse:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        # a leftover (bindfs killed) is cleaned up as root
-        if mount_at(self.sb, self.target, self.view) is not None and \
-                mount_at(self.sb, self.target, self.view).fstype.startswith("fuse"):
+        if self.mounted():      # bindfs was killed: the mount stays until unmounted
             self.sb.in_view(self.view, ["umount", "-l", self.target])
-        self.log.close()
 
     def __enter__(self):
         return self
@@ -205,7 +199,6 @@ def test_story_1_nothing_shared(daemon):
     for u in ("alice", "bob"):
         assert_not_mounted(daemon, u, "/mnt/cd", "SharedSubtrees= is empty and the view is private")
         assert read(daemon, u, marker) is None, f"the CD's file is readable in {u}'s view"
-        assert_not_mounted(daemon, u, "/mnt/cd")
 
 
 # ---------------------------------------------------------------------------
@@ -625,8 +618,8 @@ def test_unmount(daemon):
     daemon.mount_tmpfs("/home/alice/busy", source="BUSY", files={"f": "x"}, view="alice")
     fd = daemon.open_view_fd("alice")
     try:
-        proc = subprocess.Popen(daemon.view_argv(fd, ["sh", "-c", "cd /home/alice/busy && echo ready && exec sleep 600"]),
-                                pass_fds=(fd,), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        argv = daemon.view_argv(fd, ["sh", "-c", "cd /home/alice/busy && echo ready && exec sleep 600"])
+        proc = subprocess.Popen(argv, pass_fds=(fd,), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     finally:
         os.close(fd)
     try:
@@ -1043,3 +1036,35 @@ def test_host_cannot_expose_subtree_root(daemon):
     create(daemon, "bob")
     leaked = [p for p in get_mounts(daemon, "bob") if p.startswith(subtree) or p.startswith(state)]
     assert not leaked, f"bob's view holds {leaked}"
+
+
+def test_runtime_shared_directory_survives_restart(daemon):
+    create(daemon, "alice")
+    media = srv_dir(daemon, "media")
+    daemon.track_mount(media)
+    daemon.manager().ShareSubtree("", media)
+    group = get_mounts(daemon, "")[media]["peer"]
+    daemon.kill_daemon()
+    daemon.restart_daemon()
+    assert media in daemon.properties(MANAGER_PATH)["SharedSubtrees"]
+    assert get_mounts(daemon, "")[media]["peer"] == group, "the host's shared directory changed group"
+    create(daemon, "bob")
+    daemon.mount_tmpfs(f"{media}/usb", source="USB", files={"f": "usb\n"})
+    for view in (None, "alice", "bob"):
+        assert_sees(daemon, view, f"{media}/usb/f", "usb\n")
+        n = [x.target for x in daemon.mountinfo(view)].count(f"{media}/usb")
+        assert n == 1, f"{media}/usb is mounted {n} times {where(view)}"
+
+
+@pytest.mark.daemon_config(SharedSubtrees="/mnt /tmp/nsmanager-sandbox/media-configured")
+def test_configured_shared_directory_gets_its_own_group(daemon):
+    """The start-up counterpart of ShareSubtree("", P) for a plain directory: P gets a peer
+    group of its own, so a mount under it shows up once, not twice (kernel-notes.md)."""
+    media = "/tmp/nsmanager-sandbox/media-configured"
+    create(daemon, "alice")
+    host = get_mounts(daemon, "")
+    parent = next(v for v in host.values() if v["id"] == host[media]["parent"])
+    daemon.mount_tmpfs(f"{media}/usb", source="USB")
+    counts = {where(v): [x.target for x in daemon.mountinfo(v)].count(f"{media}/usb") for v in (None, "alice")}
+    assert host[media]["peer"] != parent["peer"] and set(counts.values()) == {1}, \
+        f"{media} shares its parent's group {parent['peer']}; {media}/usb is mounted {counts} times"

@@ -344,12 +344,15 @@ static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_
         r = target_ns_fd(m, user, &fd, error);
         if (r < 0)
                 return r;
+        if (fd < 0 && host_path_is_reserved(path, (char *[]) { m->config.subtree_root, m->config.state_directory, NULL }))
+                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                         "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
         r = verify_manage(message, m, user, true, path, "shared", error);
         if (r <= 0)
                 return r < 0 ? r : 1;
 
         if (fd >= 0) {
-                r = ns_join_host_peer_group(fd, path, &msg);
+                r = ns_join_host(fd, path, JOIN_PEER, &msg);
                 if (r < 0)
                         return reply_mount_error(error, r, msg);
                 return sd_bus_reply_method_return(message, NULL);
@@ -358,12 +361,13 @@ static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_
         r = host_share_subtree(path, &msg);
         if (r < 0)
                 return reply_mount_error(error, r, msg);
-        /* Retroactive: every existing view joins the new peer group. */
+        /* Retroactive: every existing view joins the new peer group (a view whose user enslaved
+         * the path to the host's keeps it so: sharing again must not undo that). */
         size_t i = 0;
         Namespace *ns = NULL;
         while (hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL)) {
                 _cleanup_free_ char *nmsg = NULL;
-                r = ns_join_host_peer_group(ns->mntns_fd, path, &nmsg);
+                r = ns_join_host(ns->mntns_fd, path, JOIN_PEER_UNLESS_ENSLAVED, &nmsg);
                 if (r < 0)
                         log_warning_errno(r, "Failed to share '%s' into the view of '%s', ignoring: %s", path, ns->name,
                                           nmsg ?: strerror(-r));
@@ -390,18 +394,29 @@ static int method_set_propagation_common(sd_bus_message *message, Manager *m, co
         r = target_ns_fd(m, user, &fd, error);
         if (r < 0)
                 return r;
+        char *reserved[] = { m->config.subtree_root, m->config.state_directory, NULL };
+        if (fd < 0 && host_path_is_reserved(path, reserved))
+                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                         "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
+        if (fd < 0 && streq(path, "/") && mode == PROPAGATION_UNBINDABLE)
+                return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
+                                        "The host's '/' cannot be unbindable: every view is a copy of it.");
         r = verify_manage(message, m, user, true, path, propagation_mode_to_string(mode), error);
         if (r <= 0)
                 return r < 0 ? r : 1;
         r = ns_set_propagation(fd, path, mode, recursive, &msg);
+        if (fd < 0 && recursive)
+                host_keep_unbindable(path, reserved);
         if (r < 0)
                 return reply_mount_error(error, r, msg);
         return sd_bus_reply_method_return(message, NULL);
 }
 
 static int method_enslave_subtree(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *msg = NULL;
+        Manager *m = userdata;
         const char *user, *path;
-        int r;
+        int fd = -EBADF, r;
 
         r = sd_bus_message_read(message, "ss", &user, &path);
         if (r < 0)
@@ -409,7 +424,20 @@ static int method_enslave_subtree(sd_bus_message *message, void *userdata, sd_bu
         if (!*user)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
                                         "The host's subtrees have no master to follow; name a user.");
-        return method_set_propagation_common(message, userdata, user, path, PROPAGATION_SLAVE, false, error);
+        r = check_path(path, "Path", error);
+        if (r < 0)
+                return r;
+        r = target_ns_fd(m, user, &fd, error);
+        if (r < 0)
+                return r;
+        r = verify_manage(message, m, user, true, path, "slave", error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        /* A slave of the host's mount at the same path (whatever the user's path was before). */
+        r = ns_join_host(fd, path, JOIN_SLAVE, &msg);
+        if (r < 0)
+                return reply_mount_error(error, r, msg);
+        return sd_bus_reply_method_return(message, NULL);
 }
 
 static int method_set_propagation(sd_bus_message *message, void *userdata, sd_bus_error *error) {

@@ -138,6 +138,7 @@ typedef struct PropagationOp {
         const char *path;
         const char *source;
         PropagationMode mode;
+        JoinMode join;
         bool recursive, read_only, make_dir, host_propagates;
 } PropagationOp;
 
@@ -304,21 +305,27 @@ static int join_child(int sock, void *userdata) {
         struct mount_attr attr = { .propagation = MS_PRIVATE };
         HostMount *sub = NULL;
         size_t n_sub = 0;
-        uint64_t peer = 0, master = 0, parent_peer = 0;
+        uint64_t host_peer = 0, master = 0, parent_peer = 0, peer;
+        struct stat host_st = {}, view_st;
         int r;
 
         /* In the host: the group to join, and clones of what the host has mounted below it. */
         r = resolve_no_symlinks(op->path, &host_fd);
         if (r >= 0)
                 r = path_is_mount_point(host_fd, "");
-        if (r <= 0)
-                return fail(sock, r < 0 ? r : -EINVAL,
-                            "The host's '%s' is not a mount point: share it on the host first.", op->path);
-        if (fd_get_groups(host_fd, &peer, &master, &parent_peer) < 0 || peer == 0)
-                return fail(sock, -EINVAL, "The host's '%s' is not shared: share it on the host first.", op->path);
-        r = clone_submounts(op->path, &sub, &n_sub);
-        if (r < 0)
-                return fail(sock, r, "Failed to copy the host's mounts under '%s': %s.", op->path, strerror(-r));
+        if (r > 0 && fd_get_groups(host_fd, &host_peer, &master, &parent_peer) >= 0 && host_peer != 0) {
+                if (fstat(host_fd, &host_st) < 0)
+                        return fail(sock, -errno, "Failed to stat the host's '%s': %m.", op->path);
+                r = clone_submounts(op->path, &sub, &n_sub);
+                if (r < 0)
+                        return fail(sock, r, "Failed to copy the host's mounts under '%s': %s.", op->path, strerror(-r));
+        } else if (op->join == JOIN_SLAVE) {
+                /* Nothing shared at that path on the host: a slave of whatever it follows now. */
+                host_fd = safe_close(host_fd);
+                host_peer = 0;
+        } else
+                return fail(sock, -EINVAL, "The host's '%s' is not a shared mount point: share it on the host first.",
+                            op->path);
 
         r = enter(sock, op->ns_fd);
         if (r < 0)
@@ -326,18 +333,53 @@ static int join_child(int sock, void *userdata) {
         r = open_mount_point(sock, op->path, true, &view_fd, NULL);
         if (r < 0)
                 goto finish;
+        if (host_peer == 0) {
+                attr.propagation = MS_SLAVE;
+                if (mount_setattr(view_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+                        r = fail(sock, -errno, "Failed to make '%s' a slave: %m.", op->path);
+                else
+                        r = ok(sock);
+                goto finish;
+        }
+
+        /* Already where it should be: leave it alone (no window in which events are missed). */
+        r = fd_get_groups(view_fd, &peer, &master, &parent_peer);
+        if (r < 0) {
+                r = fail(sock, r, "Cannot find '%s' in the view's mount table: %s.", op->path, strerror(-r));
+                goto finish;
+        }
+        if ((op->join != JOIN_SLAVE && peer == host_peer && master == 0) ||
+            (op->join == JOIN_PEER_UNLESS_ENSLAVED && master == host_peer) ||
+            (op->join == JOIN_SLAVE && peer == 0 && master == host_peer)) {
+                r = ok(sock);
+                goto finish;
+        }
+        /* A group can only be joined on the same filesystem (e.g. not a PrivateTmp= /tmp). */
+        if (fstat(view_fd, &view_st) < 0 || view_st.st_dev != host_st.st_dev) {
+                r = fail(sock, -EXDEV, "'%s' in the view is not the host's filesystem; it cannot follow the host's.",
+                         op->path);
+                goto finish;
+        }
+
         /* Private while we fill it: a mount attached under a shared /mnt would propagate back to
          * the host and every other view, where it already is. */
+        attr.propagation = MS_PRIVATE;
         if (mount_setattr(view_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
                 r = fail(sock, -errno, "Failed to make '%s' private: %m.", op->path);
                 goto finish;
         }
         /* Mounts the host made before the view joined would never propagate now: copy the ones
-         * the view lacks (parents before children). */
+         * the view lacks (parents before children). A clone of a shared mount is a peer of its
+         * source; under a slave it has to receive only, as a propagated copy would. */
         for (size_t i = 0; i < n_sub; i++) {
                 _cleanup_close_ int at = -EBADF;
                 if (resolve_no_symlinks(sub[i].target, &at) < 0 || path_is_mount_point(at, "") != 0)
                         continue;
+                if (op->join == JOIN_SLAVE) {
+                        struct mount_attr slave = { .propagation = MS_SLAVE };
+                        if (mount_setattr(sub[i].tree_fd, "", AT_EMPTY_PATH, &slave, sizeof slave) < 0)
+                                continue;
+                }
                 (void) move_mount(sub[i].tree_fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
         }
         r = mount_join_peer_group(host_fd, view_fd);
@@ -345,15 +387,40 @@ static int join_child(int sock, void *userdata) {
                 r = fail(sock, r, "Failed to make '%s' a peer of the host's: %s.", op->path, strerror(-r));
                 goto finish;
         }
+        if (op->join == JOIN_SLAVE) {
+                attr.propagation = MS_SLAVE;
+                if (mount_setattr(view_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+                        r = fail(sock, -errno, "Failed to make '%s' a slave: %m.", op->path);
+                        goto finish;
+                }
+        }
         r = ok(sock);
 finish:
         host_mounts_free(sub, n_sub);
         return r;
 }
 
-int ns_join_host_peer_group(int ns_fd, const char *path, char **ret_message) {
-        PropagationOp op = { .ns_fd = ns_fd, .path = path };
+int ns_join_host(int ns_fd, const char *path, JoinMode mode, char **ret_message) {
+        PropagationOp op = { .ns_fd = ns_fd, .path = path, .join = mode };
         return run(join_child, &op, ret_message);
+}
+
+bool host_path_is_reserved(const char *path, char *const *reserved) {
+        for (char *const *p = reserved; p && *p; p++) {
+                size_t n = strlen(*p);
+                if (strncmp(path, *p, n) == 0 && (path[n] == 0 || path[n] == '/'))
+                        return true;
+        }
+        return false;
+}
+
+void host_keep_unbindable(const char *path, char *const *reserved) {
+        size_t n = strlen(path);
+
+        /* A recursive change of an ancestor changed these too. */
+        for (char *const *p = reserved; p && *p; p++)
+                if (streq(path, "/") || (strncmp(*p, path, n) == 0 && (*p)[n] == '/'))
+                        (void) mount_set_propagation(*p, PROPAGATION_UNBINDABLE, false);
 }
 
 /* ---- BindMount ---- */

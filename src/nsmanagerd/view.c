@@ -13,6 +13,7 @@
 #include "child.h"
 #include "log.h"
 #include "path-util.h"
+#include "propagation.h"
 #include "view-policy.h"
 #include "view.h"
 
@@ -517,27 +518,6 @@ int mntns_count_mounts(int ns_fd, size_t *ret_n) {
 
 /* ---- host start-up ---- */
 
-static int make_own_peer_group_if_needed(const char *path) {
-        unsigned long fl = 0;
-        int r;
-
-        r = mount_ensure_mount_point(path);
-        if (r < 0)
-                return r;
-        r = mount_get_propagation(path, &fl);
-        if (r < 0)
-                return r;
-        /* Already shared (e.g. after a restart): keep its group, existing views are its peers. */
-        if ((fl & MS_SHARED) && !(fl & MS_SLAVE))
-                return 0;
-        /* Bound under a shared parent, the mount sits in the parent's group; private first
-         * gives it a group of its own when made shared. */
-        r = mount_set_propagation(path, PROPAGATION_PRIVATE, false);
-        if (r < 0)
-                return r;
-        return mount_set_propagation(path, PROPAGATION_SHARED, false);
-}
-
 static int make_unbindable(const char *path, mode_t mode) {
         int r;
 
@@ -584,7 +564,11 @@ int host_prepare(const char *subtree_root, const char *state_dir, char *const *s
 }
 
 int host_prepare_shared(const char *path) {
-        if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        return make_own_peer_group_if_needed(path);
+        _cleanup_free_ char *message = NULL;
+        /* The same as ShareSubtree("", path): bound onto itself if needed, shared in a peer
+         * group of its own (a bind under a shared parent would sit in the parent's group). */
+        int r = host_share_subtree(path, &message);
+        if (r < 0 && message)
+                log_error("%s", message);
+        return r;
 }

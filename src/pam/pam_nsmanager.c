@@ -17,7 +17,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <pwd.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -29,7 +28,6 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include <security/_pam_macros.h>
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 #include <systemd/sd-bus.h>
@@ -206,7 +204,7 @@ static int make_session_id(pam_handle_t *handle, char **ret) {
                      (int) getpid()) < 0)
                 return -ENOMEM;
 
-        /* Keep it a plain token: "pts/3" → "pts_3", "ssh:notty" → "ssh_notty". */
+        /* Keep it a plain token (the daemon refuses spaces and ':'): "pts/3" → "pts_3", ":0" → "_0". */
         for (char *p = id; *p; p++)
                 if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
                       *p == '-' || *p == '_' || *p == '.'))
@@ -231,15 +229,17 @@ static int join_namespace(pam_handle_t *handle, const ModuleOptions *opts, int f
          * as every thread of a multi-threaded process does (a display manager's session worker).
          * Give this thread its own first; in a single-threaded process this changes nothing. */
         if (unshare(CLONE_FS) < 0) {
+                int r = -errno;
                 pam_syslog(handle, LOG_ERR, "Failed to unshare the file system attributes of this thread: %m");
-                return -errno;
+                return r;
         }
 
         cwd = getcwd(NULL, 0); /* NULL (e.g. a deleted directory) is fine: we go home then */
 
         if (setns(fd, CLONE_NEWNS) < 0) {
+                int r = -errno;
                 pam_syslog(handle, LOG_ERR, "Failed to join the user's mount namespace: %m");
-                return -errno;
+                return r;
         }
 
         /* setns() moved root and working directory to the root of the new namespace. */

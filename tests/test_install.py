@@ -1,0 +1,220 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Installation (issue 7): `meson install --destdir` lays every file where Debian expects
+it, and the installed unit passes `systemd-analyze verify`.
+
+The project is configured afresh with --prefix=/usr (the layout of a Debian package) in
+a temporary directory, built and installed into a DESTDIR there; nothing is installed
+on the machine. The expected directories come from the pkg-config files of the
+programs that read them, where installed, as meson.build does."""
+
+import configparser
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Settings that make systemd give a service a mount namespace of its own: nsmanagerd must
+# run in the host's (units/nsmanagerd.service.in says why).
+MOUNT_NAMESPACE_SETTINGS = {
+    "ProtectSystem", "ProtectHome", "PrivateTmp", "PrivateDevices", "PrivateMounts", "PrivateIPC",
+    "PrivateNetwork", "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
+    "ProtectControlGroups", "ProtectProc", "ProcSubset", "ReadWritePaths", "ReadOnlyPaths",
+    "InaccessiblePaths", "ExecPaths", "NoExecPaths", "TemporaryFileSystem", "BindPaths",
+    "BindReadOnlyPaths", "MountAPIVFS", "RootDirectory", "RootImage", "MountImages",
+    "ExtensionImages", "ExtensionDirectories", "LogNamespace", "DynamicUser", "NetworkNamespacePath",
+}
+
+MANAGER_DEFAULTS = {
+    "SubtreeRoot": "/subtree",
+    "SharedSubtrees": "/mnt",
+    "StopDelaySec": "10s",
+    "MinUID": "1000",
+    "ExcludeUsers": "",
+    "StateDirectory": "/run/nsmanager",
+    "ViewPropagation": "slave",
+}
+VIEW_KEYS = ["PrivateTmp", "TmpSize", "BindPaths", "BindReadOnlyPaths", "TemporaryFileSystem",
+             "InaccessiblePaths", "HideOtherHomes"]
+
+
+def pkg_config_variable(package, variable):
+    try:
+        p = subprocess.run(["pkg-config", f"--variable={variable}", package], capture_output=True, text=True)
+    except FileNotFoundError:
+        return None
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
+
+
+def multiarch():
+    p = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True)
+    return p.stdout.strip() or "x86_64-linux-gnu"
+
+
+def expected_dirs():
+    pam_libdir = pkg_config_variable("pam", "libdir")
+    dbus_datadir = pkg_config_variable("dbus-1", "datadir")
+    return {
+        # Without pam.pc meson.build falls back to $libdir/security.
+        "pam": (pam_libdir + "/security") if pam_libdir else f"/usr/lib/{multiarch()}/security",
+        "polkit": pkg_config_variable("polkit-gobject-1", "policydir") or "/usr/share/polkit-1/actions",
+        "dbus_policy": (dbus_datadir + "/dbus-1/system.d") if dbus_datadir else "/usr/share/dbus-1/system.d",
+        "dbus_services": pkg_config_variable("dbus-1", "system_bus_services_dir") or "/usr/share/dbus-1/system-services",
+        "units": pkg_config_variable("systemd", "systemdsystemunitdir") or "/lib/systemd/system",
+    }
+
+
+@pytest.fixture(scope="module")
+def destdir():
+    """Configure with --prefix=/usr, build, install into a DESTDIR; yields the DESTDIR."""
+    top = Path(tempfile.mkdtemp(prefix="nsm-install-"))
+    build, dest = top / "build", top / "dest"
+    try:
+        p = subprocess.run(["meson", "setup", str(build), str(REPO), "--prefix=/usr"],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, f"meson setup failed:\n{p.stdout}\n{p.stderr}"
+        p = subprocess.run(["meson", "install", "-C", str(build), "--destdir", str(dest)],
+                           capture_output=True, text=True, timeout=900)
+        assert p.returncode == 0, f"meson install failed:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}"
+        yield dest
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def installed(dest, path):
+    return dest / str(path).lstrip("/")
+
+
+def test_every_file_at_its_place(destdir):
+    d = expected_dirs()
+    files = {
+        "/usr/libexec/nsmanagerd": "the daemon",
+        "/usr/bin/nsctl": "the CLI",
+        f"{d['polkit']}/org.example.NSManager.policy": "polkit actions",
+        f"{d['dbus_policy']}/org.example.NSManager.conf": "system bus policy",
+        f"{d['dbus_services']}/org.example.NSManager.service": "bus activation file",
+        f"{d['units']}/nsmanagerd.service": "systemd unit",
+        "/etc/nsmanager/nsmanagerd.conf": "configuration",
+        "/usr/share/doc/nsmanager/examples/desktop.conf": "desktop example (documentation only)",
+    }
+    files[f"{d['pam']}/pam_nsmanager.so"] = "PAM module"
+    missing = [f"{path} ({what})" for path, what in files.items() if not installed(destdir, path).is_file()]
+    assert not missing, "not installed: " + ", ".join(missing) + "\ninstalled:\n" + \
+        "\n".join(sorted(str(p.relative_to(destdir)) for p in destdir.rglob("*")))
+
+    for exe in ("/usr/libexec/nsmanagerd", "/usr/bin/nsctl"):
+        assert os.access(installed(destdir, exe), os.X_OK), f"{exe} is not executable"
+    for d_ in ("nsmanagerd.conf.d", "group.d", "user.d"):
+        p = installed(destdir, f"/etc/nsmanager/{d_}")
+        assert p.is_dir(), f"/etc/nsmanager/{d_} was not created"
+        assert not any(p.iterdir()), f"/etc/nsmanager/{d_} should be empty"
+    # The example is documentation, never enabled.
+    assert not installed(destdir, "/etc/nsmanager/nsmanagerd.conf.d/desktop.conf").exists()
+
+    # Data files are installed as they are in the source tree, world-readable.
+    for src, path in (("policy/org.example.NSManager.policy", f"{d['polkit']}/org.example.NSManager.policy"),
+                      ("dbus/org.example.NSManager.conf", f"{d['dbus_policy']}/org.example.NSManager.conf"),
+                      ("dbus/org.example.NSManager.service", f"{d['dbus_services']}/org.example.NSManager.service"),
+                      ("conf/nsmanagerd.conf", "/etc/nsmanager/nsmanagerd.conf")):
+        p = installed(destdir, path)
+        assert p.read_bytes() == (REPO / src).read_bytes(), f"{path} differs from {src}"
+        assert stat.S_IMODE(p.stat().st_mode) & 0o444 == 0o444, f"{path} is not world-readable"
+
+
+def _unit(destdir):
+    path = installed(destdir, f"{expected_dirs()['units']}/nsmanagerd.service")
+    parser = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
+    parser.optionxform = str
+    parser.read_string(path.read_text())
+    return path, parser
+
+
+def test_unit_contents(destdir):
+    path, unit = _unit(destdir)
+    service = unit["Service"]
+    assert service["Type"] == "dbus"
+    assert service["BusName"] == "org.example.NSManager"
+    assert service["ExecStart"].split()[0] == "/usr/libexec/nsmanagerd", \
+        "ExecStart= must name the installed daemon"
+    assert service["Restart"] == "on-failure"
+    caps = set(service["CapabilityBoundingSet"].split())
+    assert "CAP_SYS_ADMIN" in caps and "CAP_SYS_CHROOT" in caps, caps
+    assert not caps & {"CAP_SYS_MODULE", "CAP_SYS_TIME", "CAP_SYS_BOOT", "CAP_NET_ADMIN", "CAP_SYS_PTRACE",
+                       "CAP_SYS_RAWIO", "CAP_MKNOD", "CAP_BPF"}, caps
+    set_keys = {k for section in unit.sections() for k in unit[section]}
+    assert not set_keys & MOUNT_NAMESPACE_SETTINGS, \
+        f"{sorted(set_keys & MOUNT_NAMESPACE_SETTINGS)} would give nsmanagerd a mount namespace of its own"
+    assert service.get("MountFlags", "shared") == "shared"
+    assert unit["Install"]["WantedBy"] == "multi-user.target"
+
+    activation = configparser.ConfigParser(interpolation=None)
+    activation.optionxform = str
+    activation.read(installed(destdir, f"{expected_dirs()['dbus_services']}/org.example.NSManager.service"))
+    a = activation["D-BUS Service"]
+    assert a["Name"] == "org.example.NSManager"
+    assert a["SystemdService"] == "nsmanagerd.service"
+    assert a["User"] == "root"
+    assert a["Exec"] == "/bin/false"
+
+
+def test_unit_verifies(destdir):
+    """systemd-analyze verify on the installed unit, with ExecStart= pointing into DESTDIR
+    (verify checks that the binary exists)."""
+    if not shutil.which("systemd-analyze"):
+        pytest.skip("systemd-analyze is not installed")
+    path, _ = _unit(destdir)
+    check = destdir.parent / "verify"
+    check.mkdir(exist_ok=True)
+    text = path.read_text()
+    text = re.sub(r"^ExecStart=/", f"ExecStart={destdir}/", text, flags=re.M)
+    (check / "nsmanagerd.service").write_text(text)
+    p = subprocess.run(["systemd-analyze", "verify", str(check / "nsmanagerd.service")],
+                       capture_output=True, text=True, timeout=120, cwd=check)
+    # Warnings about other units of this machine (pulled in as dependencies) are not ours.
+    ours = [l for l in (p.stdout + p.stderr).splitlines() if "nsmanagerd" in l]
+    assert p.returncode == 0 and not ours, f"systemd-analyze verify:\n{p.stdout}{p.stderr}"
+
+
+def test_config_lists_every_key_at_its_default(destdir):
+    text = installed(destdir, "/etc/nsmanager/nsmanagerd.conf").read_text()
+    lines = text.splitlines()
+    assert "[Manager]" in lines and "[View]" in lines
+    manager = lines[lines.index("[Manager]"):lines.index("[View]")]
+    view = lines[lines.index("[View]"):]
+    for key, default in MANAGER_DEFAULTS.items():
+        assert f"#{key}={default}" in manager, f"[Manager] lacks '#{key}={default}'"
+    for key in VIEW_KEYS:
+        assert any(re.fullmatch(rf"#{key}=.*", l) for l in view), f"[View] lacks #{key}="
+    # Everything is commented out: the installed file changes nothing.
+    settings = [l for l in lines if l.strip() and not l.lstrip().startswith(("#", ";", "["))]
+    assert not settings, f"active settings in the shipped configuration: {settings}"
+
+
+def test_policy_file(destdir):
+    path = installed(destdir, f"{expected_dirs()['polkit']}/org.example.NSManager.policy")
+    if shutil.which("xmllint") and os.path.exists("/usr/share/polkit-1/policyconfig-1.dtd"):
+        p = subprocess.run(["xmllint", "--noout", "--dtdvalid", "/usr/share/polkit-1/policyconfig-1.dtd", str(path)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+    root = ET.parse(path).getroot()
+    actions = {a.get("id"): a for a in root.findall("action")}
+    expected = {
+        "org.example.NSManager.manage": ("auth_admin_keep", "auth_admin_keep", "auth_admin_keep"),
+        "org.example.NSManager.manage-own": ("auth_admin", "auth_admin", "yes"),
+        "org.example.NSManager.attach-own": ("yes", "yes", "yes"),
+        "org.example.NSManager.attach": ("auth_admin", "auth_admin", "auth_admin"),
+    }
+    assert set(actions) == set(expected)
+    for action_id, (any_, inactive, active) in expected.items():
+        a = actions[action_id]
+        assert a.findtext("description").strip() and a.findtext("message").strip(), action_id
+        defaults = a.find("defaults")
+        assert (defaults.findtext("allow_any"), defaults.findtext("allow_inactive"),
+                defaults.findtext("allow_active")) == (any_, inactive, active), action_id

@@ -1,0 +1,769 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""pam_nsmanager.so with the real PAM stack: runuser -l, su -, pamtester, a threaded PAM
+caller and sshd, inside the sandbox (tests/sandbox.py).
+
+The project's service files (pam.d/) are installed over the sandbox's copy of /etc/pam.d
+(sandbox.overlay_dir: the machine's /etc/pam.d is never written), with "pam_nsmanager.so"
+replaced by the module in the build directory plus "debug conf=<the instance's
+nsmanagerd.conf>", so the module reads the same user range as the daemon.
+
+A login is kept open by running a small command loop as its shell command (Login below):
+the test sends command lines and reads their output, from inside the session.
+"""
+
+import contextlib
+import os
+import re
+import select
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import sandbox as sb_module
+from sandbox import REPO, mntns_id, timeout
+
+PAM_SRC = REPO / "pam.d"
+MARGIN = 5          # seconds on top of StopDelaySec for the daemon to remove a namespace
+STOP_DELAY = 1      # the sandbox's StopDelaySec=1s
+
+# Which project file goes over which service of the sandbox's /etc/pam.d.
+SERVICES = {
+    "runuser-l": "nsm-runuser-l",
+    "su-l": "nsm-su-l",
+    "sshd": "nsm-sshd",
+    "nsm-pamtester-optional": "nsm-pamtester-optional",
+    "nsm-pamtester-required": "nsm-pamtester-required",
+}
+
+
+def pam_threaded_binary() -> Path:
+    return sb_module.build_dir() / "src/pam/pam-threaded"
+
+
+def wait_until(predicate, what: str, seconds: float = 10, interval: float = 0.02):
+    """Poll predicate() until it returns something true; fail with `what` after `seconds`."""
+    deadline = time.monotonic() + timeout(seconds)
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout(seconds)}s waiting for {what}", pytrace=False)
+        time.sleep(interval)
+
+
+def parse_ns(text: str) -> int:
+    m = re.search(r"mnt:\[(\d+)\]", text)
+    assert m, f"no mnt:[N] in {text!r}"
+    return int(m.group(1))
+
+
+# ---------------------------------------------------------------------------
+# Fixtures
+
+@pytest.fixture(scope="session")
+def pam_dir(sandbox):
+    """A writable copy of the sandbox's /etc/pam.d, bound over it once, before any daemon
+    instance (so the per-test mount checks do not count it) and undone by the sandbox's
+    teardown. Not sandbox.overlay_dir(): that reuses one source directory per target and
+    deletes it when called again for /etc/pam.d (tests/test_sandbox.py does), which would
+    pull the ground from under this one."""
+    existing = getattr(sandbox, "_nsm_pam_dir", None)
+    if existing is not None:
+        return existing
+    src = sb_module.BASE / "test-pam" / "pam.d"
+    if src.exists():
+        shutil.rmtree(src)
+    src.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree("/etc/pam.d", src, symlinks=True)
+    os.chmod(src, 0o755)
+    sandbox._mount(src, "/etc/pam.d", None, sb_module.MS_BIND)   # listed for teardown
+    sandbox._nsm_pam_dir = src
+    return src
+
+
+class PamServices:
+    """Installs service files into the sandbox's /etc/pam.d for one test; restores the
+    copies of the machine's files afterwards."""
+
+    def __init__(self, pam_dir: Path, module: Path, config_file: Path):
+        self.dir = pam_dir
+        self.module_args = f"{module} debug conf={config_file}"
+        self._saved: dict[str, str | None] = {}
+
+    def text_of(self, source: str) -> str:
+        text = (PAM_SRC / source).read_text()
+        assert re.search(r"\bpam_nsmanager\.so\b", text), f"pam.d/{source} does not use pam_nsmanager.so"
+        return re.sub(r"\bpam_nsmanager\.so\b", self.module_args, text)
+
+    def install(self, service: str, source: str | None = None, text: str | None = None) -> Path:
+        """Put pam.d/SOURCE (module path substituted) or `text` in place as SERVICE."""
+        path = self.dir / service
+        if service not in self._saved:
+            self._saved[service] = path.read_text() if path.exists() else None
+        path.write_text(text if text is not None else self.text_of(source or service))
+        os.chmod(path, 0o644)
+        return path
+
+    def restore(self) -> None:
+        for service, text in self._saved.items():
+            path = self.dir / service
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(text)
+        self._saved.clear()
+
+
+@pytest.fixture
+def pam(pam_dir, daemon, pam_module):
+    """The project's PAM services installed for the running daemon instance."""
+    services = PamServices(pam_dir, pam_module, daemon.config_file)
+    for service, source in SERVICES.items():
+        services.install(service, source)
+    yield services
+    services.restore()
+
+
+@pytest.fixture
+def logins():
+    """Starts Login objects; whatever a test leaves open is ended (killed) afterwards, so
+    the daemon fixture finds no stray processes."""
+    started = []
+
+    def start(argv, **kw):
+        login = Login(argv, **kw)
+        started.append(login)
+        login.wait_ready()
+        return login
+    yield start
+    for login in started:
+        login.kill()
+
+
+# ---------------------------------------------------------------------------
+# A login kept open
+
+class LineReader:
+    """Lines from a pipe, with a deadline (a hung PAM call must fail the test, not hang it)."""
+
+    def __init__(self, pipe, context=lambda: ""):
+        self.fd = pipe.fileno()
+        self.context = context
+        self._buf = b""
+
+    def read_line(self, seconds: float) -> str | None:
+        deadline = time.monotonic() + timeout(seconds)
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no output within {timeout(seconds)}s; so far {self._buf!r}; "
+                                     f"stderr:\n{self.context()}")
+            r, _, _ = select.select([self.fd], [], [], left)
+            if not r:
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                if self._buf:
+                    line, self._buf = self._buf, b""
+                    return line.decode(errors="replace")
+                return None
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line.decode(errors="replace")
+
+
+class Login:
+    """argv + [LOOP]: e.g. ["runuser", "-l", "alice", "-c"]. The shell prints its mount
+    namespace, then runs each line sent with run() and answers with a marker line."""
+
+    LOOP = ('readlink /proc/self/ns/mnt; '
+            'while IFS= read -r line; do eval "$line"; echo "@@end $?"; done')
+
+    def __init__(self, argv: list, env: dict | None = None, loop: str | None = None):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.stderr_path = sb_module.BASE / "logs" / f"login-{time.monotonic_ns()}.err"
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen([str(a) for a in argv] + [loop or self.LOOP],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     env=e, bufsize=0)
+        self.reader = LineReader(self.proc.stdout, self.stderr)
+        self.ns = None
+
+    def wait_ready(self) -> None:
+        first = self.read_line(30)
+        if first is None:
+            self.proc.wait(timeout(10))
+            raise AssertionError(f"login {self.proc.args} ended before its shell ran "
+                                 f"(status {self.proc.returncode}):\n" + self.stderr())
+        self.ns = parse_ns(first)
+
+    @property
+    def pid(self) -> int:
+        """The login process: runuser/su, the one that opened the PAM session."""
+        return self.proc.pid
+
+    def stderr(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")
+
+    def read_line(self, seconds: float) -> str | None:
+        return self.reader.read_line(seconds)
+
+    def run(self, command: str, seconds: float = 30) -> tuple[int, str]:
+        """Run a shell command line inside the session: (status, stdout+stderr)."""
+        self.proc.stdin.write(f"( {command} ) 2>&1\n".encode())
+        self.proc.stdin.flush()
+        out = []
+        while True:
+            line = self.read_line(seconds)
+            if line is None:
+                raise AssertionError(f"the login ended while running {command!r}:\n{self.stderr()}")
+            m = re.fullmatch(r"@@end (\d+)", line)
+            if m:
+                return int(m.group(1)), "\n".join(out)
+            out.append(line)
+
+    def check(self, command: str) -> str:
+        status, out = self.run(command)
+        assert status == 0, f"{command!r} failed in the session ({status}): {out}"
+        return out
+
+    def logout(self, seconds: float = 30) -> int:
+        """End the shell (end of input): the login process closes the PAM session and exits."""
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self.proc.stdin.close()
+        rc = self.proc.wait(timeout(seconds))
+        self._stderr.close()
+        return rc
+
+    def kill(self) -> None:
+        """SIGKILL the login process (no close_session), then let its shell end."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+            self.proc.stdin.close()
+        self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.proc.stdout.close()
+        self._stderr.close()
+
+
+# ---------------------------------------------------------------------------
+# Helpers for the daemon's side
+
+def namespace_path(sandbox, user: str) -> str | None:
+    import dbus
+    try:
+        return str(sandbox.manager().GetNamespace(user))
+    except dbus.exceptions.DBusException as e:
+        if sb_module.dbus_error_name(e) == sb_module.ERROR_PREFIX + "NoSuchNamespace":
+            return None
+        raise
+
+
+def namespace_props(sandbox, user: str) -> dict | None:
+    path = namespace_path(sandbox, user)
+    return sandbox.properties(path) if path else None
+
+
+def sessions(sandbox, user: str) -> list[str]:
+    props = namespace_props(sandbox, user)
+    return [str(s) for s in props["Sessions"]] if props else []
+
+
+def wait_namespace_gone(sandbox, user: str, after: float):
+    """The namespace must be gone within StopDelaySec + MARGIN of `after` (monotonic)."""
+    limit = STOP_DELAY + MARGIN
+    wait_until(lambda: namespace_path(sandbox, user) is None,
+               f"{user}'s namespace to be removed after the last session", seconds=limit)
+    elapsed = time.monotonic() - after
+    assert elapsed <= timeout(limit), f"removed only after {elapsed:.1f}s"
+
+
+def host_ns() -> int:
+    return mntns_id()
+
+
+def runuser(user: str, command: str, wait: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(["runuser", "-l", user, "-c", command], capture_output=True, text=True,
+                          timeout=timeout(wait), env=e)
+
+
+SESSION_CHECKS = ('readlink /proc/self/ns/mnt; id -u; pwd; cat /mnt/cd/README.txt; '
+                  'findmnt -rn -o TARGET | grep -c -F "{subtree}" || true; '
+                  'cat /home/bob/private/secret 2>/dev/null || echo no-secret')
+
+
+def prepare_view_checks(sandbox):
+    """A CD on the host's /mnt, and bob's namespace with a mount of his own in his home:
+    alice's session must see the first and not the second."""
+    marker, content = sandbox.mount_cd("/mnt/cd")
+    sandbox.manager().CreateNamespace("bob")
+    sandbox.mount_tmpfs("/home/bob/private", view="bob", files={"secret": "bob's secret\n"})
+    assert sandbox.in_view("bob", ["cat", "/home/bob/private/secret"]).stdout == "bob's secret\n"
+    return content
+
+
+def assert_alice_view(sandbox, out: str, content: str):
+    lines = out.splitlines()
+    assert len(lines) >= 6, out
+    ns = parse_ns(lines[0])
+    props = namespace_props(sandbox, "alice")
+    assert props is not None, "no namespace for alice after her login"
+    assert ns == int(props["MountNamespaceId"]), (ns, props["MountNamespaceId"])
+    assert ns != host_ns()
+    assert lines[1] == "2001"
+    assert lines[2] == "/home/alice"
+    assert lines[3] + "\n" == content, "the CD on the host's /mnt is not visible in the session"
+    assert lines[4] == "0", "other users' trees under SubtreeRoot are visible in alice's session"
+    assert lines[5] == "no-secret", "bob's private mount is visible in alice's session"
+
+
+# ---------------------------------------------------------------------------
+# Logins land in the view
+
+def test_runuser_login_lands_in_view(daemon, pam):
+    content = prepare_view_checks(daemon)
+    p = runuser("alice", SESSION_CHECKS.format(subtree=daemon.subtree_root))
+    assert p.returncode == 0, p.stderr
+    assert_alice_view(daemon, p.stdout, content)
+    # close_session ran: the session is gone, and so is the namespace after the delay.
+    ended = time.monotonic()
+    assert sessions(daemon, "alice") == []
+    wait_namespace_gone(daemon, "alice", ended)
+    assert "exited without closing" not in daemon.daemon_log_text()
+
+
+def test_su_login_lands_in_view(daemon, pam):
+    content = prepare_view_checks(daemon)
+    p = subprocess.run(["su", "-", "alice", "-c", SESSION_CHECKS.format(subtree=daemon.subtree_root)],
+                       capture_output=True, text=True, timeout=timeout(60), stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert_alice_view(daemon, p.stdout, content)
+    assert sessions(daemon, "alice") == []
+
+
+def test_pamtester_open_close(daemon, pam):
+    signals = daemon.signals(interface=sb_module.MANAGER_IFACE)
+    p = subprocess.run(["pamtester", "-v", "nsm-pamtester-required", "alice", "open_session", "close_session"],
+                       capture_output=True, text=True, timeout=timeout(60))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "successfully opened a session" in p.stdout + p.stderr
+    signals.wait_for("NamespaceNew", lambda args: args[0] == "alice")
+    log = daemon.daemon_log_text()
+    # The fallback session id (no pam_systemd here): pam-SERVICE-TTY-PID.
+    opened = re.findall(r"Session '(pam-nsm-pamtester-required-notty-\d+)' of 'alice' opened", log)
+    assert len(opened) == 1, log
+    assert f"Session '{opened[0]}' of 'alice' closed." in log
+    signals.wait_for("NamespaceRemoved", lambda args: args[0] == "alice", timeout_sec=STOP_DELAY + MARGIN)
+
+
+def test_session_id_from_pam_environment(daemon, pam):
+    """XDG_SESSION_ID in the PAM environment (as pam_systemd sets it) is the session id;
+    the process's own XDG_SESSION_ID (an outer session's) is not."""
+    envfile = sb_module.BASE / "overlays" / "nsm-xdg-env.conf"
+    envfile.write_text("XDG_SESSION_ID DEFAULT=c42\n")
+    pam.install("nsm-pamtester-xdg", text=(
+        "auth sufficient pam_rootok.so\n"
+        "account required pam_permit.so\n"
+        f"session required pam_env.so readenv=0 user_readenv=0 conffile={envfile}\n"
+        "session required pam_unix.so\n"
+        f"session required {pam.module_args}\n"))
+    try:
+        p = subprocess.run(["pamtester", "nsm-pamtester-xdg", "alice", "open_session", "close_session"],
+                           capture_output=True, text=True, timeout=timeout(60))
+        assert p.returncode == 0, p.stdout + p.stderr
+        p = subprocess.run(["pamtester", "nsm-pamtester-required", "alice", "open_session", "close_session"],
+                           capture_output=True, text=True, timeout=timeout(60),
+                           env=dict(os.environ, XDG_SESSION_ID="outer7"))
+        assert p.returncode == 0, p.stdout + p.stderr
+    finally:
+        envfile.unlink(missing_ok=True)
+    log = daemon.daemon_log_text()
+    assert "Session 'c42' of 'alice' opened" in log
+    assert "Session 'c42' of 'alice' closed." in log
+    assert "outer7" not in log
+    assert re.search(r"Session 'pam-nsm-pamtester-required-notty-\d+' of 'alice' opened", log)
+
+
+# ---------------------------------------------------------------------------
+# Session lifecycle
+
+def test_concurrent_logins_share_namespace(daemon, pam, logins):
+    first = logins(["runuser", "-l", "alice", "-c"])
+    second = logins(["su", "-", "alice", "-c"])
+    props = namespace_props(daemon, "alice")
+    assert first.ns == second.ns == int(props["MountNamespaceId"])
+    assert first.ns != host_ns()
+    ids = set(sessions(daemon, "alice"))
+    assert ids == {f"pam-runuser-l-notty-{first.pid}", f"pam-su-l-notty-{second.pid}"}, ids
+
+    # Both shells are still there, in the same namespace.
+    assert parse_ns(first.check("readlink /proc/self/ns/mnt")) == parse_ns(second.check("readlink /proc/self/ns/mnt"))
+
+    assert first.logout() == 0
+    wait_until(lambda: sessions(daemon, "alice") == [f"pam-su-l-notty-{second.pid}"], "the first session to close")
+    assert namespace_path(daemon, "alice") is not None, "namespace removed while a session is open"
+    assert second.logout() == 0
+    ended = time.monotonic()
+    wait_until(lambda: sessions(daemon, "alice") == [], "the second session to close")
+    wait_namespace_gone(daemon, "alice", ended)
+
+
+def test_reopen_within_delay_keeps_namespace(daemon, pam):
+    first = runuser("alice", "readlink /proc/self/ns/mnt")
+    assert first.returncode == 0, first.stderr
+    second = runuser("alice", "readlink /proc/self/ns/mnt")
+    assert second.returncode == 0, second.stderr
+    assert parse_ns(first.stdout) == parse_ns(second.stdout)
+
+
+def test_linger_keeps_namespace(daemon, pam, logins):
+    login = logins(["runuser", "-l", "alice", "-c"])
+    daemon.manager().SetLinger("alice", True)
+    assert bool(namespace_props(daemon, "alice")["Linger"])
+    signals = daemon.signals(interface=sb_module.MANAGER_IFACE)
+    assert login.logout() == 0
+    wait_until(lambda: sessions(daemon, "alice") == [], "the session to close")
+    # Nothing happens: wait well past StopDelaySec for a NamespaceRemoved that must not come.
+    with pytest.raises(TimeoutError):
+        signals.wait_for("NamespaceRemoved", lambda args: args[0] == "alice", timeout_sec=STOP_DELAY * 3)
+    props = namespace_props(daemon, "alice")
+    assert props is not None and str(props["State"]) == "lingering"
+
+    # A new login joins the lingering namespace.
+    again = runuser("alice", "readlink /proc/self/ns/mnt")
+    assert parse_ns(again.stdout) == login.ns
+
+    released = time.monotonic()
+    daemon.manager().SetLinger("alice", False)
+    wait_namespace_gone(daemon, "alice", released)
+
+
+def test_killed_login_is_cleaned_up(daemon, pam, logins):
+    signals = daemon.signals(interface=sb_module.MANAGER_IFACE)
+    login = logins(["runuser", "-l", "alice", "-c"])
+    assert sessions(daemon, "alice") == [f"pam-runuser-l-notty-{login.pid}"]
+    killed = time.monotonic()
+    login.kill()
+    wait_until(lambda: sessions(daemon, "alice") == [], "the killed login's session to be closed")
+    signals.wait_for("NamespaceRemoved", lambda args: args[0] == "alice", timeout_sec=STOP_DELAY + MARGIN)
+    assert time.monotonic() - killed <= timeout(STOP_DELAY + MARGIN)
+    assert f"Login process {login.pid} of session" in daemon.daemon_log_text()
+
+
+# ---------------------------------------------------------------------------
+# Users that are not ours
+
+@pytest.mark.parametrize("user", ["root", "svc"])
+def test_root_and_system_users_untouched(daemon, pam, user):
+    p = runuser(user, "readlink /proc/self/ns/mnt; id -u")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.split()
+    assert parse_ns(lines[0]) == host_ns()
+    assert lines[1] == ("0" if user == "root" else "500")
+    assert list(daemon.manager().ListNamespaces()) == []
+    p = subprocess.run(["pamtester", "nsm-pamtester-required", user, "open_session", "close_session"],
+                       capture_output=True, text=True, timeout=timeout(60))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert list(daemon.manager().ListNamespaces()) == []
+
+
+@pytest.mark.daemon_config(ExcludeUsers="dave")
+def test_excluded_user_untouched(daemon, pam):
+    p = runuser("dave", "readlink /proc/self/ns/mnt")
+    assert p.returncode == 0, p.stderr
+    assert parse_ns(p.stdout) == host_ns()
+    assert list(daemon.manager().ListNamespaces()) == []
+
+
+# ---------------------------------------------------------------------------
+# Desktop: removable media, threaded session workers
+
+def test_desktop_dropin_media_appears_in_session(instance, pam_dir, pam_module, logins):
+    sandbox = instance
+    text = (REPO / "conf" / "desktop.conf").read_text()
+    m = re.search(r"^SharedSubtrees=(.*)$", text, re.M)
+    assert m and "/media" in m.group(1).split(), "conf/desktop.conf does not share /media"
+    shared = m.group(1).split()
+    # /media is the machine's own directory: cover it with a tmpfs so nothing below is
+    # created on the real disk; /run is the sandbox's tmpfs.
+    sandbox.mount_tmpfs("/media")
+    os.makedirs("/run/media", exist_ok=True)
+    try:
+        sandbox.write_config_file("nsmanagerd.conf.d/desktop.conf", text)
+        sandbox.start_daemon()
+        sandbox.shared_subtrees = shared      # the drop-in's mounts are the daemon's by design
+        assert sorted(map(str, sandbox.properties()["SharedSubtrees"])) == sorted(shared)
+
+        services = PamServices(pam_dir, pam_module, sandbox.config_file)
+        try:
+            services.install("runuser-l", "nsm-runuser-l")
+            login = logins(["runuser", "-l", "alice", "-c"])
+            assert login.ns == int(namespace_props(sandbox, "alice")["MountNamespaceId"])
+
+            # udisks2 mounting a USB stick for alice, in the host namespace, after she logged in.
+            os.makedirs("/media/alice", exist_ok=True)
+            sandbox.mount_tmpfs("/media/alice/USBSTICK", source="NSM_USB", files={"LABEL": "usb stick\n"})
+            assert login.check("cat /media/alice/USBSTICK/LABEL") == "usb stick"
+            assert "NSM_USB" in login.check("findmnt -n -o SOURCE /media/alice/USBSTICK")
+            # and the same under /run/media
+            sandbox.mount_tmpfs("/run/media/alice", source="NSM_USB2", files={"LABEL": "second\n"})
+            assert login.check("cat /run/media/alice/LABEL") == "second"
+            assert login.logout() == 0
+        finally:
+            services.restore()
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir("/run/media")
+
+
+def test_threaded_pam_caller_lands_in_namespace(daemon, pam):
+    binary = pam_threaded_binary()
+    if not binary.exists():
+        pytest.fail(f"{binary} is not built", pytrace=False)
+    errpath = sb_module.BASE / "logs" / "pam-threaded.err"
+    with open(errpath, "wb") as err:
+        p = subprocess.Popen([binary, "nsm-pamtester-required", "alice"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=err, text=True,
+                             env=dict(os.environ, PAM_THREADED_HOLD="1"), cwd="/home/alice")
+    reader = LineReader(p.stdout, errpath.read_text)
+    try:
+        out = {}
+        while True:
+            line = reader.read_line(60)
+            if line is None:
+                pytest.fail(f"pam-threaded ended early ({p.wait()}): {errpath.read_text()}", pytrace=False)
+            line = line.strip()
+            if line == "holding":
+                break
+            key, _, value = line.partition("=")
+            out[key] = value
+        props = namespace_props(daemon, "alice")
+        assert parse_ns(out["session-ns"]) == int(props["MountNamespaceId"])
+        assert parse_ns(out["main-ns"]) == host_ns(), "the other thread must stay where it was"
+        assert out["cwd"] == "/home/alice"
+        assert sessions(daemon, "alice") == [f"pam-nsm-pamtester-required-notty-{p.pid}"]
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert p.wait(timeout(30)) == 0, errpath.read_text()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert sessions(daemon, "alice") == []
+
+
+def test_working_directory_falls_back_to_home(daemon, pam):
+    """A working directory that does not exist in the view: the session starts in the home.
+    An unbindable mount of the host is left out of views (as SubtreeRoot is)."""
+    hidden = str(sb_module.BASE / "hostonly")
+    daemon.mount_tmpfs(hidden)
+    sb_module.set_propagation(hidden, sb_module.MS_UNBINDABLE)
+    os.mkdir(f"{hidden}/work")
+    p = subprocess.run([pam_threaded_binary(), "nsm-pamtester-required", "alice"], capture_output=True,
+                       text=True, timeout=timeout(60), cwd=f"{hidden}/work")
+    assert p.returncode == 0, p.stderr
+    out = dict(line.partition("=")[::2] for line in p.stdout.splitlines())
+    assert parse_ns(out["session-ns"]) == int(namespace_props(daemon, "alice")["MountNamespaceId"])
+    assert out["cwd"] == "/home/alice", out
+
+
+# ---------------------------------------------------------------------------
+# Daemon not running
+
+DEV_WITH_LOG = r"""
+set -e
+mkdir -p "$D/olddev"
+mount --rbind /dev "$D/olddev"
+mount -t tmpfs -o mode=755 tmpfs /dev
+for f in null zero full random urandom tty; do touch /dev/$f; mount --bind "$D/olddev/$f" /dev/$f; done
+ln -s /proc/self/fd /dev/fd; ln -s fd/0 /dev/stdin; ln -s fd/1 /dev/stdout; ln -s fd/2 /dev/stderr
+touch /dev/log; mount --bind "$D/log" /dev/log
+exec "$@"
+"""
+
+
+def run_with_syslog(argv: list, workdir: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run argv in a mount namespace of its own whose /dev/log is a socket we read: what
+    PAM modules send to syslog (there is no journal in the sandbox)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "log"
+    path.unlink(missing_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.bind(str(path))
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", DEV_WITH_LOG, "sh"]
+                           + [str(a) for a in argv], capture_output=True, text=True,
+                           timeout=timeout(60), env=dict(os.environ, D=str(workdir)))
+        lines = []
+        s.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                lines.append(s.recv(65536).decode(errors="replace"))
+    path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        os.rmdir(workdir / "olddev")
+    return p, lines
+
+
+def test_daemon_stopped_optional_lets_in_required_refuses(daemon, pam):
+    daemon.stop_daemon()
+    work = sb_module.BASE / "syslog"
+
+    # optional: the login goes through, in the host namespace, and the failure is logged.
+    p, log = run_with_syslog(["runuser", "-l", "alice", "-c", "readlink /proc/self/ns/mnt; id -u"], work)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.split()
+    assert lines[1] == "2001"
+    errors = [l for l in log if "pam_nsmanager(runuser-l:session): Failed to open session" in l]
+    assert errors, log
+    assert "org.example.NSManager" in errors[0], errors[0]
+    assert errors[0].startswith("<83>"), errors[0]   # LOG_AUTHPRIV | LOG_ERR
+
+    # The host namespace: the login did not land anywhere else.
+    p2 = runuser("alice", "readlink /proc/self/ns/mnt")
+    assert parse_ns(p2.stdout) == host_ns()
+
+    # required: refused.
+    pam.install("runuser-l", "nsm-runuser-l-required")
+    p = runuser("alice", "echo logged-in")
+    assert p.returncode != 0
+    assert "logged-in" not in p.stdout
+    assert "cannot open session" in p.stderr, p.stderr
+
+    p = subprocess.run(["pamtester", "nsm-pamtester-optional", "alice", "open_session", "close_session"],
+                       capture_output=True, text=True, timeout=timeout(60))
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = subprocess.run(["pamtester", "nsm-pamtester-required", "alice", "open_session"],
+                       capture_output=True, text=True, timeout=timeout(60))
+    assert p.returncode != 0
+    assert "Cannot make/remove an entry for the specified session" in p.stdout + p.stderr
+
+
+# ---------------------------------------------------------------------------
+# sshd, end to end
+
+def our_processes(exe: str) -> list[int]:
+    """Running (not zombie) children of this process whose executable is exe."""
+    me = str(os.getpid())
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            if fields[1] != me or fields[0] == "Z":
+                continue
+            if os.readlink(f"/proc/{d}/exe") == exe:
+                found.append(int(d))
+        except OSError:
+            continue
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def sshd(daemon, pam):
+    """Debian's sshd on 127.0.0.1:PORT with its own host key and configuration; key
+    authentication for alice. Yields (port, client key path)."""
+    d = sb_module.BASE / "sshd"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(mode=0o755)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d / "host_key"], check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d / "alice_key"], check=True)
+    (d / "authorized_keys_alice").write_text((d / "alice_key.pub").read_text())
+    os.chmod(d / "authorized_keys_alice", 0o644)
+    port = free_port()
+    (d / "sshd_config").write_text(f"""\
+Port {port}
+ListenAddress 127.0.0.1
+HostKey {d}/host_key
+PidFile {d}/sshd.pid
+UsePAM yes
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AuthorizedKeysFile {d}/authorized_keys_%u
+StrictModes no
+PermitRootLogin no
+PrintMotd no
+LogLevel VERBOSE
+Subsystem sftp internal-sftp
+""")
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+    log = open(d / "sshd.log", "wb")
+    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", d / "sshd_config"],
+                            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+
+    def listening():
+        if proc.poll() is not None:
+            pytest.fail(f"sshd exited with {proc.returncode}:\n{(d / 'sshd.log').read_text()}", pytrace=False)
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+    wait_until(listening, "sshd to listen")
+    try:
+        yield port, d / "alice_key", d / "sshd.log"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout(10))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        # Per-connection sshd processes outlive the listener briefly (they are reparented
+        # to the sandbox, a subreaper): let them finish before the daemon fixture looks
+        # for strays.
+        wait_until(lambda: not our_processes("/usr/sbin/sshd"), "sshd's connection processes to exit")
+        log.close()
+
+
+def ssh(port: int, key: Path, command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ssh", "-F", "/dev/null", "-p", str(port), "-i", key, "-o", "BatchMode=yes",
+                           "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                           "-o", "LogLevel=ERROR", "alice@127.0.0.1", command],
+                          capture_output=True, text=True, timeout=timeout(60), stdin=subprocess.DEVNULL)
+
+
+def test_sshd_login_lands_in_view(daemon, pam, sshd):
+    port, key, log = sshd
+    content = prepare_view_checks(daemon)
+    p = ssh(port, key, "readlink /proc/self/ns/mnt; findmnt -n -o TARGET /mnt/cd; id -u; cat /mnt/cd/README.txt; "
+                       "cat /home/bob/private/secret 2>/dev/null || echo no-secret")
+    assert p.returncode == 0, p.stderr + "\n" + log.read_text()
+    lines = p.stdout.splitlines()
+    props = namespace_props(daemon, "alice")
+    assert props is not None, log.read_text()
+    assert parse_ns(lines[0]) == int(props["MountNamespaceId"])
+    assert lines[1] == "/mnt/cd"
+    assert lines[2] == "2001"
+    assert lines[3] + "\n" == content
+    assert lines[4] == "no-secret"
+    # The connection is over: sshd closed the session (or the daemon saw its process go).
+    wait_until(lambda: sessions(daemon, "alice") == [], "the ssh session to close")
+    assert re.search(r"Session 'pam-sshd-ssh-\d+' of 'alice' closed", daemon.daemon_log_text())
+
+
+def test_sshd_required_refuses_without_daemon(daemon, pam, sshd):
+    port, key, log = sshd
+    daemon.stop_daemon()
+    pam.install("sshd", text=pam.text_of("nsm-sshd").replace(
+        "session    optional     " + pam.module_args, "session    required     " + pam.module_args))
+    p = ssh(port, key, "echo logged-in")
+    assert p.returncode != 0
+    assert "logged-in" not in p.stdout
+    assert "pam_open_session" in log.read_text(), log.read_text()

@@ -1,0 +1,386 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Authorization (issue 7): nsmanagerd against Debian's real polkitd.
+
+The sandbox (tests/sandbox.py) runs polkitd on its own system bus with the project's
+policy/org.example.NSManager.policy over /usr/share/polkit-1/actions and a rules
+directory of the tests' own over /etc/polkit-1/rules.d. Each call below comes from a
+separate process running as the test user (setpriv to the user's uid, gid and groups),
+so the daemon sees the user only through the bus credentials.
+
+There is no logind session in the sandbox, so polkit treats every caller as "any"
+(not active, not local): manage-own falls back to auth_admin, exactly what a cron
+job or an ssh command without a session would get.
+
+Attach (attach-own / attach) is covered by the nsctl tests."""
+
+import json
+import os
+import pwd
+import subprocess
+import time
+
+import pytest
+
+from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, PROPERTIES_IFACE,
+                     TEST_USERS, find_mount, sys_mount, sys_umount, timeout, MS_BIND)
+
+E_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
+E_INTERACTIVE = "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
+REFUSED = (E_ACCESS_DENIED, E_INTERACTIVE)
+
+# One D-Bus call in a process of its own (run as the test user), printing the outcome as
+# JSON. A low-level message, so the test decides ALLOW_INTERACTIVE_AUTHORIZATION.
+CLIENT = r"""
+import json, sys
+import dbus, dbus.lowlevel
+
+def plain(v):
+    if isinstance(v, dbus.types.UnixFd):
+        return "<fd>"
+    if isinstance(v, (dbus.Boolean, bool)):
+        return bool(v)
+    if isinstance(v, (int,)):
+        return int(v)
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, dict):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(x) for x in v]
+    return repr(v)
+
+dest, path, iface, method, signature, args, interactive = sys.argv[1:8]
+msg = dbus.lowlevel.MethodCallMessage(dest, path, iface, method)
+if signature:
+    msg.append(*json.loads(args), signature=signature)
+msg.set_allow_interactive_authorization(interactive == "yes")
+try:
+    reply = dbus.SystemBus().send_message_with_reply_and_block(msg, 60)
+    print(json.dumps({"ok": plain(reply.get_args_list())}))
+except dbus.exceptions.DBusException as e:
+    print(json.dumps({"error": e.get_dbus_name(), "message": e.get_dbus_message()}))
+"""
+
+
+def ns_path(user):
+    return f"{MANAGER_PATH}/user/_{TEST_USERS[user].uid}"
+
+
+def _client_argv(method, signature="", args=(), interactive=False, path=MANAGER_PATH, iface=MANAGER_IFACE):
+    return ["/usr/bin/python3", "-c", CLIENT, BUS_NAME, path, iface, method, signature,
+            json.dumps(list(args)), "yes" if interactive else "no"]
+
+
+def _parse(p):
+    assert p.returncode == 0, f"client failed ({p.returncode}): {p.stderr}"
+    return json.loads(p.stdout)
+
+
+def call_as(sb, user, method, signature="", *args, interactive=False, path=MANAGER_PATH,
+            iface=MANAGER_IFACE):
+    """Call a method as `user` ("root" for root) from a separate process; returns
+    {"ok": [results]} or {"error": name, "message": text}."""
+    argv = _client_argv(method, signature, args, interactive, path, iface)
+    if user == "root":
+        return _parse(sb.run(argv, wait=90))
+    return _parse(sb.run_as(user, argv, wait=90))
+
+
+def setpriv_argv(user):
+    pw = pwd.getpwnam(user)
+    return ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups", "--"]
+
+
+def assert_refused(result, what):
+    assert "error" in result, f"{what} was allowed: {result}"
+    assert result["error"] in REFUSED, f"{what}: expected AccessDenied or InteractiveAuthorizationRequired, got {result}"
+    assert result["message"], f"{what}: refusal without a message"
+
+
+def assert_ok(result, what):
+    assert "ok" in result, f"{what} failed: {result.get('error')}: {result.get('message')}"
+    return result["ok"]
+
+
+@pytest.fixture
+def polkit_rules(sandbox):
+    """rules(name, javascript): install /etc/polkit-1/rules.d/NAME.rules for this test
+    (polkitd is restarted each time, so it is in effect when this returns)."""
+    written = []
+
+    def add(name, javascript):
+        written.append(name)
+        sandbox.set_polkit_rule(name, javascript)
+
+    yield add
+    for name in written:
+        sandbox.set_polkit_rule(name, None)
+
+
+def snapshot(sb, *users):
+    """What an unauthorized caller must not be able to change."""
+    state = {
+        "namespaces": sorted((str(u), int(uid), str(s)) for u, uid, s, _ in sb.manager().ListNamespaces()),
+        "host": sorted((m.target, m.propagation, m.fstype) for m in sb.mountinfo()
+                       if not m.target.startswith(str(sb.subtree_root))),
+    }
+    for u in users:
+        props = sb.properties(ns_path(u))
+        state[u] = {
+            "mounts": sorted((m.target, m.propagation, m.fstype) for m in sb.mountinfo(u)),
+            "linger": bool(props["Linger"]),
+            "sessions": list(map(str, props["Sessions"])),
+        }
+    return state
+
+
+def view_propagation(sb, user, path):
+    m = find_mount(sb.mountinfo(user), path)
+    assert m is not None, f"{path} is not a mount point in {user}'s view"
+    return m.propagation
+
+
+# ---------------------------------------------------------------------------
+
+def test_policy_actions_installed(sandbox):
+    """polkitd knows our four actions with the contract's defaults (as pkaction reads
+    them from the installed policy file)."""
+    expected = {
+        "org.example.NSManager.manage": ("auth_admin_keep", "auth_admin_keep", "auth_admin_keep"),
+        "org.example.NSManager.manage-own": ("auth_admin", "auth_admin", "yes"),
+        "org.example.NSManager.attach-own": ("yes", "yes", "yes"),
+        "org.example.NSManager.attach": ("auth_admin", "auth_admin", "auth_admin"),
+    }
+    for action, (any_, inactive, active) in expected.items():
+        p = sandbox.run(["pkaction", "--verbose", "--action-id", action])
+        assert p.returncode == 0, f"polkitd does not know {action}: {p.stderr}"
+        text = p.stdout
+        assert f"implicit any:      {any_}" in text, text
+        assert f"implicit inactive: {inactive}" in text, text
+        assert f"implicit active:   {active}" in text, text
+        assert "description:" in text and "message:" in text, text
+
+
+def test_unprivileged_refused_admin_calls(daemon):
+    """alice, with no rule for her, is refused every call that changes the host or
+    another user's namespace, or hands out a namespace fd; nothing changes."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+
+    # A namespace she may not create stays absent.
+    assert_refused(call_as(sb, "alice", "CreateNamespace", "s", "bob"), "alice: CreateNamespace(bob)")
+    assert_refused(call_as(sb, "alice", "CreateNamespace", "s", "alice"), "alice: CreateNamespace(alice)")
+    assert sorted(str(u) for u, *_ in sb.manager().ListNamespaces()) == ["alice"]
+
+    sb.manager().CreateNamespace("bob")
+    before = snapshot(sb, "alice", "bob")
+    calls = [
+        ("RemoveNamespace", "s", "bob"),
+        ("RemoveNamespace", "s", "alice"),
+        ("ShareSubtree", "ss", "", "/mnt"),
+        ("ShareSubtree", "ss", "bob", "/mnt"),
+        ("EnslaveSubtree", "ss", "bob", "/mnt"),
+        ("SetPropagation", "ssst", "", "/mnt", "private", 0),
+        ("SetPropagation", "ssst", "bob", "/mnt", "private", 0),
+        ("BindMount", "ssst", "bob", "/etc", "/mnt", 0),
+        ("Unmount", "sst", "bob", "/mnt", 0),
+        ("SetLinger", "sb", "bob", True),
+        ("OpenMountNamespace", "s", "bob"),
+        ("OpenMountNamespace", "s", "alice"),
+        ("OpenSession", "ss", "alice", "s-alice-1"),
+        ("OpenSession", "ss", "bob", "s-bob-1"),
+    ]
+    for method, signature, *args in calls:
+        assert_refused(call_as(sb, "alice", method, signature, *args), f"alice: {method}{tuple(args)}")
+    assert_refused(call_as(sb, "alice", "Remove", path=ns_path("bob"), iface=NAMESPACE_IFACE),
+                   "alice: bob's Namespace.Remove()")
+    # Not even her own view's propagation without authorization (no active session here).
+    assert_refused(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", "/mnt"), "alice: EnslaveSubtree(alice)")
+
+    assert snapshot(sb, "alice", "bob") == before, "a refused call changed something"
+
+
+def test_refusal_names(daemon):
+    """auth_admin without interactive authorization allowed: InteractiveAuthorizationRequired,
+    so a client knows that asking again with an agent could work; with it allowed but no
+    agent to ask: AccessDenied. Root-only methods: AccessDenied."""
+    sb = daemon
+    r = call_as(sb, "alice", "CreateNamespace", "s", "bob", interactive=False)
+    assert r.get("error") == E_INTERACTIVE, r
+    assert "org.example.NSManager.manage" in r["message"], r
+    r = call_as(sb, "alice", "CreateNamespace", "s", "bob", interactive=True)
+    assert r.get("error") == E_ACCESS_DENIED, r
+    r = call_as(sb, "alice", "OpenSession", "ss", "alice", "s1", interactive=True)
+    assert r.get("error") == E_ACCESS_DENIED, r
+    assert "root" in r["message"], r
+
+
+def test_manage_own_rule(daemon, polkit_rules):
+    """A rule granting manage-own to alice lets her enslave her own /mnt, but not bob's."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    sb.manager().CreateNamespace("bob")
+    assert view_propagation(sb, "alice", "/mnt") == "shared"
+
+    polkit_rules("50-alice-own", """
+polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage-own" && subject.user == "alice")
+                return polkit.Result.YES;
+});
+""")
+    assert_ok(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", "/mnt"), "alice: EnslaveSubtree(alice, /mnt)")
+    assert "slave" in view_propagation(sb, "alice", "/mnt")
+
+    assert_refused(call_as(sb, "alice", "EnslaveSubtree", "ss", "bob", "/mnt"), "alice: EnslaveSubtree(bob, /mnt)")
+    assert view_propagation(sb, "bob", "/mnt") == "shared"
+    # Her own namespace, yes; the host or creating namespaces is still manage.
+    assert_refused(call_as(sb, "alice", "ShareSubtree", "ss", "", "/mnt"), "alice: ShareSubtree(host)")
+    assert_refused(call_as(sb, "alice", "CreateNamespace", "s", "carol"), "alice: CreateNamespace(carol)")
+
+    # Undo, as herself: her /mnt rejoins the host's peer group.
+    assert_ok(call_as(sb, "alice", "ShareSubtree", "ss", "alice", "/mnt"), "alice: ShareSubtree(alice, /mnt)")
+    assert view_propagation(sb, "alice", "/mnt") == "shared"
+
+
+def test_group_rule_manage(daemon, polkit_rules):
+    """A rule granting manage to group nsadmin lets carol (a member) create and remove
+    bob's namespace; dave (not a member) is still refused."""
+    sb = daemon
+    polkit_rules("50-nsadmin", """
+polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage" && subject.isInGroup("nsadmin"))
+                return polkit.Result.YES;
+});
+""")
+    assert_refused(call_as(sb, "dave", "CreateNamespace", "s", "bob"), "dave: CreateNamespace(bob)")
+    assert not sb.manager().ListNamespaces()
+
+    path = assert_ok(call_as(sb, "carol", "CreateNamespace", "s", "bob"), "carol: CreateNamespace(bob)")[0]
+    assert path == ns_path("bob")
+    assert str(sb.manager().GetNamespace("bob")) == ns_path("bob")
+    assert_ok(call_as(sb, "carol", "ShareSubtree", "ss", "", "/mnt"), "carol: ShareSubtree(host, /mnt)")
+
+    assert_refused(call_as(sb, "dave", "RemoveNamespace", "s", "bob"), "dave: RemoveNamespace(bob)")
+    assert_ok(call_as(sb, "carol", "RemoveNamespace", "s", "bob"), "carol: RemoveNamespace(bob)")
+    assert not sb.manager().ListNamespaces()
+    # manage does not make her root: root-only methods stay root-only.
+    assert_refused(call_as(sb, "carol", "OpenMountNamespace", "s", "carol"), "carol: OpenMountNamespace")
+
+
+def test_rules_see_details(daemon, polkit_rules):
+    """Rules get the method's details: here alice may manage dave's namespace and no
+    other (action.lookup("user"))."""
+    sb = daemon
+    polkit_rules("50-alice-dave", """
+polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage" && subject.user == "alice" &&
+            action.lookup("user") == "dave")
+                return polkit.Result.YES;
+});
+""")
+    assert_ok(call_as(sb, "alice", "CreateNamespace", "s", "dave"), "alice: CreateNamespace(dave)")
+    assert_refused(call_as(sb, "alice", "CreateNamespace", "s", "bob"), "alice: CreateNamespace(bob)")
+    assert sorted(str(u) for u, *_ in sb.manager().ListNamespaces()) == ["dave"]
+
+
+def test_read_only_calls_open_to_everyone(daemon, polkit_rules):
+    """Get*, List* and properties work for any user, even when polkit says no to
+    everything (they never ask it)."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    polkit_rules("10-deny-all", """
+polkit.addRule(function(action, subject) {
+        if (action.id.indexOf("org.example.NSManager.") == 0)
+                return polkit.Result.NO;
+});
+""")
+    for user in ("bob", "dave", "alice"):
+        r = assert_ok(call_as(sb, user, "ListNamespaces"), f"{user}: ListNamespaces")[0]
+        assert [x[0] for x in r] == ["alice"]
+        assert assert_ok(call_as(sb, user, "GetNamespace", "s", "alice"), f"{user}: GetNamespace")[0] == ns_path("alice")
+        assert assert_ok(call_as(sb, user, "GetNamespaceByUID", "u", 2001), f"{user}: GetNamespaceByUID")[0] \
+            == ns_path("alice")
+        mounts = assert_ok(call_as(sb, user, "GetMounts", "s", "alice"), f"{user}: GetMounts(alice)")[0]
+        assert any(m[4] == "/mnt" for m in mounts), mounts
+        assert assert_ok(call_as(sb, user, "GetMounts", "s", ""), f"{user}: GetMounts(host)")[0]
+        props = assert_ok(call_as(sb, user, "GetAll", "s", MANAGER_IFACE, iface=PROPERTIES_IFACE),
+                          f"{user}: Manager properties")[0]
+        assert props["SharedSubtrees"] == ["/mnt"], props
+        props = assert_ok(call_as(sb, user, "GetAll", "s", NAMESPACE_IFACE, path=ns_path("alice"),
+                                  iface=PROPERTIES_IFACE), f"{user}: Namespace properties")[0]
+        assert props["Name"] == "alice" and props["UID"] == 2001, props
+        assert assert_ok(call_as(sb, user, "GetMounts", path=ns_path("alice"), iface=NAMESPACE_IFACE),
+                         f"{user}: Namespace.GetMounts")[0]
+    # ... while the deny rule is indeed in force.
+    assert_refused(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", "/mnt"), "alice under deny-all")
+
+
+def test_polkit_does_not_block_others(daemon, polkit_rules):
+    """While polkit thinks about one caller (a rule that takes 3 s), the daemon keeps
+    answering everyone else: read-only calls and root's calls come back at once, and
+    the waiting call succeeds afterwards."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    marker = sb.instance / "polkit-thinking"
+    os.chmod(sb.instance, 0o777)   # polkitd runs as user polkitd
+    polkit_rules("50-slow", f"""
+polkit.addRule(function(action, subject) {{
+        if (action.id == "org.example.NSManager.manage-own" && subject.user == "alice") {{
+                polkit.spawn(["/bin/sh", "-c", "touch {marker}; sleep 3"]);
+                return polkit.Result.YES;
+        }}
+}});
+""")
+    slow = subprocess.Popen(setpriv_argv("alice") + _client_argv("EnslaveSubtree", "ss", ["alice", "/mnt"]),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=sb.user_env("alice"))
+    try:
+        deadline = time.monotonic() + timeout(20)
+        while not marker.exists():
+            assert slow.poll() is None, f"alice's call ended before polkit ran the rule: {slow.communicate()}"
+            assert time.monotonic() < deadline, "polkit never ran the slow rule"
+            time.sleep(0.01)
+
+        started = time.monotonic()
+        assert [str(x[0]) for x in sb.manager().ListNamespaces()] == ["alice"]
+        assert assert_ok(call_as(sb, "bob", "GetMounts", "s", "alice"), "bob: GetMounts while polkit thinks")
+        assert_ok(call_as(sb, "root", "CreateNamespace", "s", "bob"), "root: CreateNamespace while polkit thinks")
+        elapsed = time.monotonic() - started
+        assert slow.poll() is None, "alice's call was answered before polkit had"
+        assert elapsed < timeout(2.5), f"others waited {elapsed:.1f}s behind alice's polkit check"
+
+        out, err = slow.communicate(timeout=timeout(30))
+        result = json.loads(out)
+        assert_ok(result, "alice: EnslaveSubtree(alice) after the slow rule")
+        assert "slave" in view_propagation(sb, "alice", "/mnt")
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+            slow.wait()
+
+
+def test_polkit_unavailable(daemon, sandbox):
+    """Without polkitd on the bus (and none to activate), unprivileged callers get
+    AccessDenied saying so; root still works."""
+    sb = daemon
+    empty = sb.instance / "no-services"
+    empty.mkdir()
+    services = "/usr/share/dbus-1/system-services"
+    sandbox.stop_polkit()
+    sys_mount(str(empty), services, None, MS_BIND)
+    try:
+        sb.bus().call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "ReloadConfig", "", ())
+        r = call_as(sb, "alice", "CreateNamespace", "s", "bob")
+        assert r.get("error") == E_ACCESS_DENIED, r
+        assert "polkit is unavailable" in r["message"], r
+        assert not sb.manager().ListNamespaces()
+
+        # Read-only calls and root do not need polkit.
+        assert_ok(call_as(sb, "alice", "ListNamespaces"), "alice: ListNamespaces without polkit")
+        assert_ok(call_as(sb, "root", "CreateNamespace", "s", "bob"), "root: CreateNamespace without polkit")
+    finally:
+        sys_umount(services)
+        sb.bus().call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "ReloadConfig", "", ())
+        sandbox.start_polkit()
