@@ -14,6 +14,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -218,3 +219,100 @@ def test_policy_file(destdir):
         defaults = a.find("defaults")
         assert (defaults.findtext("allow_any"), defaults.findtext("allow_inactive"),
                 defaults.findtext("allow_active")) == (any_, inactive, active), action_id
+
+
+def unit_capabilities():
+    """CapabilityBoundingSet= of units/nsmanagerd.service.in, as setpriv names them."""
+    for line in (REPO / "units/nsmanagerd.service.in").read_text().splitlines():
+        if line.startswith("CapabilityBoundingSet="):
+            return [c.lower().removeprefix("cap_") for c in line.split("=", 1)[1].split()]
+    raise AssertionError("units/nsmanagerd.service.in sets no CapabilityBoundingSet=")
+
+
+def _sleeps_of(uid):
+    """pids of live `sleep` processes of uid."""
+    pids = []
+    for d in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = dict(l.split(":\t", 1) for l in Path(f"/proc/{d}/status").read_text().splitlines() if ":\t" in l)
+        except OSError:
+            continue
+        if fields.get("Name") == "sleep" and fields["Uid"].split()[0] == str(uid) and fields["State"][0] != "Z":
+            pids.append(int(d))
+    return pids
+
+
+def hangup_when_client_dies(sb):
+    """The daemon signals an attached program of another uid (CAP_KILL) when its nsctl
+    is killed."""
+    import sandbox as sandbox_module
+    from sandbox import timeout
+    argv = ["setpriv", "--reuid=2001", "--regid=2001", "--init-groups", "--",
+            str(sandbox_module.nsctl_binary()), "attach", "alice", "--", "sleep", "300"]
+    client = subprocess.Popen(argv, env=sb.user_env("alice"), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout(10)
+        while not _sleeps_of(2001):
+            assert time.monotonic() < deadline, "the attached sleep never started"
+            time.sleep(0.02)
+        client.kill()
+        client.wait()
+        while _sleeps_of(2001):
+            assert time.monotonic() < deadline, "the attached program outlived its client: no CAP_KILL?"
+            time.sleep(0.02)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+
+
+def test_unit_capabilities_suffice(instance, nsctl, monkeypatch):
+    """The daemon does its whole job with no capability beyond the unit's bounding set:
+    it runs here under setpriv with that bounding set (as systemd would start it) and
+    builds views, changes propagation, binds into a user's home, hands out namespaces,
+    starts an attached program as the user, and removes everything."""
+    import sandbox as sandbox_module
+    sb = instance
+    real = sandbox_module.daemon_binary()
+    wrapper = sb.instance / "nsmanagerd-capped"
+    bounding = ",".join(["-all"] + [f"+{c}" for c in unit_capabilities()])
+    wrapper.write_text(f'#!/bin/sh\nexec setpriv --bounding-set={bounding} -- {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sandbox_module, "daemon_binary", lambda: wrapper)
+    sb.start_daemon()
+
+    status = Path(f"/proc/{sb.daemon.pid}/status").read_text()
+    cap_bnd = int(re.search(r"^CapBnd:\s*([0-9a-f]+)", status, re.M).group(1), 16)
+    assert bin(cap_bnd).count("1") == len(unit_capabilities()), f"bounding set not applied: {cap_bnd:#x}"
+
+    m = sb.manager()
+    home = Path("/home/alice")
+    mode = home.stat().st_mode
+    home.chmod(0o700)   # as many homes are: root needs CAP_DAC_OVERRIDE to get in
+    try:
+        m.CreateNamespace("alice")
+        m.CreateNamespace("bob")
+        m.EnslaveSubtree("alice", "/mnt")
+        m.ShareSubtree("alice", "/mnt")
+        m.SetPropagation("bob", "/mnt", "private", 0)
+        m.BindMount("alice", "/etc", "/home/alice/etc-copy", 0x1 | 0x2)
+        p = sb.in_view("alice", ["cat", "/home/alice/etc-copy/hostname"])
+        assert p.returncode == 0 and p.stdout == Path("/etc/hostname").read_text(), p.stderr
+        assert any(str(x[4]) == "/home/alice/etc-copy" for x in m.GetMounts("alice"))
+        m.Unmount("alice", "/home/alice/etc-copy", 0x1)
+        m.SetLinger("bob", True)
+
+        p = nsctl("attach", "alice", "--", "id", "-u", as_user="alice")
+        assert p.returncode == 0 and p.stdout.strip() == "2001", p.stderr
+        p = nsctl("attach", "bob", "--", "readlink", "/proc/self/ns/mnt")
+        assert p.returncode == 0, p.stderr
+        hangup_when_client_dies(sb)
+
+        m.RemoveNamespace("bob")
+        m.RemoveNamespace("alice")
+    finally:
+        home.chmod(stat.S_IMODE(mode))
+        (home / "etc-copy").exists() and (home / "etc-copy").rmdir()
+    log = sb.daemon_log_text()
+    assert "Operation not permitted" not in log and "Permission denied" not in log, log

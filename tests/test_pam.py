@@ -41,7 +41,8 @@ SERVICES = {
 
 
 def pam_threaded_binary() -> Path:
-    return sb_module.build_dir() / "src/pam/pam-threaded"
+    """From the same build as the module (not a sanitizer build: see sandbox.pam_build_dir)."""
+    return sb_module.pam_build_dir() / "src/pam/pam-threaded"
 
 
 def wait_until(predicate, what: str, seconds: float = 10, interval: float = 0.02):
@@ -482,6 +483,23 @@ def test_excluded_user_untouched(daemon, pam):
     p = runuser("dave", "readlink /proc/self/ns/mnt")
     assert p.returncode == 0, p.stderr
     assert parse_ns(p.stdout) == host_ns()
+    assert list(daemon.manager().ListNamespaces()) == []
+
+
+@pytest.mark.daemon_config(ExcludeUsers="dave")
+def test_daemon_range_wins_over_module_conf(daemon, pam):
+    """The module's conf= says dave is a user like any other, the daemon excludes him: the
+    daemon's UserExcluded makes the module step aside (PAM_IGNORE), even with required."""
+    other = sb_module.BASE / "test-pam" / "other.conf"
+    other.write_text("[Manager]\nMinUID=1000\n")
+    try:
+        pam.install("nsm-pamtester-required", text=pam.text_of("nsm-pamtester-required").replace(
+            f"conf={daemon.config_file}", f"conf={other}"))
+        p = subprocess.run(["pamtester", "nsm-pamtester-required", "dave", "open_session", "close_session"],
+                           capture_output=True, text=True, timeout=timeout(60))
+        assert p.returncode == 0, p.stdout + p.stderr
+    finally:
+        other.unlink(missing_ok=True)
     assert list(daemon.manager().ListNamespaces()) == []
 
 

@@ -228,15 +228,16 @@ static int on_check_authorization_reply(sd_bus_message *reply, void *userdata, s
         r = sd_bus_message_rewind(q->request, /* complete= */ true);
         if (r >= 0)
                 r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(q->request), q->request);
-        if (r >= 0)
-                r = polkit_query_arm_release(q);
         if (r < 0) {
                 /* The handler will not run again, so answer here rather than leave the caller hanging. */
                 (void) sd_bus_reply_method_errorf(q->request, SD_BUS_ERROR_ACCESS_DENIED,
                                                   "Cannot finish the authorization check: %s", strerror(-r));
                 polkit_query_free(q);
+                return 0;
         }
 
+        /* Should this fail, the query merely stays until the registry is freed. */
+        (void) polkit_query_arm_release(q);
         return 0;
 }
 
