@@ -101,7 +101,10 @@ def daemon_binary() -> Path:
 
 
 def nsctl_binary() -> Path:
-    return build_dir() / "src/nsctl/nsctl"
+    """The sandbox's copy of nsctl once the sandbox is set up (see Sandbox.setup), else the
+    build's."""
+    copy = BASE / "bin" / "nsctl"
+    return copy if copy.exists() else build_dir() / "src/nsctl/nsctl"
 
 
 def pam_build_dir() -> Path:
@@ -568,8 +571,15 @@ class Sandbox:
                 os.mkdir(f"/run/{d}")
                 os.chmod(f"/run/{d}", mode)
             self.base.mkdir(mode=0o755)
-            for d in ("logs", "runs", "overlays"):
+            for d in ("logs", "runs", "overlays", "bin"):
                 (self.base / d).mkdir()
+            # The checkout may sit where other users cannot enter (a CI clone in a 0700
+            # temporary directory): tests that run nsctl as alice run this copy.
+            built = build_dir() / "src/nsctl/nsctl"
+            if built.exists():
+                shutil.copy2(built, self.base / "bin" / "nsctl")
+                os.chmod(self.base / "bin", 0o755)
+                os.chmod(self.base / "bin" / "nsctl", 0o755)
             self._setup_users()
             self._tmpfs("/mnt", mode="755")
             self._setup_dbus_policy()

@@ -82,21 +82,39 @@ CAPABILITIES = [
     "cap_perfmon", "cap_bpf", "cap_checkpoint_restore",
 ]
 
-# The holder: keeps the scratch mount namespace alive; told the container's pids, it
-# SIGKILLs them when its stdin closes (pytest gone) unless told "clear" first.
+# The holder: keeps the scratch mount namespace alive. Told the container's pids and
+# cgroups, it SIGKILLs the pids and removes the cgroups when its stdin closes (pytest
+# gone), unless told "clear" first.
 HOLDER = r"""
-import os, signal, sys
-pids = []
+import os, signal, sys, time
+pids, cgroups = [], []
 for line in sys.stdin:
-    if line.strip() == "clear":
-        pids = []
-    else:
-        pids += [int(p) for p in line.split()]
+    word, _, arg = line.strip().partition(" ")
+    if word == "clear":
+        pids, cgroups = [], []
+    elif word == "pid":
+        pids.append(int(arg))
+    elif word == "cgroup":
+        cgroups.append(arg)
 for p in pids:
     try:
         os.kill(p, signal.SIGKILL)
     except OSError:
         pass
+deadline = time.monotonic() + 10
+for cg in cgroups:
+    dirs = sorted((d for d, _, _ in os.walk(cg)), key=lambda d: -d.count("/"))
+    for d in dirs:
+        while True:
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
 """
 
 
@@ -170,6 +188,7 @@ class Machine:
         self.leader: int | None = None
         self.nspawn_status: int | None = None
         self.timings: dict[str, float] = {}
+        self.cgroups: list[Path] = []
         self._image_lock = None
         self._console = None
 
@@ -250,17 +269,67 @@ class Machine:
 
     # --- the container ---------------------------------------------------------------
 
+    def make_cgroups(self) -> list[str]:
+        """A cgroup of its own for this container, below ours, in the hierarchies
+        systemd uses (the name=systemd v1 one, the unified one). With --keep-unit nspawn
+        splits the cgroup it was started in into payload/ and supervisor/; two containers
+        started from one cgroup (here: the root, the machine's PID 1 is not systemd)
+        would share them and kill each other's services."""
+        own = {}
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            num, controllers, path = line.split(":", 2)
+            own["unified" if num == "0" else controllers] = path
+        procs, done = [], set()
+        name = f"nsmanager-nspawn-{os.getpid()}-{time.monotonic_ns()}"
+        for mnt in sandbox_module.host_mountinfo():
+            if mnt.fstype == "cgroup2":
+                key = "unified"
+            elif mnt.fstype == "cgroup" and "name=systemd" in mnt.superoptions.split(","):
+                key = "name=systemd"
+            else:
+                continue
+            if key not in own or key in done:
+                continue
+            base = Path(mnt.target) / own[key].lstrip("/")
+            if not base.is_dir():
+                continue
+            cg = base / name
+            cg.mkdir()
+            self.tell_holder(f"cgroup {cg}")
+            done.add(key)
+            self.cgroups.append(cg)
+            procs.append(str(cg / "cgroup.procs"))
+        return procs
+
+    def remove_cgroups(self) -> list[str]:
+        problems = []
+        for cg in self.cgroups:
+            if not cg.exists():
+                continue
+            for dirpath, _, _ in sorted(os.walk(cg), key=lambda w: -w[0].count("/")):
+                try:
+                    os.rmdir(dirpath)
+                except OSError as e:
+                    left = Path(dirpath, "cgroup.procs").read_text().split() if Path(dirpath, "cgroup.procs").exists() else []
+                    problems.append(f"cgroup {dirpath} not removed: {e.strerror} (processes {left})")
+        self.cgroups = []
+        return problems
+
     def boot(self) -> None:
         self._console = open(self.console_log, "w")
         argv = ["nsenter", f"--target={self.holder.pid}", "--mount", "--",
                 "systemd-nspawn", "-D", ROOT, "-b", "--register=no", "--keep-unit", "--private-network",
                 "-M", MACHINE_NAME, "--console=read-only"]
         self._console.write("# " + _fmt(argv) + "\n")
+        procs = self.make_cgroups()
+        # Into the container's own cgroups first, then exec nspawn.
+        argv = ["sh", "-c", 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"',
+                "sh"] + procs + ["--"] + argv
         self._console.flush()
         start = time.monotonic()
         self.nspawn = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._console,
                                        stderr=subprocess.STDOUT, start_new_session=True)
-        self.tell_holder(str(self.nspawn.pid))
+        self.tell_holder(f"pid {self.nspawn.pid}")
 
         def leader():
             if self.nspawn.poll() is not None:
@@ -272,7 +341,7 @@ class Machine:
                     return c
             return None
         self.leader = poll(leader, 30, "the container's PID 1", diag=self.diag)
-        self.tell_holder(str(self.leader))
+        self.tell_holder(f"pid {self.leader}")
 
         def booted():
             if self.nspawn.poll() is not None:
@@ -382,10 +451,11 @@ class Machine:
         self.nspawn_status = self.nspawn.returncode
         return self.nspawn_status
 
-    def release(self) -> None:
-        """End the holder: its mount namespace, the overlay and the tmpfs go with it."""
+    def release(self) -> list[str]:
+        """End the holder: its mount namespace, the overlay and the tmpfs go with it; and
+        remove the container's cgroups. Returns what could not be cleaned up."""
         if self.holder is not None and self.holder.poll() is None:
-            if self.nspawn is not None and self.nspawn.poll() is not None:
+            if self.nspawn is None or self.nspawn.poll() is not None:
                 self.tell_holder("clear")   # the pids are gone: do not kill a reused one
             self.holder.stdin.close()
             try:
@@ -399,6 +469,7 @@ class Machine:
         if self._image_lock is not None:
             self._image_lock.close()
             self._image_lock = None
+        return self.remove_cgroups() if self.nspawn is None or self.nspawn.poll() is not None else []
 
 
 def build_image() -> tuple[Path, float]:
@@ -449,8 +520,9 @@ def machine(tmp_path_factory):
         yield m
     finally:
         m.poweroff()
-        m.release()
+        leftovers = m.release()
         print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in m.timings.items()))
+        assert not leftovers, "\n".join(leftovers)
         now = _mount_table()
         assert now == baseline, ("the pytest process's mount table changed: "
                                  f"added {[x for x in now if x not in baseline]}, "
@@ -624,7 +696,8 @@ def test_poweroff_leaves_nothing(machine):
     cached image is untouched (tested last: the module's fixture then only checks)."""
     status = machine.poweroff()
     assert status == 0, f"systemd-nspawn exited with {status}\n{machine.console_text(40)}"
-    machine.release()
+    leftovers = machine.release()
+    assert not leftovers, "\n".join(leftovers)
     passwd = (machine.image / "etc" / "passwd").read_text()
     assert f"\n{ALICE.name}:" not in passwd, "alice was added to the cached image"
     assert not (machine.image / machine.installed_path("nsmanagerd").lstrip("/")).exists(), \

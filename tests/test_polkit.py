@@ -91,6 +91,22 @@ def setpriv_argv(user):
     return ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--init-groups", "--"]
 
 
+def wait_for_no_process_mentioning(text, wait=20):
+    deadline = time.monotonic() + timeout(wait)
+    while True:
+        found = []
+        for d in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if text.encode() in open(f"/proc/{d}/cmdline", "rb").read():
+                    found.append(d)
+            except OSError:
+                pass
+        if not found:
+            return
+        assert time.monotonic() < deadline, f"processes {found} still run '{text}'"
+        time.sleep(0.05)
+
+
 def assert_refused(result, what):
     assert "error" in result, f"{what} was allowed: {result}"
     assert result["error"] in REFUSED, f"{what}: expected AccessDenied or InteractiveAuthorizationRequired, got {result}"
@@ -384,3 +400,49 @@ def test_polkit_unavailable(daemon, sandbox):
         sb.bus().call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                "ReloadConfig", "", ())
         sandbox.start_polkit()
+
+
+def test_shutdown_with_query_in_flight(daemon, polkit_rules):
+    """SIGTERM while polkit is still thinking about a call: the daemon drops the pending
+    query (polkit_registry_free) and exits cleanly; the caller gets an error, not a hang.
+    Under an ASan build (tools/test) this also checks the registry for leaks and
+    use-after-free, after a mix of answered, refused and multi-step checks."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    sb.manager().CreateNamespace("bob")
+    marker = sb.instance / "polkit-thinking"
+    os.chmod(sb.instance, 0o777)
+    polkit_rules("50-slow", f"""
+polkit.addRule(function(action, subject) {{
+        if (action.id == "org.example.NSManager.manage-own" && subject.user == "alice") {{
+                polkit.spawn(["/bin/sh", "-c", "touch {marker}; sleep 3"]);
+                return polkit.Result.YES;
+        }}
+}});
+""")
+    assert_refused(call_as(sb, "bob", "EnslaveSubtree", "ss", "alice", "/mnt"), "bob: EnslaveSubtree(alice)")
+    assert_refused(call_as(sb, "bob", "CreateNamespace", "s", "carol"), "bob: CreateNamespace(carol)")
+
+    slow = subprocess.Popen(setpriv_argv("alice") + _client_argv("EnslaveSubtree", "ss", ["alice", "/mnt"]),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=sb.user_env("alice"))
+    try:
+        deadline = time.monotonic() + timeout(20)
+        while not marker.exists():
+            assert slow.poll() is None, f"alice's call ended before polkit ran the rule: {slow.communicate()}"
+            assert time.monotonic() < deadline, "polkit never ran the slow rule"
+            time.sleep(0.01)
+        for user in ("bob", "alice"):
+            sb.manager().RemoveNamespace(user)
+        status = sb.stop_daemon()
+        out, _ = slow.communicate(timeout=timeout(30))
+    finally:
+        if slow.poll() is None:
+            slow.kill()
+            slow.wait()
+    # Let polkitd finish the rule, so that the rule's removal does not orphan its sleep.
+    wait_for_no_process_mentioning(str(marker))
+    assert status == 0, f"nsmanagerd exited with {status}:\n{sb.daemon_log_text()}"
+    assert "Sanitizer" not in sb.daemon_log_text(), sb.daemon_log_text()
+    result = json.loads(out)
+    assert "error" in result, f"alice's call succeeded after the daemon stopped: {result}"

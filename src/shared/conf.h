@@ -18,7 +18,10 @@ typedef enum ViewPropagation {
 const char *view_propagation_to_string(ViewPropagation p) _pure_;
 ViewPropagation view_propagation_from_string(const char *s) _pure_;
 
-#define NSM_CONFIG_FILE "/etc/nsmanager/nsmanagerd.conf"
+#include "config.h"
+
+/* /etc/nsmanager/nsmanagerd.conf with the default prefix=/usr */
+#define NSM_CONFIG_FILE SYSCONFDIR "/nsmanager/nsmanagerd.conf"
 
 typedef struct ManagerConfig {
         char *subtree_root;            /* SubtreeRoot= (/subtree) */
