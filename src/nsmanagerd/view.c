@@ -46,8 +46,12 @@ static int set_cpu(int cpu) {
 /* Linux 6.18 hands out namespace ids in per-CPU batches, while the nsfs bind-mount loop check
  * compares ids ("the pinned namespace must be newer than the pinning one"). A namespace
  * created on another CPU than the registry can therefore look older and the pin fails with
- * EINVAL. Ids from one CPU's batches only grow, so creating the namespace again on the CPU
- * that worked before (or on each CPU in turn) always ends the loop. */
+ * EINVAL. Ids from one CPU's batches only grow, and an exhausted batch is replaced by one
+ * above every id handed out so far, so creating the namespace again — on the CPU that worked
+ * before, then on each allowed CPU in turn, for a few rounds (each attempt uses up ids) —
+ * ends the loop even for a daemon confined to one CPU. */
+#define PIN_RETRY_ROUNDS 16
+
 static int pin_retry(int *cpu, int (*attempt)(int cpu, void *userdata, int *ret_stage), void *userdata, int *ret_stage) {
         cpu_set_t allowed;
         int r, first = *cpu;
@@ -57,17 +61,19 @@ static int pin_retry(int *cpu, int (*attempt)(int cpu, void *userdata, int *ret_
                 return r;
         if (sched_getaffinity(0, sizeof allowed, &allowed) < 0)
                 return r;
-        for (int c = 0; c < CPU_SETSIZE; c++) {
-                if (!CPU_ISSET(c, &allowed) || c == first)
-                        continue;
-                log_debug("Pinning a namespace created on CPU %d failed with EINVAL, trying CPU %d.", first, c);
-                r = attempt(c, userdata, ret_stage);
-                if (r != -EINVAL || *ret_stage != VIEW_STAGE_PIN) {
-                        if (r >= 0)
-                                *cpu = c;
-                        return r;
+        for (int round = 0; round < PIN_RETRY_ROUNDS; round++)
+                for (int c = 0; c < CPU_SETSIZE; c++) {
+                        if (!CPU_ISSET(c, &allowed))
+                                continue;
+                        log_debug("Pinning a namespace failed with EINVAL (ids from another CPU's batch), "
+                                  "trying again on CPU %d.", c);
+                        r = attempt(c, userdata, ret_stage);
+                        if (r != -EINVAL || *ret_stage != VIEW_STAGE_PIN) {
+                                if (r >= 0)
+                                        *cpu = c;
+                                return r;
+                        }
                 }
-        }
         return r;
 }
 
