@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of the pure parts of src/shared and the daemon's string tables. TAP output. */
 #include <stdarg.h>
+#include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "conf.h"
@@ -198,6 +200,36 @@ static void test_hashmap(void) {
         hashmap_free(h);
 }
 
+/* statmount(2) and /proc/self/mountinfo must tell the same story (the fallback is the
+ * reference: it is what findmnt reads). */
+static void test_mount_info(void) {
+        static const char *paths[] = { "/", "/proc", "/sys", "/dev" };
+        MountEntry *e = NULL;
+        size_t n = 0;
+
+        if (mount_table_read_self(&e, &n) < 0) {
+                check(false, "read /proc/self/mountinfo");
+                return;
+        }
+        for (size_t k = 0; k < ELEMENTSOF(paths); k++) {
+                MountInfo mi, parent;
+                uint64_t id;
+                if (fd_get_mount_id(AT_FDCWD, paths[k], &id) < 0)
+                        continue;
+                bool found = false, same = false;
+                int r = mount_info_get(AT_FDCWD, paths[k], &mi, &parent);
+                for (size_t i = 0; i < n; i++)
+                        if (e[i].id == id) {
+                                found = true;
+                                same = r == 0 && mi.id == e[i].id && mi.parent_id == e[i].parent_id &&
+                                       mi.peer_group == e[i].peer_group && mi.master_group == e[i].master_group &&
+                                       !!(mi.propagation & MS_SHARED) == !!e[i].peer_group;
+                        }
+                check(found && same, "mount_info_get('%s') agrees with mountinfo", paths[k]);
+        }
+        mount_entries_free(e, n);
+}
+
 int main(void) {
         test_paths();
         test_user_names();
@@ -205,6 +237,7 @@ int main(void) {
         test_parsers();
         test_config_files();
         test_hashmap();
+        test_mount_info();
         printf("1..%d\n", n_tests);
         return n_failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -174,34 +174,16 @@ int ns_set_propagation(int ns_fd, const char *path, PropagationMode mode, bool r
 
 /* ---- ShareSubtree ---- */
 
-/* Peer group and master of the mount fd refers to, and the peer group of its parent, from the
- * mount table of the namespace we are in. */
+/* Peer group and master of the mount fd refers to, and the peer group of its parent. */
 static int fd_get_groups(int fd, uint64_t *ret_peer, uint64_t *ret_master, uint64_t *ret_parent_peer) {
-        MountEntry *e = NULL;
-        size_t n = 0;
-        uint64_t id, parent = 0;
-        int r;
-
-        r = fd_get_mount_id(fd, "", &id);
+        MountInfo mi, parent;
+        int r = mount_info_get(fd, "", &mi, &parent);
         if (r < 0)
                 return r;
-        r = mount_table_read_self(&e, &n);
-        if (r < 0)
-                return r;
-        r = -ENOENT;
-        for (size_t i = 0; i < n; i++)
-                if (e[i].id == id) {
-                        *ret_peer = e[i].peer_group;
-                        *ret_master = e[i].master_group;
-                        parent = e[i].parent_id;
-                        r = 0;
-                }
-        *ret_parent_peer = 0;
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                if (e[i].id == parent && e[i].id != id)
-                        *ret_parent_peer = e[i].peer_group;
-        mount_entries_free(e, n);
-        return r;
+        *ret_peer = mi.peer_group;
+        *ret_master = mi.master_group;
+        *ret_parent_peer = parent.id != mi.id ? parent.peer_group : 0;
+        return 0;
 }
 
 static int host_share_child(int sock, void *userdata) {

@@ -553,25 +553,11 @@ static int open_target(PolicyContext *c, const char *path, TargetKind kind, int 
 
 /* -EXDEV if a mount attached on dest_fd would propagate: the mount dest_fd is on is shared. */
 static int check_attach_point(int dest_fd) {
-        MountEntry *e = NULL;
-        size_t n = 0;
-        uint64_t id;
-        int r;
-
-        r = fd_get_mount_id(dest_fd, "", &id);
+        MountInfo mi;
+        int r = mount_info_get(dest_fd, "", &mi, NULL);
         if (r < 0)
                 return r;
-        r = mount_table_read_self(&e, &n);
-        if (r < 0)
-                return r;
-        r = -ENOENT;
-        for (size_t i = 0; i < n; i++)
-                if (e[i].id == id) {
-                        r = e[i].peer_group != 0 ? -EXDEV : 0;
-                        break;
-                }
-        mount_entries_free(e, n);
-        return r;
+        return mi.peer_group != 0 ? -EXDEV : 0;
 }
 
 /* Attaches the detached tree *tree_fd on dest_fd and keeps it (for "ro" at the end, or undo). */

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "mount-util.h"
 
@@ -187,13 +188,110 @@ int mount_ensure_mount_point(const char *path) {
         return 1;
 }
 
-int mount_get_propagation(const char *path, unsigned long *ret_flags) {
+/* Debian 12's headers predate statmount(2) (Linux 6.8): the parts we use, defined here. */
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
+#define NSM_STATMOUNT_MNT_BASIC 0x00000002U
+#define NSM_SYS_statmount 457
+
+struct nsm_mnt_id_req {
+        uint32_t size;
+        uint32_t spare;
+        uint64_t mnt_id;
+        uint64_t param;
+};
+
+struct nsm_statmount {
+        uint32_t size;
+        uint32_t mnt_opts;
+        uint64_t mask;
+        uint32_t sb_dev_major;
+        uint32_t sb_dev_minor;
+        uint64_t sb_magic;
+        uint32_t sb_flags;
+        uint32_t fs_type;
+        uint64_t mnt_id;
+        uint64_t mnt_parent_id;
+        uint32_t mnt_id_old;
+        uint32_t mnt_parent_id_old;
+        uint64_t mnt_attr;
+        uint64_t mnt_propagation;
+        uint64_t mnt_peer_group;
+        uint64_t mnt_master;
+        uint64_t propagate_from;
+        uint64_t spare[64];      /* room for what newer kernels add */
+};
+
+static int statmount_basic(uint64_t unique_id, struct nsm_statmount *sm) {
+        struct nsm_mnt_id_req req = { .size = sizeof req, .mnt_id = unique_id, .param = NSM_STATMOUNT_MNT_BASIC };
+        if (syscall(NSM_SYS_statmount, &req, sm, sizeof *sm, 0) < 0)
+                return -errno;
+        if (!(sm->mask & NSM_STATMOUNT_MNT_BASIC))
+                return -EOPNOTSUPP;
+        return 0;
+}
+
+static void mount_info_from_statmount(const struct nsm_statmount *sm, MountInfo *ret) {
+        *ret = (MountInfo) {
+                .id = sm->mnt_id_old,
+                .parent_id = sm->mnt_parent_id_old,
+                .peer_group = sm->mnt_peer_group,
+                .master_group = sm->mnt_master,
+                .propagation = sm->mnt_propagation & (MS_SHARED | MS_SLAVE | MS_UNBINDABLE),
+        };
+}
+
+static int mount_info_by_statmount(int dirfd, const char *path, MountInfo *ret, MountInfo *ret_parent) {
+        struct statx sx = {};
+        struct nsm_statmount sm;
+        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);
+        int r;
+
+        if (statx(dirfd, path ?: "", flags, STATX_MNT_ID_UNIQUE, &sx) < 0)
+                return -errno;
+        if (!(sx.stx_mask & STATX_MNT_ID_UNIQUE))
+                return -EOPNOTSUPP;
+        r = statmount_basic(sx.stx_mnt_id, &sm);
+        if (r < 0)
+                return r;
+        mount_info_from_statmount(&sm, ret);
+        if (ret_parent) {
+                if (sm.mnt_parent_id == sm.mnt_id)
+                        *ret_parent = *ret;     /* a namespace's root is its own parent */
+                else {
+                        uint64_t parent = sm.mnt_parent_id;
+                        r = statmount_basic(parent, &sm);
+                        if (r < 0)
+                                return r;
+                        mount_info_from_statmount(&sm, ret_parent);
+                }
+        }
+        return 0;
+}
+
+static void mount_info_from_entry(const MountEntry *e, MountInfo *ret) {
+        *ret = (MountInfo) {
+                .id = e->id,
+                .parent_id = e->parent_id,
+                .peer_group = e->peer_group,
+                .master_group = e->master_group,
+                .propagation = (e->peer_group ? MS_SHARED : 0) | (e->master_group ? MS_SLAVE : 0) |
+                               (strstr(e->propagation, "unbindable") ? MS_UNBINDABLE : 0),
+        };
+}
+
+int mount_info_get(int dirfd, const char *path, MountInfo *ret, MountInfo *ret_parent) {
         MountEntry *e = NULL;
         size_t n = 0;
         uint64_t id;
         int r;
 
-        r = fd_get_mount_id(AT_FDCWD, path, &id);
+        r = mount_info_by_statmount(dirfd, path, ret, ret_parent);
+        if (r >= 0)
+                return 0;
+
+        r = fd_get_mount_id(dirfd, path, &id);
         if (r < 0)
                 return r;
         r = mount_table_read_self(&e, &n);
@@ -202,12 +300,26 @@ int mount_get_propagation(const char *path, unsigned long *ret_flags) {
         r = -ENOENT;
         for (size_t i = 0; i < n; i++)
                 if (e[i].id == id) {
-                        *ret_flags = (e[i].peer_group ? MS_SHARED : 0) | (e[i].master_group ? MS_SLAVE : 0) |
-                                     (strstr(e[i].propagation, "unbindable") ? MS_UNBINDABLE : 0);
+                        mount_info_from_entry(&e[i], ret);
                         r = 0;
                 }
+        if (r >= 0 && ret_parent) {
+                *ret_parent = *ret;
+                for (size_t i = 0; i < n; i++)
+                        if (e[i].id == ret->parent_id)
+                                mount_info_from_entry(&e[i], ret_parent);
+        }
         mount_entries_free(e, n);
         return r;
+}
+
+int mount_get_propagation(const char *path, unsigned long *ret_flags) {
+        MountInfo mi;
+        int r = mount_info_get(AT_FDCWD, path, &mi, NULL);
+        if (r < 0)
+                return r;
+        *ret_flags = mi.propagation;
+        return 0;
 }
 
 int mount_join_peer_group(int from_fd, int to_fd) {

@@ -47,6 +47,20 @@ int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret);
 /* 1 if path is the root of a mount, 0 if not. Symlinks are not followed. */
 int path_is_mount_point(int dirfd, const char *path);
 
+/* What one mount is: ids as /proc/self/mountinfo numbers them, and its propagation. */
+typedef struct MountInfo {
+        uint64_t id;
+        uint64_t parent_id;
+        uint64_t peer_group;     /* 0 = none */
+        uint64_t master_group;   /* 0 = none */
+        unsigned long propagation; /* MS_SHARED, MS_SLAVE, MS_UNBINDABLE bits (none: private) */
+} MountInfo;
+
+/* The mount that dirfd+path (or dirfd itself, for "" or NULL) is on, and optionally its parent,
+ * in the current namespace. statmount(2) where the kernel has it (one syscall), else a scan of
+ * /proc/self/mountinfo (kernels before 6.8, seccomp filters that do not know statmount). */
+int mount_info_get(int dirfd, const char *path, MountInfo *ret, MountInfo *ret_parent);
+
 int mount_set_propagation(const char *path, PropagationMode mode, bool recursive);
 /* Binds path onto itself unless it is a mount point already. Returns 1 if it bound. */
 int mount_ensure_mount_point(const char *path);
