@@ -3,14 +3,16 @@
 
 The rest of the suite runs nsmanagerd by hand in the sandbox of conftest.py; this module
 checks what only a real service manager shows: D-Bus activation through the installed
-unit, the unit's hardening, logind sessions and user@.service entering the user's
-namespace through pam_nsmanager, and the namespace pins surviving
-`systemctl stop/start`.
+unit and its hardening (capability bounding set, seccomp, the machine's own mount
+namespace), logind sessions (su -l) and user@.service entering the user's namespace
+through pam_nsmanager, SharedSubtrees=/mnt reaching a login, the namespace and its
+sessions surviving `systemctl stop/start`, `systemctl reload` and a SIGKILL
+(Restart=on-failure), `nsctl attach` by the user against the real polkitd, and logout.
 
 How:
   1. tools/nspawn-image builds (once; cached in /var/cache/nsmanager-nspawn/bookworm,
-     $NSM_NSPAWN_IMAGE overrides) a debootstrapped minimal Debian 12. The only skip: the
-     Debian archive is unreachable and there is no image yet.
+     $NSM_NSPAWN_IMAGE overrides) a debootstrapped minimal Debian 12. The only skip:
+     it exits 3, the Debian archive is unreachable when the image has to be built.
   2. A holder process gets a mount namespace of its own (unshare -m, everything
      private, nested inside the pytest process's throwaway namespace of
      tests/sandbox.py). There a tmpfs on /run carries an overlayfs copy of the image
@@ -23,12 +25,16 @@ How:
      pam.d/systemd-user as /etc/pam.d/systemd-user. nsmanagerd.service is not enabled:
      it is D-Bus activated.
   4. `systemd-nspawn -D ROOT -b --register=no --keep-unit --private-network` boots it
-     (console to a log file, attached to failures with the container's journal).
-     Commands run inside with `nsenter --target <container PID 1> --all`.
+     in a cgroup of its own (console to a log file, attached to failures with the
+     container's journal). Commands run inside with
+     `nsenter --target <container PID 1> --all`.
   5. At the end SIGRTMIN+4 powers the container off; the holder exits, which drops the
-     overlay; the pytest process's mount table must be exactly what it was.
+     overlay; the cgroups are removed; the pytest process's mount table must be
+     exactly what it was.
 
-If pytest dies, the holder sees its stdin close and SIGKILLs the container.
+If pytest dies, the holder sees its stdin close, SIGKILLs the container and removes its
+cgroups. The tests share one booted container and run in file order (alice's login is
+made once, for the module); any subset can be selected with -k.
 """
 
 from __future__ import annotations
@@ -435,10 +441,13 @@ class Machine:
                 os.kill(self.leader, signal.SIGRTMIN + 4)
             except ProcessLookupError:
                 pass
-            try:
-                self.nspawn.wait(timeout(wait))
+            deadline = start + timeout(wait)
+            while self.nspawn.poll() is None and time.monotonic() < deadline:
+                self._reap_container_orphans()
+                time.sleep(0.05)
+            if self.nspawn.poll() is not None:
                 self.timings["poweroff"] = time.monotonic() - start
-            except subprocess.TimeoutExpired:
+            else:
                 print(f"the container did not power off within {timeout(wait):.0f} s: SIGKILL")
                 for pid in (self.leader, self.nspawn.pid):
                     try:
@@ -450,6 +459,24 @@ class Machine:
                 return None
         self.nspawn_status = self.nspawn.returncode
         return self.nspawn_status
+
+    @staticmethod
+    def _reap_container_orphans() -> None:
+        """Reap zombies of container processes that became our children. The process an
+        nsenter forked into the container's PID namespace is reparented to the pytest
+        process (a child subreaper, tests/sandbox.py) when that nsenter dies (killed on a
+        timeout); unreaped, it stays in the container's process table and systemd-shutdown
+        waits for it until its 90 s timeout."""
+        me = str(os.getpid())
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            if (_status_field(pid, "PPid") == me and (_status_field(pid, "State") or "").startswith("Z")
+                    and len((_status_field(pid, "NSpid") or "").split()) > 1):
+                try:
+                    os.waitpid(int(pid), os.WNOHANG)
+                except ChildProcessError:
+                    pass
 
     def release(self) -> list[str]:
         """End the holder: its mount namespace, the overlay and the tmpfs go with it; and
@@ -503,6 +530,11 @@ def machine(tmp_path_factory):
     if not sandbox_module.namespace_baseline() or sandbox_module._entered_namespace != sandbox_module.mntns_id():
         pytest.fail("the pytest process is not in the sandbox's throwaway mount namespace "
                     "(conftest.py enters it at import)", pytrace=False)
+    options = {o["name"]: o["value"] for o in json.loads(
+        (sandbox_module.build_dir() / "meson-info" / "intro-buildoptions.json").read_text())}
+    if options.get("b_sanitize", "none") != "none":
+        pytest.skip(f"{sandbox_module.build_dir()} is a sanitizer build (b_sanitize={options['b_sanitize']}): "
+                    "the image has no sanitizer runtime; this test runs against the plain build")
     baseline = _mount_table()
     image, image_time = build_image()
     m = Machine(image, tmp_path_factory.mktemp("nspawn"))
@@ -522,11 +554,12 @@ def machine(tmp_path_factory):
         m.poweroff()
         leftovers = m.release()
         print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in m.timings.items()))
-        assert not leftovers, "\n".join(leftovers)
-        now = _mount_table()
-        assert now == baseline, ("the pytest process's mount table changed: "
-                                 f"added {[x for x in now if x not in baseline]}, "
-                                 f"removed {[x for x in baseline if x not in now]}")
+    # (Not reached when the setup failed: its error is the one to see.)
+    assert not leftovers, "\n".join(leftovers)
+    now = _mount_table()
+    assert now == baseline, ("the pytest process's mount table changed: "
+                             f"added {[x for x in now if x not in baseline]}, "
+                             f"removed {[x for x in baseline if x not in now]}")
 
 
 @pytest.fixture(autouse=True)
@@ -590,33 +623,56 @@ def test_dbus_activation_and_hardening(machine):
     assert machine.mntns(pid) == machine.mntns(1), "nsmanagerd does not run in the machine's mount namespace"
 
 
+class Login:
+    """A login of alice that lasts the module: su -l alice running a shell that execs a
+    sleep, started through nsenter like the other commands."""
+
+    def __init__(self, machine: Machine):
+        self.machine = machine
+        self.proc = machine.popen(["su", "-l", ALICE.name, "-c", "echo $$; readlink /proc/self/ns/mnt; exec sleep 3600"])
+        out = b""
+        deadline = time.monotonic() + timeout(30)
+        while out.count(b"\n") < 2:
+            left = deadline - time.monotonic()
+            ready = select.select([self.proc.stdout], [], [], max(0, left))[0] if left > 0 else []
+            chunk = os.read(self.proc.stdout.fileno(), 4096) if ready else b""
+            if not chunk:
+                self.proc.kill()
+                self.proc.wait(10)
+                pytest.fail(f"su -l alice did not start (exit status {self.proc.returncode}): stdout {out!r}, "
+                            f"stderr {self.proc.stderr.read()!r}\n{machine.diag()}", pytrace=False)
+            out += chunk
+        lines = out.decode().split("\n")
+        self.pid = int(lines[0])      # the sleep, in the container's PID namespace
+        self.link = lines[1]          # "mnt:[N]"
+
+    def logout(self) -> int | None:
+        """End the sleep: su closes its PAM session (pam_nsmanager's CloseSession) and
+        exits, then nsenter. Returns su's exit status."""
+        if self.proc.poll() is None and self.machine.running():
+            self.machine.exec(["sh", "-c", f"kill -TERM {self.pid}"], check=False)
+        try:
+            self.proc.wait(timeout(20))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        for f in (self.proc.stdout, self.proc.stderr):
+            if not f.closed:
+                f.close()
+        return self.proc.returncode
+
+
 @pytest.fixture(scope="module")
 def alice_session(machine):
-    """A login of alice that lasts the module: su -l alice, holding a shell-less sleep.
-    Yields (pid of the sleep inside the container, its mount namespace link)."""
-    p = machine.popen(["su", "-l", ALICE.name, "-c", "echo $$; readlink /proc/self/ns/mnt; exec sleep 3600"])
-    out = b""
-    deadline = time.monotonic() + timeout(30)
-    while out.count(b"\n") < 2:
-        left = deadline - time.monotonic()
-        ready = select.select([p.stdout], [], [], max(0, left))[0] if left > 0 else []
-        chunk = os.read(p.stdout.fileno(), 4096) if ready else b""
-        if not chunk:
-            p.kill()
-            p.wait(10)
-            pytest.fail(f"su -l alice did not start (exit status {p.returncode}): stdout {out!r}, "
-                        f"stderr {p.stderr.read()!r}\n{machine.diag()}", pytrace=False)
-        out += chunk
-    lines = out.decode().split("\n")
-    yield int(lines[0]), lines[1]
-    p.kill()
-    p.wait(10)
+    login = Login(machine)
+    yield login
+    login.logout()
 
 
 def test_su_login_enters_namespace(machine, alice_session):
     """su -l alice (pam_systemd, then pam_nsmanager) lands in alice's namespace: the
     MountNamespaceId of her namespace object."""
-    pid, link = alice_session
+    link = alice_session.link
     ns_id = machine.ns_property("MountNamespaceId")
     assert _ns_id(link) == ns_id, f"alice's login is in {link}, her namespace object says mnt:[{ns_id}]"
     assert link != machine.mntns(1), "alice's login stayed in the machine's namespace"
@@ -643,8 +699,7 @@ def test_host_mount_under_mnt_reaches_view(machine, alice_session):
         seen = machine.su_alice(f"cat {probe}/hello; findmnt -n -o FSTYPE,SOURCE {probe}", check=False)
         assert seen.stdout.split() == ["from-the-host", "tmpfs", "nsm-probe"], \
             f"alice's view does not show the host's tmpfs on {probe}: {seen.stdout!r} {seen.stderr!r}"
-        pid, _ = alice_session
-        mountinfo = machine.exec(["cat", f"/proc/{pid}/mountinfo"]).stdout
+        mountinfo = machine.exec(["cat", f"/proc/{alice_session.pid}/mountinfo"]).stdout
         assert f" {probe} " in mountinfo, f"{probe} is not in the mount table of alice's session"
     finally:
         machine.exec(["umount", probe])
@@ -655,7 +710,7 @@ def test_host_mount_under_mnt_reaches_view(machine, alice_session):
 def test_restart_keeps_namespace(machine, alice_session):
     """systemctl stop, then start: the pinned namespace survives, with the same id and
     sessions, and a new login still lands in it."""
-    pid, link = alice_session
+    pid, link = alice_session.pid, alice_session.link
     ns_id = machine.ns_property("MountNamespaceId")
     sessions = sorted(machine.ns_property("Sessions"))
     machine.exec(["systemctl", "stop", UNIT], what=f"systemctl stop {UNIT}")
@@ -671,13 +726,58 @@ def test_restart_keeps_namespace(machine, alice_session):
     print(f"warnings of {UNIT} in the journal:\n{errors}")
 
 
+def test_reload(machine, alice_session):
+    """systemctl reload (ExecReload=busctl call … ReloadConfig) succeeds and keeps the
+    service and the namespace."""
+    ns_id = machine.ns_property("MountNamespaceId")
+    pid = machine.systemctl_value("MainPID")
+    machine.exec(["systemctl", "reload", UNIT], what=f"systemctl reload {UNIT}")
+    assert machine.is_active() == "active" and machine.systemctl_value("MainPID") == pid, machine.diag()
+    assert machine.ns_property("MountNamespaceId") == ns_id
+
+
+def test_crash_is_restarted(machine, alice_session):
+    """SIGKILL to the daemon: systemd restarts it (Restart=on-failure) and the new one
+    takes up the pinned namespace and its sessions."""
+    link = alice_session.link
+    ns_id = machine.ns_property("MountNamespaceId")
+    sessions = sorted(machine.ns_property("Sessions"))
+    old = int(machine.systemctl_value("MainPID"))
+    machine.exec(["sh", "-c", f"kill -KILL {old}"])   # (minbase has no procps: the shell's kill)
+
+    def restarted():
+        pid = machine.systemctl_value("MainPID")
+        return machine.is_active() == "active" and pid not in ("0", str(old)) and pid
+    poll(restarted, 30, f"systemd to restart {UNIT} after SIGKILL", diag=machine.diag)
+    assert int(machine.systemctl_value("NRestarts")) >= 1
+    assert machine.ns_property("MountNamespaceId") == ns_id, "the namespace changed across the crash"
+    assert sorted(machine.ns_property("Sessions")) == sessions, "the sessions were lost across the crash"
+    assert machine.su_alice("readlink /proc/self/ns/mnt").stdout.strip() == link
+
+
+def test_attach_as_user(machine, alice_session):
+    """nsctl attach by alice herself, unprivileged, from the machine's namespace: the real
+    polkitd allows attach-own, and the daemon's child runs in her namespace as her, with
+    the service's capability bounding set (units/nsmanagerd.service.in)."""
+    link = alice_session.link
+    p = machine.exec(["setpriv", f"--reuid={ALICE.uid}", f"--regid={ALICE.gid}", "--init-groups", "--",
+                      machine.installed_path("nsctl"), "attach", ALICE.name, "--",
+                      "sh", "-c", "id -u; readlink /proc/self/ns/mnt; sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status"],
+                     what="nsctl attach alice as alice")
+    uid, attached, bnd = p.stdout.split()
+    assert uid == str(ALICE.uid)
+    assert attached == link, f"the attached command is in {attached}, alice's namespace is {link}"
+    daemon_bnd = machine.proc_status(int(machine.systemctl_value("MainPID")))["CapBnd"]
+    assert bnd == daemon_bnd, f"attached command's CapBnd {bnd}, the daemon's {daemon_bnd}"
+
+
 def test_user_manager_in_namespace(machine, alice_session):
     """pam_systemd of alice's login started user@2001.service; with the project's
     systemd-user stack (pam.d/systemd-user) systemd --user runs in alice's namespace."""
     unit = f"user@{ALICE.uid}.service"
     poll(lambda: machine.is_active(unit) == "active", 30, f"{unit} to be active", diag=machine.diag)
     pid = int(machine.systemctl_value("MainPID", unit))
-    _, link = alice_session
+    link = alice_session.link
     assert machine.mntns(pid) == link, f"{unit} (pid {pid}) is in {machine.mntns(pid)}, alice's namespace is {link}"
     sessions = machine.ns_property("Sessions")
     assert any(s.startswith("pam-systemd-user-") for s in sessions), \
@@ -689,6 +789,21 @@ def test_user_manager_in_namespace(machine, alice_session):
     ours = rules((REPO / "pam.d" / "systemd-user").read_text())
     assert ours == debian + ["session optional pam_nsmanager.so"], \
         f"pam.d/systemd-user is no longer Debian 12's stack plus the line:\n{ours}\n{debian}"
+
+
+def test_logout_closes_session(machine, alice_session):
+    """alice logs out: su's close_session (pam_nsmanager's CloseSession) takes her logind
+    session off the namespace, which stays for the user manager's session."""
+    before = machine.ns_property("Sessions")
+    logind = [s for s in before if not s.startswith("pam-")]
+    assert logind, f"no logind session of su among {before}"
+    status = alice_session.logout()
+    assert status is not None
+    after = poll(lambda: (lambda now: now if not set(logind) & set(now) else None)(machine.ns_property("Sessions")),
+                 10, f"alice's su session to leave Sessions ({before})", diag=machine.diag)
+    assert any(s.startswith("pam-systemd-user-") for s in after), after
+    log = machine.journal("-u", UNIT, "--grep", "closed", lines=20)
+    assert any(f"Session '{s}' of 'alice' closed" in log for s in logind), log
 
 
 def test_poweroff_leaves_nothing(machine):
