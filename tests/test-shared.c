@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "conf.h"
+#include "fs-util.h"
 #include "hashmap.h"
 #include "mount-util.h"
 #include "namespace.h"
@@ -200,6 +201,48 @@ static void test_hashmap(void) {
         hashmap_free(h);
 }
 
+static void test_open_path_creating(void) {
+        const char *base = getenv("NSM_TEST_TMPDIR") ?: ".";
+        char dir[256], p[400];
+        CreatedPaths created = {};
+        int root, fd = -1, r;
+        struct stat st;
+
+        snprintf(dir, sizeof dir, "%s/nsm-test-walk.XXXXXX", base);
+        if (!mkdtemp(dir)) {
+                check(false, "mkdtemp");
+                return;
+        }
+        root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        snprintf(p, sizeof p, "%s/target", dir);
+        mkdir(p, 0755);
+        snprintf(p, sizeof p, "%s/home", dir);
+        mkdir(p, 0755);
+        snprintf(p, sizeof p, "%s/home/link", dir);
+        (void) symlink("../target", p);
+
+        r = open_path_creating(root, "/home/link/x", PATH_DIRECTORY, &created, &fd);
+        snprintf(p, sizeof p, "%s/target/x", dir);
+        check(r == -ELOOP && created.n == 0 && lstat(p, &st) < 0, "a symlink on the way is -ELOOP, nothing made behind it");
+        r = open_path_creating(root, "/home/missing/x", PATH_EXISTING, &created, &fd);
+        snprintf(p, sizeof p, "%s/home/missing", dir);
+        check(r == -ENOENT && created.n == 0 && lstat(p, &st) < 0, "PATH_EXISTING creates nothing");
+        r = open_path_creating(root, "/home/a/b/file", PATH_FILE, &created, &fd);
+        snprintf(p, sizeof p, "%s/home/a/b/file", dir);
+        check(r == 0 && created.n == 3 && lstat(p, &st) == 0 && S_ISREG(st.st_mode), "PATH_FILE creates dirs and the file");
+        if (fd >= 0)
+                close(fd);
+        created_paths_undo(&created);
+        snprintf(p, sizeof p, "%s/home/a", dir);
+        check(lstat(p, &st) < 0, "undo removes what was created");
+        created_paths_done(&created);
+        close(root);
+
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        (void) system(cmd);
+}
+
 /* statmount(2) and /proc/self/mountinfo must tell the same story (the fallback is the
  * reference: it is what findmnt reads). */
 static void test_mount_info(void) {
@@ -238,6 +281,7 @@ int main(void) {
         test_config_files();
         test_hashmap();
         test_mount_info();
+        test_open_path_creating();
         printf("1..%d\n", n_tests);
         return n_failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

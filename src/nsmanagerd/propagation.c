@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 
 #include "child.h"
+#include "fs-util.h"
 #include "mount-util.h"
 #include "path-util.h"
 #include "propagation.h"
@@ -407,59 +408,10 @@ void host_keep_unbindable(const char *path, char *const *reserved) {
 
 /* ---- BindMount ---- */
 
-/* Walks to 'path' one component at a time (no symlinks), creating missing directories when
- * asked; the last component is created like the source (directory or empty file). */
-static int open_or_make_destination(int sock, const char *path, bool make_dir, bool source_is_dir, int *ret_fd) {
-        _cleanup_close_ int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_free_ char *copy = strdup(path_skip_root(path));
-        char *component, *save = NULL;
-
-        if (dir < 0 || !copy)
-                return fail(sock, -ENOMEM, "Out of memory.");
-        component = strtok_r(copy, "/", &save);
-        while (component) {
-                char *next = strtok_r(NULL, "/", &save);
-                bool last = !next;
-                int fd = openat(dir, component, O_PATH | O_CLOEXEC | O_NOFOLLOW | (last ? 0 : O_DIRECTORY));
-                if (fd < 0 && errno == ENOENT && make_dir) {
-                        if (!last || source_is_dir) {
-                                if (mkdirat(dir, component, 0755) < 0 && errno != EEXIST)
-                                        return fail(sock, -errno, "Failed to create '%s' in '%s': %m.", component, path);
-                        } else {
-                                int f = openat(dir, component, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-                                if (f < 0)
-                                        return fail(sock, -errno, "Failed to create '%s' in '%s': %m.", component, path);
-                                close(f);
-                        }
-                        fd = openat(dir, component, O_PATH | O_CLOEXEC | O_NOFOLLOW | (last ? 0 : O_DIRECTORY));
-                }
-                if (fd < 0) {
-                        int r = errno == ENOTDIR ? -ELOOP : -errno;
-                        struct stat st;
-                        if (fstatat(dir, component, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
-                                r = -ELOOP;
-                        return fail(sock, r, "Destination '%s' %s%s.", path, path_error(r),
-                                    r == -ENOENT && !make_dir ? " (use the create-destination flag)" : "");
-                }
-                if (last) {
-                        struct stat st;
-                        if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
-                                close(fd);
-                                return fail(sock, -ELOOP, "Destination '%s' is a symbolic link.", path);
-                        }
-                        *ret_fd = fd;
-                        return 0;
-                }
-                close(dir);
-                dir = fd;
-                component = next;
-        }
-        return fail(sock, -EINVAL, "Destination '%s' is the root.", path);
-}
-
 static int bind_child(int sock, void *userdata) {
         PropagationOp *op = userdata;
-        _cleanup_close_ int src = -EBADF, tree = -EBADF, dest = -EBADF;
+        _cleanup_close_ int src = -EBADF, tree = -EBADF, dest = -EBADF, root = -EBADF;
+        _cleanup_(created_paths_done) CreatedPaths created = {};
         struct mount_attr attr = {};
         struct stat st;
         int r;
@@ -491,11 +443,26 @@ static int bind_child(int sock, void *userdata) {
         r = enter(sock, op->ns_fd);
         if (r < 0)
                 return r;
-        r = open_or_make_destination(sock, op->path, op->make_dir, S_ISDIR(st.st_mode), &dest);
-        if (r < 0)
-                return r;
-        if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-                return fail(sock, -errno, "Failed to mount '%s' on '%s': %m.", op->source, op->path);
+        /* Created one component at a time on O_PATH fds, never through a symlink: a link a user
+         * planted in their home cannot make us create or mount anything elsewhere. */
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return fail(sock, -errno, "Failed to open the view's root: %m.");
+        r = open_path_creating(root, op->path,
+                               !op->make_dir ? PATH_EXISTING : S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE,
+                               &created, &dest);
+        if (r < 0) {
+                created_paths_undo(&created);
+                return fail(sock, r, "Destination '%s' %s%s.", op->path, path_error(r),
+                            r == -ENOENT && !op->make_dir ? " (use the create-destination flag)" : "");
+        }
+        if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+                r = -errno;
+                /* Nothing half-applied: the directories we made land on the host's disk too. */
+                dest = safe_close(dest);
+                created_paths_undo(&created);
+                return fail(sock, r, "Failed to mount '%s' on '%s': %s.", op->source, op->path, strerror(-r));
+        }
         return ok(sock);
 }
 

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "mount-util.h"
+#include "fs-util.h"
 #include "path-util.h"
 #include "view-policy.h"
 
@@ -358,14 +359,6 @@ static int policy_plan_build(const ViewPolicy *p, const UserRecord *u, PolicyPla
 
 /* ---- the mount context: what this call created, for undoing it on failure ---- */
 
-typedef struct CreatedEntry {
-        int dir_fd;
-        char *name;
-        dev_t dev;
-        ino_t ino;
-        bool is_dir;
-} CreatedEntry;
-
 typedef struct AttachedMount {
         int fd;                  /* the mount itself (its root), as attached */
         bool read_only_at_end;
@@ -374,18 +367,13 @@ typedef struct AttachedMount {
 typedef struct PolicyContext {
         int root_fd;
         int inaccessible_fd;     /* detached tmpfs holding an inaccessible file, made lazily */
-        CreatedEntry *created;
-        size_t n_created;
+        CreatedPaths created;
         AttachedMount *mounts;
         size_t n_mounts;
 } PolicyContext;
 
 static void policy_context_done(PolicyContext *c) {
-        for (size_t i = 0; i < c->n_created; i++) {
-                safe_close(c->created[i].dir_fd);
-                free(c->created[i].name);
-        }
-        free(c->created);
+        created_paths_done(&c->created);
         for (size_t i = 0; i < c->n_mounts; i++)
                 safe_close(c->mounts[i].fd);
         free(c->mounts);
@@ -402,151 +390,8 @@ static void policy_context_undo(PolicyContext *c) {
                 if (umount2(p, MNT_DETACH) < 0)
                         log_debug_errno(errno, "Failed to detach a [View] mount while undoing, ignoring: %m");
         }
-        /* Then what we created, newest (deepest) first, and only if it is still what we made. */
-        for (size_t i = c->n_created; i > 0; i--) {
-                CreatedEntry *e = &c->created[i - 1];
-                struct stat st;
-
-                if (fstatat(e->dir_fd, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != e->dev || st.st_ino != e->ino)
-                        continue;
-                if (unlinkat(e->dir_fd, e->name, e->is_dir ? AT_REMOVEDIR : 0) < 0)
-                        log_debug_errno(errno, "Failed to remove '%s' while undoing the [View] policy, ignoring: %m", e->name);
-        }
-}
-
-static int record_created(PolicyContext *c, int dir_fd, const char *name, int fd, bool is_dir) {
-        CreatedEntry *n;
-        struct stat st;
-
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        n = realloc(c->created, (c->n_created + 1) * sizeof(CreatedEntry));
-        if (!n)
-                return -ENOMEM;
-        c->created = n;
-        n[c->n_created] = (CreatedEntry) { .dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3), .name = strdup(name),
-                                           .dev = st.st_dev, .ino = st.st_ino, .is_dir = is_dir };
-        if (n[c->n_created].dir_fd < 0 || !n[c->n_created].name) {
-                int r = n[c->n_created].dir_fd < 0 ? -errno : -ENOMEM;
-                safe_close(n[c->n_created].dir_fd);
-                free(n[c->n_created].name);
-                return r;
-        }
-        c->n_created++;
-        return 0;
-}
-
-/* ---- resolving destinations without following symlinks ---- */
-
-static bool openat2_unavailable = false;
-
-/* Opens one path component (O_PATH) below dir_fd, refusing a symlink with -ELOOP. */
-static int open_component(int dir_fd, const char *name) {
-        int fd;
-
-        if (!openat2_unavailable) {
-                struct open_how how = {
-                        .flags = O_PATH | O_CLOEXEC,
-                        .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-                };
-                fd = (int) syscall(SYS_openat2, dir_fd, name, &how, sizeof how);
-                if (fd >= 0)
-                        return fd;
-                if (errno != ENOSYS && errno != EPERM)
-                        return -errno;
-                /* Filtered (seccomp) or too old: the same check by hand. */
-                openat2_unavailable = true;
-        }
-
-        fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        struct stat st;
-        if (fstat(fd, &st) < 0) {
-                int r = -errno;
-                safe_close(fd);
-                return r;
-        }
-        if (S_ISLNK(st.st_mode)) {
-                safe_close(fd);
-                return -ELOOP;
-        }
-        return fd;
-}
-
-typedef enum TargetKind {
-        TARGET_EXISTING,         /* must exist */
-        TARGET_DIRECTORY,        /* created as a directory if missing */
-        TARGET_FILE,             /* created as an empty file if missing */
-} TargetKind;
-
-/* Walks 'path' (absolute, normalized) from the view's root, creating missing directories (and
- * the last component as 'kind' says) with *at() calls on the parent's fd. Returns an O_PATH fd
- * of the target. -ELOOP for a symlink anywhere on the way, -ENOENT for TARGET_EXISTING. */
-static int open_target(PolicyContext *c, const char *path, TargetKind kind, int *ret_fd) {
-        _cleanup_close_ int dir_fd = -EBADF;
-        const char *p = path_skip_root(path);
-        int r;
-
-        dir_fd = fcntl(c->root_fd, F_DUPFD_CLOEXEC, 3);
-        if (dir_fd < 0)
-                return -errno;
-
-        while (*p) {
-                size_t len = strcspn(p, "/");
-                bool last = p[len] == '\0';
-                char name[NAME_MAX + 1];
-                _cleanup_close_ int fd = -EBADF;
-
-                if (len == 0 || len > NAME_MAX)
-                        return -EINVAL;
-                memcpy(name, p, len);
-                name[len] = '\0';
-
-                fd = open_component(dir_fd, name);
-                if (fd == -ENOENT && !(last && kind == TARGET_EXISTING)) {
-                        bool make_dir = !last || kind == TARGET_DIRECTORY;
-                        bool made = true;
-
-                        if (make_dir) {
-                                if (mkdirat(dir_fd, name, 0755) < 0) {
-                                        if (errno != EEXIST)
-                                                return -errno;
-                                        made = false;   /* raced into existence: not ours */
-                                }
-                        } else {
-                                _cleanup_close_ int wfd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-                                if (wfd < 0) {
-                                        if (errno != EEXIST)
-                                                return -errno;
-                                        made = false;
-                                }
-                        }
-                        fd = open_component(dir_fd, name);
-                        if (fd >= 0 && made) {
-                                r = record_created(c, dir_fd, name, fd, make_dir);
-                                if (r < 0)
-                                        return r;
-                        }
-                }
-                if (fd < 0)
-                        return fd;
-
-                if (!last) {
-                        struct stat st;
-                        if (fstat(fd, &st) < 0)
-                                return -errno;
-                        if (!S_ISDIR(st.st_mode))
-                                return -ENOTDIR;
-                }
-                safe_close(dir_fd);
-                dir_fd = TAKE_FD(fd);
-                p += len;
-                p += strspn(p, "/");
-        }
-
-        *ret_fd = TAKE_FD(dir_fd);
-        return 0;
+        /* Then what we created, newest (deepest) first. */
+        created_paths_undo(&c->created);
 }
 
 /* ---- attaching ---- */
@@ -694,7 +539,7 @@ static int mount_tmpfs_at(PolicyContext *c, const char *path, const char *defaul
         r = tmpfs_new(defaults, options, &o, &mnt_fd);
         if (r < 0)
                 return r;
-        r = open_target(c, path, TARGET_DIRECTORY, &dest_fd);
+        r = open_path_creating(c->root_fd, path, PATH_DIRECTORY, &c->created, &dest_fd);
         if (r < 0)
                 return r;
         return attach(c, &mnt_fd, dest_fd, o.read_only);
@@ -744,7 +589,7 @@ static int apply_hide_other_homes(PolicyContext *c, const ViewPolicy *p, const U
 
         /* The user's own home, cloned while it is still reachable (it may be a mount itself:
          * recursively, and receive-only like the rest of the view). No home: nothing to show. */
-        r = open_target(c, u->home, TARGET_EXISTING, &home_fd);
+        r = open_path_creating(c->root_fd, u->home, PATH_EXISTING, NULL, &home_fd);
         if (r >= 0) {
                 struct mount_attr attr = { .propagation = MS_SLAVE };
 
@@ -756,7 +601,7 @@ static int apply_hide_other_homes(PolicyContext *c, const ViewPolicy *p, const U
         } else if (r != -ENOENT)
                 return log_error_errno(r, "HideOtherHomes=yes: failed to open '%s': %m", u->home);
 
-        r = open_target(c, homes, TARGET_EXISTING, &homes_fd);
+        r = open_path_creating(c->root_fd, homes, PATH_EXISTING, NULL, &homes_fd);
         if (r < 0)
                 return log_error_errno(r, "HideOtherHomes=yes: failed to open the homes directory '%s': %m", homes);
 
@@ -827,7 +672,7 @@ static int apply_binds(PolicyContext *c, PolicyPlan *plan) {
                         continue;       /* missing, '-' */
                 if (fstat(b->tree_fd, &st) < 0)
                         return log_error_errno(errno, "%s=%s: failed to stat the clone of '%s': %m", b->setting, b->entry, b->source);
-                r = open_target(c, b->dest, S_ISDIR(st.st_mode) ? TARGET_DIRECTORY : TARGET_FILE, &dest_fd);
+                r = open_path_creating(c->root_fd, b->dest, S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE, &c->created, &dest_fd);
                 if (r < 0)
                         return log_error_errno(r, "%s=%s: failed to open or create the destination '%s'%s: %m", b->setting, b->entry, b->dest,
                                                r == -ELOOP ? " (a symlink on the way; symlinks are not followed)" : "");
@@ -873,7 +718,7 @@ static int apply_inaccessible(PolicyContext *c, const PolicyPlan *plan) {
                 struct stat st;
                 int r;
 
-                r = open_target(c, e->path, TARGET_EXISTING, &dest_fd);
+                r = open_path_creating(c->root_fd, e->path, PATH_EXISTING, NULL, &dest_fd);
                 if (r == -ENOENT && e->ignore_missing) {
                         log_debug("InaccessiblePaths=%s: '%s' does not exist, ignoring.", e->entry, e->path);
                         continue;
