@@ -247,6 +247,9 @@ def test_bad_entry_fails_cleanly(daemon):
     before = daemon.mount_count()
     message = create_fails(daemon, "alice")
     assert "[View] policy" in message, message
+    # the caller learns which entry is wrong, not only the daemon's log
+    assert "BindPaths=relative/path:/home/alice/nsm-vp-x" in message, message
+    assert not Path(f"{daemon.subtree_root}/alice").exists(), "the view's mount point directory was left behind"
     assert_no_namespace(daemon, "alice")
     assert daemon.mount_count() == before
     assert not Path("/home/alice/nsm-vp-x").exists()

@@ -158,7 +158,7 @@ int namespace_start(Namespace *ns, char **ret_error_message) {
         Manager *m = ns->manager;
         _cleanup_(view_policy_done) ViewPolicy policy = {};
         _cleanup_strv_free_ char **groups = NULL;
-        _cleanup_free_ char *pins = pin_dir(m), *policy_error = NULL;
+        _cleanup_free_ char *pins = pin_dir(m), *policy_error = NULL, *why = NULL;
         UserRecord u = { .name = ns->name, .uid = ns->uid, .gid = ns->gid, .home = ns->home, .shell = ns->shell };
         int fd = -EBADF, stage = VIEW_STAGE_NONE, r;
 
@@ -186,13 +186,17 @@ int namespace_start(Namespace *ns, char **ret_error_message) {
                 .registry_fd = m->registry_fd,
                 .pin_dir = pins,
         };
-        r = view_create(&spec, &m->pin_cpu, &fd, &stage);
+        r = view_create(&spec, &m->pin_cpu, &fd, &stage, &why);
         if (r < 0) {
+                _cleanup_free_ char *root = namespace_root(ns);
+                /* The child may have made the mount point directory; nothing else is left. */
+                if (root)
+                        (void) rmdir(root);
                 if (ret_error_message && asprintf(ret_error_message, "Failed to build the view of '%s' while %s: %s",
-                                                  ns->name, view_stage_to_string(stage), strerror(-r)) < 0)
+                                                  ns->name, view_stage_to_string(stage), why ?: strerror(-r)) < 0)
                         *ret_error_message = NULL;
-                return log_error_errno(r, "Failed to build the view of '%s' while %s: %m", ns->name,
-                                       view_stage_to_string(stage));
+                return log_error_errno(r, "Failed to build the view of '%s' while %s: %s", ns->name,
+                                       view_stage_to_string(stage), why ?: strerror(-r));
         }
         r = namespace_set_fd(ns, fd);
         if (r < 0) {

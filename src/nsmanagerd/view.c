@@ -194,8 +194,12 @@ static int view_child(int sock, void *userdata) {
         /* 6. Per-user policy: PrivateTmp=, BindPaths=, … */
         if (spec->policy) {
                 r = view_policy_apply(spec->policy, spec->user);
-                if (r < 0)
-                        CHILD_FAIL(VIEW_STAGE_POLICY, r);
+                if (r < 0) {
+                        /* The policy names the entry that failed: pass that on to the caller. */
+                        const char *why = log_last_error();
+                        (void) child_send(sock, r, VIEW_STAGE_POLICY, why, strlen(why) + 1, NULL, 0);
+                        return r;
+                }
         }
 
         /* 7. Pin it in the registry, then hand it to the daemon. */
@@ -217,6 +221,7 @@ static int view_child(int sock, void *userdata) {
 typedef struct ViewAttempt {
         const ViewSpec *spec;
         int ns_fd;
+        char message[sizeof(((ChildReply *) NULL)->data)];
 } ViewAttempt;
 
 static int view_attempt(int cpu, void *userdata, int *ret_stage) {
@@ -232,6 +237,8 @@ static int view_attempt(int cpu, void *userdata, int *ret_stage) {
         }
         *ret_stage = reply.stage;
         if (reply.result < 0) {
+                if (reply.data_size > 0 && reply.data[reply.data_size - 1] == 0)
+                        memcpy(a->message, reply.data, reply.data_size);
                 child_reply_close_fds(&reply);
                 return reply.result;
         }
@@ -243,15 +250,18 @@ static int view_attempt(int cpu, void *userdata, int *ret_stage) {
         return 0;
 }
 
-int view_create(const ViewSpec *spec, int *cpu, int *ret_ns_fd, int *ret_stage) {
+int view_create(const ViewSpec *spec, int *cpu, int *ret_ns_fd, int *ret_stage, char **ret_message) {
         ViewAttempt a = { .spec = spec, .ns_fd = -EBADF };
         int stage = VIEW_STAGE_NONE, r;
 
         r = pin_retry(cpu, view_attempt, &a, &stage);
         if (ret_stage)
                 *ret_stage = stage;
-        if (r < 0)
+        if (r < 0) {
+                if (ret_message && a.message[0])
+                        *ret_message = strdup(a.message);
                 return r;
+        }
         *ret_ns_fd = a.ns_fd;
         return 0;
 }

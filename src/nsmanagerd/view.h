@@ -36,8 +36,9 @@ const char *view_stage_to_string(int stage);
 
 /* Builds the user's view in a new mount namespace and pins it in the registry; returns an
  * nsfs fd of it. *cpu is the CPU to create it on (-1: any) and is updated to the one that
- * worked (see pin_retry in view.c). On failure *ret_stage says which step failed. */
-int view_create(const ViewSpec *spec, int *cpu, int *ret_ns_fd, int *ret_stage);
+ * worked (see pin_retry in view.c). On failure *ret_stage says which step failed and
+ * *ret_message (if the step said more, e.g. which [View] entry) why. */
+int view_create(const ViewSpec *spec, int *cpu, int *ret_ns_fd, int *ret_stage, char **ret_message);
 
 /* The registry: one mount namespace, pinned at STATE/registry in the host, that holds a pin
  * per user namespace under STATE/pins, so the host's mount table does not grow with users. */

@@ -4,6 +4,11 @@
 #include "log.h"
 
 static int max_level = LOG_INFO;
+static char last_error[1024];
+
+const char *log_last_error(void) {
+        return last_error;
+}
 
 void log_set_max_level(int level) {
         max_level = level;
@@ -16,7 +21,7 @@ int log_get_max_level(void) {
 int log_internal(int level, int error, const char *fmt, ...) {
         int e = error < 0 ? -error : error;
 
-        if (level <= max_level) {
+        if (level <= max_level || level <= LOG_ERR) {
                 va_list ap;
                 char buf[2048];
 
@@ -24,8 +29,14 @@ int log_internal(int level, int error, const char *fmt, ...) {
                 va_start(ap, fmt);
                 (void) vsnprintf(buf, sizeof buf, fmt, ap);
                 va_end(ap);
+                if (level <= LOG_ERR) {
+                        size_t n = strnlen(buf, sizeof last_error - 1);
+                        memcpy(last_error, buf, n);
+                        last_error[n] = 0;
+                }
                 /* "<N>" prefixes are understood by journald on stderr streams. */
-                fprintf(stderr, "<%d>%s\n", level, buf);
+                if (level <= max_level)
+                        fprintf(stderr, "<%d>%s\n", level, buf);
         }
         return error < 0 ? error : -e;
 }
