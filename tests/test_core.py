@@ -5,6 +5,7 @@ Everything goes through the real bus (dbus-python, busctl) to a real nsmanagerd 
 the sandbox of conftest.py; views are entered with the fd of OpenMountNamespace.
 The contract is ../shared/spec/interfaces.md."""
 
+import os
 import re
 import signal
 import time
@@ -605,3 +606,31 @@ def test_busctl_introspect_namespace(daemon):
     # the node tree lists the user objects
     tree = daemon.run(["busctl", "--system", "tree", "--list", BUS_NAME], check=True).stdout
     assert path in tree.split()
+
+
+def test_views_pin_whatever_cpu_the_daemon_runs_on(daemon):
+    """Linux 6.18 hands out namespace ids in per-CPU batches and the pin's loop check compares
+    ids, so a namespace made on one CPU can look older than the registry made on another
+    (kernel-notes.md). The daemon confined to each CPU in turn — with the registry made on
+    whichever CPU came first — must create, pin and restore namespaces every time."""
+    cpus = sorted(os.sched_getaffinity(0))
+    saved = set(cpus)
+    names = ["alice", "bob", "carol", "dave"]
+    made = {}
+    try:
+        for i, cpu in enumerate(cpus * 2):
+            os.sched_setaffinity(0, {cpu})          # the daemon inherits it
+            daemon.restart_daemon()
+            manager = daemon.manager()              # bound to the new instance's bus name
+            for user, ns_id in made.items():
+                assert daemon.properties(manager.GetNamespace(user))["MountNamespaceId"] == ns_id, \
+                    f"{user}'s namespace changed across a restart on CPU {cpu}"
+            user = names[i % len(names)]
+            if user in made:
+                manager.RemoveNamespace(user)
+                del made[user]
+            path = manager.CreateNamespace(user)
+            made[user] = daemon.properties(path)["MountNamespaceId"]
+            assert daemon.view_ns_id(user) == made[user]
+    finally:
+        os.sched_setaffinity(0, saved)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/nsfs.h>
@@ -16,6 +17,10 @@
 #include "propagation.h"
 #include "view-policy.h"
 #include "view.h"
+
+/* <linux/nsfs.h> of Debian 12 predates these (Linux 6.8 and 6.18). */
+#define NSM_NS_GET_MNTNS_ID _IOR(0xb7, 0x5, uint64_t)
+#define NSM_NS_GET_ID _IOR(0xb7, 13, uint64_t)
 
 static const char *const view_stage_table[_VIEW_STAGE_MAX] = {
         [VIEW_STAGE_NONE] = "none",
@@ -43,37 +48,68 @@ static int set_cpu(int cpu) {
         return sched_setaffinity(0, sizeof set, &set) < 0 ? -errno : 0;
 }
 
-/* Linux 6.18 hands out namespace ids in per-CPU batches, while the nsfs bind-mount loop check
- * compares ids ("the pinned namespace must be newer than the pinning one"). A namespace
- * created on another CPU than the registry can therefore look older and the pin fails with
- * EINVAL. Ids from one CPU's batches only grow, and an exhausted batch is replaced by one
- * above every id handed out so far, so creating the namespace again — on the CPU that worked
- * before, then on each allowed CPU in turn, for a few rounds (each attempt uses up ids) —
- * ends the loop even for a daemon confined to one CPU. */
-#define PIN_RETRY_ROUNDS 16
+/* The namespace id of an nsfs fd (Linux ≥ 6.8), 0 if the kernel cannot tell. */
+static uint64_t mntns_get_id(int fd) {
+        uint64_t id = 0;
+        if (ioctl(fd, NSM_NS_GET_MNTNS_ID, &id) < 0)
+                return 0;
+        return id;
+}
 
-static int pin_retry(int *cpu, int (*attempt)(int cpu, void *userdata, int *ret_stage), void *userdata, int *ret_stage) {
-        cpu_set_t allowed;
-        int r, first = *cpu;
+/* Linux 6.18 hands out namespace ids (all types share one counter) in per-CPU batches of 4096,
+ * while the nsfs bind-mount loop check wants the pinned namespace newer (a larger id) than the
+ * one the pin is made in. A namespace created on a CPU whose batch is older than the pinning
+ * namespace's looks older, and pinning fails with EINVAL — every time, however often it is
+ * recreated on that CPU (measured: 60 of 60). Ids on one CPU only grow, and a used-up batch is
+ * replaced by one above every id handed out so far. So: create and drop UTS namespaces (the
+ * cheapest kind, a few µs) on that CPU until its ids pass the pinning namespace's, or for one
+ * whole batch when the kernel cannot tell ids; then create the namespace again there. */
+#define NS_ID_BATCH 4096
 
-        r = attempt(first, userdata, ret_stage);
-        if (r != -EINVAL || *ret_stage != VIEW_STAGE_PIN)
-                return r;
-        if (sched_getaffinity(0, sizeof allowed, &allowed) < 0)
-                return r;
-        for (int round = 0; round < PIN_RETRY_ROUNDS; round++)
-                for (int c = 0; c < CPU_SETSIZE; c++) {
-                        if (!CPU_ISSET(c, &allowed))
-                                continue;
-                        log_debug("Pinning a namespace failed with EINVAL (ids from another CPU's batch), "
-                                  "trying again on CPU %d.", c);
-                        r = attempt(c, userdata, ret_stage);
-                        if (r != -EINVAL || *ret_stage != VIEW_STAGE_PIN) {
-                                if (r >= 0)
-                                        *cpu = c;
-                                return r;
-                        }
+typedef struct BurnArgs {
+        int cpu;
+        uint64_t floor_id;
+} BurnArgs;
+
+static int burn_child(int sock, void *userdata) {
+        BurnArgs *b = userdata;
+        int r = set_cpu(b->cpu);
+        if (r < 0)
+                return child_send(sock, r, 0, NULL, 0, NULL, 0);
+        for (unsigned i = 0; i <= NS_ID_BATCH; i++) {
+                if (unshare(CLONE_NEWUTS) < 0)
+                        return child_send(sock, -errno, 0, NULL, 0, NULL, 0);
+                if (b->floor_id == 0)
+                        continue;
+                _cleanup_close_ int fd = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
+                uint64_t id = 0;
+                if (fd < 0 || ioctl(fd, NSM_NS_GET_ID, &id) < 0)
+                        b->floor_id = 0;        /* cannot tell: burn the whole batch */
+                else if (id > b->floor_id)
+                        break;
+        }
+        return child_send(sock, 0, 0, NULL, 0, NULL, 0);
+}
+
+static int pin_retry(int *cpu, int pinning_ns_fd, int (*attempt)(int cpu, void *userdata, int *ret_stage),
+                     void *userdata, int *ret_stage) {
+        int c = *cpu >= 0 ? *cpu : sched_getcpu(), r = -EINVAL;
+
+        for (int tries = 0; tries < 3; tries++) {
+                r = attempt(c, userdata, ret_stage);
+                if (r != -EINVAL || *ret_stage != VIEW_STAGE_PIN) {
+                        if (r >= 0)
+                                *cpu = c;
+                        return r;
                 }
+                BurnArgs b = { .cpu = c, .floor_id = pinning_ns_fd >= 0 ? mntns_get_id(pinning_ns_fd) : 0 };
+                log_debug("Pinning a namespace made on CPU %d failed with EINVAL (an older id batch); "
+                          "moving that CPU's namespace ids past %" PRIu64 ".", c, b.floor_id);
+                ChildReply reply;
+                int k = child_run(burn_child, &b, NULL, NULL, &reply);
+                if (k < 0 || reply.result < 0)
+                        return r;
+        }
         return r;
 }
 
@@ -254,7 +290,7 @@ int view_create(const ViewSpec *spec, int *cpu, int *ret_ns_fd, int *ret_stage, 
         ViewAttempt a = { .spec = spec, .ns_fd = -EBADF };
         int stage = VIEW_STAGE_NONE, r;
 
-        r = pin_retry(cpu, view_attempt, &a, &stage);
+        r = pin_retry(cpu, spec->registry_fd, view_attempt, &a, &stage);
         if (ret_stage)
                 *ret_stage = stage;
         if (r < 0) {
@@ -362,7 +398,8 @@ int registry_open(const char *state_dir, int *cpu, int *ret_fd) {
                 return -errno;
 
         RegistryAttempt a = { .state_dir = state_dir, .pin = pin, .fd = -EBADF };
-        r = pin_retry(cpu, registry_attempt, &a, &stage);
+        _cleanup_close_ int host_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        r = pin_retry(cpu, host_fd, registry_attempt, &a, &stage);
         if (r < 0)
                 return r;
         *ret_fd = a.fd;
