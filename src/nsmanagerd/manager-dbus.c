@@ -572,9 +572,11 @@ static int method_reload_config(sd_bus_message *message, void *userdata, sd_bus_
         r = verify_manage(message, m, "", false, NULL, NULL, error);
         if (r <= 0)
                 return r < 0 ? r : 1;
-        r = manager_reload(m);
+        _cleanup_free_ char *why = NULL;
+        r = manager_reload(m, &why);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to reload the configuration (see the daemon's log): %m");
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Configuration not reloaded, the old one stays: %s",
+                                         why ?: strerror(-r));
         return sd_bus_reply_method_return(message, NULL);
 }
 

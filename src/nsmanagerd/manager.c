@@ -321,7 +321,7 @@ int manager_load_shared(Manager *m) {
         return 0;
 }
 
-int manager_reload(Manager *m) {
+int manager_reload(Manager *m, char **ret_error) {
         _cleanup_free_ char *error = NULL;
         ManagerConfig c;
         int r;
@@ -332,7 +332,10 @@ int manager_reload(Manager *m) {
                 manager_config_done(&c);
                 if (error)
                         log_error("%s", error);
-                return log_error_errno(r, "Failed to reload the configuration, keeping the old one: %m");
+                log_error_errno(r, "Failed to reload the configuration, keeping the old one: %m");
+                if (ret_error)
+                        *ret_error = TAKE_PTR(error);
+                return r;
         }
         /* Where the views and pins live cannot move under running namespaces. */
         if (!streq(c.subtree_root, m->config.subtree_root) || !streq(c.state_directory, m->config.state_directory))

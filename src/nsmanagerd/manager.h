@@ -55,8 +55,9 @@ int manager_check_user(Manager *m, const char *user, UserRecord *ret, sd_bus_err
 
 int manager_connect_bus(Manager *m);
 
-/* Re-reads the configuration for namespaces created from now on (ReloadConfig(), SIGHUP). */
-int manager_reload(Manager *m);
+/* Re-reads the configuration for namespaces created from now on (ReloadConfig(), SIGHUP).
+ * On failure the old one stays and *ret_error (if given) says FILE:LINE: what. */
+int manager_reload(Manager *m, char **ret_error);
 /* Persists SharedSubtrees added at run time by ShareSubtree(""), so a restart keeps them. */
 int manager_save_shared(Manager *m);
 int manager_load_shared(Manager *m);

@@ -9,7 +9,7 @@
 #include "manager.h"
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        (void) manager_reload(userdata);
+        (void) manager_reload(userdata, NULL);
         return 0;
 }
 
