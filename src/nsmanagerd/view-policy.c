@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/openat2.h>
@@ -52,31 +51,6 @@
  * stage); the return value is the negative errno. */
 
 /* ---- specifiers ---- */
-
-static int group_name_by_gid(gid_t gid, char **ret) {
-        long size = sysconf(_SC_GETGR_R_SIZE_MAX);
-        size_t bufsize = size > 0 ? (size_t) size : 4096;
-
-        for (;;) {
-                _cleanup_free_ char *buf = malloc(bufsize);
-                struct group gr, *result = NULL;
-                int r;
-
-                if (!buf)
-                        return -ENOMEM;
-                r = getgrgid_r(gid, &gr, buf, bufsize, &result);
-                if (r == ERANGE && bufsize < 1024 * 1024) {
-                        bufsize *= 2;
-                        continue;
-                }
-                if (r != 0)
-                        return -r;
-                if (!result)
-                        return -ESRCH;
-                *ret = strdup(result->gr_name);
-                return *ret ? 0 : -ENOMEM;
-        }
-}
 
 int view_policy_expand_specifiers(const char *s, const UserRecord *u, char **ret) {
         _cleanup_free_ char *buf = NULL, *group = NULL;

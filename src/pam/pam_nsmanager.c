@@ -17,7 +17,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,6 +34,7 @@
 #include "bus-errors.h"
 #include "conf.h"
 #include "macros.h"
+#include "user-util.h"
 
 #define PAM_DATA_SESSION "pam_nsmanager:session"
 
@@ -102,42 +102,6 @@ static int parse_argv(pam_handle_t *handle, int argc, const char **argv, ModuleO
 
         *ret = opts;
         return 0;
-}
-
-/* Resolves the user through NSS. Returns 1 and fills ret_uid and ret_home (malloc'ed), 0 if
- * there is no such user, negative errno on failure. */
-static int get_user_record(const char *user, uid_t *ret_uid, char **ret_home) {
-        long bufsize = sysconf(_SC_GETPW_R_SIZE_MAX);
-        size_t n = bufsize > 0 ? (size_t) bufsize : 4096;
-
-        for (;;) {
-                _cleanup_free_ char *buf = malloc(n);
-                struct passwd pwbuf, *pw = NULL;
-                int r;
-
-                if (!buf)
-                        return -ENOMEM;
-
-                r = getpwnam_r(user, &pwbuf, buf, n, &pw);
-                if (r == ERANGE) {
-                        if (n > 1024 * 1024)
-                                return -ERANGE;
-                        n *= 2;
-                        continue;
-                }
-                if (r != 0)
-                        return -r;
-                if (!pw)
-                        return 0;
-
-                char *home = strdup(pw->pw_dir && pw->pw_dir[0] ? pw->pw_dir : "/");
-                if (!home)
-                        return -ENOMEM;
-
-                *ret_uid = pw->pw_uid;
-                *ret_home = home;
-                return 1;
-        }
 }
 
 /* Is the user one nsmanagerd manages? Root never is; the others by MinUID= and
@@ -276,7 +240,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(session_data_freep) SessionData *data = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_free_ char *home = NULL;
+        _cleanup_(user_record_done) UserRecord record = {};
         _cleanup_close_ int fd = -EBADF;
         const char *user = NULL, *object = NULL;
         ModuleOptions opts;
@@ -292,15 +256,22 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
                 return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
         }
 
-        r = get_user_record(user, &uid, &home);
+        /* A name the daemon could never serve (nsmanagerd accepts what useradd does) is not ours. */
+        if (!valid_user_name(user)) {
+                if (opts.debug)
+                        pam_syslog(handle, LOG_DEBUG, "'%s' is not a user name nsmanagerd serves, ignoring.", user);
+                return PAM_IGNORE;
+        }
+        r = user_record_by_name(user, &record);
+        if (r == -ESRCH) {
+                pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", user);
+                return PAM_USER_UNKNOWN;
+        }
         if (r < 0) {
                 pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
                 return PAM_SESSION_ERR;
         }
-        if (r == 0) {
-                pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", user);
-                return PAM_USER_UNKNOWN;
-        }
+        uid = record.uid;
 
         r = user_is_managed(handle, &opts, user, uid);
         if (r < 0)
@@ -352,7 +323,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
                 goto undo;
         }
 
-        if (join_namespace(handle, &opts, fd, home) < 0)
+        if (join_namespace(handle, &opts, fd, record.home) < 0)
                 goto undo;
 
         if (opts.debug) {

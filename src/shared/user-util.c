@@ -85,6 +85,31 @@ void user_record_done(UserRecord *u) {
         *u = (UserRecord) {};
 }
 
+int group_name_by_gid(gid_t gid, char **ret) {
+        long size = sysconf(_SC_GETGR_R_SIZE_MAX);
+        size_t bufsize = size > 0 ? (size_t) size : 4096;
+
+        for (;;) {
+                _cleanup_free_ char *buf = malloc(bufsize);
+                struct group gr, *result = NULL;
+                int r;
+
+                if (!buf)
+                        return -ENOMEM;
+                r = getgrgid_r(gid, &gr, buf, bufsize, &result);
+                if (r == ERANGE && bufsize < 1024 * 1024) {
+                        bufsize *= 2;
+                        continue;
+                }
+                if (r != 0)
+                        return -r;
+                if (!result)
+                        return -ESRCH;
+                *ret = strdup(result->gr_name);
+                return *ret ? 0 : -ENOMEM;
+        }
+}
+
 int user_group_names(const char *name, gid_t gid, char ***ret) {
         int n = 32;
         _cleanup_free_ gid_t *gids = NULL;
@@ -104,13 +129,12 @@ int user_group_names(const char *name, gid_t gid, char ***ret) {
                         return -EIO;
         }
         for (int i = 0; i < n; i++) {
-                struct group gr, *result = NULL;
-                char buf[16384];
-                if (getgrgid_r(gids[i], &gr, buf, sizeof buf, &result) != 0 || !result)
+                _cleanup_free_ char *g = NULL;
+                if (group_name_by_gid(gids[i], &g) < 0)
                         continue;       /* a gid without a name has no group.d file either */
-                if (strv_contains((const char *const *) names, result->gr_name))
+                if (strv_contains((const char *const *) names, g))
                         continue;
-                if (strv_extend(&names, result->gr_name) < 0)
+                if (strv_extend(&names, g) < 0)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(names);

@@ -21,5 +21,8 @@ int user_record_by_name(const char *name, UserRecord *ret);
 int user_record_by_uid(uid_t uid, UserRecord *ret);
 void user_record_done(UserRecord *u);
 
+/* NSS getgrgid_r: -ESRCH when the gid has no name. */
+int group_name_by_gid(gid_t gid, char **ret);
+
 /* Names of all groups of the user (primary first), NULL-terminated. */
 int user_group_names(const char *name, gid_t gid, char ***ret);
