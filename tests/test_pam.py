@@ -785,3 +785,13 @@ def test_sshd_required_refuses_without_daemon(daemon, pam, sshd):
     assert p.returncode != 0
     assert "logged-in" not in p.stdout
     assert "pam_open_session" in log.read_text(), log.read_text()
+
+
+@pytest.mark.parametrize("name", ["Not A User", "alice@example.com", "../etc"])
+def test_names_the_daemon_cannot_serve_are_ignored(daemon, pam, name):
+    """A name nsmanagerd would refuse (NoSuchUser) is not the module's business: with
+    `session required` the stack still succeeds (PAM_IGNORE), and nothing reaches the daemon."""
+    p = subprocess.run(["pamtester", "nsm-pamtester-required", name, "open_session", "close_session"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert daemon.manager().ListNamespaces() == []
