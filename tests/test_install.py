@@ -176,8 +176,10 @@ def test_unit_verifies(destdir):
     text = path.read_text()
     text = re.sub(r"^ExecStart=/", f"ExecStart={destdir}/", text, flags=re.M)
     (check / "nsmanagerd.service").write_text(text)
+    # Documentation=man:… is checked against the pages just installed under DESTDIR.
+    env = dict(os.environ, MANPATH=str(destdir / "usr/share/man"))
     p = subprocess.run(["systemd-analyze", "verify", str(check / "nsmanagerd.service")],
-                       capture_output=True, text=True, timeout=120, cwd=check)
+                       capture_output=True, text=True, timeout=120, cwd=check, env=env)
     # Warnings about other units of this machine (pulled in as dependencies) are not ours.
     ours = [l for l in (p.stdout + p.stderr).splitlines() if "nsmanagerd" in l]
     assert p.returncode == 0 and not ours, f"systemd-analyze verify:\n{p.stdout}{p.stderr}"
