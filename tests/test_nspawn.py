@@ -823,3 +823,109 @@ def test_poweroff_leaves_nothing(machine):
     assert check.returncode == 0, "the cached image is no longer current after the run"
     now = _mount_table()
     assert now == machine.baseline, f"mount table changed: {[x for x in now if x not in machine.baseline]}"
+
+
+# ---------------------------------------------------------------------------------------
+# The Debian package (debian/, tools/build-deb) in a container of its own.
+
+def _common_session(m: Machine) -> list[str]:
+    text = m.exec(["cat", "/etc/pam.d/common-session"]).stdout
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_deb_package(tmp_path_factory):
+    """The package as an administrator installs it, in a fresh copy of the image (not the
+    module's container, which had `meson install`): `apt-get install ./nsmanager_*.deb`
+    (offline: the image has every dependency) leaves nsmanagerd.service installed but
+    disabled and stopped; the first bus call activates it; `pam-auth-update --enable
+    nsmanager` adds the session line to common-session after pam_systemd.so; `su -l alice`
+    lands in her namespace. `apt-get remove` takes the line out again, stops the daemon and
+    keeps the conffile, which `purge` removes; logins work throughout."""
+    if not sandbox_module.namespace_baseline() or sandbox_module._entered_namespace != sandbox_module.mntns_id():
+        pytest.fail("the pytest process is not in the sandbox's throwaway mount namespace "
+                    "(conftest.py enters it at import)", pytrace=False)
+    debdir = tmp_path_factory.mktemp("deb")
+    run([REPO / "tools" / "build-deb", "--no-install-deps", debdir], wait=900, what="tools/build-deb")
+    debs = sorted(debdir.glob("nsmanager_*.deb"))
+    assert len(debs) == 1, f"tools/build-deb made {sorted(p.name for p in debdir.iterdir())}"
+    deb = "/root/" + debs[0].name
+    line = "session optional pam_nsmanager.so"
+
+    baseline = _mount_table()
+    image, image_time = build_image()
+    m = Machine(image, tmp_path_factory.mktemp("nspawn-deb"))
+    m.timings["image"] = image_time
+    leftovers: list[str] = []
+    try:
+        m.lock_image()
+        m.start_holder()
+        m.prepare_root()
+        # (Not /tmp: nspawn mounts a tmpfs there.)
+        m.root_path(deb).write_bytes(debs[0].read_bytes())
+        m.boot()
+        apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-y", "--no-install-recommends",
+               "-o", "Dpkg::Options::=--force-confdef"]
+        p = m.exec(apt + ["install", deb], wait=300, what=f"apt-get install {deb} in the container")
+        out = [x for x in (p.stdout + p.stderr).splitlines() if not x.startswith("(Reading database")]
+        print("apt-get install:\n" + "\n".join(out[-30:]))
+        m.exec(["useradd", "--create-home", "--uid", str(ALICE.uid), "--user-group", "--shell", "/bin/bash",
+                ALICE.name], what="useradd alice")
+
+        # The unit is installed as the package left it: not enabled, not started.
+        unit = m.exec(["systemctl", "cat", UNIT], what=f"systemctl cat {UNIT}").stdout
+        assert "# /lib/systemd/system/nsmanagerd.service" in unit, unit
+        assert re.search(r"^ExecStart=/usr/libexec/nsmanagerd$", unit, re.M), unit
+        assert m.systemctl_value("UnitFileState") == "disabled", "the package enabled the unit"
+        assert m.is_active() == "inactive", f"installing the package started {UNIT}: {m.is_active()}"
+        assert not any("pam_nsmanager" in x for x in _common_session(m)), "installing the package enabled the PAM module"
+
+        # D-Bus activation through the packaged activation file and bus policy.
+        reply = m.busctl("call", BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListNamespaces",
+                         what="busctl call ListNamespaces")
+        assert reply == [[]], reply
+        assert m.is_active() == "active", f"{UNIT} was not activated by the call\n{m.diag()}"
+
+        # The administrator enables the PAM profile.
+        before = _common_session(m)
+        m.exec(["env", "DEBIAN_FRONTEND=noninteractive", "pam-auth-update", "--enable", "nsmanager"],
+               what="pam-auth-update --enable nsmanager")
+        enabled = _common_session(m)
+        assert line in enabled, f"pam-auth-update did not add {line!r}:\n" + "\n".join(enabled)
+        assert [x for x in enabled if x != line] == before, "pam-auth-update changed more than the one line"
+        systemd = next((i for i, x in enumerate(enabled) if "pam_systemd.so" in x), None)
+        assert systemd is not None and enabled.index(line) > systemd, enabled
+
+        login = Login(m)
+        try:
+            ns_id = m.ns_property("MountNamespaceId")
+            assert _ns_id(login.link) == ns_id, f"alice's login is in {login.link}, her namespace is mnt:[{ns_id}]"
+            assert login.link != m.mntns(1), "alice's login stayed in the machine's namespace"
+            assert any(not s.startswith("pam-") for s in m.ns_property("Sessions")), \
+                "alice's logind session is not among her namespace's sessions"
+        finally:
+            login.logout()
+
+        # Removal: the PAM line goes (prerm), the daemon stops, the conffile stays.
+        p = m.exec(apt + ["remove", "nsmanager"], wait=180, what="apt-get remove nsmanager")
+        assert not any("pam_nsmanager" in x for x in _common_session(m)), \
+            "apt-get remove left pam_nsmanager.so in common-session"
+        assert m.is_active() != "active", f"{UNIT} still runs after apt-get remove\n{p.stdout}"
+        assert m.exec(["test", "-e", "/usr/libexec/nsmanagerd"], check=False).returncode != 0
+        assert m.exec(["test", "-f", "/etc/nsmanager/nsmanagerd.conf"], check=False).returncode == 0, \
+            "apt-get remove removed the conffile"
+        after = m.su_alice("readlink /proc/self/ns/mnt").stdout.strip()
+        assert after == m.mntns(1), f"after the removal su -l alice lands in {after}, not the machine's namespace"
+        m.exec(apt + ["purge", "nsmanager"], wait=180, what="apt-get purge nsmanager")
+        assert m.exec(["test", "-e", "/etc/nsmanager/nsmanagerd.conf"], check=False).returncode != 0, \
+            "apt-get purge left /etc/nsmanager/nsmanagerd.conf"
+
+        status = m.poweroff()
+        assert status == 0, f"systemd-nspawn exited with {status}\n{m.console_text(40)}"
+    finally:
+        m.poweroff()
+        leftovers = m.release()
+        print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in m.timings.items()))
+    assert not leftovers, "\n".join(leftovers)
+    assert not (image / "usr/libexec/nsmanagerd").exists(), "the package was installed into the cached image"
+    now = _mount_table()
+    assert now == baseline, f"mount table changed: {[x for x in now if x not in baseline]}"
