@@ -43,12 +43,19 @@ def main() -> int:
     args = ap.parse_args()
 
     checkpoints = [c for c in (1, 10, 100, 300, 1000, 3000, 10000) if c <= args.max]
-    n_users = args.max + args.window + 1
 
+    # The timed users come first in the sandbox's passwd: NSS's "files" backend reads passwd
+    # from the top, so a user on line N costs O(N) to look up — a cost of that backend (nscd,
+    # sssd or systemd-userdb have none), which must not be mistaken for the daemon's.
     sb = sbx.Sandbox(polkit=False)
-    for i in range(n_users):
-        name = f"bench{i:05d}"
-        sb.users[name] = sbx.TestUser(name, 20000 + i, 20000 + i)
+    timed = {cp: [f"t{cp:05d}x{k:02d}" for k in range(args.window)] for cp in checkpoints}
+    for names in timed.values():
+        for name in names:
+            sb.users[name] = sbx.TestUser(name, 20000 + len(sb.users), 20000 + len(sb.users))
+    fill = [f"bench{i:05d}" for i in range(args.max)]
+    for name in fill:
+        sb.users[name] = sbx.TestUser(name, 20000 + len(sb.users), 20000 + len(sb.users))
+    n_users = len(timed) * args.window + len(fill)
     t0 = time.monotonic()
     sb.setup()
     try:
@@ -61,16 +68,16 @@ def main() -> int:
         print(f"{'N':>6} {'create ms':>10} {'p90 ms':>8} {'x floor':>8} {'x N=1':>7} {'host mounts':>12} {'view mounts':>12}")
 
         created = 0
+        n_fill = 0
         base_ms = None
-        rows = []
         for cp in checkpoints:
             # Fill up to the checkpoint (untimed), then time a window of creations.
             while created < cp - 1:
-                mgr.CreateNamespace(f"bench{created:05d}")
+                mgr.CreateNamespace(fill[n_fill])
+                n_fill += 1
                 created += 1
             times = []
-            for _ in range(args.window):
-                name = f"bench{created:05d}"
+            for name in timed[cp]:
                 start = time.perf_counter()
                 mgr.CreateNamespace(name)
                 times.append((time.perf_counter() - start) * 1000)
@@ -79,8 +86,7 @@ def main() -> int:
             p90 = sorted(times)[int(len(times) * 0.9) - 1]
             base_ms = base_ms or med
             host = sb.mount_count()
-            view = sb.mount_count(f"bench{created - 1:05d}")
-            rows.append((cp, med, p90, med * 1000 / floor, med / base_ms, host, view))
+            view = sb.mount_count(timed[cp][-1])
             print(f"{cp:>6} {med:>10.2f} {p90:>8.2f} {med * 1000 / floor:>8.1f} {med / base_ms:>7.2f} {host:>12} {view:>12}",
                   flush=True)
         print()

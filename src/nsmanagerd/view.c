@@ -115,6 +115,17 @@ static int pin_retry(int *cpu, int pinning_ns_fd, int (*attempt)(int cpu, void *
 
 /* ---- the view, built in a child ---- */
 
+typedef struct FdArray {
+        int *fds;
+        size_t n;
+} FdArray;
+
+static void fd_array_done(FdArray *a) {
+        for (size_t i = 0; i < a->n; i++)
+                safe_close(a->fds[i]);
+        free(a->fds);
+}
+
 typedef struct ViewChild {
         const ViewSpec *spec;
         int cpu;
@@ -126,7 +137,9 @@ static int view_child(int sock, void *userdata) {
         ViewChild *vc = userdata;
         const ViewSpec *spec = vc->spec;
         size_t n_shared = strv_length(spec->shared_subtrees);
-        int host_shared_fd[n_shared + 1];
+        /* Children share the daemon's fd table (child.c): everything opened here is closed here. */
+        _cleanup_(fd_array_done) FdArray host_shared = { .fds = calloc(n_shared + 1, sizeof(int)) };
+        int *host_shared_fd = host_shared.fds;
         _cleanup_close_ int tree_fd = -EBADF, host_root_fd = -EBADF, old_root_fd = -EBADF, ns_fd = -EBADF;
         _cleanup_free_ char *where = NULL, *pin = NULL;
         struct mount_attr attr = {};
@@ -142,10 +155,13 @@ static int view_child(int sock, void *userdata) {
         host_root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (host_root_fd < 0)
                 CHILD_FAIL(VIEW_STAGE_CLONE, -errno);
+        if (!host_shared_fd)
+                CHILD_FAIL(VIEW_STAGE_CLONE, -ENOMEM);
         for (size_t i = 0; i < n_shared; i++) {
                 host_shared_fd[i] = open_path_fd(AT_FDCWD, spec->shared_subtrees[i]);
                 if (host_shared_fd[i] < 0)
                         CHILD_FAIL(VIEW_STAGE_CLONE, host_shared_fd[i]);
+                host_shared.n++;
         }
         tree_fd = open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree_fd < 0)
