@@ -96,7 +96,24 @@ static pid_t clone_sharing_files(int *ret_pidfd) {
                 .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
                 .exit_signal = SIGCHLD,
         };
-        return (pid_t) syscall(SYS_clone3, &args, sizeof args);
+        pid_t pid = (pid_t) syscall(SYS_clone3, &args, sizeof args);
+        if (pid >= 0 || (errno != ENOSYS && errno != EPERM))
+                return pid;
+
+        /* clone3 filtered (some seccomp policies answer ENOSYS so that glibc falls back to
+         * clone) or missing: a plain fork, which only costs the copy of the fd table. */
+        pid = fork();
+        if (pid <= 0)
+                return pid;
+        *ret_pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (*ret_pidfd < 0) {
+                int r = -errno;
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                errno = -r;
+                return -1;
+        }
+        return pid;
 }
 
 static void child_record(ChildReply *reply, ChildReply *last, bool *got, int *r,
