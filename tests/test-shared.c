@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "conf.h"
+#include "tap.h"
 #include "fs-util.h"
 #include "hashmap.h"
 #include "mount-util.h"
@@ -14,19 +15,6 @@
 #include "user-util.h"
 #include "view.h"
 
-static int n_tests, n_failed;
-
-static void check(bool ok, const char *fmt, ...) {
-        va_list ap;
-        n_tests++;
-        if (!ok)
-                n_failed++;
-        printf("%s %d - ", ok ? "ok" : "not ok", n_tests);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-}
 
 static void test_paths(void) {
         static const char *good[] = { "/", "/mnt", "/a/b/c", "/a.b/..c/c..", "/with space" };
@@ -282,6 +270,5 @@ int main(void) {
         test_hashmap();
         test_mount_info();
         test_open_path_creating();
-        printf("1..%d\n", n_tests);
-        return n_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return tap_finish();
 }

@@ -20,24 +20,11 @@
 #include <linux/magic.h>
 
 #include "conf.h"
+#include "tap.h"
 #include "log.h"
 #include "mount-util.h"
 #include "view-policy.h"
 
-static int n_tests, n_failed;
-
-static void check(bool ok, const char *fmt, ...) {
-        va_list ap;
-        n_tests++;
-        if (!ok)
-                n_failed++;
-        printf("%s %d - ", ok ? "ok" : "not ok", n_tests);
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-        fflush(stdout);
-}
 
 /* ---- specifiers ---- */
 
@@ -468,6 +455,5 @@ int main(int argc, char *argv[]) {
         }
         if (r == 77)
                 return 77;
-        printf("1..%d\n", n_tests);
-        return n_failed > 0;
+        return tap_finish();
 }
