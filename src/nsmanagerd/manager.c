@@ -22,7 +22,6 @@ int manager_new(Manager **ret) {
         if (!m)
                 return -ENOMEM;
         m->registry_fd = -EBADF;
-        m->host_mntns_fd = -EBADF;
         m->pin_cpu = sched_getcpu();
         manager_config_init(&m->config);
         m->namespaces = hashmap_new();
@@ -58,7 +57,6 @@ Manager *manager_free(Manager *m) {
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         safe_close(m->registry_fd);
-        safe_close(m->host_mntns_fd);
         manager_config_done(&m->config);
         free(m->config_file);
         free(m);
@@ -167,9 +165,6 @@ int manager_startup(Manager *m) {
         _cleanup_free_ char *dir = NULL;
         int r;
 
-        m->host_mntns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        if (m->host_mntns_fd < 0)
-                return log_error_errno(errno, "Failed to open our mount namespace: %m");
 
         r = mkdir_p(m->config.state_directory, 0700);
         if (r < 0)

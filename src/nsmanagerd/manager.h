@@ -27,7 +27,6 @@ typedef struct Manager {
         Hashmap *namespaces_by_uid; /* uid (as decimal string) → Namespace */
 
         int registry_fd;         /* the "registry" mount namespace that holds the pins */
-        int host_mntns_fd;       /* our own (the host) mount namespace */
         int pin_cpu;             /* CPU on which namespace ids sort after the registry's, or -1 */
 } Manager;
 

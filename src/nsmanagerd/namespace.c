@@ -43,13 +43,6 @@ char *namespace_root(Namespace *ns) {
         return p;
 }
 
-unsigned namespace_n_sessions(Namespace *ns) {
-        unsigned n = 0;
-        for (Session *s = ns->sessions; s; s = s->next)
-                n++;
-        return n;
-}
-
 NamespaceState namespace_get_state(Namespace *ns) {
         if (ns->stop_timer)
                 return NAMESPACE_CLOSING;

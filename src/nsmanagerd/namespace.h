@@ -55,7 +55,6 @@ struct Namespace {
 char *namespace_root(Namespace *ns);
 
 NamespaceState namespace_get_state(Namespace *ns);
-unsigned namespace_n_sessions(Namespace *ns);
 
 /* Lifecycle. namespace_new() only allocates; namespace_start() builds and pins the view. */
 int namespace_new(Manager *m, const UserRecord *u, Namespace **ret);

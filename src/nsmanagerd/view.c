@@ -573,8 +573,6 @@ int mntns_count_mounts(int ns_fd, size_t *ret_n) {
         size_t size, n = 0;
         int r;
 
-        if (ns_fd < 0)
-                return mount_table_count_self(ret_n);
         r = mntns_read_mountinfo(ns_fd, &buf, &size);
         if (r < 0)
                 return r;

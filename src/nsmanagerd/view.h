@@ -49,6 +49,7 @@ int registry_list(int registry_fd, const char *pin_dir, int (*cb)(const char *na
 
 /* The mount table of the namespace ns_fd (-1: our own), as its processes see it. */
 int mntns_read_mounts(int ns_fd, MountEntry **ret, size_t *ret_n);
+/* The number of mounts in the namespace ns_fd (a user's: never -1). */
 int mntns_count_mounts(int ns_fd, size_t *ret_n);
 
 /* Host start-up: '/' shared, SubtreeRoot and StateDirectory unbindable, SharedSubtrees shared. */

@@ -14,10 +14,6 @@ void log_set_max_level(int level) {
         max_level = level;
 }
 
-int log_get_max_level(void) {
-        return max_level;
-}
-
 int log_internal(int level, int error, const char *fmt, ...) {
         int e = error < 0 ? -error : error;
 

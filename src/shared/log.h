@@ -9,7 +9,6 @@
  * variants set errno so "%m" prints the error, and return the negative errno, so a caller
  * can write: return log_error_errno(r, "Failed to …: %m"); */
 void log_set_max_level(int level);
-int log_get_max_level(void);
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 /* The text of the last message logged at LOG_ERR or worse by this process ("" if none): lets a
  * forked child hand the reason for its failure back to the daemon, and so to the caller. */

@@ -130,21 +130,6 @@ int mount_table_read_self(MountEntry **ret, size_t *ret_n) {
         return mount_table_read(f, ret, ret_n);
 }
 
-int mount_table_count_self(size_t *ret_n) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-        size_t n = 0;
-        int c;
-
-        if (!f)
-                return -errno;
-        /* Counting lines is all NMounts needs; no parsing. */
-        while ((c = getc_unlocked(f)) != EOF)
-                if (c == '\n')
-                        n++;
-        *ret_n = n;
-        return 0;
-}
-
 int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret) {
         struct statx sx = {};
         int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);

@@ -40,7 +40,6 @@ void mount_entries_free(MountEntry *e, size_t n);
 /* Parses a mountinfo stream (libmount). */
 int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n);
 int mount_table_read_self(MountEntry **ret, size_t *ret_n);
-int mount_table_count_self(size_t *ret_n);
 
 /* Mount id (statx STATX_MNT_ID) of whatever 'fd' (or fd+path) refers to. */
 int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret);
