@@ -44,10 +44,25 @@ static int user_record_from_passwd(const struct passwd *pw, UserRecord *ret) {
         return 0;
 }
 
+/* The *_r NSS calls want a buffer large enough for the entry: start with what sysconf()
+ * suggests, double on ERANGE, give up at 1 MiB (no sane passwd or group entry is that big). */
+#define NSS_BUFFER_MAX (1024 * 1024)
+
+static size_t nss_buffer_initial(int sysconf_name) {
+        long size = sysconf(sysconf_name);
+        return size > 0 ? (size_t) size : 4096;
+}
+
+static bool nss_buffer_retry(int r, size_t *bufsize) {
+        if (r != ERANGE || *bufsize >= NSS_BUFFER_MAX)
+                return false;
+        *bufsize *= 2;
+        return true;
+}
+
 static int user_record_lookup(const char *name, uid_t uid, UserRecord *ret) {
         struct passwd pw, *result = NULL;
-        long size = sysconf(_SC_GETPW_R_SIZE_MAX);
-        size_t bufsize = size > 0 ? (size_t) size : 4096;
+        size_t bufsize = nss_buffer_initial(_SC_GETPW_R_SIZE_MAX);
 
         for (;;) {
                 _cleanup_free_ char *buf = malloc(bufsize);
@@ -56,10 +71,8 @@ static int user_record_lookup(const char *name, uid_t uid, UserRecord *ret) {
                 if (!buf)
                         return -ENOMEM;
                 r = name ? getpwnam_r(name, &pw, buf, bufsize, &result) : getpwuid_r(uid, &pw, buf, bufsize, &result);
-                if (r == ERANGE) {
-                        bufsize *= 2;
+                if (nss_buffer_retry(r, &bufsize))
                         continue;
-                }
                 if (r != 0)
                         return -r;
                 if (!result)
@@ -86,8 +99,7 @@ void user_record_done(UserRecord *u) {
 }
 
 int group_name_by_gid(gid_t gid, char **ret) {
-        long size = sysconf(_SC_GETGR_R_SIZE_MAX);
-        size_t bufsize = size > 0 ? (size_t) size : 4096;
+        size_t bufsize = nss_buffer_initial(_SC_GETGR_R_SIZE_MAX);
 
         for (;;) {
                 _cleanup_free_ char *buf = malloc(bufsize);
@@ -97,10 +109,8 @@ int group_name_by_gid(gid_t gid, char **ret) {
                 if (!buf)
                         return -ENOMEM;
                 r = getgrgid_r(gid, &gr, buf, bufsize, &result);
-                if (r == ERANGE && bufsize < 1024 * 1024) {
-                        bufsize *= 2;
+                if (nss_buffer_retry(r, &bufsize))
                         continue;
-                }
                 if (r != 0)
                         return -r;
                 if (!result)
