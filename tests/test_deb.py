@@ -181,8 +181,7 @@ def test_files_are_the_sources(deb):
 def test_binaries_hardened(deb):
     """Built with dpkg-buildflags and hardening=+all: full RELRO (BIND_NOW), PIE, no RPATH
     into the build tree."""
-    if not shutil.which("readelf"):
-        pytest.skip("readelf (binutils) is not installed")
+    assert shutil.which("readelf"), "readelf is missing: tools/deps installs binutils"
     for path in ("/usr/libexec/nsmanagerd", "/usr/bin/nsctl", f"/lib/{multiarch()}/security/pam_nsmanager.so"):
         dyn = run(["readelf", "-d", deb.file(path)]).stdout
         assert re.search(r"\(BIND_NOW\)|FLAGS.*\bNOW\b", dyn), f"{path} is not linked with -z now:\n{dyn}"
@@ -283,8 +282,7 @@ def test_pam_profile(deb):
     assert profile["Default"] == "no"
     assert profile["Session-Type"] == "Additional"
     assert profile["Session"].split() == ["optional", "pam_nsmanager.so"]
-    if not shutil.which("pam-auth-update"):
-        pytest.skip("pam-auth-update (libpam-runtime) is not installed")
+    assert shutil.which("pam-auth-update"), "pam-auth-update is missing: tools/deps installs libpam-runtime"
     p = run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", PAM_AUTH_UPDATE, "sh",
              deb.scratch / "pam-auth-update", deb.file("/usr/share/pam-configs/nsmanager")], wait=120)
     assert p.returncode == 0, f"pam-auth-update failed:\n{p.stdout}\n{p.stderr}"
@@ -296,8 +294,8 @@ def test_pam_profile(deb):
         elif name:
             stacks[name].append(" ".join(line.split()))
     print(p.stdout)
-    if not any("pam_systemd.so" in line for line in stacks["postinst"]):
-        pytest.skip("this machine's common-session has no pam_systemd.so (is libpam-systemd installed?)")
+    assert any("pam_systemd.so" in line for line in stacks["postinst"]), \
+        "common-session has no pam_systemd.so: tools/deps installs libpam-systemd"
     line = "session optional pam_nsmanager.so"
     enabled = stacks["enabled"]
     assert not any("pam_nsmanager" in x for x in stacks["postinst"]), "installing the package enabled the module"
@@ -313,8 +311,7 @@ def test_pam_profile(deb):
 def test_lintian(deb):
     """lintian reports no error (warnings and infos are printed, not failed on). No
     overrides are shipped."""
-    if not shutil.which("lintian"):
-        pytest.skip("lintian is not installed (tools/deps installs it)")
+    assert shutil.which("lintian"), "lintian is missing: tools/deps installs it"
     p = run(["lintian", "--allow-root", "--fail-on", "error", "--display-info", deb.path], wait=600)
     print(f"lintian {deb.path.name} (exit status {p.returncode}):\n{p.stdout}{p.stderr}")
     errors = [line for line in p.stdout.splitlines() if line.startswith("E:")]

@@ -389,8 +389,7 @@ def test_mounts_tree(views, nsctl):
 
 
 def test_mounts_graph_is_valid_dot(views, nsctl):
-    if not shutil.which("dot"):
-        pytest.skip("graphviz is not installed")
+    assert shutil.which("dot"), "dot is missing: tools/deps installs graphviz"
     for args in (["mounts", "--graph"], ["mounts", "--graph", "alice"]):
         p = nsctl(*args)
         assert p.returncode == 0, p.stderr
@@ -480,8 +479,7 @@ class Tmux:
 
 @pytest.fixture
 def terminal(views):
-    if not shutil.which("tmux"):
-        pytest.skip("tmux is not installed")
+    assert shutil.which("tmux"), "tmux is missing: tools/deps installs it"
     t = Tmux(views, "alice")
     yield t
     t.close()
