@@ -16,6 +16,8 @@
 #define NSM_ERROR_INVALID_PATH "org.example.NSManager.Error.InvalidPath"
 #define NSM_ERROR_INVALID_MODE "org.example.NSManager.Error.InvalidMode"
 #define NSM_ERROR_BUSY "org.example.NSManager.Error.Busy"
+#define NSM_ERROR_TIMED_OUT "org.example.NSManager.Error.TimedOut"
+#define NSM_ERROR_LIMIT_EXCEEDED "org.example.NSManager.Error.LimitExceeded"
 
 /* Maps our named errors to errno values, so clients (nsctl, the PAM module) can act on
  * sd_bus_error_get_errno(). Register with sd_bus_error_add_map(). */
