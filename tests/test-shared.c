@@ -5,7 +5,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "conf.h"
+#include "manager-config.h"
+#include "parse-util.h"
+#include "strv.h"
 #include "tap.h"
 #include "fs-util.h"
 #include "hashmap.h"

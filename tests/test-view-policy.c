@@ -19,7 +19,9 @@
 #include <sys/wait.h>
 #include <linux/magic.h>
 
-#include "conf.h"
+#include "manager-config.h"
+#include "parse-util.h"
+#include "strv.h"
 #include "tap.h"
 #include "log.h"
 #include "mount-util.h"

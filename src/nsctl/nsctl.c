@@ -15,6 +15,7 @@
 #include "bus-errors.h"
 #include "config.h"
 #include "nsctl.h"
+#include "parse-util.h"
 
 
 JsonMode arg_json = JSON_OFF;
@@ -109,14 +110,6 @@ int verb_usage_error(const char *verb, const char *fmt, ...) {
         return -EINVAL;
 }
 
-static int parse_boolean(const char *s) {
-        if (STR_IN_SET(s, "1", "yes", "y", "true", "t", "on"))
-                return 1;
-        if (STR_IN_SET(s, "0", "no", "n", "false", "f", "off"))
-                return 0;
-        return -EINVAL;
-}
-
 /* Timeout of calls that may wait for an interactive polkit authorization */
 static uint64_t call_timeout(void) {
         return arg_ask_password && isatty(STDIN_FILENO) ? UINT64_MAX : 0;
@@ -157,14 +150,6 @@ static void json_namespace(JsonWriter *w, const NamespaceInfo *i) {
         json_key(w, "n_mounts");
         json_unsigned(w, i->n_mounts);
         json_object_end(w);
-}
-
-static size_t strv_length(char **l) {
-        size_t n = 0;
-
-        for (; l && *l; l++)
-                n++;
-        return n;
 }
 
 static int verb_list(sd_bus *bus, int argc _unused_, char **argv _unused_) {

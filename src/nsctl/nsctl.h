@@ -8,6 +8,7 @@
 #include <systemd/sd-bus.h>
 
 #include "macros.h"
+#include "strv.h"
 
 /* Exit codes of nsctl (see nsctl(1)) */
 #define NSCTL_EXIT_SUCCESS 0

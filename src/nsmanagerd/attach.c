@@ -33,6 +33,7 @@
 #include "namespace.h"
 #include "path-util.h"
 #include "user-util.h"
+#include "strv.h"
 
 /* Exit status of the child when the command could not be started, as a shell reports a
  * command it cannot run. */

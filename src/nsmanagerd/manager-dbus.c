@@ -11,6 +11,7 @@
 #include "namespace.h"
 #include "path-util.h"
 #include "propagation.h"
+#include "strv.h"
 
 /* Every method: read, validate, authorize, act, reply. Arguments are checked before polkit is
  * asked, so invalid requests never prompt anybody. */

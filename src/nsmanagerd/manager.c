@@ -7,6 +7,7 @@
 
 #include "bus-errors.h"
 #include "bus-polkit.h"
+#include "login-filter.h"
 #include "log.h"
 #include "manager.h"
 #include "namespace-dbus.h"
@@ -14,6 +15,7 @@
 #include "path-util.h"
 #include "user-util.h"
 #include "view.h"
+#include "strv.h"
 
 int manager_new(Manager **ret) {
         Manager *m = calloc(1, sizeof(Manager));
@@ -161,10 +163,19 @@ static void remove_strays(Manager *m) {
         }
 }
 
+/* What pam_nsmanager needs to skip users we would refuse, without a bus call (login-filter.h). */
+static void manager_publish_login_filter(Manager *m) {
+        int r = login_filter_write(NSM_LOGIN_FILTER_FILE, m->config.min_uid, m->config.exclude_users);
+        if (r < 0)
+                log_warning_errno(r, "Failed to publish %s for pam_nsmanager, ignoring (logins of users we refuse ask over the bus): %m",
+                                  NSM_LOGIN_FILTER_FILE);
+}
+
 int manager_startup(Manager *m) {
         _cleanup_free_ char *dir = NULL;
         int r;
 
+        manager_publish_login_filter(m);
 
         r = mkdir_p(m->config.state_directory, 0700);
         if (r < 0)
@@ -231,7 +242,7 @@ int manager_check_user(Manager *m, const char *user, UserRecord *ret, sd_bus_err
                 return sd_bus_error_setf(error, NSM_ERROR_USER_EXCLUDED,
                                          "'%s' (uid %u) is a system user: MinUID=%u.", user, (unsigned) u.uid,
                                          (unsigned) m->config.min_uid);
-        if (strv_contains((const char *const *) m->config.exclude_users, user))
+        if (login_filter_excludes(&(LoginFilter) { .min_uid = 0, .exclude_users = m->config.exclude_users }, user, u.uid))
                 return sd_bus_error_setf(error, NSM_ERROR_USER_EXCLUDED, "'%s' is listed in ExcludeUsers=.", user);
         if (ret)
                 *ret = u, u = (UserRecord) {};
@@ -352,6 +363,7 @@ int manager_reload(Manager *m, char **ret_error) {
                         (void) strv_extend(&c.shared_subtrees, *p); /* runtime-shared stay shared */
         manager_config_done(&m->config);
         m->config = c;
+        manager_publish_login_filter(m);
         log_info("Configuration reloaded; it applies to namespaces created from now on.");
         return 0;
 }

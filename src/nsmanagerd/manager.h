@@ -7,7 +7,7 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "conf.h"
+#include "manager-config.h"
 #include "hashmap.h"
 #include "user-util.h"
 

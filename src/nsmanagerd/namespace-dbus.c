@@ -4,6 +4,7 @@
 #include "manager-dbus.h"
 #include "namespace-dbus.h"
 #include "view.h"
+#include "strv.h"
 
 int bus_reply_mounts(sd_bus_message *message, int ns_fd, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;

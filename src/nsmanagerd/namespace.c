@@ -10,6 +10,7 @@
 #include "namespace.h"
 #include "path-util.h"
 #include "view.h"
+#include "strv.h"
 
 static const char *const namespace_state_table[_NAMESPACE_STATE_MAX] = {
         [NAMESPACE_ACTIVE] = "active",

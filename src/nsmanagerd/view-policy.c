@@ -12,6 +12,7 @@
 #include "fs-util.h"
 #include "path-util.h"
 #include "view-policy.h"
+#include "strv.h"
 
 /* The [View] policy, applied inside a freshly pivoted view (see view.c, step 6).
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "conf.h"
+#include "manager-config.h"
 #include "user-util.h"
 
 /* Applies the [View] policy inside a freshly built view: runs in the view's mount namespace,

@@ -17,6 +17,7 @@
 #include "propagation.h"
 #include "view-policy.h"
 #include "view.h"
+#include "strv.h"
 
 /* <linux/nsfs.h> of Debian 12 predates these (Linux 6.8 and 6.18). */
 #define NSM_NS_GET_MNTNS_ID _IOR(0xb7, 0x5, uint64_t)

@@ -3,7 +3,7 @@
 
 #include <stdbool.h>
 
-#include "conf.h"
+#include "manager-config.h"
 #include "mount-util.h"
 #include "user-util.h"
 

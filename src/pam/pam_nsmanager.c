@@ -2,7 +2,7 @@
 /*
  * pam_nsmanager: puts a login into its user's mount namespace.
  *
- *   session optional pam_nsmanager.so [debug] [conf=FILE]
+ *   session optional pam_nsmanager.so [debug]
  *
  * open_session asks nsmanagerd for the session (OpenSession(user, session_id) → (o, h)),
  * and setns()es the calling thread into the returned mount namespace, so everything the
@@ -32,7 +32,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus-errors.h"
-#include "conf.h"
+#include "login-filter.h"
 #include "macros.h"
 #include "user-util.h"
 
@@ -42,7 +42,6 @@
 
 typedef struct ModuleOptions {
         bool debug;
-        const char *conf;      /* conf=FILE, NULL for the standard nsmanagerd.conf */
 } ModuleOptions;
 
 /* What close_session needs to know about the session open_session opened. */
@@ -56,10 +55,6 @@ typedef struct SessionData {
                 if ((opts)->debug)                                      \
                         pam_syslog((handle), LOG_DEBUG, __VA_ARGS__);   \
         } while (0)
-
-static void manager_config_donep(ManagerConfig *c) {
-        manager_config_done(c);
-}
 
 static void session_data_free(SessionData *d) {
         if (!d)
@@ -88,15 +83,7 @@ static int parse_argv(pam_handle_t *handle, int argc, const char **argv, ModuleO
         for (int i = 0; i < argc; i++) {
                 if (streq(argv[i], "debug"))
                         opts.debug = true;
-                else if (strncmp(argv[i], "conf=", 5) == 0) {
-                        const char *p = argv[i] + 5;
-
-                        if (p[0] != '/') {
-                                pam_syslog(handle, LOG_ERR, "conf= needs an absolute path, got '%s'.", p);
-                                return -EINVAL;
-                        }
-                        opts.conf = p;
-                } else
+                else
                         pam_syslog(handle, LOG_WARNING, "Unknown option '%s', ignoring.", argv[i]);
         }
 
@@ -104,36 +91,30 @@ static int parse_argv(pam_handle_t *handle, int argc, const char **argv, ModuleO
         return 0;
 }
 
-/* Is the user one nsmanagerd manages? Root never is; the others by MinUID= and
- * ExcludeUsers= of the daemon's configuration. Returns 1/0, negative errno if the
- * configuration cannot be read (logged). */
-static int user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, const char *user, uid_t uid) {
-        if (uid == 0)
-                return 0;
-
-        _cleanup_(manager_config_donep) ManagerConfig config;
-        _cleanup_free_ char *error = NULL;
+/* Is the user one nsmanagerd manages? Root never is, and no bus call is made for it. The others
+ * by what the daemon published from its MinUID= and ExcludeUsers= (login-filter.h): every cron
+ * job of a system user loads this module, and none of them should cost a bus call, nor start
+ * the daemon. Without the file (the daemon never ran) the daemon is asked, and its UserExcluded
+ * answer is followed. */
+static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, const char *user, uid_t uid) {
+        _cleanup_(login_filter_done) LoginFilter filter = {};
         int r;
 
-        manager_config_init(&config);
-        r = manager_config_load(opts->conf, &config, &error);
+        if (uid == 0)
+                return false;
+        r = login_filter_read(NSM_LOGIN_FILTER_FILE, &filter);
         if (r < 0) {
-                pam_syslog(handle, LOG_ERR, "Failed to read %s: %s",
-                           opts->conf ?: NSM_CONFIG_FILE, error ?: strerror(-r));
-                return r;
+                if (r != -ENOENT)
+                        pam_syslog(handle, LOG_WARNING, "Failed to read %s, asking nsmanagerd: %s",
+                                   NSM_LOGIN_FILTER_FILE, strerror(-r));
+                return true;
         }
-
-        if (uid < config.min_uid) {
-                pam_debug_syslog(handle, opts, "User '%s' has UID %u, below MinUID=%u: not ours.",
-                                 user, (unsigned) uid, (unsigned) config.min_uid);
-                return 0;
+        if (login_filter_excludes(&filter, user, uid)) {
+                pam_debug_syslog(handle, opts, "User '%s' (UID %u) is outside nsmanagerd's range (MinUID=, ExcludeUsers=).",
+                                 user, (unsigned) uid);
+                return false;
         }
-        if (strv_contains((const char *const *) config.exclude_users, user)) {
-                pam_debug_syslog(handle, opts, "User '%s' is listed in ExcludeUsers=, not ours.", user);
-                return 0;
-        }
-
-        return 1;
+        return true;
 }
 
 /* The session id: logind's (XDG_SESSION_ID, which pam_systemd puts into the PAM environment
@@ -273,10 +254,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         }
         uid = record.uid;
 
-        r = user_is_managed(handle, &opts, user, uid);
-        if (r < 0)
-                return PAM_SESSION_ERR;
-        if (r == 0)
+        if (!user_is_managed(handle, &opts, user, uid))
                 return PAM_IGNORE;
 
         data = calloc(1, sizeof(SessionData));
@@ -298,8 +276,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
                                &error, &reply, "ss", user, data->id);
         if (r < 0) {
                 if (sd_bus_error_has_name(&error, NSM_ERROR_USER_EXCLUDED)) {
-                        /* The daemon is the authority on its range: if its configuration and ours
-                         * (conf=) disagree, follow it, but say so. */
+                        /* The daemon is the authority on its range (the filter file may be older). */
                         pam_syslog(handle, LOG_NOTICE, "nsmanagerd does not manage user '%s': %s",
                                    user, bus_error_message(&error, r));
                         return PAM_IGNORE;

@@ -9,6 +9,7 @@
 
 #include "bus-polkit.h"
 #include "macros.h"
+#include "strv.h"
 
 /* How it works, for one method call M whose handler asks for action A:
  *

@@ -16,7 +16,6 @@
 #define _pure_ __attribute__((pure))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
-#define STR_IN_SET(s, ...) strv_contains((const char *const[]){ __VA_ARGS__, NULL }, (s))
 
 static inline void freep(void *p) {
         free(*(void **) p);
@@ -41,28 +40,6 @@ static inline void fclosep(FILE **f) {
                 (void) fclose(*f);
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
-
-static inline char **strv_free(char **l) {
-        if (l) {
-                for (char **i = l; *i; i++)
-                        free(*i);
-                free(l);
-        }
-        return NULL;
-}
-static inline void strv_freep(char ***l) {
-        *l = strv_free(*l);
-}
-#define _cleanup_strv_free_ _cleanup_(strv_freep)
-
-static inline int strv_contains(const char *const *l, const char *s) {
-        if (!s)
-                return 0;
-        for (; l && *l; l++)
-                if (strcmp(*l, s) == 0)
-                        return 1;
-        return 0;
-}
 
 /* Hand ownership of a pointer or fd to the caller: the cleanup handler then sees NULL / -EBADF. */
 #define TAKE_PTR(p)                             \

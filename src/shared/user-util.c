@@ -2,7 +2,7 @@
 #include <grp.h>
 #include <pwd.h>
 
-#include "conf.h"
+#include "strv.h"
 #include "macros.h"
 #include "user-util.h"
 

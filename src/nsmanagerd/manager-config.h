@@ -5,7 +5,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "config.h"
 #include "macros.h"
+
+/* The daemon's configuration: nsmanagerd.conf and its drop-ins, section [Manager], and the
+ * per-user view policy, section [View], in the same files and in group.d/ and user.d/.
+ * nsmanagerd.conf(5) describes every key. */
+
+/* /etc/nsmanager/nsmanagerd.conf with the default prefix=/usr */
+#define NSM_CONFIG_FILE SYSCONFDIR "/nsmanager/nsmanagerd.conf"
 
 typedef enum ViewPropagation {
         VIEW_PROPAGATION_SLAVE,
@@ -18,11 +26,6 @@ typedef enum ViewPropagation {
 const char *view_propagation_to_string(ViewPropagation p) _pure_;
 ViewPropagation view_propagation_from_string(const char *s) _pure_;
 
-#include "config.h"
-
-/* /etc/nsmanager/nsmanagerd.conf with the default prefix=/usr */
-#define NSM_CONFIG_FILE SYSCONFDIR "/nsmanager/nsmanagerd.conf"
-
 typedef struct ManagerConfig {
         char *subtree_root;            /* SubtreeRoot= (/subtree) */
         char **shared_subtrees;        /* SharedSubtrees= (/mnt) */
@@ -31,6 +34,14 @@ typedef struct ManagerConfig {
         char **exclude_users;          /* ExcludeUsers= */
         char *state_directory;         /* StateDirectory= (/run/nsmanager) */
         ViewPropagation view_propagation; /* ViewPropagation= (slave) */
+
+        /* Limits: whatever one user's view holds, or however one user calls, nobody else waits. */
+        uint64_t operation_timeout_usec; /* OperationTimeoutSec= (5s): deadline of every mount operation */
+        unsigned max_stuck_operations; /* MaxStuckOperations= (4): per user, operations past their deadline that
+                                        * could not be killed (a hung file system) */
+        unsigned max_user_mounts;      /* MaxUserMounts= (64): BindMount destinations per unprivileged user */
+        uint64_t rate_limit_interval_usec; /* RateLimitIntervalSec= (10s) … */
+        unsigned rate_limit_burst;     /* RateLimitBurst= (200): calls per interval per unprivileged caller */
 } ManagerConfig;
 
 /* Per-user view policy, section [View]; list settings accumulate across files, an empty
@@ -48,23 +59,14 @@ typedef struct ViewPolicy {
 void manager_config_init(ManagerConfig *c);
 void manager_config_done(ManagerConfig *c);
 void view_policy_done(ViewPolicy *p);
+bool view_policy_is_empty(const ViewPolicy *p);
 
-/* Reads 'file' (NULL: NSM_CONFIG_FILE) and then 'file'.d/ drop-ins in lexical order. A missing
- * main file is fine; a syntax error or an invalid value is an error (-EINVAL), reported
- * through 'ret_error' (malloc'ed "FILE:LINE: message") when non-NULL. */
+/* Reads 'file' (NULL: NSM_CONFIG_FILE) and then its drop-ins 'file'.d/NAME.conf in lexical
+ * order. A missing main file is fine; a syntax error or an invalid value is -EINVAL with
+ * "FILE:LINE: message" in *ret_error. Unknown settings are logged as warnings. */
 int manager_config_load(const char *file, ManagerConfig *c, char **ret_error);
 
 /* [View] policy for one user: the main file, its drop-ins, then DIR/group.d/GROUP.conf for
  * each of 'groups' (in the order given), then DIR/user.d/USER.conf, DIR being the main
  * file's directory. */
 int view_policy_load(const char *file, const char *user, char *const *groups, ViewPolicy *p, char **ret_error);
-
-/* "10s", "500ms", "1min", "2h", plain numbers are seconds. */
-int parse_sec(const char *s, uint64_t *ret_usec);
-/* "64M", "1G", "4096", "50%" is refused (-EINVAL). */
-int parse_size(const char *s, uint64_t *ret_bytes);
-int parse_boolean(const char *s);
-/* Splits on whitespace; quotes are not interpreted. */
-char **strv_split_whitespace(const char *s);
-size_t strv_length(char *const *l);
-int strv_extend(char ***l, const char *s);
