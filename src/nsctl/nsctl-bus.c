@@ -18,12 +18,12 @@ int bus_connect(sd_bus **ret) {
         /* Our named errors carry errno values; the map makes sd_bus_error_get_errno() useful. */
         r = sd_bus_error_add_map(nsm_bus_error_map);
         if (r < 0)
-                return log_error_errno(r, "Failed to register the error map: %s", strerror(-r));
+                return log_error_errno(r, "Failed to register the error map: %m");
 
         /* sd_bus_open_system() honours $DBUS_SYSTEM_BUS_ADDRESS. */
         r = sd_bus_open_system(&bus);
         if (r < 0)
-                return log_error_errno(r, "Failed to connect to the system bus: %s", strerror(-r));
+                return log_error_errno(r, "Failed to connect to the system bus: %m");
 
         *ret = bus;
         return 0;
@@ -232,7 +232,7 @@ int list_namespaces(sd_bus *bus, bool properties, NamespaceInfo **ret, size_t *r
 
 parse_error:
         namespace_info_array_free(a, n);
-        return log_error_errno(r, "Failed to parse the reply of ListNamespaces: %s", strerror(-r));
+        return log_error_errno(r, "Failed to parse the reply of ListNamespaces: %m");
 }
 
 int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret) {
@@ -248,7 +248,7 @@ int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret) {
 
         r = sd_bus_message_read(reply, "o", &object);
         if (r < 0)
-                return log_error_errno(r, "Failed to parse the reply of GetNamespace: %s", strerror(-r));
+                return log_error_errno(r, "Failed to parse the reply of GetNamespace: %m");
 
         i.object = strdup(object);
         if (!i.object)

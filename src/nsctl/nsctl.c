@@ -51,36 +51,30 @@ static const Verb *find_verb(const char *name);
 
 /* ---- error reporting ---- */
 
-int log_error_errno(int r, const char *fmt, ...) {
-        va_list ap;
-
-        errno = r < 0 ? -r : r; /* for %m */
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        return r < 0 ? r : -EIO;
-}
-
-/* One line: the daemon's message if it gave one (it is meant for people), else our context
- * and the errno text. Never the D-Bus error name. */
+/* The daemon's message is meant for people: print it, never the D-Bus error name. */
 int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
+        _cleanup_free_ char *context = NULL;
         va_list ap;
+        int k;
 
         if (error && error->message && error->message[0]) {
-                const char *p;
+                _cleanup_free_ char *message = strdup(error->message);
 
-                for (p = error->message; *p; p++)
-                        fputc(*p == '\n' ? ' ' : *p, stderr);
-                fputc('\n', stderr);
-                return r < 0 ? r : -EIO;
+                if (!message)
+                        return log_oom();
+                /* one line, whatever the daemon wrote */
+                for (char *p = message; *p; p++)
+                        if (*p == '\n')
+                                *p = ' ';
+                return log_error_errno(r, "%s", message);
         }
 
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        k = vasprintf(&context, fmt, ap);
         va_end(ap);
-        fprintf(stderr, ": %s\n", strerror(r < 0 ? -r : EIO));
-        return r < 0 ? r : -EIO;
+        if (k < 0)
+                return log_oom();
+        return log_error_errno(r, "%s: %m", context);
 }
 
 static void print_verb_synopsis(FILE *f, const Verb *v) {
@@ -282,7 +276,7 @@ static int simple_call(sd_bus *bus, const char *member, const char *what, const 
         if (r >= 0)
                 r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
         if (r < 0)
-                return log_error_errno(r, "Failed to build the %s call: %s", member, strerror(-r));
+                return log_error_errno(r, "Failed to build the %s call: %m", member);
 
         polkit_agent_open_if_enabled();
         r = sd_bus_call(bus, m, call_timeout(), &error, &reply);
@@ -601,6 +595,9 @@ int main(int argc, char *argv[]) {
         bool help_requested = false;
         char **args;
         int r;
+
+        /* Our messages are for the person at the terminal, not for the journal. */
+        log_set_target(LOG_TARGET_CONSOLE);
 
         r = parse_argv(argc, argv, &seen, &help_requested);
         if (r < 0)

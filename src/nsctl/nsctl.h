@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
+#include "log.h"
 #include "macros.h"
 #include "strv.h"
 
@@ -34,11 +35,11 @@ extern bool arg_mkdir;
 /* Reported by a verb for bad usage: prints "nsctl VERB: message" and the verb's usage line. */
 int verb_usage_error(const char *verb, const char *fmt, ...) _printf_(2, 3);
 
-/* Errors: print one line on stderr. Both return -EIO-ish negative values so a verb can
- * "return bus_log_error(...)"; main() maps any negative return to exit status 1. */
-int log_error_errno(int r, const char *fmt, ...) _printf_(2, 3);
+/* A failed call, as one line on stderr (the shared logger, log.h, prints plain lines for
+ * nsctl): the daemon's message if it gave one, else the context and the errno text. Returns
+ * r, negative, so a verb can "return bus_log_error(...)"; main() maps any negative return to
+ * exit status 1. */
 int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) _printf_(3, 4);
-#define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
 
 /* Bus helpers (nsctl-bus.c) */
 /* sd-bus.h provides sd_bus_message_unrefp() and friends for _cleanup_(). */
