@@ -264,19 +264,9 @@ int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret) {
         return 0;
 }
 
-void mount_info_array_free(MountInfo *a, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(a[i].target);
-                free(a[i].source);
-                free(a[i].fstype);
-                free(a[i].propagation);
-        }
-        free(a);
-}
-
-int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **ret, size_t *ret_n) {
+int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        MountInfo *a = NULL;
+        MountEntry *a = NULL;
         size_t n = 0, allocated = 0;
         int r;
 
@@ -289,26 +279,26 @@ int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **r
                 return r;
 
         for (;;) {
-                MountInfo mi = {};
+                MountEntry mi = {};
                 const char *target, *source, *fstype, *propagation;
 
-                r = sd_bus_message_read(reply, "(ttttssss)", &mi.mount_id, &mi.parent_id,
+                r = sd_bus_message_read(reply, "(ttttssss)", &mi.id, &mi.parent_id,
                                         &mi.peer_group, &mi.master_group,
                                         &target, &source, &fstype, &propagation);
                 if (r < 0) {
-                        mount_info_array_free(a, n);
+                        mount_entries_free(a, n);
                         return r;
                 }
                 if (r == 0)
                         break;
 
                 if (n >= allocated) {
-                        MountInfo *b;
+                        MountEntry *b;
 
                         allocated = allocated ? allocated * 2 : 64;
-                        b = realloc(a, allocated * sizeof(MountInfo));
+                        b = realloc(a, allocated * sizeof(MountEntry));
                         if (!b) {
-                                mount_info_array_free(a, n);
+                                mount_entries_free(a, n);
                                 return -ENOMEM;
                         }
                         a = b;
@@ -319,7 +309,7 @@ int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **r
                 mi.propagation = strdup(propagation);
                 a[n++] = mi;
                 if (!mi.target || !mi.source || !mi.fstype || !mi.propagation) {
-                        mount_info_array_free(a, n);
+                        mount_entries_free(a, n);
                         return -ENOMEM;
                 }
         }

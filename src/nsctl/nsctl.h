@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "macros.h"
+#include "mount-entry.h"
 #include "strv.h"
 
 /* Exit codes of nsctl (see nsctl(1)) */
@@ -73,20 +74,9 @@ int list_namespaces(sd_bus *bus, bool properties, NamespaceInfo **ret, size_t *r
 /* GetNamespace(user) + properties. Refusals are reported and returned negative. */
 int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret);
 
-typedef struct MountInfo {
-        uint64_t mount_id;
-        uint64_t parent_id;
-        uint64_t peer_group;
-        uint64_t master_group;
-        char *target;
-        char *source;
-        char *fstype;
-        char *propagation;
-} MountInfo;
-
-void mount_info_array_free(MountInfo *a, size_t n);
-/* GetMounts(user), user "" = host. The error is left in 'error' and not printed. */
-int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **ret, size_t *ret_n);
+/* GetMounts(user), user "" = host: one MountEntry (mount-entry.h) per mount, in the daemon's
+ * order. The error is left in 'error' and not printed. */
+int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n);
 
 /* Spawns pkttyagent for the duration of a call that may ask for authorization, when stdin is
  * a terminal and --no-ask-password was not given. */
