@@ -267,7 +267,7 @@ static char *propagates_to_text(const Views *v, const MountEntry *m) {
                 return strdup("-");
         }
 
-        joined = strjoin_sep(c.names, ", ");
+        joined = strv_join(c.names, ", ");
         strv_free(c.names);
         if (!joined)
                 return NULL;

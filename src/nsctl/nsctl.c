@@ -233,7 +233,7 @@ static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
 
         created = format_timestamp(i.timestamp);
         ago = format_timestamp_relative(i.timestamp);
-        sessions = i.sessions && i.sessions[0] ? strjoin_sep(i.sessions, " ") : strdup("none");
+        sessions = i.sessions && i.sessions[0] ? strv_join(i.sessions, " ") : strdup("none");
         if (!created || !ago || !sessions) {
                 namespace_info_done(&i);
                 return log_oom();

@@ -142,5 +142,4 @@ int verb_attach(sd_bus *bus, int argc, char **argv);
 
 /* helpers for the verbs */
 size_t utf8_width(const char *s);
-char *strjoin_sep(char **l, const char *sep);
 int strv_push(char ***l, size_t *n, char *s);
