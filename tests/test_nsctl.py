@@ -281,6 +281,12 @@ def test_other_refusals_are_one_line(views, nsctl):
     ["mounts", "--json", "--graph"],
     ["--no-such-option", "list"],
     ["attach", "alice", "sh", "-c", "true"],   # options of COMMAND need "--"
+    ["list", "--json=bad"],                    # a value the option does not know
+    ["mounts", "--graph=yes"],                 # a value for an option that takes none
+    ["-r", "list"],                            # a short option of another verb
+    ["bind", "alice", "/srv", "/mnt/x", "--recursive"],
+    ["propagation", "alice", "/mnt", "shared", "--read-only"],
+    ["status", ""],                            # the host is "" only for share, propagation
 ])
 def test_bad_usage(views, nsctl, args):
     p = nsctl(*args)

@@ -29,10 +29,9 @@ int bus_connect(sd_bus **ret) {
         return 0;
 }
 
-int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
-                 sd_bus_message **ret_reply, const char *types, ...) {
+int manager_callv(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
+                  sd_bus_message **ret_reply, const char *types, va_list ap) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        va_list ap;
         int r;
 
         r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH,
@@ -41,9 +40,7 @@ int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *e
                 return r;
 
         if (types) {
-                va_start(ap, types);
                 r = sd_bus_message_appendv(m, types, ap);
-                va_end(ap);
                 if (r < 0)
                         return r;
         }
@@ -53,6 +50,17 @@ int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *e
                 return r;
 
         return sd_bus_call(bus, m, usec, error, ret_reply);
+}
+
+int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
+                 sd_bus_message **ret_reply, const char *types, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, types);
+        r = manager_callv(bus, member, usec, error, ret_reply, types, ap);
+        va_end(ap);
+        return r;
 }
 
 void namespace_info_done(NamespaceInfo *i) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,9 +30,6 @@ extern bool arg_no_pager;
 extern bool arg_no_legend;
 extern bool arg_ask_password;
 extern bool arg_graph;
-extern bool arg_recursive;
-extern bool arg_read_only;
-extern bool arg_mkdir;
 
 /* Reported by a verb for bad usage: prints "nsctl VERB: message" and the verb's usage line. */
 int verb_usage_error(const char *verb, const char *fmt, ...) _printf_(2, 3);
@@ -47,9 +45,12 @@ int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) _print
 
 int bus_connect(sd_bus **ret);
 
-/* Calls a method of the Manager object; 'usec' 0 = the default timeout. */
+/* Calls a method of the Manager object; 'usec' 0 = the default timeout; 'types' NULL: no
+ * arguments. */
 int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
                  sd_bus_message **ret_reply, const char *types, ...);
+int manager_callv(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
+                  sd_bus_message **ret_reply, const char *types, va_list ap);
 
 typedef struct NamespaceInfo {
         char *user;
