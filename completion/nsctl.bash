@@ -25,7 +25,7 @@ _nsctl() {
                 cword=$COMP_CWORD
         }
 
-        local verbs='list status mounts create remove attach share enslave propagation bind linger'
+        local verbs='list status mounts create remove attach share enslave propagation bind unmount linger reload'
         local common='--no-pager --no-ask-password -h --help'
         local -A opts=(
                 [list]='--json --no-legend'
@@ -33,6 +33,7 @@ _nsctl() {
                 [mounts]='--json --graph --no-legend'
                 [propagation]='--recursive'
                 [bind]='--read-only --mkdir'
+                [unmount]='--detach'
         )
 
         # The verb and the positional arguments before the cursor; after "--" (attach)
@@ -63,7 +64,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --no-legend" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi
@@ -97,7 +98,7 @@ _nsctl() {
                         COMPREPLY=($(compgen -W "yes no" -- "$cur"))
                 fi
                 ;;
-        enslave)
+        enslave|unmount)
                 if ((n == 0)); then
                         COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
                 elif ((n == 1)); then

@@ -17,7 +17,7 @@ import time
 import dbus
 import pytest
 
-from sandbox import BASE, MANAGER_PATH, TEST_USERS, nsctl_binary, timeout
+from sandbox import BASE, MANAGER_PATH, REPO, TEST_USERS, nsctl_binary, timeout
 
 E_NAME_RE = re.compile(r"org\.(example|freedesktop)\.[A-Za-z.]*Error\.")
 
@@ -287,6 +287,12 @@ def test_other_refusals_are_one_line(views, nsctl):
     ["bind", "alice", "/srv", "/mnt/x", "--recursive"],
     ["propagation", "alice", "/mnt", "shared", "--read-only"],
     ["status", ""],                            # the host is "" only for share, propagation
+    ["unmount", "alice"],
+    ["unmount", "alice", "/mnt", "extra"],
+    ["unmount", "alice", "/mnt", "--recursive"],   # unmount's flag is --detach
+    ["bind", "alice", "/srv", "/mnt/x", "--detach"],
+    ["reload", "extra"],
+    ["reload", "--json"],
 ])
 def test_bad_usage(views, nsctl, args):
     p = nsctl(*args)
@@ -299,12 +305,70 @@ def test_help_and_version(nsctl, sandbox):
     p = nsctl("--help")
     assert p.returncode == 0
     for verb in ("list", "status", "mounts", "create", "remove", "attach", "share", "enslave",
-                 "propagation", "bind", "linger"):
+                 "propagation", "bind", "unmount", "linger", "reload"):
         assert re.search(rf"^ {verb}\b", p.stdout, re.M), verb
         q = nsctl(verb, "--help")
         assert q.returncode == 0 and f"nsctl {verb}" in q.stdout, verb
     p = nsctl("--version")
     assert p.returncode == 0 and re.fullmatch(r"nsctl \S+\n", p.stdout)
+
+
+def _help_options(text):
+    """The long options the Options: section of an nsctl --help lists."""
+    section = text.split("\nOptions:\n", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"^ (?:-\w,|   ) --([a-z-]+)", section, re.M))
+
+
+def test_help_completion_and_man_page_agree(nsctl):
+    """--help is made from nsctl's verb and option tables; the bash completion and the man
+    page are written by hand and must name the same verbs and options."""
+    text = nsctl("--help").stdout
+    commands = text.split("\nCommands:\n", 1)[1].split("\n\n", 1)[0]
+    verbs = re.findall(r"^ ([a-z]+)\b", commands, re.M)
+    assert "list" in verbs and "reload" in verbs
+    options = _help_options(text)
+    per_verb = {v: _help_options(nsctl(v, "--help").stdout) for v in verbs}
+    common = set.intersection(*per_verb.values())
+    assert {"help", "version", "no-pager"} <= common
+    assert set.union(*per_verb.values()) == options
+
+    comp = (REPO / "completion/nsctl.bash").read_text()
+    assert re.search(r"local verbs='([^']*)'", comp).group(1).split() == verbs
+    comp_common = re.search(r"local common='([^']*)'", comp).group(1).split()
+    assert {o[2:] for o in comp_common if o.startswith("--")} == common - {"version"}
+    comp_opts = dict(re.findall(r"\[(\w+)\]='([^']*)'", comp))
+    for v in verbs:
+        assert {o[2:] for o in comp_opts.get(v, "").split()} == per_verb[v] - common, v
+    top = re.search(r'compgen -W "\$common ([^"]*)"', comp).group(1).split()
+    assert {o[2:] for o in top if o.startswith("--")} == options - common | {"version"}
+
+    man = (REPO / "man/nsctl.1").read_text()
+    man_commands = man.split("\n.SH COMMANDS\n", 1)[1].split("\n.SH ", 1)[0]
+    man_options = man.split("\n.SH OPTIONS\n", 1)[1].split("\n.SH ", 1)[0]
+    for v in verbs:
+        assert re.search(rf"^\.B[IR]? {v}\b", man_commands, re.M), f"nsctl.1 lacks the command {v}"
+    for o in options:
+        assert "\\-\\-" + o.replace("-", "\\-") in man_options, f"nsctl.1 lacks the option --{o}"
+
+
+def _complete(*words):
+    """What the bash completion offers for the command line `words` (the last one is the
+    word under the cursor)."""
+    script = f'source {REPO / "completion/nsctl.bash"}; COMP_WORDS=(nsctl "$@"); COMP_CWORD=$#; ' \
+             '_nsctl; printf "%s\\n" "${COMPREPLY[@]}"'
+    env = dict(os.environ, PATH=f"{nsctl_binary().parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    p = subprocess.run(["bash", "--norc", "--noprofile", "-c", script, "bash", *words],
+                       capture_output=True, text=True, timeout=timeout(30), env=env)
+    assert p.returncode == 0, p.stderr
+    return set(p.stdout.split())
+
+
+def test_completion(views):
+    assert _complete("un") == {"unmount"}
+    assert _complete("re") == {"remove", "reload"}
+    assert _complete("unmount", "alice", "/home/alice", "--") >= {"--detach", "--no-pager"}
+    assert "--detach" not in _complete("bind", "--")
+    assert _complete("unmount", "") == {"alice", "bob"}     # the users with a namespace
 
 
 # ---------------------------------------------------------------------------
@@ -432,6 +496,71 @@ def test_change_verbs(daemon, manager, nsctl):
 
     assert nsctl("remove", "carol").returncode == 0
     assert list(manager.ListNamespaces()) == []
+
+
+def _mount_targets(manager, user):
+    return [str(m[4]) for m in manager.GetMounts(user)]
+
+
+def test_unmount(views, manager, nsctl):
+    """unmount USER PATH: a busy mount (one with a mount below it) is refused as busy,
+    --detach (flags 0x1) takes it away with what is below it."""
+    src = BASE / "nsctl-unmount-src"
+    (src / "sub").mkdir(parents=True, exist_ok=True)
+    assert nsctl("bind", "alice", src, "/home/alice/data", "--mkdir").returncode == 0
+    assert "/home/alice/data" in _mount_targets(manager, "alice")
+    p = nsctl("attach", "alice", "--", "mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", "/home/alice/data/sub")
+    assert p.returncode == 0, p.stderr
+
+    msg = one_line_error(nsctl("unmount", "alice", "/home/alice/data"))
+    assert "busy" in msg
+    assert "/home/alice/data/sub" in _mount_targets(manager, "alice")
+
+    p = nsctl("unmount", "alice", "/home/alice/data", "--detach")
+    assert p.returncode == 0, p.stderr
+    assert (p.stdout, p.stderr) == ("", "")
+    targets = _mount_targets(manager, "alice")
+    assert "/home/alice/data" not in targets and "/home/alice/data/sub" not in targets
+
+    # a mount without anything below it goes without --detach
+    assert nsctl("bind", "alice", src, "/home/alice/data").returncode == 0
+    assert nsctl("unmount", "alice", "/home/alice/data").returncode == 0
+    assert "/home/alice/data" not in _mount_targets(manager, "alice")
+
+
+def test_unmount_refusals(views, manager, nsctl):
+    assert "root" in one_line_error(nsctl("unmount", "alice", "/"))
+    one_line_error(nsctl("unmount", "alice", "/home/alice"))        # not a mount point
+    one_line_error(nsctl("unmount", "alice", "home/alice"))         # relative
+    one_line_error(nsctl("unmount", "alice", "/mnt/../etc"))        # not normalized
+    one_line_error(nsctl("unmount", "carol", "/mnt"))               # no namespace
+    # a user may not take a mount of the host out of their view
+    one_line_error(nsctl("unmount", "alice", "/mnt", "--detach", as_user="alice"))
+    assert "/mnt" in _mount_targets(manager, "alice")
+
+
+def test_reload(views, nsctl):
+    """reload = ReloadConfig(): new settings for namespaces created afterwards."""
+    sb = views
+    sb.write_config(ExcludeUsers="carol")
+    p = nsctl("reload")
+    assert p.returncode == 0, p.stderr
+    assert (p.stdout, p.stderr) == ("", "")
+    assert "carol" in one_line_error(nsctl("create", "carol"))
+    assert nsctl("status", "alice").returncode == 0    # existing namespaces stay
+
+    # a broken file is refused, named, and the configuration in force stays
+    sb.write_config(extra="[Manager]\nMinUID=not-a-number\n")
+    msg = one_line_error(nsctl("reload"))
+    assert "nsmanagerd.conf:" in msg and "not a valid UID" in msg
+    assert "carol" in one_line_error(nsctl("create", "carol"))
+
+    # reloading is the administrator's: refused to a user without authorization
+    sb.write_config()
+    one_line_error(nsctl("reload", as_user="alice"))
+    assert "carol" in one_line_error(nsctl("create", "carol"))
+    assert nsctl("reload").returncode == 0
+    assert nsctl("create", "carol").returncode == 0
 
 
 # ---------------------------------------------------------------------------

@@ -30,6 +30,7 @@ bool arg_graph = false;
 static bool arg_recursive = false;
 static bool arg_read_only = false;
 static bool arg_mkdir = false;
+static bool arg_detach = false;
 static bool arg_help = false;
 static bool arg_version = false;
 
@@ -312,6 +313,15 @@ static int verb_linger(sd_bus *bus, int argc _unused_, char **argv) {
         return simple_call(bus, "SetLinger", "change lingering", "sb", argv[1], b);
 }
 
+static int verb_unmount(sd_bus *bus, int argc _unused_, char **argv) {
+        return simple_call(bus, "Unmount", "unmount", "sst", argv[1], argv[2],
+                           arg_detach ? NSM_UNMOUNT_DETACH : UINT64_C(0));
+}
+
+static int verb_reload(sd_bus *bus, int argc _unused_, char **argv _unused_) {
+        return simple_call(bus, "ReloadConfig", "reload the configuration", NULL);
+}
+
 static int check_mounts(int argc _unused_, char **argv _unused_) {
         if (arg_json != JSON_OFF && arg_graph)
                 return verb_usage_error("mounts", "--json and --graph cannot be combined");
@@ -369,6 +379,8 @@ static const Option options[] = {
           "make the bind mount read-only", .flag = &arg_read_only },
         { "mkdir", 0, no_argument, NULL, false,
           "create the destination if it is missing", .flag = &arg_mkdir },
+        { "detach", 0, no_argument, NULL, false,
+          "detach the mount even if busy, with everything below it", .flag = &arg_detach },
 };
 
 static const Option *find_option(const char *name) {
@@ -467,9 +479,22 @@ static const Verb verbs[] = {
           .description =
           "Bind the host's SOURCE onto DEST inside USER's running view. The bound tree\n"
           "follows its source one way." },
+        { "unmount", "USER PATH", 2, 2, .options = OPTIONS("detach"), .run = verb_unmount,
+          .summary = "unmount PATH in a running view",
+          .description =
+          "Unmount the mount at PATH inside USER's running view (a bind mount, or what was\n"
+          "mounted there). A mount that is in use or has mounts below it is refused as busy,\n"
+          "unless --detach is given: then it is detached with everything below it and goes\n"
+          "away once no longer in use. A user may unmount only what was bound for them." },
         { "linger", "USER yes|no", 2, 2, .check = check_linger, .run = verb_linger,
           .summary = "keep USER's namespace without sessions",
           .description = "Enable or disable lingering: a lingering namespace survives its last session." },
+        { "reload", "", 0, 0, .run = verb_reload,
+          .summary = "reload the daemon's configuration",
+          .description =
+          "Make nsmanagerd read its configuration files again (as SIGHUP does). The new\n"
+          "settings apply to namespaces created afterwards; existing ones stay as they are.\n"
+          "A file with an error is refused and the old configuration stays." },
 };
 
 static const Verb *find_verb(const char *name) {
