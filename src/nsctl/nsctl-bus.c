@@ -20,10 +20,33 @@ int bus_connect(sd_bus **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to register the error map: %m");
 
-        /* sd_bus_open_system() honours $DBUS_SYSTEM_BUS_ADDRESS. */
-        r = sd_bus_open_system(&bus);
-        if (r < 0)
-                return log_error_errno(r, "Failed to connect to the system bus: %m");
+        switch (arg_transport) {
+        case BUS_TRANSPORT_LOCAL:
+                /* sd_bus_open_system() honours $DBUS_SYSTEM_BUS_ADDRESS. */
+                r = sd_bus_open_system(&bus);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to connect to the system bus: %m");
+                break;
+        case BUS_TRANSPORT_REMOTE:
+                /* "ssh -xT [-p PORT] [USER@]HOST systemd-stdio-bridge": the remote system bus. */
+                r = sd_bus_open_system_remote(&bus, arg_host);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to connect to the system bus of '%s' over ssh: %m", arg_host);
+                break;
+        case BUS_TRANSPORT_MACHINE:
+                /* Enters the namespaces of the container's leader, which libsystemd finds in
+                 * systemd-machined's /run/systemd/machines/NAME, and connects to the system bus
+                 * there. ".host" names this machine's own bus. */
+                r = sd_bus_open_system_machine(&bus, arg_host);
+                if (r == -EHOSTDOWN)
+                        return log_error_errno(r, "Container '%s' is not running: systemd-machined knows no such machine.",
+                                               arg_host);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to connect to the system bus of container '%s': %m", arg_host);
+                break;
+        default:
+                abort();
+        }
 
         *ret = bus;
         return 0;
@@ -338,6 +361,10 @@ void polkit_agent_open_if_enabled(void) {
         pid_t pid;
 
         if (agent_pid > 0 || !arg_ask_password)
+                return;
+        /* The agent registers with this machine's polkitd; over --host or --machine another
+         * polkitd decides, and nobody could answer it here. */
+        if (arg_transport != BUS_TRANSPORT_LOCAL)
                 return;
         if (geteuid() == 0) /* root is always allowed */
                 return;

@@ -27,6 +27,8 @@ bool arg_no_pager = false;
 bool arg_no_legend = false;
 bool arg_ask_password = true;
 bool arg_graph = false;
+BusTransport arg_transport = BUS_TRANSPORT_LOCAL;
+const char *arg_host = NULL;
 static bool arg_recursive = false;
 static bool arg_read_only = false;
 static bool arg_mkdir = false;
@@ -40,13 +42,16 @@ static void print_verb_synopsis(FILE *f, const Verb *v);
 
 /* ---- error reporting ---- */
 
-/* The daemon's message is meant for people: print it, never the D-Bus error name. */
+/* The daemon's message is meant for people: print it, never the D-Bus error name. An error
+ * sd-bus made up from an errno of ours (the connection failed: "System.Error.ENOTCONN") says
+ * nothing about the call, so the context goes first then. */
 int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
         _cleanup_free_ char *context = NULL;
         va_list ap;
         int k;
 
-        if (error && error->message && error->message[0]) {
+        if (error && error->message && error->message[0] &&
+            !(error->name && strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0)) {
                 _cleanup_free_ char *message = strdup(error->message);
 
                 if (!message)
@@ -89,9 +94,10 @@ int verb_usage_error(const char *verb, const char *fmt, ...) {
         return -EINVAL;
 }
 
-/* Timeout of calls that may wait for an interactive polkit authorization */
+/* Timeout of calls that may wait for an interactive polkit authorization: only with our agent
+ * on this machine's terminal (polkit_agent_open_if_enabled()). */
 static uint64_t call_timeout(void) {
-        return arg_ask_password && isatty(STDIN_FILENO) ? UINT64_MAX : 0;
+        return arg_ask_password && arg_transport == BUS_TRANSPORT_LOCAL && isatty(STDIN_FILENO) ? UINT64_MAX : 0;
 }
 
 /* ---- list / status ---- */
@@ -334,7 +340,7 @@ typedef struct Option {
         const char *name;       /* the long option, without "--" */
         char short_name;        /* 0: none */
         int has_arg;            /* no_argument, required_argument or optional_argument */
-        const char *value;      /* how --help shows the argument: "pretty|short" */
+        const char *value;      /* how --help shows the argument: "pretty|short", "[USER@]HOST" */
         bool common;            /* every verb takes it; the others only the verbs that list them */
         const char *help;       /* one line for --help */
         bool *flag;             /* a switch: set to true; or else */
@@ -358,7 +364,28 @@ static int parse_no_ask_password(const char *arg _unused_) {
         return 0;
 }
 
+/* As in systemd's tools, the last of -H and -M wins. */
+static int parse_transport(BusTransport transport, const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_transport = transport;
+        arg_host = arg;
+        return 0;
+}
+
+static int parse_host(const char *arg) {
+        return parse_transport(BUS_TRANSPORT_REMOTE, arg);
+}
+
+static int parse_machine(const char *arg) {
+        return parse_transport(BUS_TRANSPORT_MACHINE, arg);
+}
+
 static const Option options[] = {
+        { "host", 'H', required_argument, "[USER@]HOST", true,
+          "operate on the daemon of HOST, over ssh", .parse = parse_host },
+        { "machine", 'M', required_argument, "CONTAINER", true,
+          "operate on the daemon of a local container", .parse = parse_machine },
         { "no-pager", 0, no_argument, NULL, true,
           "do not pipe the output into a pager", .flag = &arg_no_pager },
         { "no-ask-password", 0, no_argument, NULL, true,
@@ -390,7 +417,7 @@ static const Option *find_option(const char *name) {
         return NULL;
 }
 
-/* " -r, --recursive", "     --json[=pretty|short]" */
+/* " -r, --recursive", "     --json[=pretty|short]", " -H, --host=[USER@]HOST" */
 static void print_option(FILE *f, const Option *o, const char *help) {
         char shown[64];
 
@@ -413,6 +440,7 @@ struct Verb {
         unsigned min_args, max_args; /* not counting the verb; UINT_MAX = unlimited */
         VerbFlags flags;
         const char *const *options;  /* long names of the options it takes besides the common ones */
+        const char *local_only;      /* why it cannot work over --host/--machine; NULL: it can */
         int (*check)(int argc, char **argv); /* optional: more usage checks, before connecting */
         int (*run)(sd_bus *bus, int argc, char **argv);
         const char *summary;         /* one line, for nsctl --help */
@@ -448,6 +476,8 @@ static const Verb verbs[] = {
           .summary = "remove USER's namespace",
           .description = "Unmount USER's tree and drop the namespace." },
         { "attach", "USER [-- COMMAND [ARG...]]", 1, UINT_MAX, .run = verb_attach,
+          .local_only = "it hands nsmanagerd this machine's terminal and file descriptors, and as root "
+                        "enters the namespace with setns()",
           .summary = "run a command inside USER's namespace",
           .description =
           "Run COMMAND (default: USER's login shell) inside USER's mount namespace.\n"
@@ -456,7 +486,8 @@ static const Verb verbs[] = {
           "caller's user, groups, environment and working directory (where it exists in the\n"
           "view, else the home directory). When standard input is a terminal, COMMAND gets\n"
           "a pseudo terminal of its own; otherwise it uses nsctl's standard input, output and\n"
-          "error. nsctl exits with COMMAND's exit status, or 128+N if signal N killed it." },
+          "error. nsctl exits with COMMAND's exit status, or 128+N if signal N killed it.\n"
+          "Not over --host or --machine." },
         { "share", "[USER] PATH", 1, 2, VERB_EMPTY_USER_IS_HOST, .run = verb_share,
           .summary = "share PATH (host), or rejoin the host's peer group (USER)",
           .description =
@@ -579,7 +610,8 @@ static void help(void) {
                 print_option(stdout, options + i, text ?: options[i].help);
         }
         fputs("\nExit status: 0 on success, 1 if the operation was refused or failed,\n"
-              "2 on bad usage; attach: the command's exit status.\n", stdout);
+              "2 on bad usage (also: a command that cannot work over --host/--machine);\n"
+              "attach: the command's exit status.\n", stdout);
         fputs("\nFor more details see nsctl(1).\n", stdout);
 }
 
@@ -672,6 +704,14 @@ static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, ch
         /* The host is "" only where the contract allows it (share, propagation). */
         if (n_args > 1 && args[1][0] == '\0' && !(v->flags & VERB_EMPTY_USER_IS_HOST))
                 return verb_usage_error(v->name, "empty user name");
+
+        if (v->local_only && arg_transport == BUS_TRANSPORT_REMOTE)
+                return verb_usage_error(v->name, "'%s' cannot work over --host: %s. Run nsctl on that machine "
+                                        "instead: ssh -t %s nsctl %s ...", v->name, v->local_only, arg_host, v->name);
+        if (v->local_only && arg_transport == BUS_TRANSPORT_MACHINE)
+                return verb_usage_error(v->name, "'%s' cannot work over --machine: %s. Run nsctl in the container "
+                                        "instead: machinectl shell %s /usr/bin/nsctl %s ...", v->name, v->local_only,
+                                        arg_host, v->name);
 
         if (v->check)
                 return v->check((int) n_args, args);

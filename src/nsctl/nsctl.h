@@ -24,12 +24,21 @@ typedef enum JsonMode {
         JSON_PRETTY,
 } JsonMode;
 
+/* Which daemon nsctl talks to */
+typedef enum BusTransport {
+        BUS_TRANSPORT_LOCAL,   /* this machine's system bus */
+        BUS_TRANSPORT_REMOTE,  /* --host: another machine's, over ssh */
+        BUS_TRANSPORT_MACHINE, /* --machine: a local container's */
+} BusTransport;
+
 /* Command line state, shared by the verbs */
 extern JsonMode arg_json;
 extern bool arg_no_pager;
 extern bool arg_no_legend;
 extern bool arg_ask_password;
 extern bool arg_graph;
+extern BusTransport arg_transport;
+extern const char *arg_host; /* --host or --machine */
 
 /* Reported by a verb for bad usage: prints "nsctl VERB: message" and the verb's usage line. */
 int verb_usage_error(const char *verb, const char *fmt, ...) _printf_(2, 3);
@@ -43,6 +52,7 @@ int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) _print
 /* Bus helpers (nsctl-bus.c) */
 /* sd-bus.h provides sd_bus_message_unrefp() and friends for _cleanup_(). */
 
+/* The system bus of this machine, of --host or of --machine. */
 int bus_connect(sd_bus **ret);
 
 /* Calls a method of the Manager object; 'usec' 0 = the default timeout; 'types' NULL: no
