@@ -15,6 +15,7 @@ processes, which the sandbox would otherwise find as strays.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -22,25 +23,16 @@ import subprocess
 import time
 from pathlib import Path
 
-from sandbox import BASE, timeout
+from sandbox import BASE, child_processes, timeout
 
 
 def _our_processes(exe: str) -> list[int]:
     """Running (not zombie) children of this process whose executable is exe."""
-    me = str(os.getpid())
     found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{d}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            if fields[1] != me or fields[0] == "Z":
-                continue
-            if os.readlink(f"/proc/{d}/exe") == exe:
-                found.append(int(d))
-        except OSError:
-            continue
+    for pid, state in child_processes():
+        with contextlib.suppress(OSError):
+            if state != "Z" and os.readlink(f"/proc/{pid}/exe") == exe:
+                found.append(pid)
     return found
 
 
