@@ -6,6 +6,7 @@ Every command runs the built nsctl against the real nsmanagerd of the sandbox
 privileges). The interactive attach runs under a real terminal: a tmux session of
 100x40 cells, driven with send-keys and read with capture-pane."""
 
+import contextlib
 import json
 import os
 import re
@@ -506,11 +507,24 @@ def _mount_targets(manager, user):
     return [str(m[4]) for m in manager.GetMounts(user)]
 
 
-def test_unmount(views, manager, nsctl):
+@pytest.fixture
+def made_in_home():
+    """Directories a test has nsctl bind --mkdir create under /home: the sandbox's /home is
+    the same file system in every view and lives as long as the session, so they are
+    removed at the end (other tests expect the homes as the sandbox made them)."""
+    made = []
+    yield made.append
+    for d in reversed(made):
+        with contextlib.suppress(OSError):
+            os.rmdir(d)
+
+
+def test_unmount(views, manager, nsctl, made_in_home):
     """unmount USER PATH: a busy mount (one with a mount below it) is refused as busy,
     --detach (flags 0x1) takes it away with what is below it."""
     src = BASE / "nsctl-unmount-src"
     (src / "sub").mkdir(parents=True, exist_ok=True)
+    made_in_home("/home/alice/data")
     assert nsctl("bind", "alice", src, "/home/alice/data", "--mkdir").returncode == 0
     assert "/home/alice/data" in _mount_targets(manager, "alice")
     p = nsctl("attach", "alice", "--", "mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", "/home/alice/data/sub")
@@ -636,10 +650,11 @@ def test_remote_reads(remote, manager, nsctl):
     assert msg == one_line_error(nsctl("status", "carol"))
 
 
-def test_remote_changes(remote, manager, nsctl):
+def test_remote_changes(remote, manager, nsctl, made_in_home):
     """Verbs that change things, as root over ssh."""
     src = BASE / "nsctl-remote-src"
     src.mkdir(exist_ok=True)
+    made_in_home("/home/carol/data")
     for args in (["create", "carol"], ["linger", "carol", "yes"],
                  ["bind", "carol", src, "/home/carol/data", "--mkdir"]):
         p = nsctl("-H", REMOTE, *args, env=NO_LOCAL_BUS)
