@@ -44,16 +44,6 @@ unsigned long propagation_mode_to_ms_flag(PropagationMode m) {
         }
 }
 
-void mount_entries_free(MountEntry *e, size_t n) {
-        for (size_t i = 0; e && i < n; i++) {
-                free(e[i].target);
-                free(e[i].source);
-                free(e[i].fstype);
-                free(e[i].propagation);
-        }
-        free(e);
-}
-
 static void mnt_unref_tablep(struct libmnt_table **t) {
         mnt_unref_table(*t);
 }

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "macros.h"
+#include "mount-entry.h"
 
 /* Syscalls and libmount only: no bus types here, nothing logs above debug. */
 
@@ -22,20 +23,6 @@ typedef enum PropagationMode {
 const char *propagation_mode_to_string(PropagationMode m) _pure_;
 PropagationMode propagation_mode_from_string(const char *s) _pure_;
 unsigned long propagation_mode_to_ms_flag(PropagationMode m) _pure_;
-
-/* One line of a mount table, as GetMounts returns it. */
-typedef struct MountEntry {
-        uint64_t id;
-        uint64_t parent_id;
-        uint64_t peer_group;     /* 0 = none */
-        uint64_t master_group;   /* 0 = none */
-        char *target;
-        char *source;
-        char *fstype;
-        char *propagation;       /* findmnt's words: "shared", "private,slave", "private,unbindable" … */
-} MountEntry;
-
-void mount_entries_free(MountEntry *e, size_t n);
 
 /* Parses a mountinfo stream (libmount). */
 int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n);
