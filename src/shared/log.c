@@ -5,12 +5,6 @@
 
 static int max_level = LOG_INFO;
 static LogTarget log_target = LOG_TARGET_JOURNAL;
-static char last_error[1024];
-
-const char *log_last_error(void) {
-        return last_error;
-}
-
 void log_set_target(LogTarget target) {
         log_target = target;
 }
@@ -22,23 +16,16 @@ void log_set_max_level(int level) {
 int log_internalv(int level, int error, const char *fmt, va_list ap) {
         int e = error < 0 ? -error : error;
 
-        if (level <= max_level || level <= LOG_ERR) {
+        if (level <= max_level) {
                 char buf[2048];
 
                 errno = e;
                 (void) vsnprintf(buf, sizeof buf, fmt, ap);
-                if (level <= LOG_ERR) {
-                        size_t n = strnlen(buf, sizeof last_error - 1);
-                        memcpy(last_error, buf, n);
-                        last_error[n] = 0;
-                }
-                if (level <= max_level) {
-                        if (log_target == LOG_TARGET_CONSOLE)
-                                fprintf(stderr, "%s\n", buf);
-                        else
-                                /* "<N>" prefixes are understood by journald on stderr streams. */
-                                fprintf(stderr, "<%d>%s\n", level, buf);
-                }
+                if (log_target == LOG_TARGET_CONSOLE)
+                        fprintf(stderr, "%s\n", buf);
+                else
+                        /* "<N>" prefixes are understood by journald on stderr streams. */
+                        fprintf(stderr, "<%d>%s\n", level, buf);
         }
         return error < 0 ? error : -e;
 }

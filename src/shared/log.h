@@ -22,9 +22,6 @@ void log_set_target(LogTarget target);
 void log_set_max_level(int level);
 int log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 int log_internalv(int level, int error, const char *fmt, va_list ap) _printf_(3, 0);
-/* The text of the last message logged at LOG_ERR or worse by this process ("" if none): lets a
- * forked child hand the reason for its failure back to the daemon, and so to the caller. */
-const char *log_last_error(void);
 
 #define log_full_errno(level, error, ...) log_internal((level), (error), __VA_ARGS__)
 #define log_debug(...) (void) log_internal(LOG_DEBUG, 0, __VA_ARGS__)
