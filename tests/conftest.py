@@ -68,6 +68,18 @@ alice_session  (function, needs machine) a machine.Login: alice logged in with s
 
 Constants: sandbox.BUS_NAME, MANAGER_PATH, MANAGER_IFACE, NAMESPACE_IFACE,
 ERROR_PREFIX ("org.example.NSManager.Error.").
+
+Helpers (tests/helpers.py): the contract's error names E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE,
+E_NO_SUCH_SESSION, E_USER_EXCLUDED, E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT,
+E_LIMIT_EXCEEDED (NSM_ERRORS), E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED,
+E_INVALID_ARGS, E_FAILED; expect_error(call, *names) (refused with one of the names and
+a message), wait_until(predicate, what, wait=10, interval=0.02, diag=None), ns_path(user),
+create(sb, *users), processes_of(uid, comm).
+The booted-Debian harness: tests/machine.py (fixtures machine, alice_session above).
+
+Every test stands alone: it passes when selected by itself (-k) and in any order. Share
+what is expensive (the sandbox, a booted container) through fixtures, never state one
+test leaves for the next.
 """
 
 import os

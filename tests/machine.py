@@ -56,7 +56,7 @@ root, from the pytest process), installed_path(name) (where meson installs NAME)
 poweroff() -> nspawn's exit status, release() -> what was left behind.
 Login(machine): `su -l alice` holding a shell: .pid, .link ("mnt:[N]"), .session
 (logind's XDG_SESSION_ID), .alive(), .logout(). ns_id_of("mnt:[N]") -> N.
-run(argv, ...) and poll(predicate, wait, what) fail the test with what they saw.
+run(argv, ...) fails the test with what it saw; waits are helpers.wait_until.
 """
 
 from __future__ import annotations
@@ -76,13 +76,13 @@ from pathlib import Path
 import pytest
 
 import sandbox as sandbox_module
-from sandbox import MANAGER_PATH, NAMESPACE_IFACE, BUS_NAME, REPO, TEST_USERS, timeout
+from helpers import ns_path, wait_until
+from sandbox import BUS_NAME, NAMESPACE_IFACE, REPO, TEST_USERS, timeout
 
 IMAGE_TOOL = REPO / "tools" / "nspawn-image"
 MACHINE_NAME = "nsmtest"
 UNIT = "nsmanagerd.service"
 ALICE = TEST_USERS["alice"]
-ALICE_PATH = f"{MANAGER_PATH}/user/_{ALICE.uid}"
 PAM_LINE = "session\toptional\tpam_nsmanager.so"
 
 # Inside the holder's mount namespace.
@@ -163,20 +163,6 @@ def run(argv, *, wait: float = 60, check: bool = True, what: str | None = None, 
     return p
 
 
-def poll(predicate, wait: float, what: str, interval: float = 0.1, diag=None):
-    """predicate() until it returns something true; fail after `wait` seconds."""
-    deadline = time.monotonic() + timeout(wait)
-    last = None
-    while True:
-        last = predicate()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout(wait):.0f} s waiting for {what}"
-                        + (f"\n{diag()}" if diag else ""), pytrace=False)
-        time.sleep(interval)
-
-
 def _children(pid: int) -> list[int]:
     try:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
@@ -217,9 +203,9 @@ class Machine:
             ["unshare", "--mount", "--propagation", "private", "--", "/usr/bin/python3", "-c", HOLDER],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, start_new_session=True)
         mine = sandbox_module.mntns_id()
-        poll(lambda: self.holder.poll() is not None or
-             (os.path.exists(f"/proc/{self.holder.pid}/ns/mnt") and sandbox_module.mntns_id(self.holder.pid) != mine),
-             10, "the holder's mount namespace")
+        wait_until(lambda: self.holder.poll() is not None or
+                   (os.path.exists(f"/proc/{self.holder.pid}/ns/mnt") and sandbox_module.mntns_id(self.holder.pid) != mine),
+                   "the holder's mount namespace", 10, interval=0.1)
         if self.holder.poll() is not None:
             pytest.fail(f"unshare --mount exited with {self.holder.returncode}", pytrace=False)
 
@@ -358,7 +344,7 @@ class Machine:
                 if len(nspid) >= 2 and nspid[-1] == "1":
                     return c
             return None
-        self.leader = poll(leader, 30, "the container's PID 1", diag=self.diag)
+        self.leader = wait_until(leader, "the container's PID 1", 30, interval=0.1, diag=self.diag)
         self.tell_holder(f"pid {self.leader}")
 
         def booted():
@@ -367,8 +353,8 @@ class Machine:
                             pytrace=False)
             p = self.exec(["systemctl", "is-system-running", "--wait"], check=False, wait=60)
             return p.stdout.strip() if p.stdout.strip() in ("running", "degraded") else None
-        state = poll(booted, 90, "the container to boot (systemctl is-system-running --wait)",
-                     interval=0.2, diag=self.diag)
+        state = wait_until(booted, "the container to boot (systemctl is-system-running --wait)", 90,
+                           interval=0.2, diag=self.diag)
         self.timings["boot"] = time.monotonic() - start
         if state != "running":
             failed = self.exec(["systemctl", "--failed", "--no-legend"], check=False).stdout
@@ -419,7 +405,7 @@ class Machine:
         return json.loads(p.stdout)["data"] if p.stdout.strip() else None
 
     def ns_property(self, name: str):
-        return self.busctl("get-property", BUS_NAME, ALICE_PATH, NAMESPACE_IFACE, name,
+        return self.busctl("get-property", BUS_NAME, ns_path(ALICE.name), NAMESPACE_IFACE, name,
                            what=f"reading {name} of alice's namespace object (has her login created one?)")
 
     def systemctl_value(self, prop: str, unit: str = UNIT) -> str:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import subprocess
 
-from machine import ALICE, IMAGE_TOOL, UNIT, Login, booted, install_as_admin, mount_table, ns_id_of, poll, \
+from helpers import wait_until
+from machine import ALICE, IMAGE_TOOL, UNIT, Login, booted, install_as_admin, mount_table, ns_id_of, \
     require_plain_build
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, REPO
 
@@ -164,7 +165,7 @@ def test_crash_is_restarted(machine, alice_session):
     def restarted():
         pid = machine.systemctl_value("MainPID")
         return machine.is_active() == "active" and pid not in ("0", str(old)) and pid
-    poll(restarted, 30, f"systemd to restart {UNIT} after SIGKILL", diag=machine.diag)
+    wait_until(restarted, f"systemd to restart {UNIT} after SIGKILL", 30, interval=0.1, diag=machine.diag)
     assert int(machine.systemctl_value("NRestarts")) >= 1
     assert machine.ns_property("MountNamespaceId") == ns_id, "the namespace changed across the crash"
     assert sorted(machine.ns_property("Sessions")) == sessions, "the sessions were lost across the crash"
@@ -191,7 +192,8 @@ def test_user_manager_in_namespace(machine, alice_session):
     """pam_systemd of alice's login started user@2001.service; with the project's
     systemd-user stack (pam.d/systemd-user) systemd --user runs in alice's namespace."""
     unit = f"user@{ALICE.uid}.service"
-    poll(lambda: machine.is_active(unit) == "active", 30, f"{unit} to be active", diag=machine.diag)
+    wait_until(lambda: machine.is_active(unit) == "active", f"{unit} to be active", 30, interval=0.1,
+               diag=machine.diag)
     pid = int(machine.systemctl_value("MainPID", unit))
     link = alice_session.link
     assert machine.mntns(pid) == link, f"{unit} (pid {pid}) is in {machine.mntns(pid)}, alice's namespace is {link}"
@@ -225,8 +227,8 @@ def test_logout_closes_session(machine, alice_session):
     def closed():
         now = machine.ns_property("Sessions")
         return now if login.session not in now and any(s.startswith("pam-systemd-user-") for s in now) else None
-    after = poll(closed, 10, f"alice's su session {login.session} to leave Sessions ({before}) while the user "
-                 "manager's stays", diag=machine.diag)
+    after = wait_until(closed, f"alice's su session {login.session} to leave Sessions ({before}) while the user "
+                       "manager's stays", 10, interval=0.1, diag=machine.diag)
     assert alice_session.session in after, f"alice's first login {alice_session.session} left too: {after}"
     log = machine.journal("-u", UNIT, "--grep", "closed", lines=20)
     assert f"Session '{login.session}' of 'alice' closed" in log, log
