@@ -14,19 +14,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 
-import dbus
 import pytest
 
+from helpers import ns_path, processes_of, wait_until
 from sandbox import BASE, MANAGER_PATH, REPO, TEST_USERS, nsctl_binary, timeout
 from sshd import Sshd
 
 E_NAME_RE = re.compile(r"org\.(example|freedesktop)\.[A-Za-z.]*Error\.")
-
-
-def ns_path(user):
-    return f"{MANAGER_PATH}/user/_{TEST_USERS[user].uid}"
 
 
 def one_line_error(p):
@@ -166,14 +161,11 @@ def test_attach_sigint_is_forwarded(views):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # wait until the daemon has started sleep (it runs as alice, child of the daemon)
-        deadline = time.monotonic() + timeout(10)
-        while not _processes_of(2001, "sleep"):
-            assert time.monotonic() < deadline, "sleep never started"
-            time.sleep(0.05)
+        wait_for_sleep(True, "alice's sleep to start")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=timeout(10))
         assert proc.returncode == 128 + signal.SIGINT, err
-        assert not _processes_of(2001, "sleep")
+        assert not processes_of(2001, "sleep")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -188,36 +180,19 @@ def test_attach_client_gone_hangs_up(views):
     proc = subprocess.Popen(argv, env=sb.user_env("alice"), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + timeout(10)
-        while not _processes_of(2001, "sleep"):
-            assert time.monotonic() < deadline, "sleep never started"
-            time.sleep(0.05)
+        wait_for_sleep(True, "alice's sleep to start")
         proc.kill()
         proc.wait()
-        while _processes_of(2001, "sleep"):
-            assert time.monotonic() < deadline, "sleep survived its client"
-            time.sleep(0.05)
+        wait_for_sleep(False, "alice's sleep to end with its client")
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
 
 
-def _processes_of(uid, comm):
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/status") as f:
-                status = f.read()
-        except OSError:
-            continue
-        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
-        if fields.get("Name") == comm and fields.get("Uid", "").split()[0] == str(uid) \
-                and fields.get("State", "").split()[0] != "Z":
-            found.append(int(d))
-    return found
+def wait_for_sleep(running: bool, what: str):
+    """Until alice (2001) runs a sleep, or (running=False) none."""
+    wait_until(lambda: bool(processes_of(2001, "sleep")) == running, what, interval=0.05)
 
 
 # ---------------------------------------------------------------------------
@@ -745,15 +720,14 @@ class Tmux:
         return self.tmux("capture-pane", "-p", "-t", "t")
 
     def wait_for(self, pattern, wait=10):
-        deadline = time.monotonic() + timeout(wait)
-        while True:
+        def text():
             # capture-pane drops trailing blanks: "PROMPT$ " reads "PROMPT$"
-            text = "\n".join(line.rstrip() for line in self.screen().splitlines()).rstrip("\n")
-            if re.search(pattern, text, re.M):
-                return text
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{pattern!r} never appeared on the terminal:\n{text}")
-            time.sleep(0.05)
+            return "\n".join(line.rstrip() for line in self.screen().splitlines()).rstrip("\n")
+
+        def shown():
+            now = text()
+            return now if re.search(pattern, now, re.M) else None
+        return wait_until(shown, f"{pattern!r} on the terminal", wait, interval=0.05, diag=text)
 
     def close(self):
         subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True, timeout=timeout(10))
@@ -789,24 +763,19 @@ def test_attach_interactive(views, terminal):
 
     # ^C interrupts the command in the namespace, not nsctl
     t.line("sleep 100")
-    deadline = time.monotonic() + timeout(10)
-    while not _processes_of(2001, "sleep"):
-        assert time.monotonic() < deadline, "sleep never started"
-        time.sleep(0.05)
+    wait_for_sleep(True, "alice's sleep to start")
     t.send("C-c")
     t.wait_for(r"^INNER\$$")
-    assert not _processes_of(2001, "sleep")
+    assert not processes_of(2001, "sleep")
     t.line("echo status=$? # first")
     t.wait_for(r"^status=130\nINNER\$$")
 
     # ^Z stops it: job control works on the pty
     t.line("sleep 100")
-    while not _processes_of(2001, "sleep"):
-        assert time.monotonic() < deadline, "sleep never started"
-        time.sleep(0.05)
+    wait_for_sleep(True, "alice's sleep to start")
     t.send("C-z")
     t.wait_for(r"Stopped\s+sleep 100\nINNER\$$")
-    assert _processes_of(2001, "sleep")
+    assert processes_of(2001, "sleep")
     t.line("fg")                # and fg brings it back to the foreground
     t.wait_for(r"^INNER\$ fg\nsleep 100$")
     t.send("C-c")

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import sandbox as sb_module
+from helpers import E_NO_SUCH_NAMESPACE, wait_until
 from sandbox import REPO, mntns_id, timeout
 from sshd import Sshd
 
@@ -44,18 +45,6 @@ SERVICES = {
 def pam_threaded_binary() -> Path:
     """From the same build as the module (not a sanitizer build: see sandbox.pam_build_dir)."""
     return sb_module.pam_build_dir() / "src/pam/pam-threaded"
-
-
-def wait_until(predicate, what: str, seconds: float = 10, interval: float = 0.02):
-    """Poll predicate() until it returns something true; fail with `what` after `seconds`."""
-    deadline = time.monotonic() + timeout(seconds)
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout(seconds)}s waiting for {what}", pytrace=False)
-        time.sleep(interval)
 
 
 def parse_ns(text: str) -> int:
@@ -264,7 +253,7 @@ def namespace_path(sandbox, user: str) -> str | None:
     try:
         return str(sandbox.manager().GetNamespace(user))
     except dbus.exceptions.DBusException as e:
-        if sb_module.dbus_error_name(e) == sb_module.ERROR_PREFIX + "NoSuchNamespace":
+        if sb_module.dbus_error_name(e) == E_NO_SUCH_NAMESPACE:
             return None
         raise
 
@@ -283,7 +272,7 @@ def wait_namespace_gone(sandbox, user: str, after: float):
     """The namespace must be gone within StopDelaySec + MARGIN of `after` (monotonic)."""
     limit = STOP_DELAY + MARGIN
     wait_until(lambda: namespace_path(sandbox, user) is None,
-               f"{user}'s namespace to be removed after the last session", seconds=limit)
+               f"{user}'s namespace to be removed after the last session", wait=limit)
     elapsed = time.monotonic() - after
     assert elapsed <= timeout(limit), f"removed only after {elapsed:.1f}s"
 

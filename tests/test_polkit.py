@@ -21,12 +21,11 @@ import time
 
 import pytest
 
+from helpers import E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, ns_path, wait_until
 from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, PROPERTIES_IFACE,
-                     TEST_USERS, find_mount, sys_mount, sys_umount, timeout, MS_BIND)
+                     find_mount, sys_mount, sys_umount, timeout, MS_BIND)
 
-E_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
-E_INTERACTIVE = "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
-REFUSED = (E_ACCESS_DENIED, E_INTERACTIVE)
+REFUSED = (E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED)
 
 # One D-Bus call in a process of its own (run as the test user), printing the outcome as
 # JSON. A low-level message, so the test decides ALLOW_INTERACTIVE_AUTHORIZATION.
@@ -62,10 +61,6 @@ except dbus.exceptions.DBusException as e:
 """
 
 
-def ns_path(user):
-    return f"{MANAGER_PATH}/user/_{TEST_USERS[user].uid}"
-
-
 def _client_argv(method, signature="", args=(), interactive=False, path=MANAGER_PATH, iface=MANAGER_IFACE):
     return ["/usr/bin/python3", "-c", CLIENT, BUS_NAME, path, iface, method, signature,
             json.dumps(list(args)), "yes" if interactive else "no"]
@@ -92,19 +87,26 @@ def setpriv_argv(user):
 
 
 def wait_for_no_process_mentioning(text, wait=20):
-    deadline = time.monotonic() + timeout(wait)
-    while True:
-        found = []
+    def found():
+        pids = []
         for d in filter(str.isdigit, os.listdir("/proc")):
             try:
                 if text.encode() in open(f"/proc/{d}/cmdline", "rb").read():
-                    found.append(d)
+                    pids.append(d)
             except OSError:
                 pass
-        if not found:
-            return
-        assert time.monotonic() < deadline, f"processes {found} still run '{text}'"
-        time.sleep(0.05)
+        return pids
+    wait_until(lambda: not found(), f"no process to run '{text}'", wait, interval=0.05,
+               diag=lambda: f"processes {found()} still run it")
+
+
+def wait_for_slow_rule(slow, marker):
+    """Until polkit runs the slow rule (it touches marker first) on alice's call `slow`,
+    which must still be waiting."""
+    def ran():
+        assert slow.poll() is None, f"alice's call ended before polkit ran the rule: {slow.communicate()}"
+        return marker.exists()
+    wait_until(ran, "polkit to run the slow rule", 20, interval=0.01)
 
 
 def assert_refused(result, what):
@@ -222,7 +224,7 @@ def test_refusal_names(daemon):
     agent to ask: AccessDenied. Root-only methods: AccessDenied."""
     sb = daemon
     r = call_as(sb, "alice", "CreateNamespace", "s", "bob", interactive=False)
-    assert r.get("error") == E_INTERACTIVE, r
+    assert r.get("error") == E_INTERACTIVE_AUTHORIZATION_REQUIRED, r
     assert "org.example.NSManager.manage" in r["message"], r
     r = call_as(sb, "alice", "CreateNamespace", "s", "bob", interactive=True)
     assert r.get("error") == E_ACCESS_DENIED, r
@@ -351,11 +353,7 @@ polkit.addRule(function(action, subject) {{
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=sb.user_env("alice"))
     try:
-        deadline = time.monotonic() + timeout(20)
-        while not marker.exists():
-            assert slow.poll() is None, f"alice's call ended before polkit ran the rule: {slow.communicate()}"
-            assert time.monotonic() < deadline, "polkit never ran the slow rule"
-            time.sleep(0.01)
+        wait_for_slow_rule(slow, marker)
 
         started = time.monotonic()
         assert [str(x[0]) for x in sb.manager().ListNamespaces()] == ["alice"]
@@ -427,11 +425,7 @@ polkit.addRule(function(action, subject) {{
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=sb.user_env("alice"))
     try:
-        deadline = time.monotonic() + timeout(20)
-        while not marker.exists():
-            assert slow.poll() is None, f"alice's call ended before polkit ran the rule: {slow.communicate()}"
-            assert time.monotonic() < deadline, "polkit never ran the slow rule"
-            time.sleep(0.01)
+        wait_for_slow_rule(slow, marker)
         for user in ("bob", "alice"):
             sb.manager().RemoveNamespace(user)
         status = sb.stop_daemon()
