@@ -55,6 +55,7 @@ users     dict name -> sandbox.TestUser.
 nsctl     function(*args, as_user=None, input=None, env=None) -> CompletedProcess
           running build/src/nsctl/nsctl on the host (as_user: unprivileged).
 pam_module  Path of build/src/pam/pam_nsmanager.so (fails if not built).
+polkit_rules  function(name, javascript): a polkit rule for this test (removed after it).
 dbus_error  function(exc) -> the D-Bus error name of a dbus.exceptions.DBusException.
 machine   (module) a machine.Machine: Debian 12 booted with systemd as PID 1 in
           systemd-nspawn, the build installed as an administrator would
@@ -242,3 +243,18 @@ def alice_session(machine, _alice_logins):
     if not _alice_logins or not _alice_logins[-1].alive():
         _alice_logins.append(machine_module.Login(machine))
     return _alice_logins[-1]
+
+
+@pytest.fixture
+def polkit_rules(sandbox):
+    """rules(name, javascript): install /etc/polkit-1/rules.d/NAME.rules for this test
+    (polkitd is restarted each time, so it is in effect when this returns)."""
+    written = []
+
+    def add(name, javascript):
+        written.append(name)
+        sandbox.set_polkit_rule(name, javascript)
+
+    yield add
+    for name in written:
+        sandbox.set_polkit_rule(name, None)
