@@ -619,17 +619,12 @@ static int bind_mount_step(BusRequest *req, sd_bus_error *error) {
         r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_BIND_MOUNT, details, error);
         if (r <= 0)
                 return r;
-        /* Binding again onto one's own destination replaces the earlier bind: it does not count. */
-        if (req->own) {
-                namespace_prune_binds(ns);
-                if (!namespace_has_bind_at(ns, dest, true) && namespace_count_user_binds(ns) >= m->config.max_user_mounts)
-                        return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                                 "'%s' has %zu binds of their own (MaxUserMounts=%u); unmount one first.",
-                                                 user, namespace_count_user_binds(ns), m->config.max_user_mounts);
-        }
+        /* MaxUserMounts= is counted in the child, on what is still mounted (a replaced bind does
+         * not count). */
         ViewOp op = { .type = VIEW_OP_BIND, .source = source, .path = dest, .read_only = flags & NSM_BIND_READ_ONLY,
                       .make_dir = flags & NSM_BIND_MKDIR,
-                      .host_propagates = m->config.view_propagation == VIEW_PROPAGATION_SHARED };
+                      .host_propagates = m->config.view_propagation == VIEW_PROPAGATION_SHARED,
+                      .max_own_binds = req->own ? m->config.max_user_mounts : 0 };
         return start_op(req, ns, &op, details, error);
 }
 

@@ -609,21 +609,6 @@ int namespace_set_linger(Namespace *ns, bool b) {
 
 /* ---- records ---- */
 
-size_t namespace_count_user_binds(Namespace *ns) {
-        size_t n = 0;
-        for (size_t i = 0; i < ns->n_binds; i++)
-                if (ns->binds[i].for_user)
-                        n++;
-        return n;
-}
-
-bool namespace_has_bind_at(Namespace *ns, const char *destination, bool for_user) {
-        for (size_t i = 0; i < ns->n_binds; i++)
-                if (streq(ns->binds[i].destination, destination) && (!for_user || ns->binds[i].for_user))
-                        return true;
-        return false;
-}
-
 int namespace_record_bind(Namespace *ns, MountId id, const char *destination, bool for_user, MountId replaced) {
         BindRecord *b;
 
@@ -647,19 +632,6 @@ void namespace_forget_mount(Namespace *ns, MountId id) {
                         ns->binds[i] = ns->binds[--ns->n_binds];
                 } else
                         i++;
-}
-
-void namespace_prune_binds(Namespace *ns) {
-        for (size_t i = 0; i < ns->n_binds;) {
-                /* Unmounted behind our back (by root in the view, or with its parent). Where the
-                 * kernel cannot tell (no statmount, no unique id) the record stays. */
-                if (ns->binds[i].id.unique != 0 && ns->mntns_id != 0 &&
-                    mount_is_mounted_in(ns->binds[i].id.unique, ns->mntns_id) == 0) {
-                        free(ns->binds[i].destination);
-                        ns->binds[i] = ns->binds[--ns->n_binds];
-                } else
-                        i++;
-        }
 }
 
 int namespace_record_choice(Namespace *ns, const char *path, const char *mode, bool recursive) {

@@ -126,12 +126,8 @@ int namespace_remove_session(Namespace *ns, const char *id); /* -ENOENT if unkno
 int namespace_set_linger(Namespace *ns, bool b);
 
 /* Records. */
-size_t namespace_count_user_binds(Namespace *ns);
-bool namespace_has_bind_at(Namespace *ns, const char *destination, bool for_user);
 int namespace_record_bind(Namespace *ns, MountId id, const char *destination, bool for_user, MountId replaced);
 void namespace_forget_mount(Namespace *ns, MountId id);
-/* Drops records of binds that are no longer mounted (where statmount(2) can tell). */
-void namespace_prune_binds(Namespace *ns);
 int namespace_record_choice(Namespace *ns, const char *path, const char *mode, bool recursive);
 void namespace_clear_choice(Namespace *ns, const char *path);
 bool namespace_has_choice(Namespace *ns, const char *path);

@@ -57,6 +57,8 @@ static void view_job_record(ViewJob *j, const ViewOpResult *res) {
                 return;
         if (res->n_mounts > 0)
                 ns->n_mounts = res->n_mounts;
+        for (uint32_t i = 0; i < MIN(res->n_gone, (uint32_t) VIEW_OP_MOUNTS_MAX); i++)
+                namespace_forget_mount(ns, res->gone[i]);
         switch (j->op.type) {
         case VIEW_OP_BIND:
                 r = namespace_record_bind(ns, res->mounted, j->op.path, j->has_caller, res->replaced);
@@ -125,7 +127,6 @@ static int view_job_fill_records(ViewJob *j) {
 
         if (!ns)
                 return 0;
-        namespace_prune_binds(ns);
         j->own = calloc(ns->n_binds + 1, sizeof(MountId));
         j->binds = calloc(ns->n_binds + 1, sizeof(MountId));
         if (!j->own || !j->binds)

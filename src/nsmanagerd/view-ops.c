@@ -35,6 +35,19 @@ const char *view_op_type_to_string(ViewOpType t) {
 /* The child's answer: reply_error(sock, r, "…") or reply_ok(sock, &result). */
 #define reply_error(sock, r, ...) ipc_send_result((sock), (r), __VA_ARGS__)
 
+/* Recorded binds that are no longer mounted here (root unmounted one in the view, or its
+ * parent went): they are no binds of the caller's any more, and count for nothing. Asked in
+ * the view, by unique id; where the kernel cannot tell, a record stays. */
+static void find_gone_binds(const ViewOp *op, ViewOpResult *result) {
+        for (size_t i = 0; i < op->n_bind_mounts && result->n_gone < VIEW_OP_MOUNTS_MAX; i++)
+                if (op->bind_mounts[i].unique != 0 && mount_is_mounted_in(op->bind_mounts[i].unique, 0) == 0)
+                        result->gone[result->n_gone++] = op->bind_mounts[i];
+}
+
+static bool is_gone(const ViewOpResult *result, MountId id) {
+        return mount_id_in(id, result->gone, result->n_gone);
+}
+
 static int reply_ok(int sock, const ViewOpResult *result) {
         ViewOpResult r = result ? *result : (ViewOpResult) {};
         size_t n;
@@ -444,6 +457,21 @@ static int bind_replace(int tree, int dest, MountId *ret_replaced) {
         return umount2_fd(dest);
 }
 
+/* MaxUserMounts=: the caller's binds that are still mounted, a replaced one not counted. */
+static int check_bind_limit(int sock, const ViewOp *op, const ViewOpResult *result, bool replace) {
+        size_t live = 0;
+
+        if (!op->caller || op->max_own_binds == 0 || replace)
+                return 0;
+        for (size_t i = 0; i < op->n_own_mounts; i++)
+                if (!is_gone(result, op->own_mounts[i]))
+                        live++;
+        if (live >= op->max_own_binds)
+                return reply_error(sock, -EDQUOT, "The caller has %zu binds of their own in this view (MaxUserMounts=%u): "
+                                   "unmount one first, or bind onto one of them to replace it.", live, op->max_own_binds);
+        return 0;
+}
+
 static int bind_mount(int sock, const ViewOp *op) {
         _cleanup_close_ int tree = -EBADF, dest = -EBADF;
         _cleanup_(created_paths_done) CreatedPaths created = {};
@@ -460,12 +488,15 @@ static int bind_mount(int sock, const ViewOp *op) {
         r = enter_namespace(sock, op->ns_fd);
         if (r < 0)
                 return r;
+        find_gone_binds(op, &result);
         if (op->caller) {
                 r = bind_clone_source(sock, op, &tree, &st);
                 if (r < 0)
                         return r;
         }
         r = bind_open_destination(sock, op, S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE, &created, &dest, &replace);
+        if (r >= 0)
+                r = check_bind_limit(sock, op, &result, replace);
         if (r < 0) {
                 created_paths_undo(&created);
                 return r;
@@ -501,6 +532,7 @@ static int unmount_mount(int sock, const ViewOp *op) {
         r = enter_namespace(sock, op->ns_fd);
         if (r < 0)
                 return r;
+        find_gone_binds(op, &result);
         r = open_mount_point(sock, op, op->path, false, &fd, NULL);
         if (r < 0)
                 return r;

@@ -57,6 +57,7 @@ typedef struct ViewOp {
         size_t n_bind_mounts;
         const MountId *policy_mounts;    /* the [View] policy's */
         size_t n_policy_mounts;
+        unsigned max_own_binds;          /* BIND for a user: MaxUserMounts= (0: no limit) */
 
         /* APPLY_POLICY */
         const ViewPolicy *policy;
@@ -69,6 +70,8 @@ typedef struct ViewOpResult {
         MountId mounted;                 /* BIND: the new bind's top mount */
         MountId replaced;                /* BIND: the earlier bind it replaced; UNMOUNT: the mount removed */
         uint32_t n_mounts;               /* the namespace's mounts afterwards (0: unknown) */
+        uint32_t n_gone;                 /* recorded binds found unmounted (by root, with a parent) */
+        MountId gone[VIEW_OP_MOUNTS_MAX];
         uint32_t n_policy_mounts;        /* APPLY_POLICY: the mounts it made */
         MountId policy_mounts[VIEW_OP_MOUNTS_MAX];
 } ViewOpResult;
