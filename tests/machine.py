@@ -42,10 +42,11 @@ Use:
     configuration), boot one in the test:
         with booted(tmp_path_factory.mktemp("name"), prepare=lambda m: ...) as m:
             m.exec([...])
-    booted() fails the test if the container leaves cgroups or mounts behind. Such a
-    test takes the `sandbox` fixture before tmp_path_factory: pytest's temporary
-    directories belong on the sandbox's /tmp (one made before it would be on the
-    machine's real /tmp, and hidden from later tests under the sandbox's tmpfs).
+    booted() fails the test if the container does not power off cleanly or leaves
+    cgroups or mounts behind. Such a test takes the `sandbox` fixture before
+    tmp_path_factory: pytest's temporary directories belong on the sandbox's /tmp (one
+    made before it would be on the machine's real /tmp, and hidden from later tests
+    under the sandbox's tmpfs).
 
 Machine: exec(argv, check=True, wait=30, what=, input=) -> CompletedProcess (fails the
 test on a non-zero exit or a timeout, with the console and the unit's journal), popen,
@@ -97,8 +98,6 @@ CONTAINER_ENV = {
     "SYSTEMD_COLORS": "0",
     "SYSTEMD_LOG_COLOR": "0",
 }
-
-# <linux/capability.h>, as systemctl show prints them.
 
 # The holder: keeps the scratch mount namespace alive. Told the container's pids and
 # cgroups, it SIGKILLs the pids and removes the cgroups when its stdin closes (pytest

@@ -574,6 +574,13 @@ class Sandbox:
         self._mount(src, target, None, MS_BIND)
         return src
 
+    def undo_overlay(self, target: str) -> None:
+        """Uncover `target` again: unmount the overlay_dir() on top of it and drop its copy
+        (for a test that must leave the machine as it found it)."""
+        sys_umount(target)
+        del self._mounts[len(self._mounts) - 1 - self._mounts[::-1].index(target)]
+        shutil.rmtree(self.base / "overlays" / target.lstrip("/"))
+
     # -- set-up --------------------------------------------------------------
 
     def setup(self) -> "Sandbox":

@@ -90,10 +90,17 @@ def test_signal_recorder(sandbox):
 
 
 def test_overlay_dir(sandbox):
+    """A writable copy over /etc/pam.d, undone at the end: test_pam.py's copy is under it,
+    and later tests must see that one, not this."""
+    before = sorted(os.listdir("/etc/pam.d"))
     d = sandbox.overlay_dir("/etc/pam.d")
-    (d / "nsm-selftest").write_text("auth required pam_permit.so\n")
-    assert os.path.exists("/etc/pam.d/nsm-selftest")
-    assert os.path.exists("/etc/pam.d/login")
+    try:
+        (d / "nsm-selftest").write_text("auth required pam_permit.so\n")
+        assert os.path.exists("/etc/pam.d/nsm-selftest")
+        assert os.path.exists("/etc/pam.d/login")
+    finally:
+        sandbox.undo_overlay("/etc/pam.d")
+    assert sorted(os.listdir("/etc/pam.d")) == before
 
 
 @pytest.mark.parametrize("who", ["alice", "carol"])
