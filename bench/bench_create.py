@@ -6,8 +6,8 @@ table, change with N, the number of namespaces that already exist.
 Runs in the project's throwaway sandbox (tests/sandbox.py): a mount namespace of its own,
 a temporary passwd with the users it needs, a private dbus-daemon and nsmanagerd. At each
 checkpoint N it times a window of calls, each CreateNamespace preceded by a Peer.Ping to
-the daemon (the same D-Bus round trip with no work behind it), then the floors
-(bench/nsm-floor), and reports:
+the daemon (the same D-Bus round trip with no work behind it) and followed by one iteration
+of each floor (bench/nsm-floor), so that all see the same load, and reports:
 
   - CreateNamespace as a client sees it, and less the median ping: the daemon's work;
   - the forked floor (fork a child that clones / with open_tree and unshares, reap it) and
@@ -40,8 +40,7 @@ CHECKPOINTS = (1, 10, 100, 300, 1000, 3000, 10000)
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max", type=int, default=10000, help="largest N (default 10000)")
-    ap.add_argument("--window", type=int, default=25, help="calls timed at each checkpoint (default 25)")
-    ap.add_argument("--floor-iterations", type=int, default=200, help="iterations of each floor (default 200)")
+    ap.add_argument("--window", type=int, default=31, help="calls timed at each checkpoint (default 31)")
     ap.add_argument("--svg", default="bench-create.svg", help="where to write the plot (default ./bench-create.svg)")
     args = ap.parse_args()
     svg_path = Path(args.svg).resolve()   # written after the sandbox is gone (it may cover the directory)
@@ -52,17 +51,25 @@ def main() -> int:
     # sssd or systemd-userdb have none), which must not be mistaken for the daemon's.
     sb = sbx.Sandbox(polkit=False)
     timed = {cp: [f"t{cp:05d}x{k:03d}" for k in range(args.window)] for cp in checkpoints}
-    bl.add_users(sb, [name for names in timed.values() for name in names])
+    warm = [f"warm{k:02d}" for k in range(10)]
+    bl.add_users(sb, warm + [name for names in timed.values() for name in names])
     fill = [f"bench{i:05d}" for i in range(args.max)]
     bl.add_users(sb, fill)
 
     rows = []
+    floors = None
     t0 = time.monotonic()
     sb.setup()
     try:
+        floors = bl.Floors()
         sb.start_daemon(StopDelaySec="1h")
         mgr = sb.manager()
         peer = dbus.Interface(sb.proxy(sbx.MANAGER_PATH), "org.freedesktop.DBus.Peer")
+        # Warm up (the first calls fault in code and caches): created and removed again.
+        for name in warm:
+            peer.Ping()
+            mgr.CreateNamespace(name)
+            mgr.RemoveNamespace(name)
         print(f"sandbox with {len(sb.users)} users ready in {time.monotonic() - t0:.1f}s")
         print()
         print(f"{'N':>6} {'create':>7} {'ping':>6} {'less':>6} {'p90':>6} {'forked':>7} {'x fork':>7} "
@@ -77,7 +84,7 @@ def main() -> int:
                 mgr.CreateNamespace(fill[n_fill])
                 n_fill += 1
                 created += 1
-            pings, creates, less = [], [], []
+            pings, creates, forked, inproc = [], [], [], []
             for name in timed[cp]:
                 start = time.perf_counter()
                 peer.Ping()
@@ -87,13 +94,13 @@ def main() -> int:
                 pings.append((middle - start) * 1000)
                 creates.append((end - middle) * 1000)
                 created += 1
+                forked.append(floors.ms("forked"))
+                inproc.append(floors.ms("inproc"))
             ping = bl.median(pings)
             less = [c - ping for c in creates]
             row = {
                 "n": cp, "create": bl.median(creates), "ping": ping, "less": bl.median(less),
-                "p90": bl.percentile(less, 90),
-                "forked": bl.floor_us("forked", args.floor_iterations) / 1000,
-                "inproc": bl.floor_us("inproc", args.floor_iterations) / 1000,
+                "p90": bl.percentile(less, 90), "forked": bl.median(forked), "inproc": bl.median(inproc),
                 "host": sb.mount_count(), "view": sb.mount_count(timed[cp][-1]),
             }
             rows.append(row)
@@ -107,6 +114,8 @@ def main() -> int:
         print(f"{created} namespaces existed at the end; daemon RSS {bl.daemon_rss_kb(pid)} kB, "
               f"{len(os.listdir(f'/proc/{pid}/fd'))} open fds")
     finally:
+        if floors:
+            floors.close()
         sb.teardown(check=True)
 
     worst = max(r["less"] / rows[0]["less"] for r in rows)

@@ -44,6 +44,28 @@ def floor_us(mode: str, iterations: int = 100) -> float:
     return float(out.stdout.strip())
 
 
+class Floors:
+    """bench/nsm-floor serve: one iteration of a floor at a time, so that a benchmark can
+    interleave the floors with what it compares them to, and all see the same load."""
+
+    def __init__(self):
+        self._p = subprocess.Popen([str(tool("nsm-floor")), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   text=True)
+
+    def ms(self, mode: str) -> float:
+        """One iteration of "forked" or "inproc", in ms."""
+        self._p.stdin.write(mode + "\n")
+        self._p.stdin.flush()
+        line = self._p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"nsm-floor serve ended (status {self._p.wait()})")
+        return float(line) / 1000
+
+    def close(self) -> None:
+        self._p.stdin.close()
+        self._p.wait()
+
+
 def median(values: list[float]) -> float:
     s = sorted(values)
     n = len(s)

@@ -4,13 +4,18 @@
  *   nsm-floor forked [N]   fork a child that clones the host's tree (open_tree) and
  *                          unshare(CLONE_NEWNS)s, then reap it: a helper process per view;
  *   nsm-floor inproc [N]   the same two calls made by this process, which then setns()es
- *                          back to where it started and closes the clone: no process at all.
+ *                          back to where it started and closes the clone: no process at all;
+ *   nsm-floor serve        one iteration of the floor named by each line of stdin ("forked"
+ *                          or "inproc"), its time on a line of stdout: for a caller that
+ *                          interleaves the floors with what it compares them to, so that all
+ *                          see the same load.
  *
  * Both end with the copies gone (the child's exit, or the setns and close), as a view that
  * is not kept. Prints the median of N iterations (default 200) in microseconds. Run it as
  * root in a throwaway mount namespace (bench/bench_create.py does). */
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,33 +67,59 @@ static int inproc_once(int home_fd) {
         return 0;
 }
 
+/* One iteration: its time in µs, or < 0. */
+static double once(bool inproc, int home_fd) {
+        double start = now_us();
+        if ((inproc ? inproc_once(home_fd) : forked_once()) < 0) {
+                fprintf(stderr, "nsm-floor %s failed (not root, or no open_tree?)\n", inproc ? "inproc" : "forked");
+                return -1;
+        }
+        return now_us() - start;
+}
+
+static int serve(int home_fd) {
+        char line[64];
+
+        while (fgets(line, sizeof line, stdin)) {
+                line[strcspn(line, "\n")] = 0;
+                if (strcmp(line, "forked") != 0 && strcmp(line, "inproc") != 0) {
+                        fprintf(stderr, "nsm-floor serve: '%s' is neither forked nor inproc\n", line);
+                        return 2;
+                }
+                double t = once(strcmp(line, "inproc") == 0, home_fd);
+                if (t < 0)
+                        return 1;
+                printf("%.1f\n", t);
+                fflush(stdout);
+        }
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         const char *mode = argc > 1 ? argv[1] : "";
         int n = argc > 2 ? atoi(argv[2]) : 200;
-        int home_fd = -1;
+        int home_fd;
         double *t;
 
-        if ((strcmp(mode, "forked") != 0 && strcmp(mode, "inproc") != 0) || n <= 0) {
-                fprintf(stderr, "usage: nsm-floor forked|inproc [ITERATIONS]\n");
+        if ((strcmp(mode, "forked") != 0 && strcmp(mode, "inproc") != 0 && strcmp(mode, "serve") != 0) || n <= 0) {
+                fprintf(stderr, "usage: nsm-floor forked|inproc [ITERATIONS]\n"
+                                "       nsm-floor serve\n");
                 return 2;
         }
+        home_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        if (home_fd < 0) {
+                perror("/proc/self/ns/mnt");
+                return 1;
+        }
+        if (strcmp(mode, "serve") == 0)
+                return serve(home_fd);
         t = calloc(n, sizeof(double));
         if (!t)
                 return 1;
-        if (strcmp(mode, "inproc") == 0) {
-                home_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-                if (home_fd < 0) {
-                        perror("/proc/self/ns/mnt");
-                        return 1;
-                }
-        }
         for (int i = 0; i < n; i++) {
-                double start = now_us();
-                if ((home_fd < 0 ? forked_once() : inproc_once(home_fd)) < 0) {
-                        fprintf(stderr, "nsm-floor %s failed (not root, or no open_tree?)\n", mode);
+                t[i] = once(strcmp(mode, "inproc") == 0, home_fd);
+                if (t[i] < 0)
                         return 1;
-                }
-                t[i] = now_us() - start;
         }
         printf("%.1f\n", median_of(t, n));
         free(t);
