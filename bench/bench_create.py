@@ -134,8 +134,7 @@ def main() -> int:
             {"label": "in-process floor (open_tree, unshare, setns back)",
              "points": [(r["n"], r["inproc"]) for r in rows], "dashed": True},
         ],
-        notes=[f"bench/bench_create.py, window {args.window}, {time.strftime('%Y-%m-%d')}, "
-               f"Linux {os.uname().release}, {os.cpu_count()} CPUs"]))
+        notes=[bl.plot_note("bench_create.py", f"window {args.window}")]))
     return 0
 
 

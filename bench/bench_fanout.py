@@ -102,8 +102,7 @@ def main() -> int:
           "points": [(r["views"], (r["costs"][i][0] + r["costs"][i][1]) / 1000) for r in rows]}
          for i, (_parent, _probe, label) in enumerate(TARGETS)],
         log_x=False,
-        notes=[f"bench/bench_fanout.py, {args.iterations} iterations, {time.strftime('%Y-%m-%d')}, "
-               f"Linux {os.uname().release}, {os.cpu_count()} CPUs"]))
+        notes=[bl.plot_note("bench_fanout.py", f"{args.iterations} iterations")]))
     return 0
 
 

@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -160,6 +161,12 @@ def svg_line_chart(title: str, x_label: str, y_label: str, series: list[dict], l
         out.append(f'<text x="{left}" y="{ny}" fill="#555">{html.escape(note)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def plot_note(script: str, what: str) -> str:
+    """The line under a plot that says where it comes from."""
+    return (f"bench/{script}, {what}, {time.strftime('%Y-%m-%d')}, Linux {os.uname().release}, "
+            f"{os.cpu_count()} CPUs")
 
 
 def write_svg(path: str | Path, text: str) -> None:
