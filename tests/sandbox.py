@@ -61,6 +61,9 @@ PROPERTIES_IFACE = "org.freedesktop.DBus.Properties"
 POLKIT_BUS_NAME = "org.freedesktop.PolicyKit1"
 
 SYSTEM_BUS_SOCKET = "/run/dbus/system_bus_socket"
+# The user range nsmanagerd publishes for pam_nsmanager (src/shared/login-filter.h); on the
+# sandbox's /run.
+LOGIN_FILTER = Path("/run/nsmanager/login-filter")
 SYSTEM_BUS_ADDRESS = "unix:path=" + SYSTEM_BUS_SOCKET
 BASE = Path("/tmp/nsmanager-sandbox")
 
@@ -718,6 +721,10 @@ class Sandbox:
                 p.kill()
                 p.wait()
         return p.returncode
+
+    def process(self, name: str) -> subprocess.Popen:
+        """A process the sandbox started and tracks: "dbus-daemon", "polkitd", "nsmanagerd"."""
+        return self._procs[name]
 
     def log_text(self, name: str) -> str:
         p = self.base / "logs" / f"{name}.log"
