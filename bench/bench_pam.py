@@ -92,6 +92,8 @@ def main() -> int:
     ap.add_argument("--module", action="append", default=[], type=Path,
                     help="another pam_nsmanager.so to time side by side (repeatable)")
     args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench_pam.py must run as root (it builds a sandbox with mount namespaces)")
     for m in args.module:
         if not m.is_file():
             sys.exit(f"{m}: no such module")
@@ -186,6 +188,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    if os.geteuid() != 0:
-        sys.exit("bench_pam.py must run as root (it builds a sandbox with mount namespaces)")
     sys.exit(main())
