@@ -297,7 +297,7 @@ static int bus_connect(sd_bus **ret) {
 }
 
 /* Runs the connection (connect, authenticate, Hello, write, read) until 'call' has its reply;
- * -ETIMEDOUT at the deadline. */
+ * -ETIMEDOUT at the deadline, which is checked on every turn, also while there is work. */
 static int bus_run(sd_bus *bus, const PendingCall *call, uint64_t deadline) {
         for (;;) {
                 uint64_t n;
@@ -305,14 +305,14 @@ static int bus_run(sd_bus *bus, const PendingCall *call, uint64_t deadline) {
 
                 if (call->reply)
                         return 0;
+                n = now_usec();
+                if (n >= deadline)
+                        return -ETIMEDOUT;
                 r = sd_bus_process(bus, NULL);
                 if (r < 0)
                         return r;
                 if (r > 0)
                         continue;
-                n = now_usec();
-                if (n >= deadline)
-                        return -ETIMEDOUT;
                 r = sd_bus_wait(bus, deadline - n);
                 if (r < 0 && r != -EINTR)
                         return r;
