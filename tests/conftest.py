@@ -55,10 +55,32 @@ users     dict name -> sandbox.TestUser.
 nsctl     function(*args, as_user=None, input=None, env=None) -> CompletedProcess
           running build/src/nsctl/nsctl on the host (as_user: unprivileged).
 pam_module  Path of build/src/pam/pam_nsmanager.so (fails if not built).
+polkit_rules  function(name, javascript): a polkit rule for this test (removed after it).
 dbus_error  function(exc) -> the D-Bus error name of a dbus.exceptions.DBusException.
+machine   (module) a machine.Machine: Debian 12 booted with systemd as PID 1 in
+          systemd-nspawn, the build installed as an administrator would
+          (tests/machine.py), booted once for each module that asks for it and shared by
+          its tests; a test that stops a service starts it again, one that has to end a
+          container boots its own (machine.booted()). Skips against a sanitizer build.
+          A failed test's report gets the container's console and journal.
+alice_session  (function, needs machine) a machine.Login: alice logged in with su -l on
+          the module's machine; the login of an earlier test while it lasts, else a new
+          one.
 
 Constants: sandbox.BUS_NAME, MANAGER_PATH, MANAGER_IFACE, NAMESPACE_IFACE,
 ERROR_PREFIX ("org.example.NSManager.Error.").
+
+Helpers (tests/helpers.py): the contract's error names E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE,
+E_NO_SUCH_SESSION, E_USER_EXCLUDED, E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT,
+E_LIMIT_EXCEEDED (NSM_ERRORS), E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED,
+E_INVALID_ARGS, E_FAILED; expect_error(call, *names) (refused with one of the names and
+a message), wait_until(predicate, what, wait=10, interval=0.02, diag=None), ns_path(user),
+create(sb, *users), processes_of(uid, comm).
+The booted-Debian harness: tests/machine.py (fixtures machine, alice_session above).
+
+Every test stands alone: it passes when selected by itself (-k) and in any order. Share
+what is expensive (the sandbox, a booted container) through fixtures, never state one
+test leaves for the next.
 """
 
 import os
@@ -67,6 +89,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import machine as machine_module  # noqa: E402
 import sandbox as sandbox_module  # noqa: E402
 
 # Before anything can start a thread: unshare(CLONE_NEWNS) needs a single-threaded process.
@@ -92,6 +115,11 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, "rep_" + report.when, report)
+    if report.failed and report.when == "call":
+        m = getattr(item, "funcargs", {}).get("machine")
+        if isinstance(m, machine_module.Machine):
+            report.sections.append(("container console (last 100 lines)", m.console_text(100)))
+            report.sections.append(("container journal (last 150 lines)", m.journal(lines=150)))
     if report.failed:
         sb = getattr(item, "_nsm_sandbox", None)
         if sb is not None:
@@ -189,3 +217,44 @@ def pam_module():
     if not path.exists():
         pytest.fail(f"{path} is not built", pytrace=False)
     return path
+
+
+@pytest.fixture(scope="module")
+def machine(sandbox, tmp_path_factory):
+    """Debian 12 booted with the build installed (tests/machine.py), once per module.
+    (After the sandbox: pytest's temporary directories belong on its /tmp.)"""
+    machine_module.require_plain_build()
+    with machine_module.booted(tmp_path_factory.mktemp("nspawn"), prepare=machine_module.install_as_admin) as m:
+        yield m
+
+
+@pytest.fixture(scope="module")
+def _alice_logins(machine):
+    logins = []
+    yield logins
+    for login in logins:
+        login.logout()
+
+
+@pytest.fixture
+def alice_session(machine, _alice_logins):
+    """alice logged in on the module's machine: the login of an earlier test while it
+    lasts, else a new one."""
+    if not _alice_logins or not _alice_logins[-1].alive():
+        _alice_logins.append(machine_module.Login(machine))
+    return _alice_logins[-1]
+
+
+@pytest.fixture
+def polkit_rules(sandbox):
+    """rules(name, javascript): install /etc/polkit-1/rules.d/NAME.rules for this test
+    (polkitd is restarted each time, so it is in effect when this returns)."""
+    written = []
+
+    def add(name, javascript):
+        written.append(name)
+        sandbox.set_polkit_rule(name, javascript)
+
+    yield add
+    for name in written:
+        sandbox.set_polkit_rule(name, None)

@@ -246,6 +246,24 @@ def _start_watchdog(ns_id: int) -> None:
     _watchdog_pipe = w   # never written; closed by the kernel when we exit
 
 
+def child_processes() -> list[tuple[int, str]]:
+    """(pid, state letter) of each child process of ours; with the subreaper flag, orphans of
+    our children are ours too."""
+    me = str(os.getpid())
+    kids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[1] == me:
+            kids.append((int(d), fields[0]))
+    return kids
+
+
 def namespace_baseline() -> list:
     return list(_namespace_baseline or [])
 
@@ -774,20 +792,7 @@ class Sandbox:
         self.restart_polkit()
 
     def _children(self) -> list[int]:
-        """Our child processes (with the subreaper flag: orphans of our children too)."""
-        me = str(os.getpid())
-        kids = []
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                stat = Path(f"/proc/{d}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            if fields[1] == me:
-                kids.append(int(d))
-        return kids
+        return [pid for pid, _state in child_processes()]
 
     def reap_strays(self) -> list[str]:
         """Stop child processes nobody is tracking (orphans adopted by the subreaper).

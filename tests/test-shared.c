@@ -15,7 +15,7 @@
 #include "namespace.h"
 #include "path-util.h"
 #include "user-util.h"
-#include "view.h"
+#include "view-build.h"
 
 
 static void test_paths(void) {

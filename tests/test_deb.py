@@ -2,14 +2,16 @@
 """The Debian package (debian/, tools/build-deb): every file of the installation contract
 at Debian's path in nsmanager_VERSION_ARCH.deb, the configuration a conffile, the
 dependencies, maintainer scripts that leave the unit disabled (D-Bus activated) and the
-PAM profile off until an administrator enables it, and lintian without errors.
+PAM profile off until an administrator enables it, lintian without errors, and the
+package installed, enabled and removed by apt-get in a booted Debian 12.
 
 The package is built once for the module by tools/build-deb --no-install-deps (tools/deps
 installs debhelper, dpkg-dev, fakeroot and lintian) from a copy of the work tree, under
-the sandbox's tmpfs /tmp; it is only looked at (dpkg-deb -c/-f/-e/-x), never installed on
-this machine. tests/test_nspawn.py installs it into a booted container. The PAM profile is
-tried with the real pam-auth-update in a mount namespace of its own, over copies of
-/etc/pam.d, /var/lib/pam, debconf's database and /usr/share/pam-configs."""
+the sandbox's tmpfs /tmp; it is never installed on this machine: the tests look at it
+(dpkg-deb -c/-f/-e/-x), and test_deb_package installs it into a booted container
+(tests/machine.py). The PAM profile is tried with the real pam-auth-update in a mount
+namespace of its own, over copies of /etc/pam.d, /var/lib/pam, debconf's database and
+/usr/share/pam-configs."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from pathlib import Path
 import pytest
 
 import sandbox as sandbox_module
-from sandbox import REPO, timeout
+from machine import ALICE, UNIT, Login, Machine, booted, ns_id_of
+from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, REPO, timeout
 
 PACKAGE = "nsmanager"
 
@@ -317,3 +320,85 @@ def test_lintian(deb):
     errors = [line for line in p.stdout.splitlines() if line.startswith("E:")]
     assert p.returncode == 0 and not errors, f"lintian errors:\n{p.stdout}{p.stderr}"
     assert not (deb.unpacked / "usr/share/lintian/overrides").exists(), "overrides are shipped: document them"
+
+
+def _common_session(m: Machine) -> list[str]:
+    text = m.exec(["cat", "/etc/pam.d/common-session"]).stdout
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_deb_package(deb, tmp_path_factory):
+    """The package as an administrator installs it, in a booted copy of the image without
+    the build (tests/machine.py): `apt-get install ./nsmanager_*.deb` (offline: the image
+    has every dependency) leaves nsmanagerd.service installed but disabled and stopped;
+    the first bus call activates it; `pam-auth-update --enable nsmanager` adds the
+    session line to common-session after pam_systemd.so; `su -l alice` lands in her
+    namespace. `apt-get remove` takes the line out again, stops the daemon and keeps the
+    conffile, which `purge` removes; logins work throughout."""
+    package = "/root/" + deb.path.name     # (not /tmp: nspawn mounts a tmpfs there)
+    line = "session optional pam_nsmanager.so"
+    image = None
+
+    def copy_package(m: Machine) -> None:
+        nonlocal image
+        image = m.image
+        m.root_path(package).write_bytes(deb.path.read_bytes())
+
+    with booted(tmp_path_factory.mktemp("nspawn-deb"), prepare=copy_package) as m:
+        apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-y", "--no-install-recommends",
+               "-o", "Dpkg::Options::=--force-confdef"]
+        p = m.exec(apt + ["install", package], wait=300, what=f"apt-get install {package} in the container")
+        out = [x for x in (p.stdout + p.stderr).splitlines() if not x.startswith("(Reading database")]
+        print("apt-get install:\n" + "\n".join(out[-30:]))
+        m.exec(["useradd", "--create-home", "--uid", str(ALICE.uid), "--user-group", "--shell", "/bin/bash",
+                ALICE.name], what="useradd alice")
+
+        # The unit is installed as the package left it: not enabled, not started.
+        unit = m.exec(["systemctl", "cat", UNIT], what=f"systemctl cat {UNIT}").stdout
+        assert "# /lib/systemd/system/nsmanagerd.service" in unit, unit
+        assert re.search(r"^ExecStart=/usr/libexec/nsmanagerd$", unit, re.M), unit
+        assert m.systemctl_value("UnitFileState") == "disabled", "the package enabled the unit"
+        assert m.is_active() == "inactive", f"installing the package started {UNIT}: {m.is_active()}"
+        assert not any("pam_nsmanager" in x for x in _common_session(m)), "installing the package enabled the PAM module"
+
+        # D-Bus activation through the packaged activation file and bus policy.
+        reply = m.busctl("call", BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListNamespaces",
+                         what="busctl call ListNamespaces")
+        assert reply == [[]], reply
+        assert m.is_active() == "active", f"{UNIT} was not activated by the call\n{m.diag()}"
+
+        # The administrator enables the PAM profile.
+        before = _common_session(m)
+        m.exec(["env", "DEBIAN_FRONTEND=noninteractive", "pam-auth-update", "--enable", "nsmanager"],
+               what="pam-auth-update --enable nsmanager")
+        enabled = _common_session(m)
+        assert line in enabled, f"pam-auth-update did not add {line!r}:\n" + "\n".join(enabled)
+        assert [x for x in enabled if x != line] == before, "pam-auth-update changed more than the one line"
+        systemd = next((i for i, x in enumerate(enabled) if "pam_systemd.so" in x), None)
+        assert systemd is not None and enabled.index(line) > systemd, enabled
+
+        login = Login(m)
+        try:
+            ns_id = m.ns_property("MountNamespaceId")
+            assert ns_id_of(login.link) == ns_id, f"alice's login is in {login.link}, her namespace is mnt:[{ns_id}]"
+            assert login.link != m.mntns(1), "alice's login stayed in the machine's namespace"
+            assert any(not s.startswith("pam-") for s in m.ns_property("Sessions")), \
+                "alice's logind session is not among her namespace's sessions"
+        finally:
+            login.logout()
+
+        # Removal: the PAM line goes (prerm), the daemon stops, the conffile stays.
+        p = m.exec(apt + ["remove", "nsmanager"], wait=180, what="apt-get remove nsmanager")
+        assert not any("pam_nsmanager" in x for x in _common_session(m)), \
+            "apt-get remove left pam_nsmanager.so in common-session"
+        assert m.is_active() != "active", f"{UNIT} still runs after apt-get remove\n{p.stdout}"
+        assert m.exec(["test", "-e", "/usr/libexec/nsmanagerd"], check=False).returncode != 0
+        assert m.exec(["test", "-f", "/etc/nsmanager/nsmanagerd.conf"], check=False).returncode == 0, \
+            "apt-get remove removed the conffile"
+        after = m.su_alice("readlink /proc/self/ns/mnt").stdout.strip()
+        assert after == m.mntns(1), f"after the removal su -l alice lands in {after}, not the machine's namespace"
+        m.exec(apt + ["purge", "nsmanager"], wait=180, what="apt-get purge nsmanager")
+        assert m.exec(["test", "-e", "/etc/nsmanager/nsmanagerd.conf"], check=False).returncode != 0, \
+            "apt-get purge left /etc/nsmanager/nsmanagerd.conf"
+    # booted() checked the clean poweroff, the cgroups and the mount table.
+    assert not (image / "usr/libexec/nsmanagerd").exists(), "the package was installed into the cached image"

@@ -14,11 +14,12 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
+from helpers import processes_of, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -230,38 +231,20 @@ def unit_capabilities():
     raise AssertionError("units/nsmanagerd.service.in sets no CapabilityBoundingSet=")
 
 
-def _sleeps_of(uid):
-    """pids of live `sleep` processes of uid."""
-    pids = []
-    for d in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fields = dict(l.split(":\t", 1) for l in Path(f"/proc/{d}/status").read_text().splitlines() if ":\t" in l)
-        except OSError:
-            continue
-        if fields.get("Name") == "sleep" and fields["Uid"].split()[0] == str(uid) and fields["State"][0] != "Z":
-            pids.append(int(d))
-    return pids
-
-
 def hangup_when_client_dies(sb):
     """The daemon signals an attached program of another uid (CAP_KILL) when its nsctl
     is killed."""
     import sandbox as sandbox_module
-    from sandbox import timeout
     argv = ["setpriv", "--reuid=2001", "--regid=2001", "--init-groups", "--",
             str(sandbox_module.nsctl_binary()), "attach", "alice", "--", "sleep", "300"]
     client = subprocess.Popen(argv, env=sb.user_env("alice"), stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + timeout(10)
-        while not _sleeps_of(2001):
-            assert time.monotonic() < deadline, "the attached sleep never started"
-            time.sleep(0.02)
+        wait_until(lambda: processes_of(2001, "sleep"), "the attached sleep to start")
         client.kill()
         client.wait()
-        while _sleeps_of(2001):
-            assert time.monotonic() < deadline, "the attached program outlived its client: no CAP_KILL?"
-            time.sleep(0.02)
+        wait_until(lambda: not processes_of(2001, "sleep"),
+                   "the attached program to end with its client (if it outlives it: no CAP_KILL?)")
     finally:
         if client.poll() is None:
             client.kill()

@@ -26,7 +26,9 @@ from pathlib import Path
 import pytest
 
 import sandbox as sb_module
+from helpers import E_NO_SUCH_NAMESPACE, wait_until
 from sandbox import REPO, mntns_id, timeout
+from sshd import Sshd
 
 PAM_SRC = REPO / "pam.d"
 MARGIN = 5          # seconds on top of StopDelaySec for the daemon to remove a namespace
@@ -45,18 +47,6 @@ SERVICES = {
 def pam_threaded_binary() -> Path:
     """From the same build as the module (not a sanitizer build: see sandbox.pam_build_dir)."""
     return sb_module.pam_build_dir() / "src/pam/pam-threaded"
-
-
-def wait_until(predicate, what: str, seconds: float = 10, interval: float = 0.02):
-    """Poll predicate() until it returns something true; fail with `what` after `seconds`."""
-    deadline = time.monotonic() + timeout(seconds)
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout(seconds)}s waiting for {what}", pytrace=False)
-        time.sleep(interval)
 
 
 def parse_ns(text: str) -> int:
@@ -266,7 +256,7 @@ def namespace_path(sandbox, user: str) -> str | None:
     try:
         return str(sandbox.manager().GetNamespace(user))
     except dbus.exceptions.DBusException as e:
-        if sb_module.dbus_error_name(e) == sb_module.ERROR_PREFIX + "NoSuchNamespace":
+        if sb_module.dbus_error_name(e) == E_NO_SUCH_NAMESPACE:
             return None
         raise
 
@@ -285,7 +275,7 @@ def wait_namespace_gone(sandbox, user: str, after: float):
     """The namespace must be gone within StopDelaySec + MARGIN of `after` (monotonic)."""
     limit = STOP_DELAY + MARGIN
     wait_until(lambda: namespace_path(sandbox, user) is None,
-               f"{user}'s namespace to be removed after the last session", seconds=limit)
+               f"{user}'s namespace to be removed after the last session", wait=limit)
     elapsed = time.monotonic() - after
     assert elapsed <= timeout(limit), f"removed only after {elapsed:.1f}s"
 
@@ -789,103 +779,27 @@ def test_nothing_on_the_terminal(daemon, pam):
 # ---------------------------------------------------------------------------
 # sshd, end to end
 
-def our_processes(exe: str) -> list[int]:
-    """Running (not zombie) children of this process whose executable is exe."""
-    me = str(os.getpid())
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{d}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            if fields[1] != me or fields[0] == "Z":
-                continue
-            if os.readlink(f"/proc/{d}/exe") == exe:
-                found.append(int(d))
-        except OSError:
-            continue
-    return found
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def sshd(daemon, pam):
-    """Debian's sshd on 127.0.0.1:PORT with its own host key and configuration; key
-    authentication for alice. Yields (port, client key path)."""
-    d = sb_module.BASE / "sshd"
-    if d.exists():
-        shutil.rmtree(d)
-    d.mkdir(mode=0o755)
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d / "host_key"], check=True)
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d / "alice_key"], check=True)
-    (d / "authorized_keys_alice").write_text((d / "alice_key.pub").read_text())
-    os.chmod(d / "authorized_keys_alice", 0o644)
-    port = free_port()
-    (d / "sshd_config").write_text(f"""\
-Port {port}
-ListenAddress 127.0.0.1
-HostKey {d}/host_key
-PidFile {d}/sshd.pid
-UsePAM yes
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-AuthorizedKeysFile {d}/authorized_keys_%u
-StrictModes no
-PermitRootLogin no
-PrintMotd no
-LogLevel VERBOSE
-Subsystem sftp internal-sftp
-""")
-    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-    log = open(d / "sshd.log", "wb")
-    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", d / "sshd_config"],
-                            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-
-    def listening():
-        if proc.poll() is not None:
-            pytest.fail(f"sshd exited with {proc.returncode}:\n{(d / 'sshd.log').read_text()}", pytrace=False)
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
-    wait_until(listening, "sshd to listen")
-    try:
-        yield port, d / "alice_key", d / "sshd.log"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout(10))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        # Per-connection sshd processes outlive the listener briefly (they are reparented
-        # to the sandbox, a subreaper): let them finish before the daemon fixture looks
-        # for strays.
-        wait_until(lambda: not our_processes("/usr/sbin/sshd"), "sshd's connection processes to exit")
-        log.close()
+    """Debian's sshd on 127.0.0.1 (tests/sshd.py) with the sandbox's PAM stack; key
+    authentication for alice."""
+    with Sshd(["alice"]) as server:
+        yield server
 
 
-def ssh(port: int, key: Path, command: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["ssh", "-F", "/dev/null", "-p", str(port), "-i", key, "-o", "BatchMode=yes",
-                           "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                           "-o", "LogLevel=ERROR", "alice@127.0.0.1", command],
-                          capture_output=True, text=True, timeout=timeout(60), stdin=subprocess.DEVNULL)
+def ssh(server: Sshd, command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(server.ssh_argv("alice", command), capture_output=True, text=True,
+                          timeout=timeout(60), stdin=subprocess.DEVNULL)
 
 
 def test_sshd_login_lands_in_view(daemon, pam, sshd):
-    port, key, log = sshd
     content = prepare_view_checks(daemon)
-    p = ssh(port, key, "readlink /proc/self/ns/mnt; findmnt -n -o TARGET /mnt/cd; id -u; cat /mnt/cd/README.txt; "
-                       "cat /home/bob/private/secret 2>/dev/null || echo no-secret")
-    assert p.returncode == 0, p.stderr + "\n" + log.read_text()
+    p = ssh(sshd, "readlink /proc/self/ns/mnt; findmnt -n -o TARGET /mnt/cd; id -u; cat /mnt/cd/README.txt; "
+                  "cat /home/bob/private/secret 2>/dev/null || echo no-secret")
+    assert p.returncode == 0, p.stderr + "\n" + sshd.log_text()
     lines = p.stdout.splitlines()
     props = namespace_props(daemon, "alice")
-    assert props is not None, log.read_text()
+    assert props is not None, sshd.log_text()
     assert parse_ns(lines[0]) == int(props["MountNamespaceId"])
     assert lines[1] == "/mnt/cd"
     assert lines[2] == "2001"
@@ -897,14 +811,13 @@ def test_sshd_login_lands_in_view(daemon, pam, sshd):
 
 
 def test_sshd_required_refuses_without_daemon(daemon, pam, sshd):
-    port, key, log = sshd
     daemon.stop_daemon()
     pam.install("sshd", text=pam.text_of("nsm-sshd").replace(
         "session    optional     " + pam.module_args, "session    required     " + pam.module_args))
-    p = ssh(port, key, "echo logged-in")
+    p = ssh(sshd, "echo logged-in")
     assert p.returncode != 0
     assert "logged-in" not in p.stdout
-    assert "pam_open_session" in log.read_text(), log.read_text()
+    assert "pam_open_session" in sshd.log_text(), sshd.log_text()
 
 
 @pytest.mark.parametrize("name", ["Not A User", "alice@example.com", "../etc"])

@@ -15,18 +15,12 @@ import os
 import signal
 import stat
 import subprocess
-import time
 
-import dbus
 import pytest
 
-from sandbox import ERROR_PREFIX, MANAGER_PATH, TEST_USERS, dbus_error_name, find_mount, timeout
-
-E_INVALID_PATH = ERROR_PREFIX + "InvalidPath"
-E_INVALID_MODE = ERROR_PREFIX + "InvalidMode"
-E_NO_SUCH_NAMESPACE = ERROR_PREFIX + "NoSuchNamespace"
-E_BUSY = ERROR_PREFIX + "Busy"
-E_INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
+from helpers import (E_BUSY, E_INVALID_ARGS, E_INVALID_MODE, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, create,
+                     expect_error, wait_until)
+from sandbox import MANAGER_PATH, TEST_USERS, find_mount, timeout
 
 BIND_READ_ONLY = 0x1
 BIND_MKDIR = 0x2
@@ -65,32 +59,6 @@ def tidy_shared_dirs():
         dev = os.lstat(d).st_dev
         for name in set(os.listdir(d)) - names:
             _remove_tree(os.path.join(d, name), dev)
-
-
-def wait_until(condition, what: str, wait: float = 10):
-    """Poll condition() until it returns something true; fail with `what` after `wait` s."""
-    deadline = time.monotonic() + timeout(wait)
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout(wait)}s waiting for {what}")
-        time.sleep(0.02)
-
-
-def expect_error(call, *names):
-    """Run call(); it must fail with one of the D-Bus error names. Returns the exception."""
-    with pytest.raises(dbus.exceptions.DBusException) as info:
-        call()
-    assert dbus_error_name(info.value) in names, \
-        f"expected {' or '.join(names)}, got {dbus_error_name(info.value)}: {info.value.get_dbus_message()}"
-    assert info.value.get_dbus_message(), "a refusal must carry a message a person can act on"
-    return info.value
-
-
-def create(sb, *users):
-    return [str(sb.manager().CreateNamespace(u)) for u in users]
 
 
 def mount_at(sb, path, view=None):

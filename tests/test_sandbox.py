@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The test sandbox itself (tests/sandbox.py): no nsmanagerd needed."""
+"""The test sandbox itself (tests/sandbox.py) and the shared helpers (tests/helpers.py):
+no nsmanagerd needed."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 
 import dbus
 import pytest
 
+import helpers
 import sandbox as sbm
 
 
@@ -98,6 +102,40 @@ def test_overlay_dir(sandbox):
 def test_run_as_environment(sandbox, who):
     r = sandbox.run_as(who, ["sh", "-c", "echo $HOME $USER; id -u"])
     assert r.stdout.split() == [f"/home/{who}", who, str(sbm.TEST_USERS[who].uid)]
+
+
+def test_error_names_are_the_daemons():
+    """helpers' error names are every one src/shared/bus-errors.h defines, no more."""
+    header = (sbm.REPO / "src/shared/bus-errors.h").read_text()
+    defined = set(re.findall(r'^#define NSM_ERROR_\w+ "([^"]+)"', header, re.M))
+    assert defined, "no NSM_ERROR_* in src/shared/bus-errors.h"
+    assert set(helpers.NSM_ERRORS) == defined, \
+        f"only in helpers: {set(helpers.NSM_ERRORS) - defined}, only in the daemon: {defined - set(helpers.NSM_ERRORS)}"
+    assert len(helpers.NSM_ERRORS) == len(defined)
+
+
+def test_expect_error_fails_when_it_should():
+    def refuse(name, message):
+        def call():
+            raise dbus.exceptions.DBusException(message, name=name)
+        return call
+    e = helpers.expect_error(refuse(helpers.E_BUSY, "in use"), helpers.E_INVALID_PATH, helpers.E_BUSY)
+    assert e.get_dbus_message() == "in use"
+    with pytest.raises(AssertionError, match="expected .*InvalidPath, got .*Busy"):
+        helpers.expect_error(refuse(helpers.E_BUSY, "in use"), helpers.E_INVALID_PATH)
+    with pytest.raises(AssertionError, match="without a message"):
+        helpers.expect_error(refuse(helpers.E_BUSY, ""), helpers.E_BUSY)
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):
+        helpers.expect_error(lambda: None, helpers.E_BUSY)
+
+
+def test_wait_until_returns_the_value_or_fails():
+    values = iter([0, None, "", "here"])
+    assert helpers.wait_until(lambda: next(values), "a value", interval=0) == "here"
+    start = time.monotonic()
+    with pytest.raises(pytest.fail.Exception, match=r"waiting for nothing\nsaw: never"):
+        helpers.wait_until(lambda: False, "nothing", wait=0.2, interval=0.01, diag=lambda: "saw: never")
+    assert time.monotonic() - start >= 0.2
 
 
 # A sandbox of its own, nested in the suite's, set up from a copy of the checkout at `top`:

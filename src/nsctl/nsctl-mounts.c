@@ -18,7 +18,7 @@
 
 typedef struct View {
         char *name;      /* "" = host */
-        MountInfo *mounts;
+        MountEntry *mounts;
         size_t n_mounts;
 } View;
 
@@ -45,7 +45,7 @@ typedef struct Views {
 static void views_done(Views *v) {
         for (size_t i = 0; i < v->n_views; i++) {
                 free(v->views[i].name);
-                mount_info_array_free(v->views[i].mounts, v->views[i].n_mounts);
+                mount_entries_free(v->views[i].mounts, v->views[i].n_mounts);
         }
         free(v->views);
         free(v->entries);
@@ -155,7 +155,7 @@ static int views_load(sd_bus *bus, const char *user, Views *ret) {
         }
         for (size_t i = 0; i < v.n_views; i++)
                 for (size_t j = 0; j < v.views[i].n_mounts; j++) {
-                        const MountInfo *m = v.views[i].mounts + j;
+                        const MountEntry *m = v.views[i].mounts + j;
 
                         if (m->peer_group != 0)
                                 v.entries[v.n_entries++] = (GroupEntry) { m->peer_group, i, LINK_PEER };
@@ -170,7 +170,7 @@ finish:
         if (r < 0) {
                 if (shown.name) {
                         free(shown.name);
-                        mount_info_array_free(shown.mounts, shown.n_mounts);
+                        mount_entries_free(shown.mounts, shown.n_mounts);
                 }
                 views_done(&v);
                 return r;
@@ -257,7 +257,7 @@ static void collect_name(const Views *v, size_t view, LinkKind kind, void *userd
         (void) strv_push(&c->names, &c->n, s);
 }
 
-static char *propagates_to_text(const Views *v, const MountInfo *m) {
+static char *propagates_to_text(const Views *v, const MountEntry *m) {
         ColumnText c = {};
         char *joined, *s = NULL;
 
@@ -267,7 +267,7 @@ static char *propagates_to_text(const Views *v, const MountInfo *m) {
                 return strdup("-");
         }
 
-        joined = strjoin_sep(c.names, ", ");
+        joined = strv_join(c.names, ", ");
         strv_free(c.names);
         if (!joined)
                 return NULL;
@@ -286,26 +286,26 @@ typedef struct TreeNode {
 } TreeNode;
 
 static int mount_id_index_cmp(const void *a, const void *b, void *userdata) {
-        const MountInfo *m = userdata;
-        uint64_t x = m[*(const size_t *) a].mount_id, y = m[*(const size_t *) b].mount_id;
+        const MountEntry *m = userdata;
+        uint64_t x = m[*(const size_t *) a].id, y = m[*(const size_t *) b].id;
 
         return x < y ? -1 : x > y ? 1 : 0;
 }
 
-static size_t find_mount(const MountInfo *m, const size_t *by_id, size_t n, uint64_t id) {
+static size_t find_mount(const MountEntry *m, const size_t *by_id, size_t n, uint64_t id) {
         size_t lo = 0, hi = n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (m[by_id[mid]].mount_id < id)
+                if (m[by_id[mid]].id < id)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        return lo < n && m[by_id[lo]].mount_id == id ? by_id[lo] : SIZE_MAX;
+        return lo < n && m[by_id[lo]].id == id ? by_id[lo] : SIZE_MAX;
 }
 
-static int add_row(Table *t, const Views *v, const MountInfo *m, const char *prefix) {
+static int add_row(Table *t, const Views *v, const MountEntry *m, const char *prefix) {
         _cleanup_free_ char *to = propagates_to_text(v, m);
         int r;
 
@@ -329,7 +329,7 @@ static int add_row(Table *t, const Views *v, const MountInfo *m, const char *pre
 }
 
 /* 'indent' holds "│ " / "  " for every ancestor level below the root. */
-static int add_subtree(Table *t, const Views *v, const MountInfo *m, TreeNode *nodes, size_t i,
+static int add_subtree(Table *t, const Views *v, const MountEntry *m, TreeNode *nodes, size_t i,
                        char **indent, size_t *indent_len) {
         for (size_t c = nodes[i].first_child; c != SIZE_MAX; c = nodes[c].next_sibling) {
                 bool last = nodes[c].next_sibling == SIZE_MAX;
@@ -372,7 +372,7 @@ static int print_tree(const Views *v) {
                 "TARGET", "SOURCE", "FSTYPE", "PROPAGATION", "PEER", "MASTER", "PROPAGATES TO"
         };
         const View *self = v->views + v->self;
-        const MountInfo *m = self->mounts;
+        const MountEntry *m = self->mounts;
         size_t n = self->n_mounts;
         _cleanup_(table_freep) Table *t = NULL;
         _cleanup_free_ TreeNode *nodes = NULL;
@@ -400,7 +400,7 @@ static int print_tree(const Views *v) {
 
         /* Link children in the daemon's order (mountinfo order, as findmnt shows them). */
         for (size_t i = 0; i < n; i++) {
-                size_t p = m[i].parent_id == m[i].mount_id ? SIZE_MAX : find_mount(m, by_id, n, m[i].parent_id);
+                size_t p = m[i].parent_id == m[i].id ? SIZE_MAX : find_mount(m, by_id, n, m[i].parent_id);
 
                 if (p == SIZE_MAX)
                         continue;
@@ -413,7 +413,7 @@ static int print_tree(const Views *v) {
 
         /* Roots: mounts whose parent is not in the view (the view's "/"). */
         for (size_t i = 0; i < n; i++) {
-                size_t p = m[i].parent_id == m[i].mount_id ? SIZE_MAX : find_mount(m, by_id, n, m[i].parent_id);
+                size_t p = m[i].parent_id == m[i].id ? SIZE_MAX : find_mount(m, by_id, n, m[i].parent_id);
 
                 if (p != SIZE_MAX)
                         continue;
@@ -458,11 +458,11 @@ static int print_json(const Views *v) {
         json_key(&w, "mounts");
         json_array_begin(&w);
         for (size_t i = 0; i < self->n_mounts; i++) {
-                const MountInfo *m = self->mounts + i;
+                const MountEntry *m = self->mounts + i;
 
                 json_object_begin(&w);
                 json_key(&w, "mount_id");
-                json_unsigned(&w, m->mount_id);
+                json_unsigned(&w, m->id);
                 json_key(&w, "parent_id");
                 json_unsigned(&w, m->parent_id);
                 json_key(&w, "peer_group");
@@ -560,7 +560,7 @@ static int print_graph(const Views *v, bool filter) {
                 bool any = false;
 
                 for (size_t j = 0; j < w->n_mounts; j++) {
-                        const MountInfo *m = w->mounts + j;
+                        const MountEntry *m = w->mounts + j;
                         bool peer = group_wanted(groups, n_groups, m->peer_group);
                         bool slave = group_wanted(groups, n_groups, m->master_group);
                         _cleanup_free_ char *label = NULL;
@@ -575,7 +575,7 @@ static int print_graph(const Views *v, bool filter) {
                         }
                         if (asprintf(&label, "%s\n%s", m->target, m->propagation) < 0)
                                 return log_oom();
-                        fprintf(f, "    \"m%" PRIu64 "\" [shape=box, label=", m->mount_id);
+                        fprintf(f, "    \"m%" PRIu64 "\" [shape=box, label=", m->id);
                         dot_quote(f, label);
                         fputs("];\n", f);
                         if (peer)
@@ -599,14 +599,14 @@ static int print_graph(const Views *v, bool filter) {
                 const View *w = v->views + i;
 
                 for (size_t j = 0; j < w->n_mounts; j++) {
-                        const MountInfo *m = w->mounts + j;
+                        const MountEntry *m = w->mounts + j;
 
                         if (group_wanted(groups, n_groups, m->peer_group))
                                 fprintf(f, "  \"m%" PRIu64 "\" -> \"g%" PRIu64 "\" [dir=both];\n",
-                                        m->mount_id, m->peer_group);
+                                        m->id, m->peer_group);
                         if (group_wanted(groups, n_groups, m->master_group))
                                 fprintf(f, "  \"g%" PRIu64 "\" -> \"m%" PRIu64 "\" [style=dashed];\n",
-                                        m->master_group, m->mount_id);
+                                        m->master_group, m->id);
                 }
         }
 

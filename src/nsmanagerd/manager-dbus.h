@@ -3,9 +3,10 @@
 
 #include <systemd/sd-bus.h>
 
+#include "bus-request.h"
 #include "manager.h"
 #include "namespace.h"
 
 /* Shared by the Manager's and the Namespace object's methods. */
-int bus_remove_namespace(sd_bus_message *message, Manager *m, Namespace *ns, sd_bus_error *error);
-int bus_set_linger(sd_bus_message *message, Manager *m, Namespace *ns, bool enable, sd_bus_error *error);
+int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error);
+int bus_set_linger_step(BusRequest *req, Namespace *ns, bool enable, sd_bus_error *error);
