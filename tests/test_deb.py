@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 import sandbox as sandbox_module
+from helpers import wait_until
 from machine import ALICE, UNIT, Login, Machine, booted, ns_id_of
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, REPO, timeout
 
@@ -378,9 +379,20 @@ def test_lintian(deb):
     assert not (deb.unpacked / "usr/share/lintian/overrides").exists(), "overrides are shipped: document them"
 
 
-def _common_session(m: Machine) -> list[str]:
-    text = m.exec(["cat", "/etc/pam.d/common-session"]).stdout
+def _common_session(m: Machine, name: str = "common-session") -> list[str]:
+    text = m.exec(["cat", f"/etc/pam.d/{name}"]).stdout
     return [" ".join(line.split()) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+# A PAM service of the test's own that includes common-session-noninteractive as cron's and
+# sudo's do; run through a transient service with PAMName= (systemd opens a PAM session for
+# the service's process, as cron does for a job).
+NONINTERACTIVE_SERVICE = """\
+#%PAM-1.0
+# tests/test_deb.py: a non-interactive session, as cron's and sudo's stacks have it
+@include common-account
+@include common-session-noninteractive
+"""
 
 
 def test_deb_package(deb, tmp_path_factory):
@@ -389,8 +401,12 @@ def test_deb_package(deb, tmp_path_factory):
     has every dependency) leaves nsmanagerd.service installed but disabled and stopped;
     the first bus call activates it; `pam-auth-update --enable nsmanager` adds the
     session line to common-session after pam_systemd.so; `su -l alice` lands in her
-    namespace. `apt-get remove` takes the line out again, stops the daemon and keeps the
-    conffile, which `purge` removes; logins work throughout."""
+    namespace, and so do user@2001.service (systemd --user, through systemd-user's
+    common-session-noninteractive) and a session through a common-session-noninteractive
+    stack of the test's own — nothing but the package and pam-auth-update put the module
+    there. `apt-get remove` takes the lines out again (no pam_nsmanager left anywhere in
+    /etc/pam.d), stops the daemon and keeps the conffile, which `purge` removes; logins
+    work throughout."""
     package = "/root/" + deb.path.name     # (not /tmp: nspawn mounts a tmpfs there)
     line = "session optional pam_nsmanager.so"
     image = None
@@ -423,13 +439,15 @@ def test_deb_package(deb, tmp_path_factory):
         assert reply == [[]], reply
         assert m.is_active() == "active", f"{UNIT} was not activated by the call\n{m.diag()}"
 
-        # The administrator enables the PAM profile.
-        before = _common_session(m)
+        # The administrator enables the PAM profile: both common-session files get the line.
+        before = {f: _common_session(m, f) for f in ("common-session", "common-session-noninteractive")}
         m.exec(["env", "DEBIAN_FRONTEND=noninteractive", "pam-auth-update", "--enable", "nsmanager"],
                what="pam-auth-update --enable nsmanager")
+        for f, was in before.items():
+            enabled = _common_session(m, f)
+            assert line in enabled, f"pam-auth-update did not add {line!r} to {f}:\n" + "\n".join(enabled)
+            assert [x for x in enabled if x != line] == was, f"pam-auth-update changed more than the one line of {f}"
         enabled = _common_session(m)
-        assert line in enabled, f"pam-auth-update did not add {line!r}:\n" + "\n".join(enabled)
-        assert [x for x in enabled if x != line] == before, "pam-auth-update changed more than the one line"
         systemd = next((i for i, x in enumerate(enabled) if "pam_systemd.so" in x), None)
         assert systemd is not None and enabled.index(line) > systemd, enabled
 
@@ -440,13 +458,32 @@ def test_deb_package(deb, tmp_path_factory):
             assert login.link != m.mntns(1), "alice's login stayed in the machine's namespace"
             assert any(not s.startswith("pam-") for s in m.ns_property("Sessions")), \
                 "alice's logind session is not among her namespace's sessions"
+
+            # systemd --user, started by the login's pam_systemd.
+            unit = f"user@{ALICE.uid}.service"
+            wait_until(lambda: m.is_active(unit) == "active", f"{unit} to be active", 30, interval=0.1,
+                       diag=m.diag)
+            manager = int(m.systemctl_value("MainPID", unit))
+            assert m.mntns(manager) == login.link, \
+                f"{unit} (pid {manager}) is in {m.mntns(manager)}, alice's namespace is {login.link}"
+
+            # A non-interactive session (cron's, sudo's stack).
+            m.root_path("/etc/pam.d/nsm-noninteractive").write_text(NONINTERACTIVE_SERVICE)
+            p = m.exec(["systemd-run", "--quiet", "--wait", "--pipe", "-p", "PAMName=nsm-noninteractive",
+                        "-p", f"User={ALICE.name}", "readlink", "/proc/self/ns/mnt"],
+                       what="a session through common-session-noninteractive (systemd-run -p PAMName=)")
+            assert p.stdout.strip() == login.link, \
+                f"the non-interactive session is in {p.stdout.strip()}, alice's namespace is {login.link}"
+            assert m.ns_property("MountNamespaceId") == ns_id
         finally:
             login.logout()
 
         # Removal: the PAM line goes (prerm), the daemon stops, the conffile stays.
         p = m.exec(apt + ["remove", "nsmanager"], wait=180, what="apt-get remove nsmanager")
-        assert not any("pam_nsmanager" in x for x in _common_session(m)), \
-            "apt-get remove left pam_nsmanager.so in common-session"
+        left = m.exec(["grep", "-rl", "pam_nsmanager", "/etc/pam.d"], check=False)
+        assert left.returncode == 1 and not left.stdout, f"apt-get remove left pam_nsmanager in {left.stdout}"
+        for f, was in before.items():
+            assert _common_session(m, f) == was, f"apt-get remove did not restore {f}"
         assert m.is_active() != "active", f"{UNIT} still runs after apt-get remove\n{p.stdout}"
         assert m.exec(["test", "-e", "/usr/libexec/nsmanagerd"], check=False).returncode != 0
         assert m.exec(["test", "-f", "/etc/nsmanager/nsmanagerd.conf"], check=False).returncode == 0, \
