@@ -717,7 +717,7 @@ def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
         elapsed = time.monotonic() - start
         assert p.returncode == 0 and p.stdout == "logged-in\n", p.stdout + p.stderr
         assert TIMEOUT - 0.1 <= elapsed <= TIMEOUT + slack, f"the login took {elapsed:.2f}s with timeout={TIMEOUT}"
-        expected = f"nsmanagerd did not answer OpenSession for session 'pam-runuser-l-notty-"
+        expected = "nsmanagerd did not answer OpenSession for session 'pam-runuser-l-notty-"
         errors = [line for line in log if expected in line]
         assert errors and f"within {TIMEOUT}s (timeout=)" in errors[0], log
         assert errors[0].startswith("<83>"), errors[0]   # LOG_AUTHPRIV | LOG_ERR
