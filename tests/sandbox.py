@@ -766,6 +766,19 @@ class Sandbox:
             time.sleep(0.005)
         self.bus()   # answers Hello
 
+    def restart_bus(self, before_start=None) -> None:
+        """Stop the system bus (and polkitd with it), call before_start(), start both again.
+        The sandbox's own connection is reconnected on its next use."""
+        self.stop_polkit()
+        self._stop_proc("dbus-daemon")
+        self._bus = None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(SYSTEM_BUS_SOCKET)
+        if before_start:
+            before_start()
+        self._start_dbus()
+        self.start_polkit()
+
     def start_polkit(self) -> None:
         if "polkitd" in self._procs:
             return

@@ -484,10 +484,13 @@ static int builder_send_next(Builder *b) {
  * queue. The fd is dup'ed. */
 static int builder_enqueue(Builder *b, bool first, BuilderRequestType type, const char *const *args, int fd,
                            uint64_t deadline, BuilderDoneFunc done, void *userdata) {
-        BuilderRequest *q = calloc(1, sizeof(BuilderRequest));
+        BuilderRequest *q;
         size_t size = 0;
         char *p;
 
+        if (!b)
+                return -ESHUTDOWN;
+        q = calloc(1, sizeof(BuilderRequest));
         if (!q)
                 return -ENOMEM;
         *q = (BuilderRequest) { .type = type, .fd = -EBADF, .deadline = deadline, .done = done, .userdata = userdata };
@@ -592,6 +595,15 @@ int builder_new(sd_event *event, ChildSet *children, const char *registry_pin, c
 Builder *builder_free(Builder *b) {
         if (!b)
                 return NULL;
+        /* Whoever waits hears that we are going (and frees what it kept for the answer). */
+        if (b->running)
+                builder_fail_running(b, -ESHUTDOWN, "nsmanagerd is shutting down.");
+        while (b->queue) {
+                b->running = b->queue;
+                b->queue = b->queue->next;
+                builder_fail_running(b, -ESHUTDOWN, "nsmanagerd is shutting down.");
+        }
+        b->queue_tail = NULL;
         /* Closing the socket ends the builder (it exits on EOF); no reply is awaited. */
         b->io_source = sd_event_source_disable_unref(b->io_source);
         b->exit_source = sd_event_source_disable_unref(b->exit_source);

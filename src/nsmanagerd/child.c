@@ -84,6 +84,15 @@ void pidfd_kill_and_reap(int pidfd, uint64_t usec) {
                 (void) waitid(P_PIDFD, (id_t) pidfd, NULL, WEXITED | WNOHANG);
 }
 
+static void child_answer(Child *c, int result, const char *message) {
+        if (c->answered)
+                return;
+        c->answered = true;
+        c->done(result, message, c->final, c->data, c->size, c->userdata);
+        if (c->final)
+                ipc_message_close_fds(c->final);
+}
+
 ChildSet *child_set_free(ChildSet *s) {
         if (!s)
                 return NULL;
@@ -93,6 +102,8 @@ ChildSet *child_set_free(ChildSet *s) {
         while (s->children) {
                 Child *c = s->children;
                 pidfd_kill_and_reap(c->pidfd, c->stuck ? 0 : USEC_PER_SEC);
+                /* Whoever waits for it hears that we are going. */
+                child_answer(c, -ESHUTDOWN, "nsmanagerd is shutting down.");
                 child_free(c);
         }
         sd_event_unref(s->event);
@@ -113,15 +124,6 @@ unsigned child_set_size(ChildSet *s) {
         for (Child *c = s->children; c; c = c->next)
                 n++;
         return n;
-}
-
-static void child_answer(Child *c, int result, const char *message) {
-        if (c->answered)
-                return;
-        c->answered = true;
-        c->done(result, message, c->final, c->data, c->size, c->userdata);
-        if (c->final)
-                ipc_message_close_fds(c->final);
 }
 
 /* Reads what the child sent; returns < 0 once the child broke the protocol. */
@@ -180,7 +182,7 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
                 log_info("%s: the helper process that was stuck past its deadline has ended.", c->description);
         if (c->final)
                 child_answer(c, c->final->result, ipc_message_text(c->final));
-        else {
+        else if (!c->answered) {
                 if (si->si_code == CLD_EXITED)
                         snprintf(why, sizeof why, "exited with status %d", si->si_status);
                 else

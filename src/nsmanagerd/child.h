@@ -52,8 +52,8 @@ typedef struct ChildSpec {
 } ChildSpec;
 
 ChildSet *child_set_new(sd_event *event);
-/* Kills what still runs (SIGKILL), without calling 'done', and reaps what ends within a
- * second (a child stuck on a file system is left to whoever reaps orphans). */
+/* Kills what still runs (SIGKILL), answers -ESHUTDOWN to what waits for it, and reaps what
+ * ends within a second (a child stuck on a file system is left to whoever reaps orphans). */
 ChildSet *child_set_free(ChildSet *s);
 static inline void child_set_freep(ChildSet **s) {
         child_set_free(*s);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "builder.h"
+#include "bus-request.h"
 #include "bus-polkit.h"
 #include "child.h"
 #include "host.h"
@@ -61,19 +62,23 @@ static void manager_drop_namespaces(Manager *m) {
         for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 list[n++] = ns;
         for (size_t i = 0; i < n; i++)
-                namespace_drop(list[i]);
+                namespace_drop_with(list[i], -ESHUTDOWN);
 }
 
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        /* Objects only: the namespaces stay pinned for the next start. */
+        /* Work in flight first, while what waits for it still exists: each answers -ESHUTDOWN
+         * (a call gets an error reply, a build gives up). Then the objects: the namespaces
+         * stay pinned for the next start. */
+        m->exiting = true;
+        m->children = child_set_free(m->children);
+        view_jobs_free(m);
+        m->builder = builder_free(m->builder);
         if (m->namespaces)
                 manager_drop_namespaces(m);
-        view_jobs_free(m);
-        op_queue_free(m->host_ops);
-        builder_free(m->builder);
-        child_set_free(m->children);
+        op_queue_free_with(m->host_ops, -ESHUTDOWN);
+        bus_requests_free(m);
         hashmap_free(m->namespaces);
         hashmap_free(m->namespaces_by_uid);
         rate_limits_free(m->rate_limits);

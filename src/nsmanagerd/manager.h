@@ -41,6 +41,7 @@ typedef struct Manager {
         unsigned jobs_running;
 
         BusRequest *requests;    /* method calls in flight (manager-dbus.c) */
+        bool exiting;            /* manager_free() runs: nothing new starts */
         Hashmap *rate_limits;    /* caller uid → RateLimit (manager.c) */
 } Manager;
 

@@ -141,7 +141,7 @@ static void namespace_notify_waiters(Namespace *ns, int result, const char *mess
         }
 }
 
-void namespace_drop(Namespace *ns) {
+void namespace_drop_with(Namespace *ns, int error) {
         Manager *m = ns->manager;
 
         if (!m)
@@ -159,8 +159,9 @@ void namespace_drop(Namespace *ns) {
                 session_free(s);
         }
         /* What still waits for it learns that it is gone. */
-        ns->ops = op_queue_free(ns->ops);
-        namespace_notify_waiters(ns, -ECANCELED, "The namespace was removed.");
+        ns->ops = op_queue_free_with(ns->ops, error);
+        namespace_notify_waiters(ns, error, error == -ESHUTDOWN ? "nsmanagerd is shutting down." :
+                                 "The namespace was removed.");
         namespace_unref(ns);   /* the Manager's */
         namespace_unref(ns);
 }
@@ -360,7 +361,9 @@ static void on_unpinned(BuilderReply *reply, void *userdata) {
         Manager *m = c->manager;
         _cleanup_free_ char *state = state_dir_namespace_file(&m->state, c->name), *root = NULL;
 
-        if (reply->result < 0)
+        if (reply->result == -ESHUTDOWN)
+                log_info("Removing the namespace of '%s' is left to the next start.", c->name);
+        else if (reply->result < 0)
                 log_error("%s", reply->message ?: "Failed to unpin a namespace.");
         else {
                 if (state && unlink(state) < 0 && errno != ENOENT)

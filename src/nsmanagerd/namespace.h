@@ -107,7 +107,10 @@ Namespace *namespace_unref(Namespace *ns);
 static inline void namespace_unrefp(Namespace **ns) {
         namespace_unref(*ns);
 }
-void namespace_drop(Namespace *ns);
+void namespace_drop_with(Namespace *ns, int error);
+static inline void namespace_drop(Namespace *ns) {
+        namespace_drop_with(ns, -ECANCELED);
+}
 int namespace_build(Namespace *ns, uint64_t deadline);
 /* Calls 'callback' (from the event loop) once the namespace is ready, or failed. */
 int namespace_wait_ready(Namespace *ns, NamespaceReadyFunc callback, void *userdata);

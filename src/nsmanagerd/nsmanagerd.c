@@ -130,7 +130,6 @@ int main(int argc, char *argv[]) {
         /* sd-bus ends the loop when the bus goes (exit-on-disconnect): that, or a signal. */
         if (!asked_to_exit)
                 log_warning("Lost the connection to the system bus; exiting (the namespaces stay pinned).");
-        bus_requests_free(m);
         attach_done(m);
         manager_shutdown(m);
         if (r < 0) {

@@ -34,14 +34,14 @@ OpQueue *op_queue_new(sd_event *event) {
         return q;
 }
 
-OpQueue *op_queue_free(OpQueue *q) {
+OpQueue *op_queue_free_with(OpQueue *q, int error) {
         if (!q)
                 return NULL;
         q->freeing = true;
         while (q->head) {
                 QueuedOp *op = q->head;
                 q->head = op->next;
-                op->fail(-ECANCELED, op->userdata);
+                op->fail(error, op->userdata);
                 queued_op_free(op);
         }
         /* A running operation answers later through op_queue_complete(), which must not find a

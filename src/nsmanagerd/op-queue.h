@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "macros.h"
+
 /* Operations on one user's namespace (or on the host) run one at a time, in order of arrival;
  * different namespaces proceed in parallel. Every operation has a deadline counted from its
  * arrival, so time spent waiting behind a slow one counts: one whose deadline passes while
@@ -23,8 +25,11 @@ typedef int (*OpStartFunc)(QueuedOp *op, void *userdata);
 typedef void (*OpFailFunc)(int error, void *userdata);
 
 OpQueue *op_queue_new(sd_event *event);
-/* Fails what is still queued with -ECANCELED; a running operation is left to finish. */
-OpQueue *op_queue_free(OpQueue *q);
+/* Fails what is still queued with 'error'; a running operation is left to finish. */
+OpQueue *op_queue_free_with(OpQueue *q, int error);
+static inline OpQueue *op_queue_free(OpQueue *q) {
+        return op_queue_free_with(q, -ECANCELED);
+}
 static inline void op_queue_freep(OpQueue **q) {
         op_queue_free(*q);
 }

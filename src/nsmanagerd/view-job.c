@@ -199,6 +199,8 @@ static int on_waiting_deadline(sd_event_source *s, uint64_t usec, void *userdata
 }
 
 static void view_jobs_start_waiting(Manager *m) {
+        if (m->exiting)
+                return;
         while (m->jobs_waiting && m->jobs_running < VIEW_JOBS_RUNNING_MAX) {
                 ViewJob *j = m->jobs_waiting;
                 int r;
@@ -219,6 +221,8 @@ static int view_job_start(QueuedOp *op, void *userdata) {
         int r;
 
         j->queued = op;
+        if (m->exiting)
+                return -ESHUTDOWN;
         if (m->jobs_running < VIEW_JOBS_RUNNING_MAX) {
                 r = view_job_launch(j);
                 if (r < 0)
@@ -290,6 +294,6 @@ void view_jobs_free(Manager *m) {
         while (m->jobs_waiting) {
                 ViewJob *j = m->jobs_waiting;
                 m->jobs_waiting = j->next;
-                view_job_free(j);
+                view_job_finish(j, -ESHUTDOWN, "nsmanagerd is shutting down.", NULL);
         }
 }

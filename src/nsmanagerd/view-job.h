@@ -24,5 +24,5 @@ typedef void (*ViewJobDoneFunc)(int result, const char *message, const ViewOpRes
 int view_job_queue(Manager *m, Namespace *ns, const ViewOp *op, const Credentials *caller, uid_t owner,
                    uint64_t deadline, ViewJobDoneFunc done, void *userdata);
 
-/* Drops what waits for a slot (at exit). */
+/* Answers -ESHUTDOWN to what waits for a slot (at exit). */
 void view_jobs_free(Manager *m);
