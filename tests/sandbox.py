@@ -65,6 +65,7 @@ SYSTEM_BUS_SOCKET = "/run/dbus/system_bus_socket"
 # sandbox's /run.
 LOGIN_FILTER = Path("/run/nsmanager/login-filter")
 SYSTEM_BUS_ADDRESS = "unix:path=" + SYSTEM_BUS_SOCKET
+NSM_PRIVATE_SOCKET = "/run/nsmanager/private"     # src/shared/bus-errors.h
 BASE = Path("/tmp/nsmanager-sandbox")
 
 # ASan/UBSan builds are slower; NSM_TIMEOUT_SCALE=3 stretches every wait.

@@ -17,6 +17,7 @@ import re
 import select
 import shutil
 import signal
+import stat
 import socket
 import subprocess
 import threading
@@ -26,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import sandbox as sb_module
-from helpers import E_NO_SUCH_NAMESPACE, wait_until
+from helpers import E_NO_SUCH_NAMESPACE, ns_path, wait_until
 from sandbox import REPO, mntns_id, timeout
 from sshd import Sshd
 
@@ -698,10 +699,21 @@ def test_daemon_stopped_optional_lets_in_required_refuses(daemon, pam):
 
 
 # A login never waits longer than timeout=: one deadline for connecting, authenticating and
-# the call. The daemon stopped: the bus takes the call and nobody answers. The bus stopped:
-# the kernel accepts the connection, and nobody answers the authentication (sd-bus alone
-# would wait 25 s for it).
+# the call. The daemon stopped: its private socket (or the bus) takes the connection and
+# nobody answers. The bus stopped and no private socket to go to: the kernel accepts the
+# connection, and nobody answers the authentication (sd-bus alone would wait 25 s for it).
 TIMEOUT = 2
+
+
+@contextlib.contextmanager
+def private_socket_gone():
+    """nsmanagerd's private socket moved away: connect() fails, the module takes the bus."""
+    aside = sb_module.NSM_PRIVATE_SOCKET + ".aside"
+    os.rename(sb_module.NSM_PRIVATE_SOCKET, aside)
+    try:
+        yield
+    finally:
+        os.rename(aside, sb_module.NSM_PRIVATE_SOCKET)
 
 
 @pytest.mark.parametrize("which", ["nsmanagerd", "dbus-daemon"])
@@ -710,7 +722,8 @@ def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
     pam.install("nsm-runuser-l-required", text=pam.text_of("nsm-runuser-l-required", f"timeout={TIMEOUT}"))
     work = sb_module.BASE / "syslog"
     slack = timeout(1.5)    # runuser itself, on a loaded machine
-    with stopped(daemon.process(which).pid):
+    gone = private_socket_gone() if which == "dbus-daemon" else contextlib.nullcontext()
+    with gone, stopped(daemon.process(which).pid):
         # optional: the login goes on, in the host namespace, after the timeout.
         start = time.monotonic()
         p, log = run_with_syslog(["runuser", "-l", "alice", "-c", "echo logged-in"], work)
@@ -733,6 +746,27 @@ def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
         assert p.returncode != 0 and "logged-in" not in p.stdout
         assert "cannot open session" in p.stderr, p.stderr
         assert TIMEOUT - 0.1 <= elapsed <= TIMEOUT + slack, f"the refusal took {elapsed:.2f}s with timeout={TIMEOUT}"
+
+
+def test_logins_take_the_private_socket(daemon, pam):
+    """Root's logins talk to nsmanagerd on its private socket, without dbus-daemon: with the
+    bus stopped, a login still lands in the view at once, and logs out."""
+    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", f"timeout={TIMEOUT}"))
+    mode = os.stat(sb_module.NSM_PRIVATE_SOCKET).st_mode
+    assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600, oct(mode)
+    daemon.manager().CreateNamespace("alice")
+    view = daemon.view_ns_id("alice")
+    with stopped(daemon.process("dbus-daemon").pid):
+        start = time.monotonic()
+        p = runuser("alice", "readlink /proc/self/ns/mnt")
+        elapsed = time.monotonic() - start
+    assert p.returncode == 0 and parse_ns(p.stdout) == view, p.stdout + p.stderr
+    assert elapsed < TIMEOUT, f"the login took {elapsed:.2f}s"
+    wait_until(lambda: list(daemon.properties(ns_path("alice"))["Sessions"]) == [], "the session to close")
+    # Nobody but root gets in.
+    p = daemon.run_as("bob", ["/usr/bin/python3", "-c", f"import socket; s = socket.socket(socket.AF_UNIX); "
+                                                        f"s.connect({sb_module.NSM_PRIVATE_SOCKET!r})"])
+    assert p.returncode != 0 and "Permission denied" in p.stderr, p.stderr
 
 
 def module_imports(module: Path) -> set[str]:

@@ -8,7 +8,7 @@
 
 /* The Namespace objects on the bus: /org/example/NSManager/user/_UID. */
 char *namespace_bus_path(Namespace *ns);
-int namespace_dbus_register(Manager *m);
+int namespace_dbus_register(Manager *m, sd_bus *bus);
 
 int namespace_dbus_send_new(Namespace *ns);
 int namespace_dbus_send_removed(Namespace *ns);
