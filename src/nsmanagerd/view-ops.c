@@ -457,7 +457,7 @@ static int bind_replace(int tree, int dest, MountId *ret_replaced) {
 static int check_bind_limit(int sock, const ViewOp *op, const ViewOpResult *result, bool replace) {
         size_t live = 0;
 
-        if (!op->caller || op->max_own_binds == 0 || replace)
+        if (!op->caller || op->max_own_binds == 0 || replace)   /* only a user's own binds count */
                 return 0;
         for (size_t i = 0; i < op->n_own_mounts; i++)
                 if (!is_gone(result, op->own_mounts[i]))
