@@ -112,6 +112,11 @@ static int open_mount_point(int sock, const ViewOp *op, const char *path, bool b
         if (r == 0) {
                 if (!bind_if_needed)
                         return reply_error(sock, -EINVAL, "'%s' is not a mount point.", path);
+                if (op->caller) {
+                        char *reason = NULL;
+                        r = own_view_check_not_mount_point(path, &reason);
+                        return reply_refusal(sock, r, reason, "Path", path);
+                }
                 r = bind_onto_itself(fd, &nfd);
                 if (r < 0)
                         return reply_error(sock, r, "Failed to bind '%s' onto itself: %s.", path, strerror(-r));
