@@ -18,7 +18,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from helpers import create
-from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE
+from sandbox import MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE
+from test_core import busctl_interface
 
 SOURCE = Path(__file__).resolve().parent.parent
 XML_HEADER = """<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
@@ -27,15 +28,6 @@ XML_HEADER = """<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspe
 <!-- The introspection of nsmanagerd, as "busctl introspect" shows it with its XML option
      (tests/test_interface.py keeps the two equal). docs/interface.md describes it. -->
 """
-
-
-def live_interface(sb, path, interface):
-    """The <interface> element the running daemon gives for path."""
-    xml = sb.run(["busctl", "--system", "--xml-interface", "introspect", BUS_NAME, path], check=True).stdout
-    for iface in ET.fromstring(xml).iter("interface"):
-        if iface.get("name") == interface:
-            return iface
-    raise AssertionError(f"{interface} is not in the introspection of {path}")
 
 
 def canonical(element):
@@ -59,7 +51,7 @@ def checked_in(name):
 def test_introspection_matches_the_checked_in_xml(daemon):
     (ns_object,) = create(daemon, "alice")
     for path, interface in ((MANAGER_PATH, MANAGER_IFACE), (ns_object, NAMESPACE_IFACE)):
-        live = live_interface(daemon, path, interface)
+        live = busctl_interface(daemon, path, interface)
         file = checked_in(interface)
         if os.environ.get("NSM_UPDATE_INTERFACE_XML"):
             file.write_text(render(live))
