@@ -828,7 +828,7 @@ int manager_connect_bus(Manager *m) {
         if (r < 0)
                 return r;
         /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
-         * pinned, and the next start (D-Bus activation, or the unit's Restart=) finds them. */
+         * pinned, and the next start (D-Bus activation, at the next call) finds them. */
         r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to configure the bus connection: %m");
