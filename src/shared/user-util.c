@@ -120,24 +120,36 @@ int group_name_by_gid(gid_t gid, char **ret) {
         }
 }
 
-int user_group_names(const char *name, gid_t gid, char ***ret) {
+int user_group_ids(const char *name, gid_t gid, gid_t **ret, int *ret_n) {
         int n = 32;
-        _cleanup_free_ gid_t *gids = NULL;
-        _cleanup_strv_free_ char **names = calloc(1, sizeof(char *));
 
-        if (!names)
-                return -ENOMEM;
         for (;;) {
+                _cleanup_free_ gid_t *gids = malloc(sizeof(gid_t) * n);
                 int want = n;
-                free(gids);
-                gids = malloc(sizeof(gid_t) * want);
+
                 if (!gids)
                         return -ENOMEM;
-                if (getgrouplist(name, gid, gids, &n) >= 0)
-                        break;
+                if (getgrouplist(name, gid, gids, &n) >= 0) {
+                        *ret = TAKE_PTR(gids);
+                        *ret_n = n;
+                        return 0;
+                }
+                /* Too small: n now says how many there are. Not larger: NSS failed. */
                 if (n <= want)
                         return -EIO;
         }
+}
+
+int user_group_names(const char *name, gid_t gid, char ***ret) {
+        _cleanup_free_ gid_t *gids = NULL;
+        _cleanup_strv_free_ char **names = calloc(1, sizeof(char *));
+        int n, r;
+
+        if (!names)
+                return -ENOMEM;
+        r = user_group_ids(name, gid, &gids, &n);
+        if (r < 0)
+                return r;
         for (int i = 0; i < n; i++) {
                 _cleanup_free_ char *g = NULL;
                 if (group_name_by_gid(gids[i], &g) < 0)

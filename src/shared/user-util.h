@@ -24,5 +24,9 @@ void user_record_done(UserRecord *u);
 /* NSS getgrgid_r: -ESRCH when the gid has no name. */
 int group_name_by_gid(gid_t gid, char **ret);
 
+/* The ids of all groups of the user, 'gid' (the primary group) first: getgrouplist(), i.e. NSS,
+ * never /proc. */
+int user_group_ids(const char *name, gid_t gid, gid_t **ret, int *ret_n);
+
 /* Names of all groups of the user (primary first), NULL-terminated. */
 int user_group_names(const char *name, gid_t gid, char ***ret);
