@@ -41,6 +41,7 @@ MANAGER_DEFAULTS = {
     "ExcludeUsers": "",
     "StateDirectory": "/run/nsmanager",
     "ViewPropagation": "slave",
+    "AttachTasksMax": "4096",
 }
 VIEW_KEYS = ["PrivateTmp", "TmpSize", "BindPaths", "BindReadOnlyPaths", "TemporaryFileSystem",
              "InaccessiblePaths", "HideOtherHomes"]

@@ -13,6 +13,7 @@
 
 typedef struct Namespace Namespace;
 typedef struct PolkitRegistry PolkitRegistry;
+typedef struct AttachProcess AttachProcess;
 
 typedef struct Manager {
         sd_event *event;
@@ -28,6 +29,8 @@ typedef struct Manager {
 
         int registry_fd;         /* the "registry" mount namespace that holds the pins */
         int pin_cpu;             /* CPU on which namespace ids sort after the registry's, or -1 */
+
+        AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
 } Manager;
 
 int manager_new(Manager **ret);

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The commands Attach() started and has not seen end yet (attach-fork.c forks them). The list
+ * belongs to the Manager (Manager.attach_processes). */
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "manager.h"
+#include "user-util.h"
+
+/* What the command is to be, as the bus handler checked it. The strings and fds belong to the
+ * call's message (or the handler) and live as long as the handler runs. */
+typedef struct AttachRequest {
+        const char *user;              /* the namespace's owner */
+        int mntns_fd;                  /* the namespace */
+        uid_t uid;                     /* the caller, as the bus authenticated it */
+        const UserRecord *caller;      /* its NSS record: name, primary gid, home */
+        const gid_t *groups;           /* its groups from NSS (getgrouplist), primary first */
+        int n_groups;
+        char **command;
+        char **environment;
+        const char *working_directory; /* NULL or absolute */
+        int fds[3];                    /* stdin, stdout, stderr */
+} AttachRequest;
+
+struct AttachProcess {
+        Manager *manager;
+        AttachProcess *next;
+
+        uid_t uid;                     /* the caller's */
+        char *user;                    /* the namespace's owner */
+        char *command;                 /* argv[0], for the logs */
+        pid_t pid;                     /* 0 until it runs */
+        int status_fd;                 /* where "EXITED n" / "KILLED n" goes */
+        sd_event_source *hangup_source; /* the client closed its end of the status pipe */
+        void (*on_client_gone)(AttachProcess *p);
+
+        /* Forked by the daemon (attach-fork.c). */
+        sd_event_source *child_source;
+};
+
+/* Allocates the process record of a command about to start and links it into the Manager's
+ * list. Takes 'status_fd' (made non-blocking here): freeing the record closes it. */
+int attach_process_new(Manager *m, uid_t uid, const char *user, const char *command, int status_fd,
+                       AttachProcess **ret);
+/* Unlinks and frees: closes the status fd without a status line, drops the event sources.
+ * The command itself goes on. */
+AttachProcess *attach_process_free(AttachProcess *p);
+static inline void attach_process_freep(AttachProcess **p) {
+        attach_process_free(*p);
+}
+
+/* Writes "EXITED <status>" (code CLD_EXITED) or "KILLED <signo>" to the status fd, without
+ * blocking and without dying of SIGPIPE when the client is gone. */
+void attach_process_report(AttachProcess *p, int code, int status);
+
+/* Calls on_gone(p) once when the client closes its end of the status fd. */
+int attach_process_watch_client(AttachProcess *p, void (*on_gone)(AttachProcess *p));
+
+/* The commands of 'uid' still running through us (each counts 1). */
+unsigned attach_tasks_of_uid(Manager *m, uid_t uid);
+
+/* Forks and execs now; p->pid is set, the caller replies. 0, or a negative errno with 'error'
+ * set (the caller frees 'p'). */
+int attach_fork_start(AttachProcess *p, const AttachRequest *req, sd_bus_error *error);
