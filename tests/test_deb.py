@@ -124,6 +124,7 @@ def contract(arch_triplet: str) -> dict[str, str]:
         "/etc/nsmanager/nsmanagerd.conf": "the configuration",
         "/usr/share/bash-completion/completions/nsctl": "nsctl's bash completion",
         "/usr/share/pam-configs/nsmanager": "the pam-auth-update profile",
+        "/usr/lib/pam.d/nsmanager-attach": "the PAM service of attached commands (libpam's vendor directory)",
         "/usr/share/doc/nsmanager/README.md": "the README (uncompressed: the unit's Documentation=)",
         "/usr/share/doc/nsmanager/examples/desktop.conf": "the desktop example",
         "/usr/share/doc/nsmanager/copyright": "the copyright file",
@@ -153,6 +154,9 @@ def test_every_file_at_debian_path(deb):
     assert deb.entries[f"/lib/{triplet}/security/pam_nsmanager.so"] == "-rw-r--r--"
     # One place for each: nothing under /usr/local, no second PAM module directory, no
     # build tree, no file of the tests.
+    # /etc/pam.d is the administrator's (pam-auth-update edits it); the package's own stack
+    # is in libpam's vendor directory.
+    assert not [p for p in deb.entries if p.startswith("/etc/pam.d")], "the package installs into /etc/pam.d"
     strays = [p for p in deb.entries if p.startswith("/usr/local") or "/obj-" in p or "/build" in p
               or p.startswith(f"/usr/lib/{triplet}/security") or "/tests/" in p or p.endswith(".pyc")]
     assert not strays, f"files that do not belong in the package: {strays}"
@@ -174,7 +178,8 @@ def test_files_are_the_sources(deb):
                       ("dbus/org.example.NSManager.service", "/usr/share/dbus-1/system-services/org.example.NSManager.service"),
                       ("conf/nsmanagerd.conf", "/etc/nsmanager/nsmanagerd.conf"),
                       ("completion/nsctl.bash", "/usr/share/bash-completion/completions/nsctl"),
-                      ("debian/pam-configs/nsmanager", "/usr/share/pam-configs/nsmanager")):
+                      ("debian/pam-configs/nsmanager", "/usr/share/pam-configs/nsmanager"),
+                      ("pam.d/nsmanager-attach", "/usr/lib/pam.d/nsmanager-attach")):
         assert deb.file(path).read_bytes() == (REPO / src).read_bytes(), f"{path} differs from {src}"
 
 

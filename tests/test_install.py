@@ -105,6 +105,7 @@ def test_every_file_at_its_place(destdir):
         f"{d['units']}/nsmanagerd.service": "systemd unit",
         "/etc/nsmanager/nsmanagerd.conf": "configuration",
         "/usr/share/doc/nsmanager/examples/desktop.conf": "desktop example (documentation only)",
+        "/usr/lib/pam.d/nsmanager-attach": "PAM service of attached commands (libpam's vendor directory)",
     }
     files[f"{d['pam']}/pam_nsmanager.so"] = "PAM module"
     missing = [f"{path} ({what})" for path, what in files.items() if not installed(destdir, path).is_file()]

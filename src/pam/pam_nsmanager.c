@@ -2,7 +2,7 @@
 /*
  * pam_nsmanager: puts a login into its user's mount namespace.
  *
- *   session optional pam_nsmanager.so [debug]
+ *   session optional pam_nsmanager.so [debug] [attach]
  *
  * open_session asks nsmanagerd for the session (OpenSession(user, session_id) → (o, h)),
  * and setns()es the calling thread into the returned mount namespace, so everything the
@@ -10,6 +10,11 @@
  * view. close_session tells the daemon the session is over (CloseSession). The daemon also
  * watches the process that opened the session, so a login that dies without
  * close_session still has its session closed.
+ *
+ * With "attach" (only in the PAM service nsmanager-attach, pam.d/nsmanager-attach, which
+ * nsmanagerd's transient units for Attach() name in PAMName=) the namespace is not the PAM
+ * user's but the one in NSMANAGER_ATTACH_NAMESPACE of the PAM environment, which nsmanagerd
+ * sets in the unit: the caller may attach to another user's view.
  *
  * The module keeps no bus connection and no global state: every call connects, talks and
  * disconnects before it returns; what close_session needs is kept with pam_set_data().
@@ -40,8 +45,11 @@
 
 #define _public_ __attribute__((visibility("default")))
 
+#define ATTACH_NAMESPACE_ENV "NSMANAGER_ATTACH_NAMESPACE"
+
 typedef struct ModuleOptions {
         bool debug;
+        bool attach;
 } ModuleOptions;
 
 /* What close_session needs to know about the session open_session opened. */
@@ -83,6 +91,8 @@ static int parse_argv(pam_handle_t *handle, int argc, const char **argv, ModuleO
         for (int i = 0; i < argc; i++) {
                 if (streq(argv[i], "debug"))
                         opts.debug = true;
+                else if (streq(argv[i], "attach"))
+                        opts.attach = true;
                 else
                         pam_syslog(handle, LOG_WARNING, "Unknown option '%s', ignoring.", argv[i]);
         }
@@ -124,11 +134,13 @@ static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, con
  * Only the PAM environment is consulted, never the process's own: a login started from
  * inside another session (runuser in an ssh session) inherits that session's XDG_SESSION_ID,
  * which names the outer session, not this one. */
-static int make_session_id(pam_handle_t *handle, char **ret) {
+static int make_session_id(pam_handle_t *handle, const ModuleOptions *opts, char **ret) {
         const char *xdg, *service = NULL, *tty = NULL;
         char *id;
 
-        xdg = pam_getenv(handle, "XDG_SESSION_ID");
+        /* An attach unit is no logind session; its environment is the caller's, whose
+         * XDG_SESSION_ID names the caller's own session. */
+        xdg = opts->attach ? NULL : pam_getenv(handle, "XDG_SESSION_ID");
         if (xdg && xdg[0]) {
                 id = strdup(xdg);
                 if (!id)
@@ -179,7 +191,9 @@ static int join_namespace(pam_handle_t *handle, const ModuleOptions *opts, int f
                 return r;
         }
 
-        cwd = getcwd(NULL, 0); /* NULL (e.g. a deleted directory) is fine: we go home then */
+        /* NULL (e.g. a deleted directory) is fine: we go home then. An attach unit's is systemd's
+         * "/": home, and systemd then changes to the caller's directory where the view has it. */
+        cwd = opts->attach ? NULL : getcwd(NULL, 0);
 
         if (setns(fd, CLONE_NEWNS) < 0) {
                 int r = -errno;
@@ -216,6 +230,28 @@ static int bus_open(pam_handle_t *handle, sd_bus **ret) {
         return 0;
 }
 
+/* attach: the namespace nsmanagerd named in the unit, and the home of the PAM user (the caller),
+ * where the command starts. */
+static int attach_target(pam_handle_t *handle, const char *pam_user, const char **ret_user, char **ret_home) {
+        _cleanup_(user_record_done) UserRecord caller = {};
+        const char *user = pam_getenv(handle, ATTACH_NAMESPACE_ENV);
+        int r;
+
+        if (!user || !user[0]) {
+                pam_syslog(handle, LOG_ERR, "%s is not set: 'attach' is for nsmanagerd's attach units only.",
+                           ATTACH_NAMESPACE_ENV);
+                return PAM_SESSION_ERR;
+        }
+        r = user_record_by_name(pam_user, &caller);
+        if (r < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", pam_user, strerror(-r));
+                return PAM_SESSION_ERR;
+        }
+        *ret_user = user;
+        *ret_home = TAKE_PTR(caller.home);
+        return PAM_SUCCESS;
+}
+
 _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -223,6 +259,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(user_record_done) UserRecord record = {};
         _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *attach_home = NULL;
         const char *user = NULL, *object = NULL;
         ModuleOptions opts;
         uid_t uid = (uid_t) -1;
@@ -235,6 +272,11 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         if (r != PAM_SUCCESS || !user || !user[0]) {
                 pam_syslog(handle, LOG_ERR, "Failed to get the user name: %s", pam_strerror(handle, r));
                 return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
+        }
+        if (opts.attach) {
+                r = attach_target(handle, user, &user, &attach_home);
+                if (r != PAM_SUCCESS)
+                        return r;
         }
 
         /* A name the daemon could never serve (nsmanagerd accepts what useradd does) is not ours. */
@@ -263,7 +305,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         data->user = strdup(user);
         if (!data->user)
                 return log_oom_pam(handle);
-        r = make_session_id(handle, &data->id);
+        r = make_session_id(handle, &opts, &data->id);
         if (r < 0)
                 return log_oom_pam(handle);
 
@@ -300,7 +342,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
                 goto undo;
         }
 
-        if (join_namespace(handle, &opts, fd, record.home) < 0)
+        if (join_namespace(handle, &opts, fd, attach_home ?: record.home) < 0)
                 goto undo;
 
         if (opts.debug) {
@@ -353,6 +395,16 @@ _public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _un
         if (r != PAM_SUCCESS || !data) {
                 pam_debug_syslog(handle, &opts, "No session opened by this handle, nothing to close.");
                 return PAM_IGNORE;
+        }
+
+        /* systemd's sd-pam has dropped to the user before it closes the session of an attach
+         * unit, and CloseSession is root's: the daemon closes it when its leader, the attached
+         * command, has exited. */
+        if (opts.attach && geteuid() != 0) {
+                pam_debug_syslog(handle, &opts, "Session '%s' of user '%s' is closed by nsmanagerd when its command exits.",
+                                 data->id, data->user);
+                (void) pam_set_data(handle, PAM_DATA_SESSION, NULL, NULL);
+                return PAM_SUCCESS;
         }
 
         pam_debug_syslog(handle, &opts, "Closing session '%s' of user '%s'.", data->id, data->user);
