@@ -102,7 +102,8 @@ static int caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error) 
         return 0;
 }
 
-/* AttachTasksMax=: the caller's attached commands. Root is not limited. */
+/* AttachTasksMax=: every task of the caller's attached commands counts, their descendants too
+ * where systemd runs them. Root is not limited. */
 static int check_limit(Manager *m, uid_t uid, sd_bus_error *error) {
         unsigned n, max = m->config.attach_tasks_max;
 
@@ -116,7 +117,8 @@ static int check_limit(Manager *m, uid_t uid, sd_bus_error *error) {
         return 0;
 }
 
-/* Act: the caller in NSS, then the command started. 0: reply with p->pid. */
+/* Act: the caller in NSS, then the command started one way or the other. Returns 1 when
+ * attach_unit_start() answers the call later, 0 when the caller is to reply with p->pid. */
 static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Namespace *ns, uid_t uid,
                  AttachProcess **ret, sd_bus_error *error) {
         _cleanup_(attach_process_freep) AttachProcess *p = NULL;
@@ -153,6 +155,13 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 .working_directory = a->working_directory[0] ? a->working_directory : NULL,
                 .fds = { a->fds[0], a->fds[1], a->fds[2] },
         };
+        if (attach_unit_available()) {
+                r = attach_unit_start(p, &req, message, error);
+                if (r < 0)
+                        return r;
+                TAKE_PTR(p);
+                return 1;
+        }
         r = attach_fork_start(p, &req, error);
         if (r < 0)
                 return r;

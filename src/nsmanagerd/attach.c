@@ -3,7 +3,8 @@
  * The commands started by Attach(), as the Manager keeps them: one AttachProcess each, in
  * Manager.attach_processes, from the moment the call is authorized until the command has
  * ended and its status was written to the caller's status fd. How a command is started lives
- * elsewhere: attach-fork.c; the bus handler in attach-dbus.c.
+ * elsewhere: attach-unit.c (systemd), attach-fork.c (no systemd); the bus handler in
+ * attach-dbus.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +62,19 @@ AttachProcess *attach_process_free(AttachProcess *p) {
 
         sd_event_source_disable_unref(p->child_source);
         sd_event_source_disable_unref(p->hangup_source);
+        sd_bus_slot_unref(p->start_slot);
+        sd_bus_slot_unref(p->job_slot);
+        sd_bus_slot_unref(p->properties_slot);
+        sd_bus_slot_unref(p->call_slot);
+        sd_bus_message_unref(p->call);
+        if (p->env_file)
+                (void) unlink(p->env_file);
         safe_close(p->status_fd);
+        free(p->env_file);
+        free(p->cgroup);
+        free(p->job_result);
+        free(p->job);
+        free(p->unit);
         free(p->command);
         free(p->user);
         free(p);
@@ -131,7 +144,7 @@ unsigned attach_tasks_of_uid(Manager *m, uid_t uid) {
 
         for (AttachProcess *p = m->attach_processes; p; p = p->next)
                 if (p->uid == uid)
-                        n++;
+                        n += p->unit ? attach_unit_tasks(p) : 1;
         return n;
 }
 

@@ -16,8 +16,12 @@
  * command[0] is an absolute path or a name looked up in the environment's $PATH inside the
  * view. Replies with the PID once the command runs; when it ends, one line "EXITED <code>\n" or
  * "KILLED <signo>\n" is written to 'status' (a pipe or socket), which is then closed. If the
- * command cannot be executed, the line is "EXITED 127". If the client closes its end of
- * 'status' first, the command's process group gets SIGHUP, as on a terminal hangup.
+ * client closes its end of 'status' first, the command gets SIGHUP, as on a terminal hangup.
+ *
+ * Where systemd is PID 1, systemd starts the command as a transient service in the caller's
+ * user-UID.slice, through the PAM service nsmanager-attach (loginuid, limits, the namespace);
+ * a command that cannot be started there is an error reply. Elsewhere the daemon forks it, and
+ * a command that cannot be executed reports "EXITED 127". docs/attach.md has the details.
  *
  * polkit: org.example.NSManager.attach-own for the caller's own namespace, else
  * org.example.NSManager.attach; details: user. AttachTasksMax= caps the tasks of one uid's
