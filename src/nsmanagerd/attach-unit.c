@@ -333,7 +333,24 @@ static int read_service_state(sd_bus_message *reply, ServiceState *ret) {
 
 static void refresh(AttachProcess *p);
 
-/* Where the unit is now: started (answer the call), ended (report the status). */
+/* Where the unit is now: started (answer the call), ended (report the status). Returns 0 if
+ * 'p' is gone, 1 if it waits for more. */
+static int advance(AttachProcess *p, const ServiceState *st) {
+        if (p->call) {
+                if (!p->job_result)
+                        return 1;                          /* still starting */
+                environment_file_remove(p);                /* systemd has read it */
+                if (answer_call(p, st) == 0)
+                        return 0;
+        }
+        if (st->exec_main_code <= 0)
+                return 1;                                  /* still running */
+
+        attach_process_report(p, st->exec_main_code == CLD_EXITED ? CLD_EXITED : CLD_KILLED, st->exec_main_status);
+        finish(p);
+        return 0;
+}
+
 static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         AttachProcess *p = userdata;
         ServiceState st = {};
@@ -355,23 +372,7 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
         if (st.control_group && st.control_group[0] && !p->cgroup)
                 p->cgroup = strdup(st.control_group);      /* without it, it counts 1 */
 
-        if (p->call) {
-                if (!p->job_result)
-                        goto again;                        /* still starting */
-                environment_file_remove(p);                /* systemd has read it */
-                if (answer_call(p, &st) == 0)
-                        return 0;
-        }
-
-        if (st.exec_main_code > 0) {
-                attach_process_report(p, st.exec_main_code == CLD_EXITED ? CLD_EXITED : CLD_KILLED,
-                                      st.exec_main_status);
-                finish(p);
-                return 0;
-        }
-
-again:
-        if (p->refresh_again)
+        if (advance(p, &st) > 0 && p->refresh_again)
                 refresh(p);
         return 0;
 }
