@@ -2,9 +2,10 @@
 # bash completion for nsctl(1)
 
 __nsctl_users() {
-        # Users with a namespace, from the daemon; falls back to the users NSS knows.
+        # Users with a namespace, from the daemon (of -H/-M, if given: "$@"); falls back to
+        # the users NSS knows.
         local users
-        users=$(nsctl --no-pager list --json=short 2>/dev/null |
+        users=$(nsctl "$@" --no-pager list --json=short 2>/dev/null |
                 sed -n 's/"user":"\([^"]*\)"/\n\1\n/gp' | sed -n '/^[A-Za-z0-9_][A-Za-z0-9_.-]*[$]\{0,1\}$/p')
         if [[ -z $users ]]; then
                 users=$(getent passwd 2>/dev/null | cut -d: -f1)
@@ -25,22 +26,48 @@ _nsctl() {
                 cword=$COMP_CWORD
         }
 
-        local verbs='list status mounts create remove attach share enslave propagation bind linger'
-        local common='--no-pager --no-ask-password -h --help'
+        local verbs='list status mounts create remove attach share enslave propagation bind unmount linger reload'
+        local common='--no-pager --no-ask-password -h --help -H --host -M --machine'
         local -A opts=(
                 [list]='--json --no-legend'
                 [status]='--json'
                 [mounts]='--json --graph --no-legend'
                 [propagation]='--recursive'
                 [bind]='--read-only --mkdir'
+                [unmount]='--detach'
         )
 
+        # The argument of -H/-M: a host from ssh's known hosts, a running container.
+        case $prev in
+        -H|--host)
+                if declare -F _known_hosts_real >/dev/null; then
+                        _known_hosts_real -a -- "$cur"
+                fi
+                return
+                ;;
+        -M|--machine)
+                COMPREPLY=($(compgen -W "$(machinectl list --no-legend --no-pager 2>/dev/null | cut -d' ' -f1)" -- "$cur"))
+                return
+                ;;
+        esac
+
         # The verb and the positional arguments before the cursor; after "--" (attach)
-        # complete the command line to run.
+        # complete the command line to run. -H/-M and their argument go to __nsctl_users.
         local verb= i w
-        local -a args=()
+        local -a args=() transport=()
         for ((i = 1; i < cword; i++)); do
                 w=${words[i]}
+                case $w in
+                -H|--host|-M|--machine)
+                        transport+=("$w" "${words[i+1]}")
+                        ((i++))
+                        continue
+                        ;;
+                --host=*|--machine=*)
+                        transport+=("$w")
+                        continue
+                        ;;
+                esac
                 if [[ $w == -- ]]; then
                         if [[ $verb == attach ]]; then
                                 local cmd_start=$((i + 1))
@@ -63,7 +90,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --no-legend" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi
@@ -78,28 +105,28 @@ _nsctl() {
         local n=${#args[@]}
         case $verb in
         status|remove|mounts)
-                ((n == 0)) && COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                ((n == 0)) && COMPREPLY=($(compgen -W "$(__nsctl_users "${transport[@]}")" -- "$cur"))
                 ;;
         create)
                 ((n == 0)) && COMPREPLY=($(compgen -W "$(__nsctl_all_users)" -- "$cur"))
                 ;;
         attach)
                 if ((n == 0)); then
-                        COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$(__nsctl_users "${transport[@]}")" -- "$cur"))
                 elif ((n == 1)); then
                         COMPREPLY=($(compgen -W "--" -- "$cur"))
                 fi
                 ;;
         linger)
                 if ((n == 0)); then
-                        COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$(__nsctl_users "${transport[@]}")" -- "$cur"))
                 elif ((n == 1)); then
                         COMPREPLY=($(compgen -W "yes no" -- "$cur"))
                 fi
                 ;;
-        enslave)
+        enslave|unmount)
                 if ((n == 0)); then
-                        COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$(__nsctl_users "${transport[@]}")" -- "$cur"))
                 elif ((n == 1)); then
                         COMPREPLY=($(compgen -d -- "$cur"))
                 fi
@@ -110,7 +137,7 @@ _nsctl() {
                         if [[ $cur == /* ]]; then
                                 COMPREPLY=($(compgen -d -- "$cur"))
                         else
-                                COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                                COMPREPLY=($(compgen -W "$(__nsctl_users "${transport[@]}")" -- "$cur"))
                         fi
                 elif ((n == 1)) && [[ ${args[0]} != /* ]]; then
                         COMPREPLY=($(compgen -d -- "$cur"))
@@ -123,7 +150,7 @@ _nsctl() {
                         if [[ $cur == /* ]]; then
                                 COMPREPLY=($(compgen -d -- "$cur"))
                         else
-                                COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                                COMPREPLY=($(compgen -W "$(__nsctl_users "${transport[@]}")" -- "$cur"))
                         fi
                 elif ((n == 1)); then
                         if [[ ${args[0]} == /* ]]; then
@@ -137,7 +164,7 @@ _nsctl() {
                 ;;
         bind)
                 if ((n == 0)); then
-                        COMPREPLY=($(compgen -W "$(__nsctl_users)" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$(__nsctl_users "${transport[@]}")" -- "$cur"))
                 elif ((n == 1 || n == 2)); then
                         COMPREPLY=($(compgen -f -- "$cur"))
                 fi

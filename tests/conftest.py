@@ -45,9 +45,10 @@ daemon    (function) like `instance`, and nsmanagerd started with the sandbox's
                                          extra_config="[View]\\nPrivateTmp=yes",
                                          files={"user.d/alice.conf": "..."})
           Yields the Sandbox. At the end: every namespace is removed through the bus,
-          the daemon gets SIGTERM, the test's mounts are unmounted, and the test
-          ERRORS if mounts leaked into the host namespace or processes were left
-          behind. The daemon's log is attached to the report of a failed test.
+          the daemon gets SIGTERM, the test's mounts are unmounted, what the test
+          added to /mnt and the homes is removed (they serve the whole session), and
+          the test ERRORS if mounts leaked into the host namespace or processes were
+          left behind. The daemon's log is attached to the report of a failed test.
 manager   (function, needs daemon) dbus.Interface of org.example.NSManager.Manager.
 signals   (function, needs daemon) a sandbox.SignalRecorder of the daemon's signals:
           signals.wait_for("NamespaceNew", lambda args: args[0] == "alice").
@@ -55,18 +56,43 @@ users     dict name -> sandbox.TestUser.
 nsctl     function(*args, as_user=None, input=None, env=None) -> CompletedProcess
           running build/src/nsctl/nsctl on the host (as_user: unprivileged).
 pam_module  Path of build/src/pam/pam_nsmanager.so (fails if not built).
+polkit_rules  function(name, javascript): a polkit rule for this test (removed after it).
 dbus_error  function(exc) -> the D-Bus error name of a dbus.exceptions.DBusException.
+machine   (module) a machine.Machine: Debian 12 booted with systemd as PID 1 in
+          systemd-nspawn, the build installed as an administrator would
+          (tests/machine.py), booted once for each module that asks for it and shared by
+          its tests; a test that stops a service starts it again, one that has to end a
+          container boots its own (machine.booted()). Skips against a sanitizer build.
+          A failed test's report gets the container's console and journal.
+alice_session  (function, needs machine) a machine.Login: alice logged in with su -l on
+          the module's machine; the login of an earlier test while it lasts, else a new
+          one.
 
 Constants: sandbox.BUS_NAME, MANAGER_PATH, MANAGER_IFACE, NAMESPACE_IFACE,
 ERROR_PREFIX ("org.example.NSManager.Error.").
+
+Helpers (tests/helpers.py): the contract's error names E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE,
+E_NO_SUCH_SESSION, E_USER_EXCLUDED, E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT,
+E_LIMIT_EXCEEDED (NSM_ERRORS), E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED,
+E_INVALID_ARGS, E_FAILED; expect_error(call, *names) (refused with one of the names and
+a message), wait_until(predicate, what, wait=10, interval=0.02, diag=None), ns_path(user),
+create(sb, *users), processes_of(uid, comm).
+The booted-Debian harness: tests/machine.py (fixtures machine, alice_session above).
+
+Every test stands alone: it passes when selected by itself (-k) and in any order. Share
+what is expensive (the sandbox, a booted container) through fixtures, never state one
+test leaves for the next.
 """
 
+import contextlib
 import os
+import stat
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import machine as machine_module  # noqa: E402
 import sandbox as sandbox_module  # noqa: E402
 
 # Before anything can start a thread: unshare(CLONE_NEWNS) needs a single-threaded process.
@@ -92,6 +118,11 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, "rep_" + report.when, report)
+    if report.failed and report.when == "call":
+        m = getattr(item, "funcargs", {}).get("machine")
+        if isinstance(m, machine_module.Machine):
+            report.sections.append(("container console (last 100 lines)", m.console_text(100)))
+            report.sections.append(("container journal (last 150 lines)", m.journal(lines=150)))
     if report.failed:
         sb = getattr(item, "_nsm_sandbox", None)
         if sb is not None:
@@ -119,20 +150,51 @@ def users():
     return dict(sandbox_module.TEST_USERS)
 
 
-def _end_instance(request, sandbox):
+# The sandbox's /mnt and homes serve every test of the session: what a test leaves in
+# them (a mount point mount_tmpfs made, a file) would be there for the next.
+def _shared_dirs() -> dict[str, set[str]]:
+    dirs = ["/mnt"] + [u.home for u in sandbox_module.TEST_USERS.values() if os.path.isdir(u.home)]
+    return {d: set(os.listdir(d)) for d in dirs}
+
+
+def _remove_tree(path: str, dev: int) -> None:
+    """rm -r that never crosses into a mount (a leftover mount is the leak check's business)."""
+    st = os.lstat(path)
+    if st.st_dev != dev or (stat.S_ISDIR(st.st_mode) and os.path.ismount(path)):
+        return
+    if stat.S_ISDIR(st.st_mode):
+        for name in os.listdir(path):
+            _remove_tree(os.path.join(path, name), dev)
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def _begin_instance(request, sandbox) -> dict[str, set[str]]:
+    sandbox.new_instance(request.node.name)
+    request.node._nsm_sandbox = sandbox
+    return _shared_dirs()
+
+
+def _end_instance(request, sandbox, shared_before: dict[str, set[str]]):
     log = sandbox.daemon_log if sandbox.instance else None
     problems = sandbox.cleanup_instance()
     request.node._nsm_daemon_log = log
+    # After the unmounts: remove what the test added to /mnt and the homes.
+    for d, names in shared_before.items():
+        dev = os.lstat(d).st_dev
+        for name in set(os.listdir(d)) - names:
+            _remove_tree(os.path.join(d, name), dev)
     if problems:
         pytest.fail("cleanup after the test:\n  " + "\n  ".join(problems), pytrace=False)
 
 
 @pytest.fixture
 def instance(request, sandbox):
-    sandbox.new_instance(request.node.name)
-    request.node._nsm_sandbox = sandbox
+    shared = _begin_instance(request, sandbox)
     yield sandbox
-    _end_instance(request, sandbox)
+    _end_instance(request, sandbox, shared)
 
 
 @pytest.fixture
@@ -140,8 +202,7 @@ def daemon(request, sandbox):
     marker = request.node.get_closest_marker("daemon_config")
     settings = dict(marker.kwargs) if marker else {}
     files = settings.pop("files", {})
-    sandbox.new_instance(request.node.name)
-    request.node._nsm_sandbox = sandbox
+    shared = _begin_instance(request, sandbox)
     for relpath, text in files.items():
         sandbox.write_config_file(relpath, text)
     try:
@@ -151,7 +212,7 @@ def daemon(request, sandbox):
         sandbox.cleanup_instance()
         pytest.fail(f"nsmanagerd did not start: {e}", pytrace=False)
     yield sandbox
-    _end_instance(request, sandbox)
+    _end_instance(request, sandbox, shared)
 
 
 @pytest.fixture
@@ -189,3 +250,44 @@ def pam_module():
     if not path.exists():
         pytest.fail(f"{path} is not built", pytrace=False)
     return path
+
+
+@pytest.fixture(scope="module")
+def machine(sandbox, tmp_path_factory):
+    """Debian 12 booted with the build installed (tests/machine.py), once per module.
+    (After the sandbox: pytest's temporary directories belong on its /tmp.)"""
+    machine_module.require_plain_build()
+    with machine_module.booted(tmp_path_factory.mktemp("nspawn"), prepare=machine_module.install_as_admin) as m:
+        yield m
+
+
+@pytest.fixture(scope="module")
+def _alice_logins(machine):
+    logins = []
+    yield logins
+    for login in logins:
+        login.logout()
+
+
+@pytest.fixture
+def alice_session(machine, _alice_logins):
+    """alice logged in on the module's machine: the login of an earlier test while it
+    lasts, else a new one."""
+    if not _alice_logins or not _alice_logins[-1].alive():
+        _alice_logins.append(machine_module.Login(machine))
+    return _alice_logins[-1]
+
+
+@pytest.fixture
+def polkit_rules(sandbox):
+    """rules(name, javascript): install /etc/polkit-1/rules.d/NAME.rules for this test
+    (polkitd is restarted each time, so it is in effect when this returns)."""
+    written = []
+
+    def add(name, javascript):
+        written.append(name)
+        sandbox.set_polkit_rule(name, javascript)
+
+    yield add
+    for name in written:
+        sandbox.set_polkit_rule(name, None)

@@ -196,6 +196,16 @@ static void run_case(const char *name, CaseFunc f) {
         check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", name);
 }
 
+static int policy_apply(const ViewPolicy *p) {
+        MountId ids[64];
+        size_t n_ids;
+        _cleanup_free_ char *message = NULL;
+        int r = view_policy_apply(p, &scratch_user, ids, ELEMENTSOF(ids), &n_ids, &message);
+        if (r < 0 && message)
+                printf("# %s\n", message);
+        return r;
+}
+
 static int apply(const char *const *bind, const char *const *bind_ro, const char *const *tmpfs,
                  const char *const *inaccessible, bool private_tmp, bool hide_homes) {
         ViewPolicy p = {
@@ -206,7 +216,7 @@ static int apply(const char *const *bind, const char *const *bind_ro, const char
                 .private_tmp = private_tmp,
                 .hide_other_homes = hide_homes,
         };
-        int r = view_policy_apply(&p, &scratch_user);
+        int r = policy_apply(&p);
         view_policy_done(&p);
         return r;
 }
@@ -407,7 +417,7 @@ static void case_private_tmp(void) {
 
         write_file("/tmp/host-file", "h\n");
         write_file("/var/tmp/host-file", "h\n");
-        CHECK(view_policy_apply(&p, &scratch_user) == 0);
+        CHECK(policy_apply(&p) == 0);
         CHECK(!exists("/tmp/host-file") && !exists("/var/tmp/host-file"));
         CHECK(count_entries("/tmp") == 0 && count_entries("/var/tmp") == 0);
         CHECK(mode_of("/tmp") == 01777 && mode_of("/var/tmp") == 01777);
@@ -419,7 +429,7 @@ static void case_private_tmp(void) {
 static void case_empty_policy(void) {
         ViewPolicy p = {};
         size_t before = mount_count();
-        CHECK(view_policy_apply(&p, &scratch_user) == 0);
+        CHECK(policy_apply(&p) == 0);
         CHECK(mount_count() == before);
 }
 

@@ -14,31 +14,10 @@ import xml.etree.ElementTree as ET
 import dbus
 import pytest
 
-from sandbox import (BUS_NAME, ERROR_PREFIX, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE,
-                     TEST_USERS, dbus_error_name, find_mount, mntns_id, timeout)
-
-E_NO_SUCH_USER = ERROR_PREFIX + "NoSuchUser"
-E_NO_SUCH_NAMESPACE = ERROR_PREFIX + "NoSuchNamespace"
-E_USER_EXCLUDED = ERROR_PREFIX + "UserExcluded"
-E_INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
-E_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
-
-
-def ns_path(user):
-    return f"{MANAGER_PATH}/user/_{TEST_USERS[user].uid}"
-
-
-def expect_error(call, *names):
-    """Run call(); it must fail with one of the D-Bus error names. Returns the exception."""
-    with pytest.raises(dbus.exceptions.DBusException) as info:
-        call()
-    assert dbus_error_name(info.value) in names, \
-        f"expected {' or '.join(names)}, got {dbus_error_name(info.value)}: {info.value.get_dbus_message()}"
-    return info.value
-
-
-def create(sb, *users):
-    return [str(sb.manager().CreateNamespace(u)) for u in users]
+from helpers import (E_INVALID_ARGS, E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER, E_USER_EXCLUDED, create, expect_error,
+                     ns_path, wait_until)
+from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE,
+                     TEST_USERS, find_mount, mntns_id, timeout)
 
 
 def targets(mounts):
@@ -98,10 +77,8 @@ def test_startup_binds_shared_subtree_that_is_no_mount_point(daemon):
 def test_ready_notification(instance):
     """sd_notify(READY=1) once the bus name is taken."""
     instance.start_daemon(notify=True)
-    deadline = time.monotonic() + timeout(10)
-    while not any("READY=1" in n.split("\n") for n in instance.notifications()):
-        assert time.monotonic() < deadline, f"no READY=1; got {instance.notifications()}"
-        time.sleep(0.01)
+    wait_until(lambda: any("READY=1" in n.split("\n") for n in instance.notifications()), "READY=1",
+               interval=0.01, diag=lambda: f"notifications: {instance.notifications()}")
 
 
 def test_sigterm_exits_cleanly_and_namespaces_survive(daemon):

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import processes_of, wait_until
+
 REPO = Path(__file__).resolve().parent.parent
 
 # Settings that make systemd give a service a mount namespace of its own: nsmanagerd must
@@ -74,8 +76,10 @@ def expected_dirs():
 
 
 @pytest.fixture(scope="module")
-def destdir():
-    """Configure with --prefix=/usr, build, install into a DESTDIR; yields the DESTDIR."""
+def destdir(sandbox):
+    """Configure with --prefix=/usr, build, install into a DESTDIR; yields the DESTDIR.
+    (On the sandbox's /tmp: set up first, it does not cover the DESTDIR of a module that
+    runs before any test that needs it, and nothing lands in the machine's /tmp.)"""
     top = Path(tempfile.mkdtemp(prefix="nsm-install-"))
     build, dest = top / "build", top / "dest"
     try:

@@ -21,70 +21,10 @@ import time
 
 import pytest
 
+from caller import REFUSED, assert_ok, assert_refused, call_as, client_argv, parse_result
+from helpers import E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, ns_path, wait_until
 from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, PROPERTIES_IFACE,
-                     TEST_USERS, find_mount, sys_mount, sys_umount, timeout, MS_BIND)
-
-E_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
-E_INTERACTIVE = "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
-REFUSED = (E_ACCESS_DENIED, E_INTERACTIVE)
-
-# One D-Bus call in a process of its own (run as the test user), printing the outcome as
-# JSON. A low-level message, so the test decides ALLOW_INTERACTIVE_AUTHORIZATION.
-CLIENT = r"""
-import json, sys
-import dbus, dbus.lowlevel
-
-def plain(v):
-    if isinstance(v, dbus.types.UnixFd):
-        return "<fd>"
-    if isinstance(v, (dbus.Boolean, bool)):
-        return bool(v)
-    if isinstance(v, (int,)):
-        return int(v)
-    if isinstance(v, str):
-        return str(v)
-    if isinstance(v, dict):
-        return {str(k): plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [plain(x) for x in v]
-    return repr(v)
-
-dest, path, iface, method, signature, args, interactive = sys.argv[1:8]
-msg = dbus.lowlevel.MethodCallMessage(dest, path, iface, method)
-if signature:
-    msg.append(*json.loads(args), signature=signature)
-msg.set_allow_interactive_authorization(interactive == "yes")
-try:
-    reply = dbus.SystemBus().send_message_with_reply_and_block(msg, 60)
-    print(json.dumps({"ok": plain(reply.get_args_list())}))
-except dbus.exceptions.DBusException as e:
-    print(json.dumps({"error": e.get_dbus_name(), "message": e.get_dbus_message()}))
-"""
-
-
-def ns_path(user):
-    return f"{MANAGER_PATH}/user/_{TEST_USERS[user].uid}"
-
-
-def _client_argv(method, signature="", args=(), interactive=False, path=MANAGER_PATH, iface=MANAGER_IFACE):
-    return ["/usr/bin/python3", "-c", CLIENT, BUS_NAME, path, iface, method, signature,
-            json.dumps(list(args)), "yes" if interactive else "no"]
-
-
-def _parse(p):
-    assert p.returncode == 0, f"client failed ({p.returncode}): {p.stderr}"
-    return json.loads(p.stdout)
-
-
-def call_as(sb, user, method, signature="", *args, interactive=False, path=MANAGER_PATH,
-            iface=MANAGER_IFACE):
-    """Call a method as `user` ("root" for root) from a separate process; returns
-    {"ok": [results]} or {"error": name, "message": text}."""
-    argv = _client_argv(method, signature, args, interactive, path, iface)
-    if user == "root":
-        return _parse(sb.run(argv, wait=90))
-    return _parse(sb.run_as(user, argv, wait=90))
-
+                     find_mount, sys_mount, sys_umount, timeout, MS_BIND)
 
 def setpriv_argv(user):
     pw = pwd.getpwnam(user)
@@ -92,45 +32,26 @@ def setpriv_argv(user):
 
 
 def wait_for_no_process_mentioning(text, wait=20):
-    deadline = time.monotonic() + timeout(wait)
-    while True:
-        found = []
+    def found():
+        pids = []
         for d in filter(str.isdigit, os.listdir("/proc")):
             try:
                 if text.encode() in open(f"/proc/{d}/cmdline", "rb").read():
-                    found.append(d)
+                    pids.append(d)
             except OSError:
                 pass
-        if not found:
-            return
-        assert time.monotonic() < deadline, f"processes {found} still run '{text}'"
-        time.sleep(0.05)
+        return pids
+    wait_until(lambda: not found(), f"no process to run '{text}'", wait, interval=0.05,
+               diag=lambda: f"processes {found()} still run it")
 
 
-def assert_refused(result, what):
-    assert "error" in result, f"{what} was allowed: {result}"
-    assert result["error"] in REFUSED, f"{what}: expected AccessDenied or InteractiveAuthorizationRequired, got {result}"
-    assert result["message"], f"{what}: refusal without a message"
-
-
-def assert_ok(result, what):
-    assert "ok" in result, f"{what} failed: {result.get('error')}: {result.get('message')}"
-    return result["ok"]
-
-
-@pytest.fixture
-def polkit_rules(sandbox):
-    """rules(name, javascript): install /etc/polkit-1/rules.d/NAME.rules for this test
-    (polkitd is restarted each time, so it is in effect when this returns)."""
-    written = []
-
-    def add(name, javascript):
-        written.append(name)
-        sandbox.set_polkit_rule(name, javascript)
-
-    yield add
-    for name in written:
-        sandbox.set_polkit_rule(name, None)
+def wait_for_slow_rule(slow, marker):
+    """Until polkit runs the slow rule (it touches marker first) on alice's call `slow`,
+    which must still be waiting."""
+    def ran():
+        assert slow.poll() is None, f"alice's call ended before polkit ran the rule: {slow.communicate()}"
+        return marker.exists()
+    wait_until(ran, "polkit to run the slow rule", 20, interval=0.01)
 
 
 def snapshot(sb, *users):
@@ -222,7 +143,7 @@ def test_refusal_names(daemon):
     agent to ask: AccessDenied. Root-only methods: AccessDenied."""
     sb = daemon
     r = call_as(sb, "alice", "CreateNamespace", "s", "bob", interactive=False)
-    assert r.get("error") == E_INTERACTIVE, r
+    assert r.get("error") == E_INTERACTIVE_AUTHORIZATION_REQUIRED, r
     assert "org.example.NSManager.manage" in r["message"], r
     r = call_as(sb, "alice", "CreateNamespace", "s", "bob", interactive=True)
     assert r.get("error") == E_ACCESS_DENIED, r
@@ -347,15 +268,11 @@ polkit.addRule(function(action, subject) {{
         }}
 }});
 """)
-    slow = subprocess.Popen(setpriv_argv("alice") + _client_argv("EnslaveSubtree", "ss", ["alice", "/mnt"]),
+    slow = subprocess.Popen(setpriv_argv("alice") + client_argv("EnslaveSubtree", "ss", ["alice", "/mnt"]),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=sb.user_env("alice"))
     try:
-        deadline = time.monotonic() + timeout(20)
-        while not marker.exists():
-            assert slow.poll() is None, f"alice's call ended before polkit ran the rule: {slow.communicate()}"
-            assert time.monotonic() < deadline, "polkit never ran the slow rule"
-            time.sleep(0.01)
+        wait_for_slow_rule(slow, marker)
 
         started = time.monotonic()
         assert [str(x[0]) for x in sb.manager().ListNamespaces()] == ["alice"]
@@ -423,15 +340,11 @@ polkit.addRule(function(action, subject) {{
     assert_refused(call_as(sb, "bob", "EnslaveSubtree", "ss", "alice", "/mnt"), "bob: EnslaveSubtree(alice)")
     assert_refused(call_as(sb, "bob", "CreateNamespace", "s", "carol"), "bob: CreateNamespace(carol)")
 
-    slow = subprocess.Popen(setpriv_argv("alice") + _client_argv("EnslaveSubtree", "ss", ["alice", "/mnt"]),
+    slow = subprocess.Popen(setpriv_argv("alice") + client_argv("EnslaveSubtree", "ss", ["alice", "/mnt"]),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=sb.user_env("alice"))
     try:
-        deadline = time.monotonic() + timeout(20)
-        while not marker.exists():
-            assert slow.poll() is None, f"alice's call ended before polkit ran the rule: {slow.communicate()}"
-            assert time.monotonic() < deadline, "polkit never ran the slow rule"
-            time.sleep(0.01)
+        wait_for_slow_rule(slow, marker)
         for user in ("bob", "alice"):
             sb.manager().RemoveNamespace(user)
         status = sb.stop_daemon()

@@ -13,20 +13,13 @@ The contract is ../shared/spec/interfaces.md."""
 import contextlib
 import os
 import signal
-import stat
 import subprocess
-import time
 
-import dbus
 import pytest
 
-from sandbox import ERROR_PREFIX, MANAGER_PATH, TEST_USERS, dbus_error_name, find_mount, timeout
-
-E_INVALID_PATH = ERROR_PREFIX + "InvalidPath"
-E_INVALID_MODE = ERROR_PREFIX + "InvalidMode"
-E_NO_SUCH_NAMESPACE = ERROR_PREFIX + "NoSuchNamespace"
-E_BUSY = ERROR_PREFIX + "Busy"
-E_INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
+from helpers import (E_BUSY, E_INVALID_ARGS, E_INVALID_MODE, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, create,
+                     expect_error, wait_until)
+from sandbox import MANAGER_PATH, TEST_USERS, find_mount, timeout
 
 BIND_READ_ONLY = 0x1
 BIND_MKDIR = 0x2
@@ -39,59 +32,6 @@ ARTICLE = pytest.mark.daemon_config(SharedSubtrees="", ViewPropagation="private"
 
 # ---------------------------------------------------------------------------
 # Helpers
-
-def _remove_tree(path: str, dev: int) -> None:
-    """rm -r that never crosses into a mount (a leftover mount is the leak check's business)."""
-    st = os.lstat(path)
-    if st.st_dev != dev or (stat.S_ISDIR(st.st_mode) and os.path.ismount(path)):
-        return
-    if stat.S_ISDIR(st.st_mode):
-        for name in os.listdir(path):
-            _remove_tree(os.path.join(path, name), dev)
-        with contextlib.suppress(OSError):
-            os.rmdir(path)
-    else:
-        os.unlink(path)
-
-
-@pytest.fixture(autouse=True)
-def tidy_shared_dirs():
-    """/mnt and the homes are the sandbox's, shared by every test of the session: remove what a
-    test left in them (this runs after the daemon fixture's cleanup unmounted everything)."""
-    dirs = ["/mnt"] + [u.home for u in TEST_USERS.values() if os.path.isdir(u.home)]
-    before = {d: set(os.listdir(d)) for d in dirs}
-    yield
-    for d, names in before.items():
-        dev = os.lstat(d).st_dev
-        for name in set(os.listdir(d)) - names:
-            _remove_tree(os.path.join(d, name), dev)
-
-
-def wait_until(condition, what: str, wait: float = 10):
-    """Poll condition() until it returns something true; fail with `what` after `wait` s."""
-    deadline = time.monotonic() + timeout(wait)
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout(wait)}s waiting for {what}")
-        time.sleep(0.02)
-
-
-def expect_error(call, *names):
-    """Run call(); it must fail with one of the D-Bus error names. Returns the exception."""
-    with pytest.raises(dbus.exceptions.DBusException) as info:
-        call()
-    assert dbus_error_name(info.value) in names, \
-        f"expected {' or '.join(names)}, got {dbus_error_name(info.value)}: {info.value.get_dbus_message()}"
-    assert info.value.get_dbus_message(), "a refusal must carry a message a person can act on"
-    return info.value
-
-
-def create(sb, *users):
-    return [str(sb.manager().CreateNamespace(u)) for u in users]
-
 
 def mount_at(sb, path, view=None):
     """The mount visible at path on the host (view None) or in user's view, or None."""

@@ -3,43 +3,34 @@
 
 import os
 import signal
-import time
 
 import dbus
 import pytest
 
-from sandbox import ERROR_PREFIX, dbus_error_name, timeout
-
-INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
-
-
-def expect_error(call, *names):
-    with pytest.raises(dbus.exceptions.DBusException) as info:
-        call()
-    assert dbus_error_name(info.value) in names, f"{dbus_error_name(info.value)}: {info.value}"
-    assert info.value.get_dbus_message(), "a refusal must say why"
-    return info.value
+from helpers import (E_FAILED, E_INVALID_ARGS, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION,
+                     E_USER_EXCLUDED, expect_error, wait_until)
+from sandbox import dbus_error_name
 
 
 def test_close_unknown_session(daemon, manager):
     manager.OpenSession("alice", "s1")
-    expect_error(lambda: manager.CloseSession("alice", "no-such-session"), ERROR_PREFIX + "NoSuchSession")
-    expect_error(lambda: manager.CloseSession("bob", "s1"), ERROR_PREFIX + "NoSuchNamespace")
+    expect_error(lambda: manager.CloseSession("alice", "no-such-session"), E_NO_SUCH_SESSION)
+    expect_error(lambda: manager.CloseSession("bob", "s1"), E_NO_SUCH_NAMESPACE)
     sessions = daemon.properties(manager.GetNamespace("alice"))["Sessions"]
     assert list(sessions) == ["s1"], "a refused CloseSession changed the sessions"
 
 
 @pytest.mark.parametrize("session_id", ["", "has space", "a:b", "x" * 300, "tab\there"])
 def test_open_session_with_a_bad_id(daemon, manager, session_id):
-    expect_error(lambda: manager.OpenSession("alice", session_id), INVALID_ARGS)
-    expect_error(lambda: manager.GetNamespace("alice"), ERROR_PREFIX + "NoSuchNamespace")
+    expect_error(lambda: manager.OpenSession("alice", session_id), E_INVALID_ARGS)
+    expect_error(lambda: manager.GetNamespace("alice"), E_NO_SUCH_NAMESPACE)
 
 
 def test_nothing_is_bound_over_a_views_root(daemon, manager):
     manager.CreateNamespace("alice")
     before = daemon.mount_count("alice")
-    expect_error(lambda: manager.BindMount("alice", "/home/alice", "/", dbus.UInt64(0)), ERROR_PREFIX + "InvalidPath")
-    expect_error(lambda: manager.Unmount("alice", "/", dbus.UInt64(1)), ERROR_PREFIX + "InvalidPath")
+    expect_error(lambda: manager.BindMount("alice", "/home/alice", "/", dbus.UInt64(0)), E_INVALID_PATH)
+    expect_error(lambda: manager.Unmount("alice", "/", dbus.UInt64(1)), E_INVALID_PATH)
     assert daemon.mount_count("alice") == before
 
 
@@ -54,12 +45,12 @@ def attach_call(manager, command, env=(), cwd="/", status=None):
 
 
 @pytest.mark.parametrize("command, env, cwd, error", [
-    ([], [], "/", INVALID_ARGS),                                   # no command
-    ([""], [], "/", INVALID_ARGS),                                 # empty command
-    (["bin/true"], [], "/", INVALID_ARGS),                         # relative path with a slash
-    (["true"], ["NOEQUALS"], "/", INVALID_ARGS),                   # not KEY=VALUE
-    (["true"], ["=value"], "/", INVALID_ARGS),                     # empty key
-    (["true"], [], "relative/dir", ERROR_PREFIX + "InvalidPath"),  # relative working directory
+    ([], [], "/", E_INVALID_ARGS),                                   # no command
+    ([""], [], "/", E_INVALID_ARGS),                                 # empty command
+    (["bin/true"], [], "/", E_INVALID_ARGS),                         # relative path with a slash
+    (["true"], ["NOEQUALS"], "/", E_INVALID_ARGS),                   # not KEY=VALUE
+    (["true"], ["=value"], "/", E_INVALID_ARGS),                     # empty key
+    (["true"], [], "relative/dir", E_INVALID_PATH),  # relative working directory
 ])
 def test_attach_refuses_bad_arguments(daemon, manager, command, env, cwd, error):
     manager.CreateNamespace("alice")
@@ -71,7 +62,7 @@ def test_attach_refuses_a_status_fd_it_cannot_write(daemon, manager):
     r, w = os.pipe()
     try:
         # the read end of a pipe: the daemon could never report the exit status
-        expect_error(lambda: attach_call(manager, ["true"], status=r), INVALID_ARGS)
+        expect_error(lambda: attach_call(manager, ["true"], status=r), E_INVALID_ARGS)
     finally:
         os.close(r)
         os.close(w)
@@ -81,16 +72,16 @@ def test_sighup_reloads_the_configuration_for_new_namespaces(daemon, manager):
     manager.CreateNamespace("alice")
     daemon.write_config(ExcludeUsers="bob")
     os.kill(daemon.daemon.pid, signal.SIGHUP)
-    deadline = time.monotonic() + timeout(10)
-    while True:
+
+    def refused():
         try:
             manager.CreateNamespace("bob")
         except dbus.exceptions.DBusException as e:
-            assert dbus_error_name(e) == ERROR_PREFIX + "UserExcluded"
-            break
+            assert dbus_error_name(e) == E_USER_EXCLUDED
+            return True
         manager.RemoveNamespace("bob")        # not reloaded yet: undo and try again
-        assert time.monotonic() < deadline, "SIGHUP did not reload ExcludeUsers="
-        time.sleep(0.05)
+        return False
+    wait_until(refused, "SIGHUP to reload ExcludeUsers=", interval=0.05)
     # existing namespaces are untouched, the daemon still runs
     assert manager.GetNamespace("alice")
     assert daemon.daemon.poll() is None
@@ -98,8 +89,8 @@ def test_sighup_reloads_the_configuration_for_new_namespaces(daemon, manager):
 
 def test_reload_with_a_broken_file_keeps_the_old_configuration(daemon, manager):
     daemon.write_config(extra="[Manager]\nMinUID=not-a-number\n")
-    e = expect_error(lambda: manager.ReloadConfig(), "org.freedesktop.DBus.Error.Failed")
+    e = expect_error(lambda: manager.ReloadConfig(), E_FAILED)
     assert "nsmanagerd.conf:" in e.get_dbus_message() and "not a valid UID" in e.get_dbus_message(), \
         "the refusal should name the file, line and value"
     manager.CreateNamespace("alice")          # MinUID=1000 still holds: alice (2001) is fine
-    expect_error(lambda: manager.CreateNamespace("svc"), ERROR_PREFIX + "UserExcluded")
+    expect_error(lambda: manager.CreateNamespace("svc"), E_USER_EXCLUDED)

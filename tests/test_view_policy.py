@@ -13,14 +13,14 @@ import shutil
 import uuid
 from pathlib import Path
 
-import dbus
 import pytest
 
-from sandbox import ERROR_PREFIX, TEST_USERS, dbus_error_name, find_mount, host_mountinfo
+from helpers import E_FAILED, E_INVALID_PATH, expect_error
+from sandbox import TEST_USERS, find_mount, host_mountinfo
 
 # A view that cannot be built is reported as Failed, naming the stage; bad input would
 # also be fine as InvalidPath.
-E_VIEW_FAILED = ("org.freedesktop.DBus.Error.Failed", ERROR_PREFIX + "InvalidPath")
+E_VIEW_FAILED = (E_FAILED, E_INVALID_PATH)
 
 
 def sh(sb, user, script, as_user=None, check=False):
@@ -79,11 +79,7 @@ def host_files():
 
 def create_fails(sb, user):
     """CreateNamespace(user) must fail with a named error; returns its message."""
-    with pytest.raises(dbus.exceptions.DBusException) as info:
-        sb.manager().CreateNamespace(user)
-    name = dbus_error_name(info.value)
-    assert name in E_VIEW_FAILED, f"unexpected error {name}: {info.value.get_dbus_message()}"
-    return info.value.get_dbus_message()
+    return expect_error(lambda: sb.manager().CreateNamespace(user), *E_VIEW_FAILED).get_dbus_message()
 
 
 def assert_no_namespace(sb, user):

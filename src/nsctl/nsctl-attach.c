@@ -53,7 +53,7 @@ static int attach_as_root(sd_bus *bus, const char *user, char **command) {
 
         r = sd_bus_message_read(reply, "h", &nsfd);
         if (r < 0)
-                return log_error_errno(r, "Failed to parse the reply of OpenMountNamespace: %s", strerror(-r));
+                return log_error_errno(r, "Failed to parse the reply of OpenMountNamespace: %m");
 
         fd = fcntl(nsfd, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
@@ -87,10 +87,10 @@ static int attach_as_root(sd_bus *bus, const char *user, char **command) {
 
         if (command && command[0]) {
                 execvp(command[0], command);
-                fprintf(stderr, "Failed to execute '%s': %m\n", command[0]);
+                (void) log_error_errno(-errno, "Failed to execute '%s': %m", command[0]);
         } else {
                 execl(shell, shell, (char *) NULL);
-                fprintf(stderr, "Failed to execute '%s': %m\n", shell);
+                (void) log_error_errno(-errno, "Failed to execute '%s': %m", shell);
         }
         _exit(EXIT_EXEC_FAILED);
 }
@@ -334,7 +334,7 @@ static int open_pty(int *ret_master, int *ret_slave) {
                 return log_error_errno(-errno, "Failed to unlock the pseudo terminal: %m");
         r = ptsname_r(master, name, sizeof(name));
         if (r != 0)
-                return log_error_errno(-r, "Failed to get the name of the pseudo terminal: %s", strerror(r));
+                return log_error_errno(-r, "Failed to get the name of the pseudo terminal: %m");
 
         slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
         if (slave < 0)
@@ -415,7 +415,7 @@ static int attach_via_daemon(sd_bus *bus, const char *user, char **command) {
         if (r >= 0)
                 r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
         if (r < 0)
-                return log_error_errno(r, "Failed to build the Attach call: %s", strerror(-r));
+                return log_error_errno(r, "Failed to build the Attach call: %m");
 
         /* Block the signals we handle before the command exists: none may get lost. */
         sigemptyset(&mask);
@@ -444,7 +444,7 @@ static int attach_via_daemon(sd_bus *bus, const char *user, char **command) {
 
         r = sd_bus_message_read(reply, "u", &pid);
         if (r < 0) {
-                r = log_error_errno(r, "Failed to parse the reply of Attach: %s", strerror(-r));
+                r = log_error_errno(r, "Failed to parse the reply of Attach: %m");
                 goto finish;
         }
 

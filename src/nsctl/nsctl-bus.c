@@ -18,21 +18,43 @@ int bus_connect(sd_bus **ret) {
         /* Our named errors carry errno values; the map makes sd_bus_error_get_errno() useful. */
         r = sd_bus_error_add_map(nsm_bus_error_map);
         if (r < 0)
-                return log_error_errno(r, "Failed to register the error map: %s", strerror(-r));
+                return log_error_errno(r, "Failed to register the error map: %m");
 
-        /* sd_bus_open_system() honours $DBUS_SYSTEM_BUS_ADDRESS. */
-        r = sd_bus_open_system(&bus);
-        if (r < 0)
-                return log_error_errno(r, "Failed to connect to the system bus: %s", strerror(-r));
+        switch (arg_transport) {
+        case BUS_TRANSPORT_LOCAL:
+                /* sd_bus_open_system() honours $DBUS_SYSTEM_BUS_ADDRESS. */
+                r = sd_bus_open_system(&bus);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to connect to the system bus: %m");
+                break;
+        case BUS_TRANSPORT_REMOTE:
+                /* "ssh -xT [-p PORT] [USER@]HOST systemd-stdio-bridge": the remote system bus. */
+                r = sd_bus_open_system_remote(&bus, arg_host);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to connect to the system bus of '%s' over ssh: %m", arg_host);
+                break;
+        case BUS_TRANSPORT_MACHINE:
+                /* Enters the namespaces of the container's leader, which libsystemd finds in
+                 * systemd-machined's /run/systemd/machines/NAME, and connects to the system bus
+                 * there. ".host" names this machine's own bus. */
+                r = sd_bus_open_system_machine(&bus, arg_host);
+                if (r == -EHOSTDOWN)
+                        return log_error_errno(r, "Container '%s' is not running: systemd-machined knows no such machine.",
+                                               arg_host);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to connect to the system bus of container '%s': %m", arg_host);
+                break;
+        default:
+                abort();
+        }
 
         *ret = bus;
         return 0;
 }
 
-int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
-                 sd_bus_message **ret_reply, const char *types, ...) {
+int manager_callv(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
+                  sd_bus_message **ret_reply, const char *types, va_list ap) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        va_list ap;
         int r;
 
         r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH,
@@ -41,9 +63,7 @@ int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *e
                 return r;
 
         if (types) {
-                va_start(ap, types);
                 r = sd_bus_message_appendv(m, types, ap);
-                va_end(ap);
                 if (r < 0)
                         return r;
         }
@@ -53,6 +73,17 @@ int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *e
                 return r;
 
         return sd_bus_call(bus, m, usec, error, ret_reply);
+}
+
+int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
+                 sd_bus_message **ret_reply, const char *types, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, types);
+        r = manager_callv(bus, member, usec, error, ret_reply, types, ap);
+        va_end(ap);
+        return r;
 }
 
 void namespace_info_done(NamespaceInfo *i) {
@@ -232,7 +263,7 @@ int list_namespaces(sd_bus *bus, bool properties, NamespaceInfo **ret, size_t *r
 
 parse_error:
         namespace_info_array_free(a, n);
-        return log_error_errno(r, "Failed to parse the reply of ListNamespaces: %s", strerror(-r));
+        return log_error_errno(r, "Failed to parse the reply of ListNamespaces: %m");
 }
 
 int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret) {
@@ -248,7 +279,7 @@ int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret) {
 
         r = sd_bus_message_read(reply, "o", &object);
         if (r < 0)
-                return log_error_errno(r, "Failed to parse the reply of GetNamespace: %s", strerror(-r));
+                return log_error_errno(r, "Failed to parse the reply of GetNamespace: %m");
 
         i.object = strdup(object);
         if (!i.object)
@@ -264,19 +295,9 @@ int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret) {
         return 0;
 }
 
-void mount_info_array_free(MountInfo *a, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(a[i].target);
-                free(a[i].source);
-                free(a[i].fstype);
-                free(a[i].propagation);
-        }
-        free(a);
-}
-
-int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **ret, size_t *ret_n) {
+int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        MountInfo *a = NULL;
+        MountEntry *a = NULL;
         size_t n = 0, allocated = 0;
         int r;
 
@@ -289,26 +310,26 @@ int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **r
                 return r;
 
         for (;;) {
-                MountInfo mi = {};
+                MountEntry mi = {};
                 const char *target, *source, *fstype, *propagation;
 
-                r = sd_bus_message_read(reply, "(ttttssss)", &mi.mount_id, &mi.parent_id,
+                r = sd_bus_message_read(reply, "(ttttssss)", &mi.id, &mi.parent_id,
                                         &mi.peer_group, &mi.master_group,
                                         &target, &source, &fstype, &propagation);
                 if (r < 0) {
-                        mount_info_array_free(a, n);
+                        mount_entries_free(a, n);
                         return r;
                 }
                 if (r == 0)
                         break;
 
                 if (n >= allocated) {
-                        MountInfo *b;
+                        MountEntry *b;
 
                         allocated = allocated ? allocated * 2 : 64;
-                        b = realloc(a, allocated * sizeof(MountInfo));
+                        b = realloc(a, allocated * sizeof(MountEntry));
                         if (!b) {
-                                mount_info_array_free(a, n);
+                                mount_entries_free(a, n);
                                 return -ENOMEM;
                         }
                         a = b;
@@ -319,7 +340,7 @@ int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **r
                 mi.propagation = strdup(propagation);
                 a[n++] = mi;
                 if (!mi.target || !mi.source || !mi.fstype || !mi.propagation) {
-                        mount_info_array_free(a, n);
+                        mount_entries_free(a, n);
                         return -ENOMEM;
                 }
         }
@@ -340,6 +361,10 @@ void polkit_agent_open_if_enabled(void) {
         pid_t pid;
 
         if (agent_pid > 0 || !arg_ask_password)
+                return;
+        /* The agent registers with this machine's polkitd; over --host or --machine another
+         * polkitd decides, and nobody could answer it here. */
+        if (arg_transport != BUS_TRANSPORT_LOCAL)
                 return;
         if (geteuid() == 0) /* root is always allowed */
                 return;

@@ -172,25 +172,6 @@ size_t utf8_width(const char *s) {
         return w;
 }
 
-char *strjoin_sep(char **l, const char *sep) {
-        size_t n = 1, k = strlen(sep);
-        char *r, *p;
-
-        for (char **i = l; i && *i; i++)
-                n += strlen(*i) + k;
-
-        r = p = malloc(n);
-        if (!r)
-                return NULL;
-        *p = '\0';
-        for (char **i = l; i && *i; i++) {
-                if (i != l)
-                        p = stpcpy(p, sep);
-                p = stpcpy(p, *i);
-        }
-        return r;
-}
-
 int strv_push(char ***l, size_t *n, char *s) {
         char **c;
 

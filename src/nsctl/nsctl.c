@@ -2,6 +2,11 @@
 /*
  * nsctl: the command line client of nsmanagerd. It only talks D-Bus (and setns() for
  * "attach" as root); it never mounts anything itself.
+ *
+ * Two tables say what nsctl accepts: options[] (every option, its help line and what it
+ * sets) and verbs[] (every command, its arguments and the options it takes besides the
+ * common ones). getopt's tables, --help and the usage checks are made from them: adding an
+ * option touches options[], its parser and the verbs that take it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,74 +22,53 @@
 #include "nsctl.h"
 #include "parse-util.h"
 
-
 JsonMode arg_json = JSON_OFF;
 bool arg_no_pager = false;
 bool arg_no_legend = false;
 bool arg_ask_password = true;
 bool arg_graph = false;
-bool arg_recursive = false;
-bool arg_read_only = false;
-bool arg_mkdir = false;
+BusTransport arg_transport = BUS_TRANSPORT_LOCAL;
+const char *arg_host = NULL;
+static bool arg_recursive = false;
+static bool arg_read_only = false;
+static bool arg_mkdir = false;
+static bool arg_detach = false;
+static bool arg_help = false;
+static bool arg_version = false;
 
-/* Which of the verb-specific options a verb accepts */
-enum {
-        OPT_JSON = 1 << 0,
-        OPT_GRAPH = 1 << 1,
-        OPT_RECURSIVE = 1 << 2,
-        OPT_BIND = 1 << 3,
-        OPT_LEGEND = 1 << 4,
-};
-
-typedef struct Verb {
-        const char *name;
-        unsigned min_args, max_args; /* not counting the verb; UINT_MAX = unlimited */
-        int (*run)(sd_bus *bus, int argc, char **argv);
-        unsigned options;
-        const char *synopsis;
-        const char *summary;     /* one line, for nsctl --help */
-        const char *description; /* for nsctl VERB --help */
-        int (*check)(int argc, char **argv); /* optional: more usage checks, before connecting */
-} Verb;
-
+typedef struct Verb Verb;
 static const Verb *find_verb(const char *name);
+static void print_verb_synopsis(FILE *f, const Verb *v);
 
 /* ---- error reporting ---- */
 
-int log_error_errno(int r, const char *fmt, ...) {
-        va_list ap;
-
-        errno = r < 0 ? -r : r; /* for %m */
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        return r < 0 ? r : -EIO;
-}
-
-/* One line: the daemon's message if it gave one (it is meant for people), else our context
- * and the errno text. Never the D-Bus error name. */
+/* The daemon's message is meant for people: print it, never the D-Bus error name. An error
+ * sd-bus made up from an errno of ours (the connection failed: "System.Error.ENOTCONN") says
+ * nothing about the call, so the context goes first then. */
 int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
+        _cleanup_free_ char *context = NULL;
         va_list ap;
+        int k;
 
-        if (error && error->message && error->message[0]) {
-                const char *p;
+        if (error && error->message && error->message[0] &&
+            !(error->name && strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0)) {
+                _cleanup_free_ char *message = strdup(error->message);
 
-                for (p = error->message; *p; p++)
-                        fputc(*p == '\n' ? ' ' : *p, stderr);
-                fputc('\n', stderr);
-                return r < 0 ? r : -EIO;
+                if (!message)
+                        return log_oom();
+                /* one line, whatever the daemon wrote */
+                for (char *p = message; *p; p++)
+                        if (*p == '\n')
+                                *p = ' ';
+                return log_error_errno(r, "%s", message);
         }
 
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        k = vasprintf(&context, fmt, ap);
         va_end(ap);
-        fprintf(stderr, ": %s\n", strerror(r < 0 ? -r : EIO));
-        return r < 0 ? r : -EIO;
-}
-
-static void print_verb_synopsis(FILE *f, const Verb *v) {
-        fprintf(f, " %s %s\n", program_invocation_short_name, v->synopsis);
+        if (k < 0)
+                return log_oom();
+        return log_error_errno(r, "%s: %m", context);
 }
 
 int verb_usage_error(const char *verb, const char *fmt, ...) {
@@ -101,18 +85,19 @@ int verb_usage_error(const char *verb, const char *fmt, ...) {
                 fputs("Usage:\n", stderr);
                 print_verb_synopsis(stderr, v);
                 fprintf(stderr, "Try '%s %s --help' for more information.\n",
-                        program_invocation_short_name, v->name);
+                        program_invocation_short_name, verb);
         } else {
-                fprintf(stderr, "Usage:\n %s [options] COMMAND ...\n", program_invocation_short_name);
+                fprintf(stderr, "Usage:\n %s [OPTIONS...] COMMAND ...\n", program_invocation_short_name);
                 fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
         }
 
         return -EINVAL;
 }
 
-/* Timeout of calls that may wait for an interactive polkit authorization */
+/* Timeout of calls that may wait for an interactive polkit authorization: only with our agent
+ * on this machine's terminal (polkit_agent_open_if_enabled()). */
 static uint64_t call_timeout(void) {
-        return arg_ask_password && isatty(STDIN_FILENO) ? UINT64_MAX : 0;
+        return arg_ask_password && arg_transport == BUS_TRANSPORT_LOCAL && isatty(STDIN_FILENO) ? UINT64_MAX : 0;
 }
 
 /* ---- list / status ---- */
@@ -239,7 +224,7 @@ static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
 
         created = format_timestamp(i.timestamp);
         ago = format_timestamp_relative(i.timestamp);
-        sessions = i.sessions && i.sessions[0] ? strjoin_sep(i.sessions, " ") : strdup("none");
+        sessions = i.sessions && i.sessions[0] ? strv_join(i.sessions, " ") : strdup("none");
         if (!created || !ago || !sessions) {
                 namespace_info_done(&i);
                 return log_oom();
@@ -268,24 +253,13 @@ static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
 
 static int simple_call(sd_bus *bus, const char *member, const char *what, const char *types, ...) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         va_list ap;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH,
-                                           NSM_MANAGER_INTERFACE, member);
-        if (r >= 0) {
-                va_start(ap, types);
-                r = sd_bus_message_appendv(m, types, ap);
-                va_end(ap);
-        }
-        if (r >= 0)
-                r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
-        if (r < 0)
-                return log_error_errno(r, "Failed to build the %s call: %s", member, strerror(-r));
-
         polkit_agent_open_if_enabled();
-        r = sd_bus_call(bus, m, call_timeout(), &error, &reply);
+        va_start(ap, types);
+        r = manager_callv(bus, member, call_timeout(), &error, NULL, types, ap);
+        va_end(ap);
         polkit_agent_close();
         if (r < 0)
                 return bus_log_error(&error, r, "Failed to %s", what);
@@ -345,81 +319,213 @@ static int verb_linger(sd_bus *bus, int argc _unused_, char **argv) {
         return simple_call(bus, "SetLinger", "change lingering", "sb", argv[1], b);
 }
 
-/* ---- verb table and help ---- */
+static int verb_unmount(sd_bus *bus, int argc _unused_, char **argv) {
+        return simple_call(bus, "Unmount", "unmount", "sst", argv[1], argv[2],
+                           arg_detach ? NSM_UNMOUNT_DETACH : UINT64_C(0));
+}
+
+static int verb_reload(sd_bus *bus, int argc _unused_, char **argv _unused_) {
+        return simple_call(bus, "ReloadConfig", "reload the configuration", NULL);
+}
+
+static int check_mounts(int argc _unused_, char **argv _unused_) {
+        if (arg_json != JSON_OFF && arg_graph)
+                return verb_usage_error("mounts", "--json and --graph cannot be combined");
+        return 0;
+}
+
+/* ---- options ---- */
+
+typedef struct Option {
+        const char *name;       /* the long option, without "--" */
+        char short_name;        /* 0: none */
+        int has_arg;            /* no_argument, required_argument or optional_argument */
+        const char *value;      /* how --help shows the argument: "pretty|short", "[USER@]HOST" */
+        bool common;            /* every verb takes it; the others only the verbs that list them */
+        const char *help;       /* one line for --help */
+        bool *flag;             /* a switch: set to true; or else */
+        int (*parse)(const char *arg); /* sets what the option sets; -EINVAL for a bad value */
+} Option;
+
+static int parse_json(const char *arg) {
+        if (!arg)
+                arg_json = isatty(STDOUT_FILENO) ? JSON_PRETTY : JSON_SHORT;
+        else if (streq(arg, "pretty"))
+                arg_json = JSON_PRETTY;
+        else if (streq(arg, "short"))
+                arg_json = JSON_SHORT;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int parse_no_ask_password(const char *arg _unused_) {
+        arg_ask_password = false;
+        return 0;
+}
+
+/* As in systemd's tools, the last of -H and -M wins. */
+static int parse_transport(BusTransport transport, const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_transport = transport;
+        arg_host = arg;
+        return 0;
+}
+
+static int parse_host(const char *arg) {
+        return parse_transport(BUS_TRANSPORT_REMOTE, arg);
+}
+
+static int parse_machine(const char *arg) {
+        return parse_transport(BUS_TRANSPORT_MACHINE, arg);
+}
+
+static const Option options[] = {
+        { "host", 'H', required_argument, "[USER@]HOST", true,
+          "operate on the daemon of HOST, over ssh", .parse = parse_host },
+        { "machine", 'M', required_argument, "CONTAINER", true,
+          "operate on the daemon of a local container", .parse = parse_machine },
+        { "no-pager", 0, no_argument, NULL, true,
+          "do not pipe the output into a pager", .flag = &arg_no_pager },
+        { "no-ask-password", 0, no_argument, NULL, true,
+          "do not ask for a password (polkit)", .parse = parse_no_ask_password },
+        { "help", 'h', no_argument, NULL, true,
+          "display this help (nsctl COMMAND --help: of COMMAND)", .flag = &arg_help },
+        { "version", 'V', no_argument, NULL, true,
+          "display the version", .flag = &arg_version },
+        { "json", 0, optional_argument, "pretty|short", false,
+          "print a JSON document (see nsctl(1))", .parse = parse_json },
+        { "graph", 0, no_argument, NULL, false,
+          "print the peer groups as a Graphviz dot graph", .flag = &arg_graph },
+        { "no-legend", 0, no_argument, NULL, false,
+          "do not print the column headers and the footer", .flag = &arg_no_legend },
+        { "recursive", 'r', no_argument, NULL, false,
+          "apply to every mount below PATH too", .flag = &arg_recursive },
+        { "read-only", 0, no_argument, NULL, false,
+          "make the bind mount read-only", .flag = &arg_read_only },
+        { "mkdir", 0, no_argument, NULL, false,
+          "create the destination if it is missing", .flag = &arg_mkdir },
+        { "detach", 0, no_argument, NULL, false,
+          "detach the mount even if busy, with everything below it", .flag = &arg_detach },
+};
+
+static const Option *find_option(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(options); i++)
+                if (streq(options[i].name, name))
+                        return options + i;
+        return NULL;
+}
+
+/* " -r, --recursive", "     --json[=pretty|short]", " -H, --host=[USER@]HOST" */
+static void print_option(FILE *f, const Option *o, const char *help) {
+        char shown[64];
+
+        snprintf(shown, sizeof(shown), " %c%c%c --%s%s%s%s%s", o->short_name ? '-' : ' ', o->short_name ?: ' ',
+                 o->short_name ? ',' : ' ', o->name, o->has_arg == optional_argument ? "[=" : "",
+                 o->has_arg == required_argument ? "=" : "", o->value ?: "",
+                 o->has_arg == optional_argument ? "]" : "");
+        fprintf(f, "%-27s %s\n", shown, help);
+}
+
+/* ---- verbs ---- */
+
+typedef enum VerbFlags {
+        VERB_EMPTY_USER_IS_HOST = 1 << 0, /* USER "" names the host, as on the bus */
+} VerbFlags;
+
+struct Verb {
+        const char *name;
+        const char *args;            /* for the usage line, after the name */
+        unsigned min_args, max_args; /* not counting the verb; UINT_MAX = unlimited */
+        VerbFlags flags;
+        const char *const *options;  /* long names of the options it takes besides the common ones */
+        const char *local_only;      /* why it cannot work over --host/--machine; NULL: it can */
+        int (*check)(int argc, char **argv); /* optional: more usage checks, before connecting */
+        int (*run)(sd_bus *bus, int argc, char **argv);
+        const char *summary;         /* one line, for nsctl --help */
+        const char *description;     /* for nsctl VERB --help */
+};
+
+#define OPTIONS(...) ((const char *const[]) { __VA_ARGS__, NULL })
 
 static const Verb verbs[] = {
-        { "list", 0, 0, verb_list, OPT_JSON | OPT_LEGEND,
-          "list [--json]",
-          "list the namespaces",
+        { "list", "", 0, 0, .options = OPTIONS("json", "no-legend"), .run = verb_list,
+          .summary = "list the namespaces",
+          .description =
           "List the user namespace views: user, UID, state, number of sessions, lingering,\n"
-          "number of mounts and creation time.",
-          NULL },
-        { "status", 1, 1, verb_status, OPT_JSON,
-          "status [--json] USER",
-          "show the state of USER's namespace",
+          "number of mounts and creation time." },
+        { "status", "USER", 1, 1, .options = OPTIONS("json"), .run = verb_status,
+          .summary = "show the state of USER's namespace",
+          .description =
           "Show the state of USER's namespace: sessions, lingering, mount namespace id,\n"
-          "creation time, number of mounts.",
-          NULL },
-        { "mounts", 0, 1, verb_mounts, OPT_JSON | OPT_GRAPH | OPT_LEGEND,
-          "mounts [--json|--graph] [USER]",
-          "show a view's mounts and where they propagate",
+          "creation time, number of mounts." },
+        { "mounts", "[USER]", 0, 1, .options = OPTIONS("json", "graph", "no-legend"),
+          .check = check_mounts, .run = verb_mounts,
+          .summary = "show a view's mounts and where they propagate",
+          .description =
           "Show the mounts of USER's view (without USER: of the host namespace) as a tree,\n"
           "with each mount's propagation, peer group and master group, and the other\n"
           "namespaces that receive what is mounted there: peers (two-way) and slaves\n"
           "(marked \"(slave)\", receive only). With --graph, print the peer groups of all\n"
-          "namespaces as a Graphviz dot graph (with USER: only the groups USER takes part in).",
-          NULL },
-        { "create", 1, 1, verb_create, 0,
-          "create USER",
-          "create USER's namespace",
-          "Create USER's namespace (nothing happens if it exists).",
-          NULL },
-        { "remove", 1, 1, verb_remove, 0,
-          "remove USER",
-          "remove USER's namespace",
-          "Unmount USER's tree and drop the namespace.",
-          NULL },
-        { "attach", 1, UINT_MAX, verb_attach, 0,
-          "attach USER [-- COMMAND [ARG...]]",
-          "run a command inside USER's namespace",
+          "namespaces as a Graphviz dot graph (with USER: only the groups USER takes part in)." },
+        { "create", "USER", 1, 1, .run = verb_create,
+          .summary = "create USER's namespace",
+          .description = "Create USER's namespace (nothing happens if it exists)." },
+        { "remove", "USER", 1, 1, .run = verb_remove,
+          .summary = "remove USER's namespace",
+          .description = "Unmount USER's tree and drop the namespace." },
+        { "attach", "USER [-- COMMAND [ARG...]]", 1, UINT_MAX, .run = verb_attach,
+          .local_only = "it hands nsmanagerd this machine's terminal and file descriptors, and as root "
+                        "enters the namespace with setns()",
+          .summary = "run a command inside USER's namespace",
+          .description =
           "Run COMMAND (default: USER's login shell) inside USER's mount namespace.\n"
           "As root, nsctl enters the namespace itself and runs COMMAND as root, like\n"
           "nsenter(1). Otherwise nsmanagerd starts COMMAND inside the namespace with the\n"
           "caller's user, groups, environment and working directory (where it exists in the\n"
           "view, else the home directory). When standard input is a terminal, COMMAND gets\n"
           "a pseudo terminal of its own; otherwise it uses nsctl's standard input, output and\n"
-          "error. nsctl exits with COMMAND's exit status, or 128+N if signal N killed it.",
-          NULL },
-        { "share", 1, 2, verb_share, 0,
-          "share [USER] PATH",
-          "share PATH (host), or rejoin the host's peer group (USER)",
+          "error. nsctl exits with COMMAND's exit status, or 128+N if signal N killed it.\n"
+          "Not over --host or --machine." },
+        { "share", "[USER] PATH", 1, 2, VERB_EMPTY_USER_IS_HOST, .run = verb_share,
+          .summary = "share PATH (host), or rejoin the host's peer group (USER)",
+          .description =
           "Without USER: make the host's PATH a shared mount (binding it onto itself first\n"
           "if needed) and make PATH in every existing namespace a peer of it. With USER:\n"
-          "make USER's PATH a peer of the host's mount at PATH again.",
-          NULL },
-        { "enslave", 2, 2, verb_enslave, 0,
-          "enslave USER PATH",
-          "make USER's PATH receive-only",
+          "make USER's PATH a peer of the host's mount at PATH again." },
+        { "enslave", "USER PATH", 2, 2, .run = verb_enslave,
+          .summary = "make USER's PATH receive-only",
+          .description =
           "Make USER's PATH a slave: it still receives the mounts of the host and of other\n"
-          "users, and its own mounts propagate nowhere.",
-          NULL },
-        { "propagation", 2, 3, verb_propagation, OPT_RECURSIVE,
-          "propagation [USER] PATH shared|slave|private|unbindable [--recursive]",
-          "change the propagation of a mount",
+          "users, and its own mounts propagate nowhere." },
+        { "propagation", "[USER] PATH shared|slave|private|unbindable", 2, 3, VERB_EMPTY_USER_IS_HOST,
+          .options = OPTIONS("recursive"), .check = check_propagation, .run = verb_propagation,
+          .summary = "change the propagation of a mount",
+          .description =
           "Change the propagation type of the mount at PATH in USER's view (without USER:\n"
-          "on the host).",
-          check_propagation },
-        { "bind", 3, 3, verb_bind, OPT_BIND,
-          "bind USER SOURCE DEST [--read-only] [--mkdir]",
-          "bind a host path into a running view",
+          "on the host)." },
+        { "bind", "USER SOURCE DEST", 3, 3, .options = OPTIONS("read-only", "mkdir"), .run = verb_bind,
+          .summary = "bind a host path into a running view",
+          .description =
           "Bind the host's SOURCE onto DEST inside USER's running view. The bound tree\n"
-          "follows its source one way.",
-          NULL },
-        { "linger", 2, 2, verb_linger, 0,
-          "linger USER yes|no",
-          "keep USER's namespace without sessions",
-          "Enable or disable lingering: a lingering namespace survives its last session.",
-          check_linger },
+          "follows its source one way." },
+        { "unmount", "USER PATH", 2, 2, .options = OPTIONS("detach"), .run = verb_unmount,
+          .summary = "unmount PATH in a running view",
+          .description =
+          "Unmount the mount at PATH inside USER's running view (a bind mount, or what was\n"
+          "mounted there). A mount that is in use or has mounts below it is refused as busy,\n"
+          "unless --detach is given: then it is detached with everything below it and goes\n"
+          "away once no longer in use. A user may unmount only what was bound for them." },
+        { "linger", "USER yes|no", 2, 2, .check = check_linger, .run = verb_linger,
+          .summary = "keep USER's namespace without sessions",
+          .description = "Enable or disable lingering: a lingering namespace survives its last session." },
+        { "reload", "", 0, 0, .run = verb_reload,
+          .summary = "reload the daemon's configuration",
+          .description =
+          "Make nsmanagerd read its configuration files again (as SIGHUP does). The new\n"
+          "settings apply to namespaces created afterwards; existing ones stay as they are.\n"
+          "A file with an error is refused and the old configuration stays." },
 };
 
 static const Verb *find_verb(const char *name) {
@@ -429,83 +535,89 @@ static const Verb *find_verb(const char *name) {
         return NULL;
 }
 
-static void print_verb_options(const Verb *v) {
-        fputs("\nOptions:\n", stdout);
-        if (v->options & OPT_JSON)
-                fputs("     --json[=pretty|short]  print a JSON document (see nsctl(1))\n", stdout);
-        if (v->options & OPT_GRAPH)
-                fputs("     --graph                print the peer groups as a Graphviz dot graph\n", stdout);
-        if (v->options & OPT_RECURSIVE)
-                fputs(" -r, --recursive            apply to every mount below PATH too\n", stdout);
-        if (v->options & OPT_BIND) {
-                fputs("     --read-only            make the bind mount read-only\n", stdout);
-                fputs("     --mkdir                create the destination if it is missing\n", stdout);
+static bool verb_takes_option(const Verb *v, const Option *o) {
+        if (o->common)
+                return true;
+        for (const char *const *i = v->options; i && *i; i++)
+                if (streq(*i, o->name))
+                        return true;
+        return false;
+}
+
+/* "bind USER SOURCE DEST [--read-only] [--mkdir]" */
+static void print_verb_synopsis(FILE *f, const Verb *v) {
+        fprintf(f, " %s %s%s%s", program_invocation_short_name, v->name, v->args[0] ? " " : "", v->args);
+        for (const char *const *i = v->options; i && *i; i++) {
+                const Option *o = find_option(*i);
+
+                fprintf(f, " [--%s%s%s%s]", o->name, o->has_arg == optional_argument ? "[=" : "",
+                        o->has_arg == required_argument ? "=" : "",
+                        o->has_arg == no_argument ? "" : o->value);
+                if (o->has_arg == optional_argument)
+                        fputc(']', f);
         }
-        if (v->options & OPT_LEGEND)
-                fputs("     --no-legend            do not print the column headers and the footer\n", stdout);
-        if (v->options & (OPT_JSON | OPT_GRAPH))
-                fputs("     --no-pager             do not pipe the output into a pager\n", stdout);
-        else
-                fputs("     --no-ask-password      do not ask for a password\n", stdout);
-        fputs(" -h, --help                 display this help\n", stdout);
+        fputc('\n', f);
 }
 
 static void help_verb(const Verb *v) {
         fputs("\nUsage:\n", stdout);
         print_verb_synopsis(stdout, v);
         printf("\n%s\n", v->description);
-        print_verb_options(v);
+        fputs("\nOptions:\n", stdout);
+        for (const char *const *i = v->options; i && *i; i++) {
+                const Option *o = find_option(*i);
+                print_option(stdout, o, o->help);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(options); i++)
+                if (options[i].common)
+                        print_option(stdout, options + i, options[i].help);
         fputs("\nFor more details see nsctl(1).\n", stdout);
 }
 
 static void help(void) {
         fputs("\nUsage:\n", stdout);
-        printf(" %s [options] COMMAND ...\n", program_invocation_short_name);
+        printf(" %s [OPTIONS...] COMMAND ...\n", program_invocation_short_name);
         fputs("\nInspect and manage the per-user mount namespaces of nsmanagerd.\n", stdout);
         fputs("\nCommands:\n", stdout);
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
-                const char *space = strchr(verbs[i].synopsis, ' ');
-                /* Show the synopsis without the options in brackets at the front */
                 char shown[80];
 
-                snprintf(shown, sizeof(shown), "%s", verbs[i].synopsis);
-                if (space && strncmp(space + 1, "[--", 3) == 0) {
-                        const char *end = strchr(space + 1, ']');
-                        snprintf(shown, sizeof(shown), "%.*s%s", (int) (space - verbs[i].synopsis),
-                                 verbs[i].synopsis, end ? end + 1 : "");
-                }
+                snprintf(shown, sizeof(shown), "%s%s%s", verbs[i].name, verbs[i].args[0] ? " " : "", verbs[i].args);
                 if (strlen(shown) > 34)
                         printf(" %s\n %-34s %s\n", shown, "", verbs[i].summary);
                 else
                         printf(" %-34s %s\n", shown, verbs[i].summary);
         }
-        fputs("\nOptions:\n"
-              "     --json[=pretty|short]  print JSON (list, status, mounts)\n"
-              "     --graph                mounts: print the peer-group graph in dot\n"
-              " -r, --recursive            propagation: apply to the whole subtree\n"
-              "     --read-only            bind: make the bind mount read-only\n"
-              "     --mkdir                bind: create the destination\n"
-              "     --no-pager             do not pipe output into a pager\n"
-              "     --no-legend            do not print table headers and footers\n"
-              "     --no-ask-password      do not ask for a password (polkit)\n"
-              " -h, --help                 display this help (nsctl COMMAND --help: of COMMAND)\n"
-              " -V, --version              display version\n", stdout);
+
+        fputs("\nOptions:\n", stdout);
+        for (size_t i = 0; i < ELEMENTSOF(options); i++) {
+                _cleanup_free_ char *text = NULL, *takers = NULL;
+                char **names = NULL;
+                size_t n = 0;
+
+                if (options[i].common) {
+                        print_option(stdout, options + i, options[i].help);
+                        continue;
+                }
+                /* Name the verbs that take it, from the verb table. */
+                for (size_t j = 0; j < ELEMENTSOF(verbs); j++)
+                        if (verb_takes_option(verbs + j, options + i))
+                                (void) strv_push(&names, &n, strdup(verbs[j].name));
+                takers = strv_join(names, ", ");
+                strv_free(names);
+                if (!takers || asprintf(&text, "%s: %s", takers, options[i].help) < 0)
+                        text = NULL;
+                print_option(stdout, options + i, text ?: options[i].help);
+        }
         fputs("\nExit status: 0 on success, 1 if the operation was refused or failed,\n"
-              "2 on bad usage; attach: the command's exit status.\n", stdout);
+              "2 on bad usage (also: a command that cannot work over --host/--machine);\n"
+              "attach: the command's exit status.\n", stdout);
         fputs("\nFor more details see nsctl(1).\n", stdout);
 }
 
 /* ---- main ---- */
 
-enum {
-        ARG_JSON = 0x100,
-        ARG_GRAPH,
-        ARG_NO_PAGER,
-        ARG_NO_LEGEND,
-        ARG_NO_ASK_PASSWORD,
-        ARG_READ_ONLY,
-        ARG_MKDIR,
-};
+#define OPTION_BASE 0x100 /* getopt's 'val' of options[i] is OPTION_BASE + i, beyond any char */
 
 /* For the usage shown after an option error: the first argument that names a verb. */
 static const char *guess_verb(int argc, char *argv[]) {
@@ -518,157 +630,135 @@ static const char *guess_verb(int argc, char *argv[]) {
         return NULL;
 }
 
-static int parse_argv(int argc, char *argv[], unsigned *ret_seen, bool *ret_help) {
-        static const struct option options[] = {
-                { "help",            no_argument,       NULL, 'h'                 },
-                { "version",         no_argument,       NULL, 'V'                 },
-                { "json",            optional_argument, NULL, ARG_JSON            },
-                { "graph",           no_argument,       NULL, ARG_GRAPH           },
-                { "recursive",       no_argument,       NULL, 'r'                 },
-                { "read-only",       no_argument,       NULL, ARG_READ_ONLY       },
-                { "mkdir",           no_argument,       NULL, ARG_MKDIR           },
-                { "no-pager",        no_argument,       NULL, ARG_NO_PAGER        },
-                { "no-legend",       no_argument,       NULL, ARG_NO_LEGEND       },
-                { "no-ask-password", no_argument,       NULL, ARG_NO_ASK_PASSWORD },
-                {}
-        };
-        unsigned seen = 0;
-        bool help_requested = false;
+/* Sets what the options say; records in 'seen' (one per options[] entry) which were given. */
+static int parse_argv(int argc, char *argv[], bool *seen) {
+        struct option longopts[ELEMENTSOF(options) + 1] = {};
+        char shortopts[1 + 3 * ELEMENTSOF(options) + 1] = ":"; /* ':': report a missing argument as such */
+        size_t k = 1;
         int c;
 
+        for (size_t i = 0; i < ELEMENTSOF(options); i++) {
+                const Option *o = options + i;
+
+                longopts[i] = (struct option) { o->name, o->has_arg, NULL, OPTION_BASE + (int) i };
+                if (o->short_name) {
+                        shortopts[k++] = o->short_name;
+                        if (o->has_arg != no_argument)
+                                shortopts[k++] = ':';
+                        if (o->has_arg == optional_argument)
+                                shortopts[k++] = ':';
+                }
+        }
+        shortopts[k] = '\0';
+
         opterr = 0;
-        while ((c = getopt_long(argc, argv, "hVr", options, NULL)) >= 0)
-                switch (c) {
-                case 'h':
-                        help_requested = true;
-                        break;
-                case 'V':
-                        printf("nsctl %s\n", PACKAGE_VERSION);
-                        exit(NSCTL_EXIT_SUCCESS);
-                case ARG_JSON:
-                        if (!optarg || streq(optarg, "pretty"))
-                                arg_json = optarg || isatty(STDOUT_FILENO) ? JSON_PRETTY : JSON_SHORT;
-                        else if (streq(optarg, "short"))
-                                arg_json = JSON_SHORT;
-                        else {
-                                return verb_usage_error(guess_verb(argc, argv), "invalid --json= mode '%s': expected pretty or short", optarg);
-                        }
-                        seen |= OPT_JSON;
-                        break;
-                case ARG_GRAPH:
-                        arg_graph = true;
-                        seen |= OPT_GRAPH;
-                        break;
-                case 'r':
-                        arg_recursive = true;
-                        seen |= OPT_RECURSIVE;
-                        break;
-                case ARG_READ_ONLY:
-                        arg_read_only = true;
-                        seen |= OPT_BIND;
-                        break;
-                case ARG_MKDIR:
-                        arg_mkdir = true;
-                        seen |= OPT_BIND;
-                        break;
-                case ARG_NO_PAGER:
-                        arg_no_pager = true;
-                        break;
-                case ARG_NO_LEGEND:
-                        arg_no_legend = true;
-                        seen |= OPT_LEGEND;
-                        break;
-                case ARG_NO_ASK_PASSWORD:
-                        arg_ask_password = false;
-                        break;
-                case '?':
-                        if (optopt)
-                                return verb_usage_error(guess_verb(argc, argv), "invalid option -- '%c'", optopt);
-                        return verb_usage_error(guess_verb(argc, argv), "unrecognized option '%s'", argv[optind - 1]);
-                default:
-                        abort();
+        while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) >= 0) {
+                const Option *o = NULL;
+
+                if (c == '?' || c == ':') {
+                        /* optopt: the short option, or the 'val' of a long one that had an
+                         * argument too many or too few; 0 for an unknown long option */
+                        const char *what = argv[optind - 1];
+                        char shown[3] = { '-', (char) optopt, 0 };
+
+                        if (optopt > 0 && optopt < OPTION_BASE)
+                                what = shown;
+                        if (c == ':')
+                                return verb_usage_error(guess_verb(argc, argv), "option '%s' requires an argument", what);
+                        if (optopt >= OPTION_BASE)
+                                return verb_usage_error(guess_verb(argc, argv), "option '%s' takes no argument", what);
+                        return verb_usage_error(guess_verb(argc, argv), "unrecognized option '%s'", what);
                 }
 
-        *ret_seen = seen;
-        *ret_help = help_requested;
+                if (c >= OPTION_BASE)
+                        o = options + (c - OPTION_BASE);
+                else
+                        for (size_t i = 0; i < ELEMENTSOF(options); i++)
+                                if (options[i].short_name == c)
+                                        o = options + i;
+                if (!o)
+                        abort();
+
+                seen[o - options] = true;
+                if (o->flag)
+                        *o->flag = true;
+                else if (o->parse(optarg) < 0)
+                        return verb_usage_error(guess_verb(argc, argv), "invalid value '%s' for --%s%s%s",
+                                                optarg ?: "", o->name, o->value ? ": expected " : "", o->value ?: "");
+        }
+
+        return 0;
+}
+
+/* Whether the command line makes sense for v; reports what does not. */
+static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, char **args) {
+        for (size_t i = 0; i < ELEMENTSOF(options); i++)
+                if (seen[i] && !verb_takes_option(v, options + i))
+                        return verb_usage_error(v->name, "option --%s does not apply to '%s'", options[i].name, v->name);
+
+        if (n_args - 1 < v->min_args)
+                return verb_usage_error(v->name, "missing argument");
+        if (n_args - 1 > v->max_args)
+                return verb_usage_error(v->name, "too many arguments");
+
+        /* The host is "" only where the contract allows it (share, propagation). */
+        if (n_args > 1 && args[1][0] == '\0' && !(v->flags & VERB_EMPTY_USER_IS_HOST))
+                return verb_usage_error(v->name, "empty user name");
+
+        if (v->local_only && arg_transport == BUS_TRANSPORT_REMOTE)
+                return verb_usage_error(v->name, "'%s' cannot work over --host: %s. Run nsctl on that machine "
+                                        "instead: ssh -t %s nsctl %s ...", v->name, v->local_only, arg_host, v->name);
+        if (v->local_only && arg_transport == BUS_TRANSPORT_MACHINE)
+                return verb_usage_error(v->name, "'%s' cannot work over --machine: %s. Run nsctl in the container "
+                                        "instead: machinectl shell %s /usr/bin/nsctl %s ...", v->name, v->local_only,
+                                        arg_host, v->name);
+
+        if (v->check)
+                return v->check((int) n_args, args);
         return 0;
 }
 
 int main(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        bool seen[ELEMENTSOF(options)] = {};
         const Verb *v;
-        unsigned seen = 0, n_args;
-        bool help_requested = false;
+        unsigned n_args;
         char **args;
         int r;
 
-        r = parse_argv(argc, argv, &seen, &help_requested);
+        /* Our messages are for the person at the terminal, not for the journal. */
+        log_set_target(LOG_TARGET_CONSOLE);
+
+        r = parse_argv(argc, argv, seen);
         if (r < 0)
                 return NSCTL_EXIT_USAGE;
+        if (arg_version) {
+                printf("nsctl %s\n", PACKAGE_VERSION);
+                return NSCTL_EXIT_SUCCESS;
+        }
 
         args = argv + optind;
         n_args = (unsigned) (argc - optind);
+        v = n_args > 0 ? find_verb(args[0]) : NULL;
 
-        if (n_args == 0) {
-                if (help_requested) {
+        if (arg_help) {
+                if (v)
+                        help_verb(v);
+                else
                         help();
-                        return NSCTL_EXIT_SUCCESS;
-                }
+                return NSCTL_EXIT_SUCCESS;
+        }
+        if (n_args == 0) {
                 verb_usage_error(NULL, "no command given");
                 return NSCTL_EXIT_USAGE;
         }
-
-        v = find_verb(args[0]);
         if (!v) {
-                if (help_requested) {
-                        help();
-                        return NSCTL_EXIT_SUCCESS;
-                }
                 verb_usage_error(NULL, "unknown command '%s'", args[0]);
                 return NSCTL_EXIT_USAGE;
         }
 
-        if (help_requested) {
-                help_verb(v);
-                return NSCTL_EXIT_SUCCESS;
-        }
-
-        if (seen & ~v->options) {
-                static const struct {
-                        unsigned flag;
-                        const char *name;
-                } names[] = {
-                        { OPT_JSON, "--json" },
-                        { OPT_GRAPH, "--graph" },
-                        { OPT_RECURSIVE, "--recursive" },
-                        { OPT_BIND, "--read-only/--mkdir" },
-                        { OPT_LEGEND, "--no-legend" },
-                };
-                for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                        if (seen & ~v->options & names[i].flag) {
-                                verb_usage_error(v->name, "option %s does not apply to '%s'", names[i].name, v->name);
-                                return NSCTL_EXIT_USAGE;
-                        }
-        }
-        if ((seen & OPT_JSON) && (seen & OPT_GRAPH)) {
-                verb_usage_error(v->name, "--json and --graph cannot be combined");
-                return NSCTL_EXIT_USAGE;
-        }
-
-        if (n_args - 1 < v->min_args) {
-                verb_usage_error(v->name, "missing argument");
-                return NSCTL_EXIT_USAGE;
-        }
-        if (n_args - 1 > v->max_args) {
-                verb_usage_error(v->name, "too many arguments");
-                return NSCTL_EXIT_USAGE;
-        }
-        /* The host is "" only where the contract allows it (share, propagation). */
-        if (n_args > 1 && args[1][0] == '\0' && !streq(v->name, "share") && !streq(v->name, "propagation")) {
-                verb_usage_error(v->name, "empty user name");
-                return NSCTL_EXIT_USAGE;
-        }
-        if (v->check && v->check((int) n_args, args) < 0)
+        r = check_verb_usage(v, seen, n_args, args);
+        if (r < 0)
                 return NSCTL_EXIT_USAGE;
 
         r = bus_connect(&bus);

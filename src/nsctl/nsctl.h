@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
+#include "log.h"
 #include "macros.h"
+#include "mount-entry.h"
 #include "strv.h"
 
 /* Exit codes of nsctl (see nsctl(1)) */
@@ -21,33 +24,43 @@ typedef enum JsonMode {
         JSON_PRETTY,
 } JsonMode;
 
+/* Which daemon nsctl talks to */
+typedef enum BusTransport {
+        BUS_TRANSPORT_LOCAL,   /* this machine's system bus */
+        BUS_TRANSPORT_REMOTE,  /* --host: another machine's, over ssh */
+        BUS_TRANSPORT_MACHINE, /* --machine: a local container's */
+} BusTransport;
+
 /* Command line state, shared by the verbs */
 extern JsonMode arg_json;
 extern bool arg_no_pager;
 extern bool arg_no_legend;
 extern bool arg_ask_password;
 extern bool arg_graph;
-extern bool arg_recursive;
-extern bool arg_read_only;
-extern bool arg_mkdir;
+extern BusTransport arg_transport;
+extern const char *arg_host; /* --host or --machine */
 
 /* Reported by a verb for bad usage: prints "nsctl VERB: message" and the verb's usage line. */
 int verb_usage_error(const char *verb, const char *fmt, ...) _printf_(2, 3);
 
-/* Errors: print one line on stderr. Both return -EIO-ish negative values so a verb can
- * "return bus_log_error(...)"; main() maps any negative return to exit status 1. */
-int log_error_errno(int r, const char *fmt, ...) _printf_(2, 3);
+/* A failed call, as one line on stderr (the shared logger, log.h, prints plain lines for
+ * nsctl): the daemon's message if it gave one, else the context and the errno text. Returns
+ * r, negative, so a verb can "return bus_log_error(...)"; main() maps any negative return to
+ * exit status 1. */
 int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) _printf_(3, 4);
-#define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
 
 /* Bus helpers (nsctl-bus.c) */
 /* sd-bus.h provides sd_bus_message_unrefp() and friends for _cleanup_(). */
 
+/* The system bus of this machine, of --host or of --machine. */
 int bus_connect(sd_bus **ret);
 
-/* Calls a method of the Manager object; 'usec' 0 = the default timeout. */
+/* Calls a method of the Manager object; 'usec' 0 = the default timeout; 'types' NULL: no
+ * arguments. */
 int manager_call(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
                  sd_bus_message **ret_reply, const char *types, ...);
+int manager_callv(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *error,
+                  sd_bus_message **ret_reply, const char *types, va_list ap);
 
 typedef struct NamespaceInfo {
         char *user;
@@ -72,20 +85,9 @@ int list_namespaces(sd_bus *bus, bool properties, NamespaceInfo **ret, size_t *r
 /* GetNamespace(user) + properties. Refusals are reported and returned negative. */
 int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret);
 
-typedef struct MountInfo {
-        uint64_t mount_id;
-        uint64_t parent_id;
-        uint64_t peer_group;
-        uint64_t master_group;
-        char *target;
-        char *source;
-        char *fstype;
-        char *propagation;
-} MountInfo;
-
-void mount_info_array_free(MountInfo *a, size_t n);
-/* GetMounts(user), user "" = host. The error is left in 'error' and not printed. */
-int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountInfo **ret, size_t *ret_n);
+/* GetMounts(user), user "" = host: one MountEntry (mount-entry.h) per mount, in the daemon's
+ * order. The error is left in 'error' and not printed. */
+int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n);
 
 /* Spawns pkttyagent for the duration of a call that may ask for authorization, when stdin is
  * a terminal and --no-ask-password was not given. */
@@ -151,5 +153,4 @@ int verb_attach(sd_bus *bus, int argc, char **argv);
 
 /* helpers for the verbs */
 size_t utf8_width(const char *s);
-char *strjoin_sep(char **l, const char *sep);
 int strv_push(char ***l, size_t *n, char *s);

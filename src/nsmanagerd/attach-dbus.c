@@ -12,6 +12,7 @@
 
 #include "attach-process.h"
 #include "attach.h"
+#include "bus-creds.h"
 #include "bus-errors.h"
 #include "bus-polkit.h"
 #include "log.h"
@@ -88,14 +89,9 @@ static int validate_args(const AttachArgs *a, sd_bus_error *error) {
         return check_fds(a->fds, error);
 }
 
-/* The uid the bus authenticated when the caller connected (its effective uid then). */
+/* The uid the bus authenticated when the caller connected (bus-creds.h). */
 static int caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        int r;
-
-        r = sd_bus_query_sender_creds(message, SD_BUS_CREDS_EUID, &creds);
-        if (r >= 0)
-                r = sd_bus_creds_get_euid(creds, ret);
+        int r = bus_message_get_sender_uid(message, ret);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller's user: %s",
                                          strerror(-r));
@@ -122,19 +118,19 @@ static int check_limit(Manager *m, uid_t uid, sd_bus_error *error) {
 static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Namespace *ns, uid_t uid,
                  AttachProcess **ret, sd_bus_error *error) {
         _cleanup_(attach_process_freep) AttachProcess *p = NULL;
-        _cleanup_(user_record_done) UserRecord caller = {};
-        _cleanup_free_ gid_t *groups = NULL;
+        _cleanup_(user_record_done) UserRecord record = {};
+        _cleanup_(credentials_done) Credentials caller = {};
         _cleanup_close_ int status_fd = -EBADF;
         AttachRequest req;
-        int n_groups, r;
+        int r;
 
-        r = user_record_by_uid(uid, &caller);
+        r = user_record_by_uid(uid, &record);
+        if (r >= 0)
+                r = user_credentials_by_uid(uid, &caller);
         if (r == -ESRCH)
                 return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "uid %u has no user record (NSS).", (unsigned) uid);
-        if (r >= 0)
-                r = user_group_ids(caller.name, caller.gid, &groups, &n_groups);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Failed to look up the groups of uid %u: %m", (unsigned) uid);
+                return sd_bus_error_set_errnof(error, -r, "Failed to look up uid %u and its groups: %m", (unsigned) uid);
 
         status_fd = fcntl(a->fds[3], F_DUPFD_CLOEXEC, 3);
         if (status_fd < 0)
@@ -148,8 +144,7 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 .mntns_fd = ns->mntns_fd,
                 .uid = uid,
                 .caller = &caller,
-                .groups = groups,
-                .n_groups = n_groups,
+                .home = record.home,
                 .command = a->command,
                 .environment = a->environment,
                 .working_directory = a->working_directory[0] ? a->working_directory : NULL,

@@ -38,7 +38,7 @@ typedef struct AttachContext {
         uid_t uid;
         gid_t gid;
         const gid_t *groups;
-        int n_groups;
+        size_t n_groups;
         const char *working_directory; /* NULL or absolute */
         const char *home;
         char **command;
@@ -96,7 +96,7 @@ static void child_drop_daemon_state(const AttachContext *c) {
 /* For good: groups first (needs root), then gid, then uid (real, effective and saved).
  * Changing the uid away from 0 clears every capability. */
 static void child_drop_privileges(const AttachContext *c) {
-        if (setgroups((size_t) c->n_groups, c->groups) < 0)
+        if (setgroups(c->n_groups, c->groups) < 0)
                 child_fail("Failed to set the supplementary groups", errno);
         if (setresgid(c->gid, c->gid, c->gid) < 0)
                 child_fail("Failed to change the group", errno);
@@ -177,10 +177,10 @@ int attach_fork_start(AttachProcess *p, const AttachRequest *req, sd_bus_error *
                         .fds = { fd_in, fd_out, fd_err },
                         .uid = req->uid,
                         .gid = req->caller->gid,
-                        .groups = req->groups,
-                        .n_groups = req->n_groups,
+                        .groups = req->caller->groups,
+                        .n_groups = req->caller->n_groups,
                         .working_directory = req->working_directory,
-                        .home = req->caller->home,
+                        .home = req->home,
                         .command = req->command,
                         .environment = req->environment,
                 };

@@ -19,9 +19,8 @@ typedef struct AttachRequest {
         const char *user;              /* the namespace's owner */
         int mntns_fd;                  /* the namespace */
         uid_t uid;                     /* the caller, as the bus authenticated it */
-        const UserRecord *caller;      /* its NSS record: name, primary gid, home */
-        const gid_t *groups;           /* its groups from NSS (getgrouplist), primary first */
-        int n_groups;
+        const Credentials *caller;     /* its gid and groups from NSS (never /proc) */
+        const char *home;              /* its home, from NSS */
         char **command;
         char **environment;
         const char *working_directory; /* NULL or absolute */

@@ -119,7 +119,7 @@ static int environment_directory(Manager *m, char **ret) {
         static bool cleaned = false;
         _cleanup_free_ char *dir = NULL;
 
-        if (asprintf(&dir, "%s/attach", m->config.state_directory) < 0)
+        if (asprintf(&dir, "%s/attach", m->state.root) < 0)
                 return -ENOMEM;
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return -errno;

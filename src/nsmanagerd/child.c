@@ -2,97 +2,246 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdint.h>
-#include <sys/syscall.h>
-#include <stdbool.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "child.h"
-#include "macros.h"
+#include "log.h"
 
-typedef struct ReplyHeader {
-        int result;
-        int stage;
-} ReplyHeader;
+/* A reply larger than this (a helper gone mad) ends the child. */
+#define CHILD_DATA_MAX (64U * 1024U * 1024U)
 
-int child_send(int sock, int result, int stage, const void *data, size_t size, const int *fds, size_t n_fds) {
-        ReplyHeader h = { .result = result, .stage = stage };
-        struct iovec iov[2] = {
-                { .iov_base = &h, .iov_len = sizeof h },
-                { .iov_base = (void *) data, .iov_len = data ? size : 0 },
-        };
-        union {
-                struct cmsghdr cmsg;
-                char buf[CMSG_SPACE(sizeof(int) * 4)];
-        } control = {};
-        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+typedef struct Child Child;
 
-        if (size > sizeof(((ChildReply *) NULL)->data) || n_fds > 4)
-                return -E2BIG;
-        if (n_fds > 0) {
-                mh.msg_control = &control;
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-                memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+struct Child {
+        ChildSet *set;
+        char *description;
+        pid_t pid;
+        int pidfd;
+        int sock;
+        sd_event_source *exit_source, *io_source, *deadline_source;
+        uid_t owner;
+        uint64_t deadline;
+        bool answered;           /* 'done' was called */
+        bool stuck;              /* past its deadline and not exited */
+        ChildDoneFunc done;
+        void *userdata;
+
+        char *data;              /* IPC_MORE payloads */
+        size_t size;
+        IpcMessage *final;
+        Child *prev, *next;
+};
+
+struct ChildSet {
+        sd_event *event;
+        Child *children;
+};
+
+ChildSet *child_set_new(sd_event *event) {
+        ChildSet *s = calloc(1, sizeof(ChildSet));
+        if (!s)
+                return NULL;
+        s->event = sd_event_ref(event);
+        return s;
+}
+
+static Child *child_free(Child *c) {
+        if (!c)
+                return NULL;
+        if (c->set) {
+                if (c->prev)
+                        c->prev->next = c->next;
+                else
+                        c->set->children = c->next;
+                if (c->next)
+                        c->next->prev = c->prev;
         }
-        if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
-                return -errno;
+        sd_event_source_disable_unref(c->exit_source);
+        sd_event_source_disable_unref(c->io_source);
+        sd_event_source_disable_unref(c->deadline_source);
+        safe_close(c->sock);
+        safe_close(c->pidfd);
+        if (c->final)
+                ipc_message_close_fds(c->final);
+        free(c->final);
+        free(c->data);
+        free(c->description);
+        free(c);
+        return NULL;
+}
+
+void pidfd_kill_and_reap(int pidfd, uint64_t usec) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+        if (pidfd < 0)
+                return;
+        (void) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        if (poll(&p, 1, (int) (usec / USEC_PER_MSEC)) > 0)
+                (void) waitid(P_PIDFD, (id_t) pidfd, NULL, WEXITED | WNOHANG);
+}
+
+static void child_answer(Child *c, int result, const char *message) {
+        if (c->answered)
+                return;
+        c->answered = true;
+        c->done(result, message, c->final, c->data, c->size, c->userdata);
+        if (c->final)
+                ipc_message_close_fds(c->final);
+}
+
+ChildSet *child_set_free(ChildSet *s) {
+        if (!s)
+                return NULL;
+        for (Child *c = s->children; c; c = c->next)
+                if (c->pidfd >= 0)
+                        (void) syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+        while (s->children) {
+                Child *c = s->children;
+                pidfd_kill_and_reap(c->pidfd, c->stuck ? 0 : USEC_PER_SEC);
+                /* Whoever waits for it hears that we are going. */
+                child_answer(c, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                child_free(c);
+        }
+        sd_event_unref(s->event);
+        free(s);
+        return NULL;
+}
+
+unsigned child_set_stuck(ChildSet *s, uid_t owner) {
+        unsigned n = 0;
+        for (Child *c = s->children; c; c = c->next)
+                if (c->stuck && c->owner == owner)
+                        n++;
+        return n;
+}
+
+unsigned child_set_size(ChildSet *s) {
+        unsigned n = 0;
+        for (Child *c = s->children; c; c = c->next)
+                n++;
+        return n;
+}
+
+/* Reads what the child sent; returns < 0 once the child broke the protocol. */
+static int child_read(Child *c) {
+        for (;;) {
+                _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
+                int r;
+
+                if (!m)
+                        return -ENOMEM;
+                r = ipc_recv(c->sock, m, MSG_DONTWAIT);
+                if (r == -EAGAIN || r == 0)
+                        return 0;
+                if (r < 0)
+                        return r;
+                if (c->final || c->answered) {
+                        /* Nothing is expected after the final message, nor after the deadline. */
+                        ipc_message_close_fds(m);
+                        continue;
+                }
+                if (m->flags & IPC_MORE) {
+                        ipc_message_close_fds(m);
+                        if (c->size + m->size > CHILD_DATA_MAX)
+                                return -EFBIG;
+                        char *d = realloc(c->data, c->size + m->size + 1);
+                        if (!d)
+                                return -ENOMEM;
+                        memcpy(d + c->size, m->payload, m->size);
+                        c->data = d;
+                        c->size += m->size;
+                        c->data[c->size] = 0;
+                        continue;
+                }
+                c->final = TAKE_PTR(m);
+        }
+}
+
+static int on_child_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Child *c = userdata;
+        int r = child_read(c);
+        if (r < 0) {
+                log_warning_errno(r, "%s: the helper process broke the protocol, killing it: %m", c->description);
+                (void) syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+                c->io_source = sd_event_source_disable_unref(c->io_source);
+        } else if (revents & (EPOLLHUP | EPOLLERR))
+                c->io_source = sd_event_source_disable_unref(c->io_source);
         return 0;
 }
 
-static int child_recv(int sock, ChildReply *r, int flags) {
-        ReplyHeader h;
-        union {
-                struct cmsghdr cmsg;
-                char buf[CMSG_SPACE(sizeof(int) * 4)];
-        } control = {};
-        *r = (ChildReply) {};
-        struct iovec iov[2] = {
-                { .iov_base = &h, .iov_len = sizeof h },
-                { .iov_base = r->data, .iov_len = sizeof r->data },
-        };
-        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = &control, .msg_controllen = sizeof control };
-        ssize_t n;
+static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        Child *c = userdata;
+        char why[128];
 
-        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
-        if (n < 0)
-                return -errno;
-        if (n == 0)
-                return 0;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-                        r->n_fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                        memcpy(r->fds, CMSG_DATA(c), sizeof(int) * r->n_fds);
-                }
-        if ((size_t) n < sizeof h) {
-                child_reply_close_fds(r);
-                return -EPROTO;
+        (void) child_read(c);
+        if (c->stuck)
+                log_info("%s: the helper process that was stuck past its deadline has ended.", c->description);
+        if (c->final)
+                child_answer(c, c->final->result, ipc_message_text(c->final));
+        else if (!c->answered) {
+                if (si->si_code == CLD_EXITED)
+                        snprintf(why, sizeof why, "exited with status %d", si->si_status);
+                else
+                        snprintf(why, sizeof why, "was killed by signal %d", si->si_status);
+                log_warning("%s: the helper process %s without answering.", c->description, why);
+                child_answer(c, -EPROTO, NULL);
         }
-        r->result = h.result;
-        r->stage = h.stage;
-        r->data_size = (size_t) n - sizeof h;
-        return 1;
+        child_free(c);
+        return 0;
 }
 
-void child_reply_close_fds(ChildReply *r) {
-        for (size_t i = 0; i < r->n_fds; i++)
-                r->fds[i] = safe_close(r->fds[i]);
-        r->n_fds = 0;
+static int on_child_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        Child *c = userdata;
+        _cleanup_free_ char *message = NULL;
+
+        c->deadline_source = sd_event_source_disable_unref(c->deadline_source);
+        if (c->answered)
+                return 0;
+        log_warning("%s did not finish in time (a file system that does not answer?); killing it.", c->description);
+        (void) syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+        c->stuck = true;
+        /* Late answers are not read: the caller has been told it timed out. */
+        c->io_source = sd_event_source_disable_unref(c->io_source);
+        c->sock = safe_close(c->sock);
+        if (asprintf(&message, "%s did not finish within the deadline (OperationTimeoutSec=): a file system on the way "
+                     "does not answer. Nothing was changed after the step it was stuck in.", c->description) < 0)
+                message = NULL;
+        child_answer(c, -ETIMEDOUT, message);
+        return 0;
 }
 
-/* fork() copies the daemon's fd table — one nsfs fd per namespace — and the child's exit drops
- * every one of those references again: measured here, that made each child (and so each
- * CreateNamespace) cost about 0.1 ms more per 1,000 namespaces. The child therefore shares the
- * daemon's fd table (CLONE_FILES; memory is still copied, as with fork). In exchange, a child
- * closes exactly what it opened and nothing else, and the daemon learns that the child is done
- * from a pidfd, not from EOF on the socket (the child's end stays open in the shared table). */
-static pid_t clone_sharing_files(int *ret_pidfd) {
+int child_setup(int sock, const int *keep, size_t n_keep) {
+        sigset_t ss;
+        int lo = 3;
+
+        sigemptyset(&ss);
+        (void) sigprocmask(SIG_SETMASK, &ss, NULL);
+        /* Mount work for a daemon that is gone is work nobody waits for. */
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+        /* Close every fd but sock and keep[]: walk the gaps between them in ascending order. */
+        for (;;) {
+                int next = INT32_MAX;
+                if (sock >= lo)
+                        next = sock;
+                for (size_t i = 0; i < n_keep; i++)
+                        if (keep[i] >= lo && keep[i] < next)
+                                next = keep[i];
+                if (next > lo && syscall(SYS_close_range, (unsigned) lo, (unsigned) next - 1, 0) < 0)
+                        return -errno;
+                if (next == INT32_MAX)
+                        return 0;
+                lo = next + 1;
+        }
+}
+
+static pid_t clone_with_pidfd(int *ret_pidfd) {
         struct clone_args args = {
-                .flags = CLONE_FILES | CLONE_PIDFD,
+                .flags = CLONE_PIDFD,
                 .pidfd = (uint64_t) (uintptr_t) ret_pidfd,
                 .exit_signal = SIGCHLD,
         };
@@ -101,7 +250,7 @@ static pid_t clone_sharing_files(int *ret_pidfd) {
                 return pid;
 
         /* clone3 filtered (some seccomp policies answer ENOSYS so that glibc falls back to
-         * clone) or missing: a plain fork, which only costs the copy of the fd table. */
+         * clone): fork, then a pidfd of the child, which cannot have been reaped yet. */
         pid = fork();
         if (pid <= 0)
                 return pid;
@@ -116,91 +265,94 @@ static pid_t clone_sharing_files(int *ret_pidfd) {
         return pid;
 }
 
-static void child_record(ChildReply *reply, ChildReply *last, bool *got, int *r,
-                         int (*on_reply)(const ChildReply *reply, void *userdata), void *reply_userdata) {
-        *got = true;
-        if (on_reply) {
-                int q = on_reply(reply, reply_userdata);
-                if (q < 0 && *r == 0)
-                        *r = q;
-                child_reply_close_fds(reply);
-                last->result = reply->result;
-                last->stage = reply->stage;
-        } else {
-                child_reply_close_fds(last);
-                *last = *reply;
+int child_start(ChildSet *s, const ChildSpec *spec) {
+        int pair[2], r;
+        Child *c;
+
+        c = calloc(1, sizeof(Child));
+        if (!c)
+                return -ENOMEM;
+        *c = (Child) { .pidfd = -EBADF, .sock = -EBADF, .owner = spec->owner, .deadline = spec->deadline,
+                       .done = spec->done, .userdata = spec->userdata };
+        c->description = strdup(spec->description ?: "A helper process");
+        if (!c->description) {
+                child_free(c);
+                return -ENOMEM;
         }
-}
-
-int child_run(ChildFunc fn, void *userdata, int (*on_reply)(const ChildReply *reply, void *userdata),
-              void *reply_userdata, ChildReply *ret_last) {
-        _cleanup_close_ int pidfd = -EBADF;
-        int pair[2];
-        ChildReply last = { .result = -EPROTO };
-        bool got = false, exited = false;
-        pid_t pid;
-        int r = 0, status;
-
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-                return -errno;
-
-        pid = clone_sharing_files(&pidfd);
-        if (pid < 0) {
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
                 r = -errno;
-                (void) close(pair[0]);
-                (void) close(pair[1]);
+                child_free(c);
                 return r;
         }
-        if (pid == 0) {
-                sigset_t ss;
-                /* The daemon blocks these for sd-event; a child doing mount work should die
-                 * normally if the daemon is killed with it. */
-                sigemptyset(&ss);
-                (void) sigprocmask(SIG_SETMASK, &ss, NULL);
-                int cr = fn(pair[1], userdata);
-                _exit(cr < 0 ? 1 : 0);
+        c->sock = pair[0];
+
+        c->pid = clone_with_pidfd(&c->pidfd);
+        if (c->pid < 0) {
+                r = -errno;
+                safe_close(pair[1]);
+                child_free(c);
+                return r;
         }
-
-        /* Replies as they come (a large mount table does not fit the socket's buffer); once the
-         * child has exited, what is still queued. */
-        while (!exited) {
-                struct pollfd p[2] = { { .fd = pair[0], .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
-                if (poll(p, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (r == 0)
-                                r = -errno;
-                        break;
-                }
-                exited = p[1].revents & POLLIN;
-                for (;;) {
-                        ChildReply reply;
-                        int k = child_recv(pair[0], &reply, MSG_DONTWAIT);
-                        if (k == -EINTR)
-                                continue;
-                        if (k == -EAGAIN || k == 0)
-                                break;
-                        if (k < 0) {
-                                if (r == 0)
-                                        r = k;
-                                break;
-                        }
-                        child_record(&reply, &last, &got, &r, on_reply, reply_userdata);
-                }
+        if (c->pid == 0) {
+                if (child_setup(pair[1], spec->keep_fds, spec->n_keep_fds) < 0)
+                        _exit(EXIT_FAILURE);
+                (void) spec->run(pair[1], spec->run_userdata);
+                _exit(EXIT_SUCCESS);
         }
-        (void) close(pair[0]);
-        (void) close(pair[1]);
+        safe_close(pair[1]);
 
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        break;
+        /* From here on the child is ours to watch: linked first, so child_free() unlinks it. */
+        c->set = s;
+        c->next = s->children;
+        if (c->next)
+                c->next->prev = c;
+        s->children = c;
 
-        /* With a callback, a child may legitimately have nothing to say (an empty list). */
-        if (!got && !on_reply)
-                r = r ?: -EPROTO;
-        if (ret_last)
-                *ret_last = last;
-        else
-                child_reply_close_fds(&last);
-        return r;
+        r = sd_event_add_child_pidfd(s->event, &c->exit_source, c->pidfd, WEXITED, on_child_exit, c);
+        if (r >= 0)
+                r = sd_event_add_io(s->event, &c->io_source, c->sock, EPOLLIN, on_child_io, c);
+        if (r >= 0 && spec->deadline > 0)
+                r = sd_event_add_time(s->event, &c->deadline_source, CLOCK_MONOTONIC, spec->deadline, 0,
+                                      on_child_deadline, c);
+        if (r < 0) {
+                /* It cannot have done much yet, but it may already wait on a file system: never
+                 * block on it. If it has not exited by now it stays a zombie until we exit. */
+                (void) syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+                (void) waitid(P_PIDFD, (id_t) c->pidfd, NULL, WEXITED | WNOHANG);
+                child_free(c);
+                return r;
+        }
+        return 0;
+}
+
+static void adopted_done(int result, const char *message, IpcMessage *final, const char *data, size_t size,
+                         void *userdata) {
+}
+
+int child_set_adopt(ChildSet *s, int pidfd, const char *description, uid_t owner) {
+        Child *c = calloc(1, sizeof(Child));
+        int r;
+
+        if (!c) {
+                safe_close(pidfd);
+                return -ENOMEM;
+        }
+        *c = (Child) { .pidfd = pidfd, .sock = -EBADF, .owner = owner, .stuck = true, .answered = true,
+                       .done = adopted_done };
+        c->description = strdup(description);
+        c->set = s;
+        c->next = s->children;
+        if (c->next)
+                c->next->prev = c;
+        s->children = c;
+        if (!c->description) {
+                child_free(c);
+                return -ENOMEM;
+        }
+        r = sd_event_add_child_pidfd(s->event, &c->exit_source, c->pidfd, WEXITED, on_child_exit, c);
+        if (r < 0) {
+                child_free(c);
+                return r;
+        }
+        return 0;
 }

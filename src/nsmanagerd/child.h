@@ -1,33 +1,80 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
+#include <systemd/sd-event.h>
 
-/* Mount work that changes the caller's mount namespace (unshare, setns, pivot_root) runs in a
- * short-lived child, so the daemon itself never leaves the host namespace. The child answers
- * over a socketpair: an int result (0 or negative errno), a "stage" telling which step
- * failed, optional bytes, and optional fds (SCM_RIGHTS). */
+#include "ipc.h"
 
-typedef struct ChildReply {
-        int result;
-        int stage;
-        char data[4096];
-        size_t data_size;
-        int fds[4];
-        size_t n_fds;
-} ChildReply;
+/* Mount work that touches paths a user controls (their view, their home, a FUSE mount of
+ * theirs, a dead NFS server) runs in a forked child that the event loop watches and never
+ * waits for: each child has a deadline, at which its caller is answered -ETIMEDOUT and the
+ * child gets SIGKILL.
+ *
+ * SIGKILL does not always end a child at once: a process waiting for a FUSE request that
+ * the server has already read (or on a hard NFS mount) stays until the server answers or
+ * the connection is aborted. Such a child is "stuck": it stays in the set, charged to its
+ * owner (the user whose call it serves, see child_set_stuck()), until it exits; nothing is
+ * waited for. Whatever syscall it was blocked in may still complete, but nothing after it
+ * runs: the signal is delivered on the way back to user space.
+ *
+ * A child has its own fd table (a plain fork): a killed or stuck child must not hold the
+ * daemon's fds (the bus connection!) nor leave what it opened in the daemon. Right after the
+ * fork it closes everything but its socket and the fds its spec names. The child talks to
+ * the daemon with ipc.h messages on that socket; its function returns when done. */
 
+typedef struct ChildSet ChildSet;
+
+/* Runs in the child. 'userdata' is the parent's pointer: the child sees a copy of the
+ * parent's memory as it was at the fork. Returns nothing of interest: the answer is what it
+ * sent on 'sock' (its last message's result; none at all is -EPROTO). */
 typedef int (*ChildFunc)(int sock, void *userdata);
 
-/* Sends one reply from the child. */
-int child_send(int sock, int result, int stage, const void *data, size_t size, const int *fds, size_t n_fds);
+/* Called once per child: with the result and sentence of its final message, and the payload
+ * of its IPC_MORE messages ('data', NUL-terminated, NULL if none). 'final' holds the final
+ * message: the callee takes any fds it wants from final->fds (set them to -EBADF); the rest
+ * are closed. final is NULL when the child gave no final answer. */
+typedef void (*ChildDoneFunc)(int result, const char *message, IpcMessage *final, const char *data, size_t size,
+                              void *userdata);
 
-/* Forks (sharing the fd table: fn must close everything it opens, and nothing else),
- * runs fn(sock, userdata) in the child, and collects every reply until the child exits;
- * on_reply is called for each (may be NULL: then only the last reply is kept in *ret_last).
- * Returns -EPROTO if the child died without answering. Received fds belong to the caller. */
-int child_run(ChildFunc fn, void *userdata, int (*on_reply)(const ChildReply *reply, void *userdata),
-              void *reply_userdata, ChildReply *ret_last);
+typedef struct ChildSpec {
+        const char *description;       /* for the log: "SetPropagation of '/mnt' in the view of 'alice'" */
+        ChildFunc run;
+        void *run_userdata;
+        const int *keep_fds;           /* fds the child needs besides its socket */
+        size_t n_keep_fds;
+        uint64_t deadline;             /* CLOCK_MONOTONIC µs; 0: none */
+        uid_t owner;                   /* charged with the child if it gets stuck */
+        ChildDoneFunc done;
+        void *userdata;
+} ChildSpec;
 
-void child_reply_close_fds(ChildReply *r);
+ChildSet *child_set_new(sd_event *event);
+/* Kills what still runs (SIGKILL), answers -ESHUTDOWN to what waits for it, and reaps what
+ * ends within a second (a child stuck on a file system is left to whoever reaps orphans). */
+ChildSet *child_set_free(ChildSet *s);
+static inline void child_set_freep(ChildSet **s) {
+        child_set_free(*s);
+}
+
+/* Starts a child; its 'done' is called later, from the event loop, never from here. */
+int child_start(ChildSet *s, const ChildSpec *spec);
+
+/* Children of 'owner' past their deadline that have not exited yet. */
+unsigned child_set_stuck(ChildSet *s, uid_t owner);
+/* All children that have not exited yet. */
+unsigned child_set_size(ChildSet *s);
+
+/* In a child: the one-time setup every helper process needs right after fork() — the
+ * daemon's blocked signals unblocked, SIGKILL when the daemon dies, and every fd closed but
+ * 'sock' and 'keep'. */
+int child_setup(int sock, const int *keep, size_t n_keep);
+
+/* Takes over watching an already running child of ours (pidfd), e.g. a view builder that was
+ * given up: it is reaped when it exits, and counts as stuck for 'owner' until then. */
+int child_set_adopt(ChildSet *s, int pidfd, const char *description, uid_t owner);
+
+/* SIGKILL, then reap it if it ends within 'usec' (never blocks longer). */
+void pidfd_kill_and_reap(int pidfd, uint64_t usec);

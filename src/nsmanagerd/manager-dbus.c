@@ -2,81 +2,29 @@
 #include <sys/stat.h>
 
 #include "attach.h"
+#include "builder.h"
+#include "bus-creds.h"
 #include "bus-errors.h"
 #include "bus-polkit.h"
+#include "bus-request.h"
+#include "host.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "manager.h"
 #include "namespace-dbus.h"
 #include "namespace.h"
 #include "path-util.h"
-#include "propagation.h"
 #include "strv.h"
+#include "view-job.h"
 
 /* Every method: read, validate, authorize, act, reply. Arguments are checked before polkit is
- * asked, so invalid requests never prompt anybody. */
+ * asked, so invalid requests never prompt anybody; mount work runs asynchronously (view-job.h,
+ * builder.h) and replies when it is done, or at its deadline. */
 
-static int caller_uid(sd_bus_message *message, uid_t *ret) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        int r = sd_bus_query_sender_creds(message, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
-        if (r < 0)
-                return r;
-        return sd_bus_creds_get_euid(creds, ret);
-}
+#define ACTION_MANAGE "org.example.NSManager.manage"
+#define ACTION_MANAGE_OWN "org.example.NSManager.manage-own"
 
-static int require_root(sd_bus_message *message, const char *what, sd_bus_error *error) {
-        int r = bus_sender_is_root(message);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is only available to root.", what);
-        return 0;
-}
-
-/* manage-own for the caller's own namespace (where the method allows it), manage otherwise. */
-static int verify_manage(sd_bus_message *message, Manager *m, const char *user, bool own_ok, const char *path,
-                         const char *mode, sd_bus_error *error) {
-        const char *action = "org.example.NSManager.manage";
-        const char *details[7] = { "user", user };
-        size_t k = 2;
-        uid_t uid;
-
-        if (path) {
-                details[k++] = "path";
-                details[k++] = path;
-        }
-        if (mode) {
-                details[k++] = "mode";
-                details[k++] = mode;
-        }
-        if (own_ok && user && *user) {
-                Namespace *ns = manager_get_namespace(m, user);
-                if (ns && caller_uid(message, &uid) >= 0 && uid == ns->uid)
-                        action = "org.example.NSManager.manage-own";
-        }
-        return bus_verify_polkit_async(message, action, details, &m->polkit_registry, error);
-}
-
-/* Binding a path the caller owns into their own namespace is manage-own; anything else manage. */
-static int verify_bind(sd_bus_message *message, Manager *m, Namespace *ns, const char *source, const char *dest,
-                       sd_bus_error *error) {
-        const char *action = "org.example.NSManager.manage";
-        const char *details[] = { "user", ns->name, "path", dest, "source", source, NULL };
-        struct stat st;
-        uid_t uid;
-
-        if (caller_uid(message, &uid) >= 0 && uid == ns->uid && lstat(source, &st) >= 0 && st.st_uid == uid)
-                action = "org.example.NSManager.manage-own";
-        return bus_verify_polkit_async(message, action, details, &m->polkit_registry, error);
-}
-
-static int get_namespace_or_error(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
-        Namespace *ns = manager_get_namespace(m, user);
-        if (!ns)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
-        *ret = ns;
-        return 0;
-}
+/* ---- helpers ---- */
 
 static int check_path(const char *path, const char *what, sd_bus_error *error) {
         if (!path_is_absolute_normalized(path))
@@ -86,78 +34,117 @@ static int check_path(const char *path, const char *what, sd_bus_error *error) {
         return 0;
 }
 
-/* A -errno from the mount code as the named error a client can act on. */
-static int reply_mount_error(sd_bus_error *error, int r, const char *message) {
-        const char *name;
+/* A namespace that exists and is ready (one still being built is not there yet). */
+static int get_namespace_or_error(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
+        Namespace *ns = manager_get_namespace(m, user);
+        if (!ns || !ns->ready)
+                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
+        *ret = ns;
+        return 0;
+}
 
-        switch (-r) {
-        case ENOENT:
-        case ENOTDIR:
-        case ELOOP:
-        case EXDEV:
-        case EINVAL:
-                name = NSM_ERROR_INVALID_PATH;
-                break;
-        case EBUSY:
-                name = NSM_ERROR_BUSY;
-                break;
-        default:
-                return sd_bus_error_set_errnof(error, r, "%s", message ?: strerror(-r));
+/* The user check's errors, named. */
+static int user_error(sd_bus_error *error, int r, const char *message) {
+        if (r == -ESRCH)
+                return sd_bus_error_set(error, NSM_ERROR_NO_SUCH_USER, message);
+        if (r == -EPERM)
+                return sd_bus_error_set(error, NSM_ERROR_USER_EXCLUDED, message);
+        return bus_error_from_errno(error, r, message);
+}
+
+/* ---- CreateNamespace, RemoveNamespace, Get*, List ---- */
+
+static void on_created(Namespace *ns, int result, const char *message, void *userdata) {
+        BusRequest *req = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *path = NULL;
+
+        if (result < 0) {
+                bus_request_reply_error(req, result, message);
+                return;
         }
-        return sd_bus_error_set(error, name, message ?: strerror(-r));
+        path = namespace_bus_path(ns);
+        if (!path || sd_bus_message_new_method_return(req->message, &reply) < 0 ||
+            sd_bus_message_append(reply, "o", path) < 0) {
+                bus_request_reply_error(req, -ENOMEM, NULL);
+                return;
+        }
+        bus_request_reply(req, reply);
+}
+
+static int create_namespace_step(BusRequest *req, sd_bus_error *error) {
+        Manager *m = req->manager;
+        _cleanup_free_ char *why = NULL;
+        const char *user;
+        int r;
+
+        r = sd_bus_message_read(req->message, "s", &user);
+        if (r < 0)
+                return r;
+        r = manager_check_user(m, user, NULL, &why);
+        if (r < 0)
+                return user_error(error, r, why);
+        r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", user, NULL }, error);
+        if (r <= 0)
+                return r;
+        req->pending = true;
+        r = manager_acquire_namespace(m, user, req->deadline, on_created, req, &why);
+        if (r < 0) {
+                req->pending = false;
+                return user_error(error, r, why);
+        }
+        return 1;
 }
 
 static int method_create_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        return bus_request_run(message, userdata, error, create_namespace_step);
+}
+
+static void on_removed(int result, const char *message, void *userdata) {
+        BusRequest *req = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+
+        if (result < 0 || sd_bus_message_new_method_return(req->message, &reply) < 0)
+                bus_request_reply_error(req, result < 0 ? result : -ENOMEM, message);
+        else
+                bus_request_reply(req, reply);
+}
+
+int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error) {
+        int r;
+
+        r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", ns->name, NULL }, error);
+        if (r <= 0)
+                return r;
+        req->pending = true;
+        r = namespace_remove(ns, req->deadline, on_removed, req);
+        if (r < 0) {
+                req->pending = false;
+                return sd_bus_error_set_errnof(error, r, "Failed to remove the namespace: %m");
+        }
+        return 1;
+}
+
+static int remove_namespace_step(BusRequest *req, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(message, "s", &user);
+        r = sd_bus_message_read(req->message, "s", &user);
         if (r < 0)
                 return r;
-        r = manager_check_user(m, user, NULL, error);
+        r = get_namespace_or_error(req->manager, user, &ns, error);
         if (r < 0)
                 return r;
-        r = verify_manage(message, m, user, false, NULL, NULL, error);
-        if (r <= 0)
-                return r < 0 ? r : 1;
-        r = manager_create_namespace(m, user, &ns, error);
-        if (r < 0)
-                return r;
-        return sd_bus_reply_method_return(message, "o", ns->object_path);
-}
-
-int bus_remove_namespace(sd_bus_message *message, Manager *m, Namespace *ns, sd_bus_error *error) {
-        int r;
-
-        r = verify_manage(message, m, ns->name, false, NULL, NULL, error);
-        if (r <= 0)
-                return r < 0 ? r : 1;
-        (void) namespace_dbus_send_removed(ns);
-        r = namespace_stop(ns);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to remove the namespace: %m");
-        return sd_bus_reply_method_return(message, NULL);
+        return bus_remove_namespace_step(req, ns, error);
 }
 
 static int method_remove_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        const char *user;
-        Namespace *ns = NULL;
-        int r;
-
-        r = sd_bus_message_read(message, "s", &user);
-        if (r < 0)
-                return r;
-        r = get_namespace_or_error(m, user, &ns, error);
-        if (r < 0)
-                return r;
-        return bus_remove_namespace(message, m, ns, error);
+        return bus_request_run(message, userdata, error, remove_namespace_step);
 }
 
 static int method_get_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        _cleanup_free_ char *path = NULL;
         const char *user;
         Namespace *ns = NULL;
         int r;
@@ -165,14 +152,17 @@ static int method_get_namespace(sd_bus_message *message, void *userdata, sd_bus_
         r = sd_bus_message_read(message, "s", &user);
         if (r < 0)
                 return r;
-        r = get_namespace_or_error(m, user, &ns, error);
+        r = get_namespace_or_error(userdata, user, &ns, error);
         if (r < 0)
                 return r;
-        return sd_bus_reply_method_return(message, "o", ns->object_path);
+        path = namespace_bus_path(ns);
+        if (!path)
+                return -ENOMEM;
+        return sd_bus_reply_method_return(message, "o", path);
 }
 
 static int method_get_namespace_by_uid(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        _cleanup_free_ char *path = NULL;
         Namespace *ns = NULL;
         uint32_t uid;
         int r;
@@ -180,10 +170,13 @@ static int method_get_namespace_by_uid(sd_bus_message *message, void *userdata, 
         r = sd_bus_message_read(message, "u", &uid);
         if (r < 0)
                 return r;
-        ns = manager_get_namespace_by_uid(m, uid);
-        if (!ns)
+        ns = manager_get_namespace_by_uid(userdata, uid);
+        if (!ns || !ns->ready)
                 return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "UID %u has no namespace.", uid);
-        return sd_bus_reply_method_return(message, "o", ns->object_path);
+        path = namespace_bus_path(ns);
+        if (!path)
+                return -ENOMEM;
+        return sd_bus_reply_method_return(message, "o", path);
 }
 
 static int compare_namespaces(const void *a, const void *b) {
@@ -194,15 +187,16 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ Namespace **list = NULL;
         Manager *m = userdata;
-        size_t n = 0, i = 0;
+        size_t n = 0;
         Namespace *ns = NULL;
         int r;
 
         list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
         if (!list)
                 return -ENOMEM;
-        while (hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL))
-                list[n++] = ns;
+        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+                if (ns->ready)
+                        list[n++] = ns;
         qsort(list, n, sizeof(Namespace *), compare_namespaces);
 
         r = sd_bus_message_new_method_return(message, &reply);
@@ -211,9 +205,12 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
         r = sd_bus_message_open_container(reply, 'a', "(suso)");
         if (r < 0)
                 return r;
-        for (i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = namespace_bus_path(list[i]);
+                if (!path)
+                        return -ENOMEM;
                 r = sd_bus_message_append(reply, "(suso)", list[i]->name, (uint32_t) list[i]->uid,
-                                          namespace_state_to_string(namespace_get_state(list[i])), list[i]->object_path);
+                                          namespace_state_to_string(namespace_get_state(list[i])), path);
                 if (r < 0)
                         return r;
         }
@@ -222,6 +219,8 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
                 return r;
         return sd_bus_send(NULL, reply, NULL);
 }
+
+/* ---- sessions ---- */
 
 static bool valid_session_id(const char *id) {
         if (!id || !*id || strlen(id) > 255)
@@ -232,48 +231,82 @@ static bool valid_session_id(const char *id) {
         return true;
 }
 
-static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-        Manager *m = userdata;
+static void on_session_namespace(Namespace *ns, int result, const char *message, void *userdata) {
+        BusRequest *req = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *path = NULL;
         const char *user, *id;
-        Namespace *ns = NULL;
         pid_t pid = 0;
         int r;
 
-        r = sd_bus_message_read(message, "ss", &user, &id);
+        if (result < 0) {
+                bus_request_reply_error(req, result, message);
+                return;
+        }
+        r = sd_bus_message_rewind(req->message, true);
+        if (r >= 0)
+                r = sd_bus_message_read(req->message, "ss", &user, &id);
+        if (r < 0) {
+                bus_request_reply_error(req, r, NULL);
+                return;
+        }
+        /* The login process that asked: if it dies without CloseSession, the session ends. */
+        (void) bus_message_get_sender_pid(req->message, &pid);
+        r = namespace_add_session(ns, id, pid);
+        if (r < 0) {
+                bus_request_reply_error(req, r, "Failed to record the session.");
+                return;
+        }
+        log_info("Session '%s' of '%s' opened (leader %d).", id, user, (int) pid);
+        path = namespace_bus_path(ns);
+        if (!path || sd_bus_message_new_method_return(req->message, &reply) < 0 ||
+            sd_bus_message_append(reply, "oh", path, ns->mntns_fd) < 0) {
+                bus_request_reply_error(req, -ENOMEM, NULL);
+                return;
+        }
+        bus_request_reply(req, reply);
+}
+
+static int open_session_step(BusRequest *req, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        const char *user, *id;
+        int r;
+
+        r = sd_bus_message_read(req->message, "ss", &user, &id);
         if (r < 0)
                 return r;
         if (!valid_session_id(id))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Session id '%s' is empty, too long, or has spaces, ':' or control characters.", id);
-        r = require_root(message, "OpenSession", error);
+        r = bus_request_require_root(req, "OpenSession", error);
         if (r < 0)
                 return r;
-        r = manager_create_namespace(m, user, &ns, error);
-        if (r < 0)
-                return r;
-        /* The login process that asked: if it dies without CloseSession, the session ends. */
-        if (sd_bus_query_sender_creds(message, SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT, &creds) >= 0)
-                (void) sd_bus_creds_get_pid(creds, &pid);
-        r = namespace_add_session(ns, id, pid);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to record session '%s': %m", id);
-        log_info("Session '%s' of '%s' opened (leader %d).", id, user, (int) pid);
-        return sd_bus_reply_method_return(message, "oh", ns->object_path, ns->mntns_fd);
+        req->pending = true;
+        r = manager_acquire_namespace(req->manager, user, req->deadline, on_session_namespace, req, &why);
+        if (r < 0) {
+                req->pending = false;
+                return user_error(error, r, why);
+        }
+        return 1;
+}
+
+static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, open_session_step);
 }
 
 static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *user, *id;
         Namespace *ns = NULL;
+        uid_t uid;
         int r;
 
         r = sd_bus_message_read(message, "ss", &user, &id);
         if (r < 0)
                 return r;
-        r = require_root(message, "CloseSession", error);
-        if (r < 0)
-                return r;
+        r = bus_message_get_sender_uid(message, &uid);
+        if (r < 0 || uid != 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "CloseSession is only available to root.");
         r = get_namespace_or_error(m, user, &ns, error);
         if (r < 0)
                 return r;
@@ -287,53 +320,162 @@ static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_
 }
 
 static int method_open_mount_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
         const char *user;
         Namespace *ns = NULL;
+        uid_t uid;
         int r;
 
         r = sd_bus_message_read(message, "s", &user);
         if (r < 0)
                 return r;
-        r = require_root(message, "OpenMountNamespace", error);
-        if (r < 0)
-                return r;
-        r = get_namespace_or_error(m, user, &ns, error);
+        r = bus_message_get_sender_uid(message, &uid);
+        if (r < 0 || uid != 0)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "OpenMountNamespace is only available to root.");
+        r = get_namespace_or_error(userdata, user, &ns, error);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(message, "h", ns->mntns_fd);
 }
 
-/* "" = the host; otherwise the user's namespace, which must exist. */
-static int target_ns_fd(Manager *m, const char *user, int *ret, sd_bus_error *error) {
-        Namespace *ns = NULL;
+/* ---- mount operations ---- */
+
+/* What a mount operation needs until it is answered. */
+typedef struct OpCall {
+        Namespace *ns;           /* NULL: the host */
+        bool host_recursive;     /* SetPropagation of the host, recursive: keep reserved paths unbindable */
+        char *path;
+        const char **details;    /* for escalating: the same details as the first polkit check */
+        char *details_buf[8];
+} OpCall;
+
+static void op_call_free(void *p) {
+        OpCall *c = p;
+        if (!c)
+                return;
+        namespace_unref(c->ns);
+        free(c->path);
+        for (size_t i = 0; i < ELEMENTSOF(c->details_buf); i++)
+                free(c->details_buf[i]);
+        free(c);
+}
+
+static void on_op_done(int result, const char *message, const ViewOpResult *res, void *userdata) {
+        BusRequest *req = userdata;
+        OpCall *c = req->data;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+
+        if (c->host_recursive) {
+                Manager *m = req->manager;
+                (void) host_keep_unbindable(c->path, (char *[]) { m->config.subtree_root, m->state.root, NULL });
+        }
+        if (result < 0) {
+                /* A rule refused on the files: the caller may still hold manage (an administrator
+                 * acting on their own view). */
+                if (bus_request_escalate(req, result, message, c->details))
+                        return;
+                bus_request_reply_error(req, result, message);
+                return;
+        }
+        if (sd_bus_message_new_method_return(req->message, &reply) < 0) {
+                bus_request_reply_error(req, -ENOMEM, NULL);
+                return;
+        }
+        bus_request_reply(req, reply);
+}
+
+/* Queues 'op' for req once authorized: details are kept for a later escalation. */
+static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char **details, sd_bus_error *error) {
+        Manager *m = req->manager;
+        OpCall *c;
         int r;
 
-        if (!*user) {
-                *ret = -EBADF;
-                return 0;
+        c = calloc(1, sizeof(OpCall));
+        if (!c)
+                return -ENOMEM;
+        c->ns = namespace_ref(ns);
+        c->path = strdup(op->path);
+        for (size_t i = 0; details && details[i] && i + 1 < ELEMENTSOF(c->details_buf); i++)
+                if (!(c->details_buf[i] = strdup(details[i]))) {
+                        op_call_free(c);
+                        return -ENOMEM;
+                }
+        c->details = (const char **) c->details_buf;
+        c->host_recursive = !ns && op->type == VIEW_OP_SET_PROPAGATION && op->recursive;
+        if (!c->path) {
+                op_call_free(c);
+                return -ENOMEM;
         }
-        r = get_namespace_or_error(m, user, &ns, error);
+        if (req->free_data)
+                req->free_data(req->data);
+        req->data = c;
+        req->free_data = op_call_free;
+
+        r = view_job_queue(m, ns, op, req->own ? &req->caller : NULL, req->own ? req->caller.uid : 0, req->deadline,
+                           on_op_done, req);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Failed to queue the operation: %m");
+        req->pending = true;
+        return 1;
+}
+
+/* The common tail of the methods that change a user's view: rate limit, authorize (the rules
+ * of own-view-rules.h choose manage-own or manage), queue the operation. */
+static int authorize_and_start_view_op(BusRequest *req, Namespace *ns, const char *user, OwnViewRequest what,
+                                       const char **details, const ViewOp *op, sd_bus_error *error) {
+        int r;
+
+        r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
-        *ret = ns->mntns_fd;
+        r = bus_request_authorize_view(req, user, ns->uid, what, details, error);
+        if (r <= 0)
+                return r;
+        return start_op(req, ns, op, details, error);
+}
+
+/* "" = the host; otherwise the user's namespace, which must exist. */
+static int target_namespace(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
+        if (!*user) {
+                *ret = NULL;
+                return 0;
+        }
+        return get_namespace_or_error(m, user, ret, error);
+}
+
+static int check_host_path(Manager *m, const char *path, sd_bus_error *error) {
+        if (host_path_is_reserved(path, (char *[]) { m->config.subtree_root, m->state.root, NULL }))
+                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                         "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
         return 0;
 }
 
-static bool path_in_shared_subtrees(Manager *m, const char *path) {
-        for (char **p = m->config.shared_subtrees; p && *p; p++)
-                if (streq(*p, path))
-                        return true;
-        return false;
+/* ShareSubtree("", P) */
+static void on_shared(int result, const char *message, char **timed_out, void *userdata) {
+        BusRequest *req = userdata;
+        Manager *m = req->manager;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+
+        /* Shared on the host, and saved: announce it even when some views are late. */
+        if (result >= 0 || result == -ETIMEDOUT)
+                (void) sd_bus_emit_properties_changed(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "SharedSubtrees", NULL);
+        if (result < 0) {
+                bus_request_reply_error(req, result, message);
+                return;
+        }
+        if (sd_bus_message_new_method_return(req->message, &reply) < 0) {
+                bus_request_reply_error(req, -ENOMEM, NULL);
+                return;
+        }
+        bus_request_reply(req, reply);
 }
 
-static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        _cleanup_free_ char *msg = NULL;
-        Manager *m = userdata;
+static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
+        Manager *m = req->manager;
         const char *user, *path;
-        int fd = -EBADF, r;
+        Namespace *ns = NULL;
+        int r;
 
-        r = sd_bus_message_read(message, "ss", &user, &path);
+        r = sd_bus_message_read(req->message, "ss", &user, &path);
         if (r < 0)
                 return r;
         r = check_path(path, "Path", error);
@@ -342,84 +484,47 @@ static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_
         if (streq(path, "/"))
                 return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
                                         "'/' cannot be a shared subtree; use ViewPropagation=shared for that.");
-        r = target_ns_fd(m, user, &fd, error);
+        r = target_namespace(m, user, &ns, error);
         if (r < 0)
                 return r;
-        if (fd < 0 && host_path_is_reserved(path, (char *[]) { m->config.subtree_root, m->config.state_directory, NULL }))
-                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
-                                         "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
-        r = verify_manage(message, m, user, true, path, "shared", error);
-        if (r <= 0)
-                return r < 0 ? r : 1;
-
-        if (fd >= 0) {
-                r = ns_join_host(fd, path, JOIN_PEER, &msg);
-                if (r < 0)
-                        return reply_mount_error(error, r, msg);
-                return sd_bus_reply_method_return(message, NULL);
-        }
-
-        r = host_share_subtree(path, &msg);
-        if (r < 0)
-                return reply_mount_error(error, r, msg);
-        /* Retroactive: every existing view joins the new peer group (a view whose user enslaved
-         * the path to the host's keeps it so: sharing again must not undo that). */
-        size_t i = 0;
-        Namespace *ns = NULL;
-        while (hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL)) {
-                _cleanup_free_ char *nmsg = NULL;
-                r = ns_join_host(ns->mntns_fd, path, JOIN_PEER_UNLESS_ENSLAVED, &nmsg);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to share '%s' into the view of '%s', ignoring: %s", path, ns->name,
-                                          nmsg ?: strerror(-r));
-        }
-        if (!path_in_shared_subtrees(m, path)) {
-                r = strv_extend(&m->config.shared_subtrees, path);
+        if (!ns) {
+                r = check_host_path(m, path, error);
                 if (r < 0)
                         return r;
-                (void) manager_save_shared(m);
-                (void) sd_bus_emit_properties_changed(sd_bus_message_get_bus(message), NSM_MANAGER_PATH,
-                                                      NSM_MANAGER_INTERFACE, "SharedSubtrees", NULL);
         }
-        return sd_bus_reply_method_return(message, NULL);
-}
-
-static int method_set_propagation_common(sd_bus_message *message, Manager *m, const char *user, const char *path,
-                                         PropagationMode mode, bool recursive, sd_bus_error *error) {
-        _cleanup_free_ char *msg = NULL;
-        int fd = -EBADF, r;
-
-        r = check_path(path, "Path", error);
+        r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
-        r = target_ns_fd(m, user, &fd, error);
-        if (r < 0)
-                return r;
-        char *reserved[] = { m->config.subtree_root, m->config.state_directory, NULL };
-        if (fd < 0 && host_path_is_reserved(path, reserved))
-                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
-                                         "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
-        if (fd < 0 && streq(path, "/") && mode == PROPAGATION_UNBINDABLE)
-                return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
-                                        "The host's '/' cannot be unbindable: every view is a copy of it.");
-        r = verify_manage(message, m, user, true, path, propagation_mode_to_string(mode), error);
+        const char *details[] = { "user", user, "path", path, "mode", "shared", NULL };
+        if (!ns) {
+                r = bus_request_authorize(req, ACTION_MANAGE, details, error);
+                if (r <= 0)
+                        return r;
+                req->pending = true;
+                r = manager_share_subtree(m, path, req->deadline, on_shared, req);
+                if (r < 0) {
+                        req->pending = false;
+                        return sd_bus_error_set_errnof(error, r, "Failed to share '%s': %m", path);
+                }
+                return 1;
+        }
+        r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_SHARE, details, error);
         if (r <= 0)
-                return r < 0 ? r : 1;
-        r = ns_set_propagation(fd, path, mode, recursive, &msg);
-        if (fd < 0 && recursive)
-                host_keep_unbindable(path, reserved);
-        if (r < 0)
-                return reply_mount_error(error, r, msg);
-        return sd_bus_reply_method_return(message, NULL);
+                return r;
+        ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_PEER };
+        return start_op(req, ns, &op, details, error);
 }
 
-static int method_enslave_subtree(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        _cleanup_free_ char *msg = NULL;
-        Manager *m = userdata;
-        const char *user, *path;
-        int fd = -EBADF, r;
+static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, share_subtree_step);
+}
 
-        r = sd_bus_message_read(message, "ss", &user, &path);
+static int enslave_subtree_step(BusRequest *req, sd_bus_error *error) {
+        const char *user, *path;
+        Namespace *ns = NULL;
+        int r;
+
+        r = sd_bus_message_read(req->message, "ss", &user, &path);
         if (r < 0)
                 return r;
         if (!*user)
@@ -428,26 +533,28 @@ static int method_enslave_subtree(sd_bus_message *message, void *userdata, sd_bu
         r = check_path(path, "Path", error);
         if (r < 0)
                 return r;
-        r = target_ns_fd(m, user, &fd, error);
+        r = get_namespace_or_error(req->manager, user, &ns, error);
         if (r < 0)
                 return r;
-        r = verify_manage(message, m, user, true, path, "slave", error);
-        if (r <= 0)
-                return r < 0 ? r : 1;
         /* A slave of the host's mount at the same path (whatever the user's path was before). */
-        r = ns_join_host(fd, path, JOIN_SLAVE, &msg);
-        if (r < 0)
-                return reply_mount_error(error, r, msg);
-        return sd_bus_reply_method_return(message, NULL);
+        ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_SLAVE };
+        return authorize_and_start_view_op(req, ns, user, OWN_VIEW_ENSLAVE,
+                                           (const char *[]) { "user", user, "path", path, "mode", "slave", NULL }, &op, error);
 }
 
-static int method_set_propagation(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+static int method_enslave_subtree(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, enslave_subtree_step);
+}
+
+static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
+        Manager *m = req->manager;
         const char *user, *path, *mode;
         PropagationMode pm;
         uint64_t flags;
+        Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(message, "ssst", &user, &path, &mode, &flags);
+        r = sd_bus_message_read(req->message, "ssst", &user, &path, &mode, &flags);
         if (r < 0)
                 return r;
         if (flags & ~NSM_PROPAGATION_RECURSIVE)
@@ -457,18 +564,47 @@ static int method_set_propagation(sd_bus_message *message, void *userdata, sd_bu
         if (pm < 0)
                 return sd_bus_error_setf(error, NSM_ERROR_INVALID_MODE,
                                          "'%s' is not a propagation mode: shared, slave, private or unbindable.", mode);
-        return method_set_propagation_common(message, userdata, user, path, pm, flags & NSM_PROPAGATION_RECURSIVE, error);
+        r = check_path(path, "Path", error);
+        if (r < 0)
+                return r;
+        r = target_namespace(m, user, &ns, error);
+        if (r < 0)
+                return r;
+        if (!ns) {
+                r = check_host_path(m, path, error);
+                if (r < 0)
+                        return r;
+                if (streq(path, "/") && pm == PROPAGATION_UNBINDABLE)
+                        return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
+                                                "The host's '/' cannot be unbindable: every view is a copy of it.");
+        }
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
+        const char *details[] = { "user", user, "path", path, "mode", mode, NULL };
+        if (ns)
+                r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_SET_PROPAGATION, details, error);
+        else
+                r = bus_request_authorize(req, ACTION_MANAGE, details, error);
+        if (r <= 0)
+                return r;
+        ViewOp op = { .type = VIEW_OP_SET_PROPAGATION, .path = path, .mode = pm,
+                      .recursive = flags & NSM_PROPAGATION_RECURSIVE };
+        return start_op(req, ns, &op, details, error);
 }
 
-static int method_bind_mount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        _cleanup_free_ char *msg = NULL;
-        Manager *m = userdata;
+static int method_set_propagation(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, set_propagation_step);
+}
+
+static int bind_mount_step(BusRequest *req, sd_bus_error *error) {
+        Manager *m = req->manager;
         const char *user, *source, *dest;
         uint64_t flags;
         Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(message, "ssst", &user, &source, &dest, &flags);
+        r = sd_bus_message_read(req->message, "ssst", &user, &source, &dest, &flags);
         if (r < 0)
                 return r;
         if (flags & ~(NSM_BIND_READ_ONLY | NSM_BIND_MKDIR))
@@ -485,25 +621,27 @@ static int method_bind_mount(sd_bus_message *message, void *userdata, sd_bus_err
         r = get_namespace_or_error(m, user, &ns, error);
         if (r < 0)
                 return r;
-        r = verify_bind(message, m, ns, source, dest, error);
-        if (r <= 0)
-                return r < 0 ? r : 1;
-        r = ns_bind_mount(ns->mntns_fd, source, dest, flags & NSM_BIND_READ_ONLY, flags & NSM_BIND_MKDIR,
-                          m->config.view_propagation == VIEW_PROPAGATION_SHARED, &msg);
-        if (r < 0)
-                return reply_mount_error(error, r, msg);
-        return sd_bus_reply_method_return(message, NULL);
+        /* MaxUserMounts= is counted in the child, on what is still mounted (a replaced bind does
+         * not count); it applies to a user's own binds (req->own is known once authorized). */
+        ViewOp op = { .type = VIEW_OP_BIND, .source = source, .path = dest, .read_only = flags & NSM_BIND_READ_ONLY,
+                      .make_dir = flags & NSM_BIND_MKDIR,
+                      .host_propagates = m->config.view_propagation == VIEW_PROPAGATION_SHARED,
+                      .max_own_binds = m->config.max_user_mounts };
+        return authorize_and_start_view_op(req, ns, user, OWN_VIEW_BIND_MOUNT,
+                                           (const char *[]) { "user", user, "path", dest, "source", source, NULL }, &op, error);
 }
 
-static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        _cleanup_free_ char *msg = NULL;
-        Manager *m = userdata;
+static int method_bind_mount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, bind_mount_step);
+}
+
+static int unmount_step(BusRequest *req, sd_bus_error *error) {
         const char *user, *path;
         uint64_t flags;
         Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(message, "sst", &user, &path, &flags);
+        r = sd_bus_message_read(req->message, "sst", &user, &path, &flags);
         if (r < 0)
                 return r;
         if (flags & ~NSM_UNMOUNT_DETACH)
@@ -515,70 +653,95 @@ static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error 
         /* umount2() of a namespace's root remounts the root filesystem read-only. Never. */
         if (streq(path, "/"))
                 return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH, "'/' is the view's root and is never unmounted.");
-        r = get_namespace_or_error(m, user, &ns, error);
+        r = get_namespace_or_error(req->manager, user, &ns, error);
         if (r < 0)
                 return r;
-        r = verify_manage(message, m, user, true, path, NULL, error);
-        if (r <= 0)
-                return r < 0 ? r : 1;
-        r = ns_unmount(ns->mntns_fd, path, flags & NSM_UNMOUNT_DETACH, &msg);
+        ViewOp op = { .type = VIEW_OP_UNMOUNT, .path = path, .recursive = flags & NSM_UNMOUNT_DETACH };
+        return authorize_and_start_view_op(req, ns, user, OWN_VIEW_UNMOUNT,
+                                           (const char *[]) { "user", user, "path", path, NULL }, &op, error);
+}
+
+static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, unmount_step);
+}
+
+/* ---- GetMounts, SetLinger, ReloadConfig ---- */
+
+static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
+        const char *user;
+        Namespace *ns = NULL;
+        int r;
+
+        r = sd_bus_message_read(req->message, "s", &user);
         if (r < 0)
-                return reply_mount_error(error, r, msg);
-        return sd_bus_reply_method_return(message, NULL);
+                return r;
+        r = target_namespace(req->manager, user, &ns, error);
+        if (r < 0)
+                return r;
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
+        return bus_request_reply_mounts(req, ns, error);
 }
 
 static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        const char *user;
-        int fd = -EBADF, r;
-
-        r = sd_bus_message_read(message, "s", &user);
-        if (r < 0)
-                return r;
-        r = target_ns_fd(m, user, &fd, error);
-        if (r < 0)
-                return r;
-        return bus_reply_mounts(message, fd, error);
+        return bus_request_run(message, userdata, error, get_mounts_step);
 }
 
-int bus_set_linger(sd_bus_message *message, Manager *m, Namespace *ns, bool enable, sd_bus_error *error) {
-        int r = verify_manage(message, m, ns->name, true, NULL, NULL, error);
+int bus_set_linger_step(BusRequest *req, Namespace *ns, bool enable, sd_bus_error *error) {
+        const char *action = ACTION_MANAGE;
+        uid_t uid;
+        int r;
+
+        /* Lingering in one's own namespace is one's own business (manage-own). */
+        if (bus_request_caller_uid(req, &uid) >= 0 && uid == ns->uid)
+                action = ACTION_MANAGE_OWN;
+        r = bus_request_authorize(req, action, (const char *[]) { "user", ns->name, NULL }, error);
         if (r <= 0)
-                return r < 0 ? r : 1;
+                return r;
         r = namespace_set_linger(ns, enable);
         if (r < 0)
                 return r;
-        return sd_bus_reply_method_return(message, NULL);
+        return sd_bus_reply_method_return(req->message, NULL);
 }
 
-static int method_set_linger(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int set_linger_step(BusRequest *req, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
         int enable, r;
 
-        r = sd_bus_message_read(message, "sb", &user, &enable);
+        r = sd_bus_message_read(req->message, "sb", &user, &enable);
         if (r < 0)
                 return r;
-        r = get_namespace_or_error(m, user, &ns, error);
+        r = get_namespace_or_error(req->manager, user, &ns, error);
         if (r < 0)
                 return r;
-        return bus_set_linger(message, m, ns, enable, error);
+        return bus_set_linger_step(req, ns, enable, error);
+}
+
+static int method_set_linger(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, set_linger_step);
+}
+
+static int reload_config_step(BusRequest *req, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", "", NULL }, error);
+        if (r <= 0)
+                return r;
+        r = manager_reload(req->manager, &why);
+        if (r < 0) {
+                /* Logged here, where it is handled. */
+                log_error("Configuration not reloaded, the old one stays: %s", why ?: strerror(-r));
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Configuration not reloaded, the old one stays: %s",
+                                         why ?: strerror(-r));
+        }
+        return sd_bus_reply_method_return(req->message, NULL);
 }
 
 static int method_reload_config(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        int r;
-
-        r = verify_manage(message, m, "", false, NULL, NULL, error);
-        if (r <= 0)
-                return r < 0 ? r : 1;
-        _cleanup_free_ char *why = NULL;
-        r = manager_reload(m, &why);
-        if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Configuration not reloaded, the old one stays: %s",
-                                         why ?: strerror(-r));
-        return sd_bus_reply_method_return(message, NULL);
+        return bus_request_run(message, userdata, error, reload_config_step);
 }
 
 static int property_get_shared(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -640,25 +803,38 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+int manager_bus_add_objects(Manager *m, sd_bus *bus) {
+        int r;
+
+        r = sd_bus_add_object_vtable(bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the Manager object: %m");
+        r = namespace_dbus_register(m, bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_add_object_manager(bus, NULL, NSM_MANAGER_PATH);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the object manager: %m");
+        return 0;
+}
+
 int manager_connect_bus(Manager *m) {
         int r;
 
         r = sd_bus_default_system(&m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the system bus: %m");
-        r = sd_bus_add_object_vtable(m->bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, manager_vtable, m);
+        r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
-                return log_error_errno(r, "Failed to add the Manager object: %m");
-        r = sd_bus_add_fallback_vtable(m->bus, NULL, NSM_NAMESPACE_PATH_PREFIX, NSM_NAMESPACE_INTERFACE,
-                                       namespace_vtable, namespace_object_find, m);
+                return r;
+        /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
+         * pinned, and the next start (D-Bus activation, or the unit's Restart=) finds them. */
+        r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
-                return log_error_errno(r, "Failed to add the Namespace objects: %m");
-        r = sd_bus_add_node_enumerator(m->bus, NULL, NSM_NAMESPACE_PATH_PREFIX, namespace_node_enumerator, m);
+                return log_error_errno(r, "Failed to configure the bus connection: %m");
+        r = bus_creds_cache_attach(m->bus);
         if (r < 0)
-                return log_error_errno(r, "Failed to add the Namespace enumerator: %m");
-        r = sd_bus_add_object_manager(m->bus, NULL, NSM_MANAGER_PATH);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the object manager: %m");
+                return log_error_errno(r, "Failed to watch the bus's connections: %m");
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");

@@ -3,9 +3,13 @@
 
 #include <systemd/sd-bus.h>
 
+#include "bus-request.h"
 #include "manager.h"
 #include "namespace.h"
 
 /* Shared by the Manager's and the Namespace object's methods. */
-int bus_remove_namespace(sd_bus_message *message, Manager *m, Namespace *ns, sd_bus_error *error);
-int bus_set_linger(sd_bus_message *message, Manager *m, Namespace *ns, bool enable, sd_bus_error *error);
+int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error);
+int bus_set_linger_step(BusRequest *req, Namespace *ns, bool enable, sd_bus_error *error);
+
+/* The Manager's and the Namespaces' objects on a connection: the system bus, or a private one. */
+int manager_bus_add_objects(Manager *m, sd_bus *bus);

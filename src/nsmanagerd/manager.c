@@ -2,153 +2,276 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "bus-errors.h"
+#include "builder.h"
+#include "bus-request.h"
 #include "bus-polkit.h"
-#include "login-filter.h"
+#include "child.h"
+#include "host.h"
 #include "log.h"
+#include "login-filter.h"
 #include "manager.h"
 #include "namespace-dbus.h"
 #include "namespace.h"
+#include "op-queue.h"
 #include "path-util.h"
-#include "user-util.h"
-#include "view.h"
+#include "private-bus.h"
 #include "strv.h"
+#include "time-util.h"
+#include "user-util.h"
+#include "view-job.h"
+
+/* How long start-up may wait for the builder (opening the registry, listing the pins). */
+#define STARTUP_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
 int manager_new(Manager **ret) {
-        Manager *m = calloc(1, sizeof(Manager));
+        _cleanup_(manager_freep) Manager *m = calloc(1, sizeof(Manager));
         int r;
 
         if (!m)
                 return -ENOMEM;
-        m->registry_fd = -EBADF;
-        m->pin_cpu = sched_getcpu();
         manager_config_init(&m->config);
         m->namespaces = hashmap_new();
         m->namespaces_by_uid = hashmap_new();
-        if (!m->namespaces || !m->namespaces_by_uid || !m->config.subtree_root) {
-                manager_free(m);
+        m->rate_limits = hashmap_new();
+        if (!m->namespaces || !m->namespaces_by_uid || !m->rate_limits || !m->config.subtree_root ||
+            !m->config.state_directory)
                 return -ENOMEM;
-        }
         r = sd_event_default(&m->event);
-        if (r < 0) {
-                manager_free(m);
+        if (r < 0)
                 return r;
-        }
-        *ret = m;
+        m->children = child_set_new(m->event);
+        m->host_ops = op_queue_new(m->event);
+        if (!m->children || !m->host_ops)
+                return -ENOMEM;
+        *ret = TAKE_PTR(m);
         return 0;
 }
 
-Manager *manager_free(Manager *m) {
+static void rate_limits_free(Hashmap *h);
+
+static void manager_drop_namespaces(Manager *m) {
+        _cleanup_free_ Namespace **list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
+        size_t n = 0;
         Namespace *ns;
 
+        if (!list)
+                return;
+        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+                list[n++] = ns;
+        for (size_t i = 0; i < n; i++)
+                namespace_drop_with(list[i], -ESHUTDOWN);
+}
+
+Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        /* Objects only: the namespaces stay pinned for the next start. */
-        while (hashmap_size(m->namespaces) > 0) {
-                size_t i = 0;
-                if (!hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL))
-                        break;
-                namespace_free(ns);
-        }
+        /* Work in flight first, while what waits for it still exists: each answers -ESHUTDOWN
+         * (a call gets an error reply, a build gives up). Then the objects: the namespaces
+         * stay pinned for the next start. */
+        m->exiting = true;
+        m->children = child_set_free(m->children);
+        view_jobs_free(m);
+        m->builder = builder_free(m->builder);
+        if (m->namespaces)
+                manager_drop_namespaces(m);
+        op_queue_free_with(m->host_ops, -ESHUTDOWN);
+        bus_requests_free(m);
+        private_bus_done(m);
         hashmap_free(m->namespaces);
         hashmap_free(m->namespaces_by_uid);
+        rate_limits_free(m->rate_limits);
         polkit_registry_free(m->polkit_registry);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
-        safe_close(m->registry_fd);
         manager_config_done(&m->config);
+        state_dir_done(&m->state);
         free(m->config_file);
         free(m);
         return NULL;
 }
 
-int manager_load_config(Manager *m) {
-        _cleanup_free_ char *error = NULL;
+uint64_t manager_deadline(Manager *m) {
+        return now_usec(CLOCK_MONOTONIC) + m->config.operation_timeout_usec;
+}
+
+/* ---- configuration ---- */
+
+/* What pam_nsmanager needs to skip users we would refuse, without a bus call (login-filter.h). */
+static void manager_publish_login_filter(Manager *m) {
+        int r = login_filter_write(NSM_LOGIN_FILTER_FILE, m->config.min_uid, m->config.exclude_users);
+        if (r < 0)
+                log_warning_errno(r, "Failed to publish %s for pam_nsmanager, ignoring (logins of users we refuse "
+                                  "then ask over the bus): %m", NSM_LOGIN_FILTER_FILE);
+}
+
+static int config_read(Manager *m, ManagerConfig *ret, char **ret_error) {
         ManagerConfig c;
         int r;
 
         manager_config_init(&c);
-        r = manager_config_load(m->config_file, &c, &error);
+        if (!c.subtree_root || !c.state_directory) {
+                manager_config_done(&c);
+                return -ENOMEM;
+        }
+        r = manager_config_load(m->config_file, &c, ret_error);
         if (r < 0) {
                 manager_config_done(&c);
-                if (error)
-                        log_error("%s", error);
-                return log_error_errno(r, "Failed to load the configuration: %m");
+                return r;
         }
+        *ret = c;
+        return 0;
+}
+
+int manager_load_config(Manager *m, char **ret_error) {
+        ManagerConfig c;
+        int r;
+
+        r = config_read(m, &c, ret_error);
+        if (r < 0)
+                return r;
         manager_config_done(&m->config);
         m->config = c;
         return 0;
 }
 
-static int mkdir_p(const char *path, mode_t mode) {
-        _cleanup_free_ char *p = strdup(path);
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1; *s; s++)
-                if (*s == '/') {
-                        *s = 0;
-                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        *s = '/';
+int manager_reload(Manager *m, char **ret_error) {
+        ManagerConfig c;
+        int r;
+
+        r = config_read(m, &c, ret_error);
+        if (r < 0)
+                return r;
+        /* Where the views and pins live cannot move under running namespaces. */
+        if (!streq(c.subtree_root, m->config.subtree_root) || !streq(c.state_directory, m->config.state_directory))
+                log_warning("SubtreeRoot= and StateDirectory= take effect at the next start only.");
+        free(c.subtree_root);
+        free(c.state_directory);
+        c.subtree_root = TAKE_PTR(m->config.subtree_root);
+        c.state_directory = TAKE_PTR(m->config.state_directory);
+
+        /* New shared subtrees are prepared on the host now; subtrees shared at run time stay. */
+        for (char **p = c.shared_subtrees; p && *p; p++)
+                if (!strv_contains((const char *const *) m->config.shared_subtrees, *p)) {
+                        _cleanup_free_ char *why = NULL;
+                        r = host_share_path(*p, &why);
+                        if (r < 0)
+                                log_warning_errno(r, "%s Ignoring.", why ?: "Failed to share a new SharedSubtrees= path.");
                 }
-        if (mkdir(p, mode) < 0 && errno != EEXIST)
-                return -errno;
+        for (char **p = m->config.shared_subtrees; p && *p; p++)
+                if (!strv_contains((const char *const *) c.shared_subtrees, *p) && strv_extend(&c.shared_subtrees, *p) < 0) {
+                        manager_config_done(&c);
+                        return -ENOMEM;
+                }
+        manager_config_done(&m->config);
+        m->config = c;
+        manager_publish_login_filter(m);
+        log_info("Configuration reloaded; it applies to namespaces created from now on.");
         return 0;
 }
 
-/* ---- start-up: find what a previous instance left ---- */
+/* ---- subtrees shared at run time ---- */
 
-typedef struct LoadContext {
-        Manager *manager;
-        char *pins_dir;
-} LoadContext;
+int manager_save_shared(Manager *m) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
 
-static int load_pin(const char *name, int fd, void *userdata) {
-        LoadContext *c = userdata;
-        Manager *m = c->manager;
-        _cleanup_free_ char *state = NULL;
+        if (!f)
+                return -ENOMEM;
+        for (char **p = m->config.shared_subtrees; p && *p; p++) {
+                _cleanup_free_ char *e = escape_word(*p);
+                if (e)
+                        fprintf(f, "%s\n", e);
+        }
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        return state_dir_write_file(&m->state, m->state.shared_subtrees, buf, size);
+}
+
+/* Subtrees shared at run time are kept across restarts, on top of the configured ones. A path
+ * that can no longer be shared is dropped with a warning: it must not keep the daemon from
+ * starting. */
+static void manager_load_shared(Manager *m) {
+        _cleanup_fclose_ FILE *f = fopen(m->state.shared_subtrees, "re");
+        _cleanup_free_ char *line = NULL;
+        bool dropped = false;
+        size_t n = 0;
+
+        if (!f) {
+                if (errno != ENOENT)
+                        log_warning_errno(errno, "Failed to read '%s', ignoring: %m", m->state.shared_subtrees);
+                return;
+        }
+        while (getline(&line, &n, f) >= 0) {
+                _cleanup_free_ char *path = NULL, *why = NULL;
+                int r;
+
+                line[strcspn(line, "\n")] = 0;
+                if (unescape_word(line, &path) < 0 || !path_is_absolute_normalized(path) || streq(path, "/") ||
+                    strv_contains((const char *const *) m->config.shared_subtrees, path))
+                        continue;
+                r = host_share_path(path, &why);
+                if (r < 0) {
+                        log_warning_errno(r, "%s Dropping '%s' from the subtrees shared at run time.", why ?: "", path);
+                        dropped = true;
+                        continue;
+                }
+                if (strv_extend(&m->config.shared_subtrees, path) < 0)
+                        return;
+        }
+        if (dropped)
+                (void) manager_save_shared(m);
+}
+
+/* ---- start-up: what a previous instance left ---- */
+
+static void on_stray_unpinned(BuilderReply *reply, void *userdata) {
+        if (reply->result < 0)
+                log_warning("%s Ignoring.", reply->message ?: "Failed to unpin a half-created namespace.");
+}
+
+static int load_pin(Manager *m, const char *name, int fd) {
+        _cleanup_free_ char *state = state_dir_namespace_file(&m->state, name);
         Namespace *ns;
         int r;
 
-        if (asprintf(&state, "%s/namespaces/%s", m->config.state_directory, name) < 0) {
+        if (!state) {
                 safe_close(fd);
                 return -ENOMEM;
         }
         if (fd < 0 || access(state, F_OK) < 0) {
                 /* A pin without a state file, or a pin file without a namespace: the previous
-                 * instance died half-way through creating it. Nothing uses it yet: clean up. */
+                 * instance died half-way through creating it. Nobody has it: clean up. */
                 log_info("Cleaning up the half-created namespace of '%s'.", name);
                 safe_close(fd);
                 (void) unlink(state);
-                return registry_unpin(m->registry_fd, c->pins_dir, name);
+                return builder_unpin(m->builder, name, manager_deadline(m), on_stray_unpinned, NULL);
         }
         r = namespace_load(m, name, fd, &ns);
         if (r < 0) {
                 safe_close(fd);
                 log_warning_errno(r, "Failed to restore the namespace of '%s', removing it: %m", name);
                 (void) unlink(state);
-                return registry_unpin(m->registry_fd, c->pins_dir, name);
+                return 0;
         }
-        log_info("Restored the mount namespace of '%s' (mnt:[%" PRIu64 "]).", name, ns->mntns_id);
+        log_info("Restored the mount namespace of '%s' (mnt:[%" PRIu64 "]).", name, ns->mntns_inode);
         return 0;
 }
 
 static void remove_strays(Manager *m) {
-        _cleanup_free_ char *dir = NULL;
-        DIR *d;
         struct dirent *de;
+        DIR *d;
 
         /* State files without a pin: their namespace is gone (the registry was lost). */
-        if (asprintf(&dir, "%s/namespaces", m->config.state_directory) < 0)
-                return;
-        d = opendir(dir);
+        d = opendir(m->state.namespaces);
         if (d) {
                 while ((de = readdir(d)))
                         if (filename_is_valid(de->d_name) && !manager_get_namespace(m, de->d_name)) {
-                                log_info("Removing the stale state file of '%s'.", de->d_name);
+                                log_info("Removing the stale state file '%s'.", de->d_name);
                                 (void) unlinkat(dirfd(d), de->d_name, 0);
                         }
                 closedir(d);
@@ -163,56 +286,97 @@ static void remove_strays(Manager *m) {
         }
 }
 
-/* What pam_nsmanager needs to skip users we would refuse, without a bus call (login-filter.h). */
-static void manager_publish_login_filter(Manager *m) {
-        int r = login_filter_write(NSM_LOGIN_FILTER_FILE, m->config.min_uid, m->config.exclude_users);
+static int manager_restore_namespaces(Manager *m) {
+        BuilderSync s = { .fd = -EBADF };
+        int r;
+
+        r = builder_list(m->builder, now_usec(CLOCK_MONOTONIC) + STARTUP_TIMEOUT_USEC, builder_sync_done, &s);
         if (r < 0)
-                log_warning_errno(r, "Failed to publish %s for pam_nsmanager, ignoring (logins of users we refuse ask over the bus): %m",
-                                  NSM_LOGIN_FILTER_FILE);
+                return r;
+        r = builder_sync_wait(m->event, &s);
+        if (r < 0) {
+                log_error("%s", s.message ?: "Failed to list the pinned namespaces.");
+                builder_sync_done_free(&s);
+                return r;
+        }
+        for (size_t i = 0; i < s.n_items; i++) {
+                r = load_pin(m, s.items[i].name, TAKE_FD(s.items[i].fd));
+                if (r < 0)
+                        break;
+        }
+        builder_sync_done_free(&s);
+        remove_strays(m);
+        return r;
+}
+
+static void on_pending_join_done(int result, const char *message, const ViewOpResult *res, void *userdata) {
+        char *what = userdata;
+        if (result < 0)
+                log_warning("Retrying %s failed, ignoring (it is retried at the next start): %s", what,
+                            message ?: strerror(-result));
+        free(what);
+}
+
+/* Views that ShareSubtree("", P) did not reach before (timed out, or the daemon died). */
+static void manager_retry_pending_joins(Manager *m) {
+        Namespace *ns;
+
+        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+                for (char **p = ns->pending_joins; p && *p; p++) {
+                        ViewOp op = { .type = VIEW_OP_JOIN, .path = *p, .join = JOIN_PEER };
+                        char *what = NULL;
+                        if (asprintf(&what, "joining '%s' in the view of '%s'", *p, ns->name) < 0)
+                                return;
+                        if (view_job_queue(m, ns, &op, NULL, 0, manager_deadline(m), on_pending_join_done, what) < 0)
+                                free(what);
+                }
 }
 
 int manager_startup(Manager *m) {
-        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *why = NULL;
         int r;
 
+        r = state_dir_init(&m->state, m->config.state_directory);
+        if (r < 0)
+                return log_oom();
+        r = state_dir_create(&m->state);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create StateDirectory '%s': %m", m->state.root);
+        r = mkdir_parents(m->config.subtree_root, 0755);
+        if (r < 0 || (mkdir(m->config.subtree_root, 0755) < 0 && errno != EEXIST))
+                return log_error_errno(r < 0 ? r : -errno, "Failed to create SubtreeRoot '%s': %m", m->config.subtree_root);
         manager_publish_login_filter(m);
 
-        r = mkdir_p(m->config.state_directory, 0700);
+        r = host_prepare(m->config.subtree_root, m->state.root, m->config.shared_subtrees, &why);
         if (r < 0)
-                return log_error_errno(r, "Failed to create '%s': %m", m->config.state_directory);
-        r = mkdir_p(m->config.subtree_root, 0755);
+                return log_error_errno(r, "%s", why ?: "Failed to prepare the host: %m");
+        manager_load_shared(m);
+
+        /* Before any namespace is loaded: the builder's fork copies a small fd table. */
+        r = builder_new(m->event, m->children, m->state.registry, m->state.pins, &m->builder);
         if (r < 0)
-                return log_error_errno(r, "Failed to create '%s': %m", m->config.subtree_root);
-
-        r = manager_load_shared(m);
+                return log_error_errno(r, "Failed to start the view builder: %m");
+        r = manager_restore_namespaces(m);
         if (r < 0)
-                log_warning_errno(r, "Failed to read the subtrees shared at run time, ignoring: %m");
-
-        r = host_prepare(m->config.subtree_root, m->config.state_directory, m->config.shared_subtrees);
-        if (r < 0)
-                return r;
-
-        if (asprintf(&dir, "%s/namespaces", m->config.state_directory) < 0)
-                return log_oom();
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "Failed to create '%s': %m", dir);
-
-        r = registry_open(m->config.state_directory, &m->pin_cpu, &m->registry_fd);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up the namespace registry under '%s': %m",
-                                       m->config.state_directory);
-
-        LoadContext c = { .manager = m };
-        if (asprintf(&c.pins_dir, "%s/pins", m->config.state_directory) < 0)
-                return log_oom();
-        r = registry_list(m->registry_fd, c.pins_dir, load_pin, &c);
-        free(c.pins_dir);
-        if (r < 0)
-                log_warning_errno(r, "Failed to enumerate pinned namespaces, ignoring: %m");
-
-        remove_strays(m);
+                return log_error_errno(r, "Failed to restore the namespaces pinned under '%s': %m", m->state.root);
+        manager_retry_pending_joins(m);
         return 0;
 }
+
+void manager_shutdown(Manager *m) {
+        /* With no namespace left, nothing needs the registry: leave no mount behind. With
+         * namespaces, it stays pinned so the next start finds them. */
+        if (hashmap_size(m->namespaces) > 0 || !m->state.registry)
+                return;
+        m->builder = builder_free(m->builder);
+        if (umount2(m->state.registry, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
+                if (errno != EINVAL && errno != ENOENT)
+                        log_warning_errno(errno, "Failed to unpin the registry '%s', ignoring: %m", m->state.registry);
+        } else
+                (void) unlink(m->state.registry);
+}
+
+/* ---- namespaces ---- */
 
 Namespace *manager_get_namespace(Manager *m, const char *user) {
         return hashmap_get(m->namespaces, user);
@@ -224,162 +388,271 @@ Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid) {
         return hashmap_get(m->namespaces_by_uid, key);
 }
 
-int manager_check_user(Manager *m, const char *user, UserRecord *ret, sd_bus_error *error) {
+static _printf_(3, 4) int user_refused(char **ret_message, int r, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (ret_message && vasprintf(ret_message, fmt, ap) < 0)
+                *ret_message = NULL;
+        va_end(ap);
+        return r;
+}
+
+int manager_check_user(Manager *m, const char *user, UserRecord *ret, char **ret_message) {
         _cleanup_(user_record_done) UserRecord u = {};
         int r;
 
         if (!valid_user_name(user))
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "'%s' is not a valid user name.", user);
+                return user_refused(ret_message, -ESRCH, "'%s' is not a valid user name.", user);
         r = user_record_by_name(user, &u);
         if (r == -ESRCH)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.", user);
+                return user_refused(ret_message, -ESRCH, "No user '%s' is known to the system.", user);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to look up user '%s': %m", user);
+                return user_refused(ret_message, r, "Failed to look up user '%s': %s", user, strerror(-r));
         if (u.uid == 0)
-                return sd_bus_error_setf(error, NSM_ERROR_USER_EXCLUDED,
-                                         "'%s' is root; root always stays in the host namespace.", user);
+                return user_refused(ret_message, -EPERM, "'%s' is root; root always stays in the host namespace.", user);
         if (u.uid < m->config.min_uid)
-                return sd_bus_error_setf(error, NSM_ERROR_USER_EXCLUDED,
-                                         "'%s' (uid %u) is a system user: MinUID=%u.", user, (unsigned) u.uid,
-                                         (unsigned) m->config.min_uid);
-        if (login_filter_excludes(&(LoginFilter) { .min_uid = 0, .exclude_users = m->config.exclude_users }, user, u.uid))
-                return sd_bus_error_setf(error, NSM_ERROR_USER_EXCLUDED, "'%s' is listed in ExcludeUsers=.", user);
+                return user_refused(ret_message, -EPERM, "'%s' (uid %u) is a system user: MinUID=%u.", user,
+                                    (unsigned) u.uid, (unsigned) m->config.min_uid);
+        if (login_filter_excludes(&(LoginFilter) { .exclude_users = m->config.exclude_users }, user, u.uid))
+                return user_refused(ret_message, -EPERM, "'%s' is listed in ExcludeUsers=.", user);
         if (ret)
                 *ret = u, u = (UserRecord) {};
         return 0;
 }
 
-int manager_create_namespace(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
+int manager_acquire_namespace(Manager *m, const char *user, uint64_t deadline,
+                              void (*callback)(Namespace *ns, int result, const char *message, void *userdata),
+                              void *userdata, char **ret_message) {
         _cleanup_(user_record_done) UserRecord u = {};
-        _cleanup_free_ char *message = NULL;
         Namespace *ns;
         int r;
 
-        r = manager_check_user(m, user, &u, error);
+        /* Ready: no NSS lookup on the way (logins of a user whose namespace exists). A user
+         * removed from NSS or excluded since keeps what exists until it is removed. */
+        ns = manager_get_namespace(m, user);
+        if (ns)
+                return namespace_wait_ready(ns, callback, userdata);
+
+        r = manager_check_user(m, user, &u, ret_message);
         if (r < 0)
                 return r;
-
-        ns = manager_get_namespace(m, user);
-        if (ns) {
-                *ret = ns;
-                return 0;
-        }
         r = namespace_new(m, &u, &ns);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to allocate the namespace of '%s': %m", user);
-        r = namespace_start(ns, &message);
+                return r;
+        r = namespace_wait_ready(ns, callback, userdata);
+        if (r >= 0)
+                r = namespace_build(ns, deadline);
         if (r < 0) {
-                namespace_free(ns);
-                if (message)
-                        return sd_bus_error_set(error, SD_BUS_ERROR_FAILED, message);
-                return sd_bus_error_set_errnof(error, r, "Failed to create the namespace of '%s': %m", user);
-        }
-        (void) namespace_dbus_send_new(ns);
-        *ret = ns;
-        return 0;
-}
-
-static char *shared_state_path(Manager *m) {
-        char *p = NULL;
-        if (asprintf(&p, "%s/shared-subtrees", m->config.state_directory) < 0)
-                return NULL;
-        return p;
-}
-
-int manager_save_shared(Manager *m) {
-        _cleanup_free_ char *path = shared_state_path(m), *tmp = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-
-        if (!path || asprintf(&tmp, "%s.tmp", path) < 0)
-                return -ENOMEM;
-        f = fopen(tmp, "we");
-        if (!f)
-                return log_warning_errno(errno, "Failed to save the shared subtrees, ignoring: %m");
-        for (char **p = m->config.shared_subtrees; p && *p; p++)
-                fprintf(f, "%s\n", *p);
-        if (fflush(f) != 0 || rename(tmp, path) < 0) {
-                int r = -errno;
-                (void) unlink(tmp);
-                return log_warning_errno(r, "Failed to save the shared subtrees, ignoring: %m");
-        }
-        return 0;
-}
-
-/* Subtrees shared at run time are kept across restarts, on top of the configured ones. */
-int manager_load_shared(Manager *m) {
-        _cleanup_free_ char *path = shared_state_path(m), *line = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        size_t n = 0;
-
-        if (!path)
-                return -ENOMEM;
-        f = fopen(path, "re");
-        if (!f)
-                return errno == ENOENT ? 0 : -errno;
-        while (getline(&line, &n, f) >= 0) {
-                line[strcspn(line, "\n")] = 0;
-                if (!path_is_absolute_normalized(line) || streq(line, "/") ||
-                    strv_contains((const char *const *) m->config.shared_subtrees, line))
-                        continue;
-                if (strv_extend(&m->config.shared_subtrees, line) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
-}
-
-int manager_reload(Manager *m, char **ret_error) {
-        _cleanup_free_ char *error = NULL;
-        ManagerConfig c;
-        int r;
-
-        manager_config_init(&c);
-        r = manager_config_load(m->config_file, &c, &error);
-        if (r < 0) {
-                manager_config_done(&c);
-                if (error)
-                        log_error("%s", error);
-                log_error_errno(r, "Failed to reload the configuration, keeping the old one: %m");
-                if (ret_error)
-                        *ret_error = TAKE_PTR(error);
+                namespace_drop(ns);
                 return r;
         }
-        /* Where the views and pins live cannot move under running namespaces. */
-        if (!streq(c.subtree_root, m->config.subtree_root) || !streq(c.state_directory, m->config.state_directory))
-                log_warning("SubtreeRoot= and StateDirectory= take effect at the next start only.");
-        free(c.subtree_root);
-        free(c.state_directory);
-        c.subtree_root = TAKE_PTR(m->config.subtree_root);
-        c.state_directory = TAKE_PTR(m->config.state_directory);
-
-        /* New shared subtrees are prepared on the host now; existing views join them too. */
-        for (char **p = c.shared_subtrees; p && *p; p++)
-                if (!strv_contains((const char *const *) m->config.shared_subtrees, *p)) {
-                        r = host_prepare_shared(*p);
-                        if (r < 0)
-                                log_warning_errno(r, "Failed to make '%s' shared, ignoring: %m", *p);
-                }
-        for (char **p = m->config.shared_subtrees; p && *p; p++)
-                if (!strv_contains((const char *const *) c.shared_subtrees, *p))
-                        (void) strv_extend(&c.shared_subtrees, *p); /* runtime-shared stay shared */
-        manager_config_done(&m->config);
-        m->config = c;
-        manager_publish_login_filter(m);
-        log_info("Configuration reloaded; it applies to namespaces created from now on.");
         return 0;
 }
 
-void manager_shutdown(Manager *m) {
-        _cleanup_free_ char *pin = NULL;
+/* ---- rate limits ---- */
 
-        /* With no namespace left, nothing needs the registry: leave no mount behind. With
-         * namespaces, it stays pinned so the next start finds them. */
-        if (hashmap_size(m->namespaces) > 0 || m->registry_fd < 0)
+typedef struct RateLimit {
+        char key[16];
+        uint64_t begin;
+        unsigned count;
+} RateLimit;
+
+static void rate_limits_free(Hashmap *h) {
+        RateLimit *rl;
+        for (size_t i = 0; hashmap_iterate(h, &i, (void **) &rl, NULL);)
+                free(rl);
+        hashmap_free(h);
+}
+
+int manager_rate_limit(Manager *m, uid_t uid) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        char key[16];
+        RateLimit *rl;
+
+        snprintf(key, sizeof key, "%u", (unsigned) uid);
+        rl = hashmap_get(m->rate_limits, key);
+        if (!rl) {
+                /* One entry per uid that called: bounded by the users of the machine. */
+                rl = calloc(1, sizeof(RateLimit));
+                if (!rl)
+                        return -ENOMEM;
+                memcpy(rl->key, key, sizeof key);
+                if (hashmap_put(m->rate_limits, rl->key, rl) < 0) {
+                        free(rl);
+                        return -ENOMEM;
+                }
+        }
+        if (now - rl->begin >= m->config.rate_limit_interval_usec) {
+                rl->begin = now;
+                rl->count = 0;
+        }
+        if (rl->count >= m->config.rate_limit_burst)
+                return -EDQUOT;
+        rl->count++;
+        return 0;
+}
+
+/* ---- ShareSubtree("", P) ---- */
+
+typedef struct ShareContext {
+        Manager *manager;
+        char *path;
+        bool added;              /* a new runtime shared subtree: forgotten again if the host refuses it */
+        unsigned pending;        /* views still joining */
+        char **timed_out;
+        ShareDoneFunc done;
+        void *userdata;
+        uint64_t deadline;
+} ShareContext;
+
+typedef struct ShareView {
+        ShareContext *share;
+        char *name;
+} ShareView;
+
+static void share_context_free(ShareContext *c) {
+        free(c->path);
+        strv_free(c->timed_out);
+        free(c);
+}
+
+static void share_maybe_finish(ShareContext *c) {
+        _cleanup_free_ char *list = NULL, *message = NULL;
+
+        if (c->pending > 0)
                 return;
-        if (asprintf(&pin, "%s/registry", m->config.state_directory) < 0)
+        if (!c->timed_out) {
+                c->done(0, NULL, NULL, c->userdata);
+                share_context_free(c);
                 return;
-        if (umount2(pin, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-                log_warning_errno(errno, "Failed to unpin the registry '%s', ignoring: %m", pin);
-        else
-                (void) unlink(pin);
-        m->registry_fd = safe_close(m->registry_fd);
+        }
+        list = strv_join(c->timed_out, ", ");
+        if (asprintf(&message, "'%s' is shared on the host and in every view but those of %s, which did not answer in time "
+                     "(a file system that hangs?); they join at the next start of nsmanagerd.", c->path, list ?: "") < 0)
+                message = NULL;
+        c->done(-ETIMEDOUT, message, c->timed_out, c->userdata);
+        share_context_free(c);
+}
+
+static void on_view_joined(int result, const char *message, const ViewOpResult *res, void *userdata) {
+        ShareView *v = userdata;
+        ShareContext *c = v->share;
+
+        if (result == -ETIMEDOUT) {
+                if (strv_extend(&c->timed_out, v->name) < 0)
+                        log_oom();
+        } else if (result < 0)
+                /* E.g. a PrivateTmp= /tmp: not the host's filesystem, it cannot follow. */
+                log_warning("Failed to share '%s' into the view of '%s', ignoring: %s", c->path, v->name,
+                            message ?: strerror(-result));
+        c->pending--;
+        free(v->name);
+        free(v);
+        share_maybe_finish(c);
+}
+
+static int share_into_views(ShareContext *c) {
+        Manager *m = c->manager;
+        Namespace *ns;
+
+        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+                /* A view whose user chose this path's propagation (EnslaveSubtree, SetPropagation,
+                 * recursively from above) keeps it: sharing again must not undo that. */
+                if (namespace_has_choice(ns, c->path) || !ns->ready)
+                        continue;
+                ShareView *v = calloc(1, sizeof(ShareView));
+                if (!v || !(v->name = strdup(ns->name))) {
+                        free(v);
+                        return -ENOMEM;
+                }
+                v->share = c;
+                ViewOp op = { .type = VIEW_OP_JOIN, .path = c->path, .join = JOIN_PEER };
+                int r = view_job_queue(m, ns, &op, NULL, 0, c->deadline, on_view_joined, v);
+                if (r < 0) {
+                        free(v->name);
+                        free(v);
+                        return r;
+                }
+                c->pending++;
+        }
+        return 0;
+}
+
+static void on_host_shared(int result, const char *message, const ViewOpResult *res, void *userdata) {
+        ShareContext *c = userdata;
+        Manager *m = c->manager;
+        Namespace *ns;
+        int r;
+
+        if (result < 0) {
+                /* Nothing half-applied: the views never heard of it, and it is no longer saved. */
+                if (c->added) {
+                        char **l = m->config.shared_subtrees;
+                        size_t k = 0;
+                        for (size_t i = 0; l && l[i]; i++)
+                                if (streq(l[i], c->path))
+                                        free(l[i]);
+                                else
+                                        l[k++] = l[i];
+                        if (l)
+                                l[k] = NULL;
+                        (void) manager_save_shared(m);
+                }
+                for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+                        if (strv_contains((const char *const *) ns->pending_joins, c->path)) {
+                                (void) namespace_set_pending_join(ns, c->path, false);
+                                (void) namespace_save(ns);
+                        }
+                c->done(result, message, NULL, c->userdata);
+                share_context_free(c);
+                return;
+        }
+        r = share_into_views(c);
+        if (r < 0)
+                log_warning_errno(r, "Failed to share '%s' into every view, ignoring (they join at the next start): %m",
+                                  c->path);
+        share_maybe_finish(c);
+}
+
+int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, ShareDoneFunc done, void *userdata) {
+        ShareContext *c;
+        Namespace *ns;
+        int r;
+
+        c = calloc(1, sizeof(ShareContext));
+        if (!c)
+                return -ENOMEM;
+        *c = (ShareContext) { .manager = m, .path = strdup(path), .done = done, .userdata = userdata,
+                              .deadline = deadline };
+        if (!c->path) {
+                share_context_free(c);
+                return -ENOMEM;
+        }
+
+        /* Saved before anything changes: a daemon killed half-way finds at its next start what
+         * is left to do — the host's share (done again, it is idempotent) and the views that
+         * had not joined yet. */
+        if (!strv_contains((const char *const *) m->config.shared_subtrees, path)) {
+                r = strv_extend(&m->config.shared_subtrees, path);
+                if (r >= 0) {
+                        c->added = true;
+                        r = manager_save_shared(m);
+                }
+                if (r < 0) {
+                        share_context_free(c);
+                        return r;
+                }
+        }
+        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+                if (ns->ready && !namespace_has_choice(ns, path) &&
+                    namespace_set_pending_join(ns, path, true) >= 0)
+                        (void) namespace_save(ns);
+
+        ViewOp op = { .type = VIEW_OP_HOST_SHARE, .path = path };
+        r = view_job_queue(m, NULL, &op, NULL, 0, deadline, on_host_shared, c);
+        if (r < 0) {
+                share_context_free(c);
+                return r;
+        }
+        return 0;
 }

@@ -6,15 +6,24 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
+#include <systemd/sd-id128.h>
 
-#include "manager-config.h"
 #include "hashmap.h"
+#include "manager-config.h"
+#include "state-dir.h"
 #include "user-util.h"
 
+typedef struct Builder Builder;
+typedef struct ChildSet ChildSet;
 typedef struct Namespace Namespace;
+typedef struct OpQueue OpQueue;
 typedef struct PolkitRegistry PolkitRegistry;
 typedef struct AttachProcess AttachProcess;
+typedef struct BusRequest BusRequest;
+typedef struct PrivateBus PrivateBus;
+typedef struct ViewJob ViewJob;
 
+/* The daemon: the event loop, the bus, the configuration, and the namespaces it owns. */
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
@@ -23,12 +32,24 @@ typedef struct Manager {
         const char *version;     /* the Version property */
         char *config_file;       /* --config=FILE, or NULL for the standard files */
         ManagerConfig config;
+        StateDir state;          /* computed once, at start: StateDirectory= changes only then */
 
         Hashmap *namespaces;     /* user name → Namespace */
         Hashmap *namespaces_by_uid; /* uid (as decimal string) → Namespace */
 
-        int registry_fd;         /* the "registry" mount namespace that holds the pins */
-        int pin_cpu;             /* CPU on which namespace ids sort after the registry's, or -1 */
+        Builder *builder;        /* builds views, pins them, reads mount tables (builder.c) */
+        ChildSet *children;      /* killable mount-work children (child.c) */
+        OpQueue *host_ops;       /* operations on the host, one at a time */
+        ViewJob *jobs_waiting;   /* view operations waiting for a free slot (view-job.c) */
+        unsigned jobs_running;
+
+        BusRequest *requests;    /* method calls in flight (manager-dbus.c) */
+        sd_event_source *private_source; /* the private socket's listener (private-bus.c) */
+        PrivateBus *private_buses;
+        unsigned n_private_buses;
+        sd_id128_t private_bus_id;
+        bool exiting;            /* manager_free() runs: nothing new starts */
+        Hashmap *rate_limits;    /* caller uid → RateLimit (manager.c) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
 } Manager;
@@ -40,26 +61,42 @@ static inline void manager_freep(Manager **m) {
                 manager_free(*m);
 }
 
+/* The configuration (nsmanagerd.conf and drop-ins), at start. */
+int manager_load_config(Manager *m, char **ret_error);
+/* Re-reads it for namespaces created from now on (ReloadConfig(), SIGHUP). On failure the old
+ * one stays and *ret_error says FILE:LINE: what. */
+int manager_reload(Manager *m, char **ret_error);
+/* The host's set-up, the builder, and what a previous instance left (namespaces restored). */
 int manager_startup(Manager *m);
 /* On a clean exit: drops the registry when no namespace is left. */
 void manager_shutdown(Manager *m);
-int manager_load_config(Manager *m);
+
+/* Now + OperationTimeoutSec=: the deadline of an operation that arrives now. */
+uint64_t manager_deadline(Manager *m);
 
 Namespace *manager_get_namespace(Manager *m, const char *user);
 Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid);
 
-/* Create (or return the existing) namespace of the user; resolves the user through NSS and
- * applies MinUID/ExcludeUsers. On refusal sets a named error in 'error'. */
-int manager_create_namespace(Manager *m, const char *user, Namespace **ret, sd_bus_error *error);
+/* Resolves and checks a user name: -ESRCH (no such user), -EPERM (root, below MinUID=, or in
+ * ExcludeUsers=), with a sentence. */
+int manager_check_user(Manager *m, const char *user, UserRecord *ret, char **ret_message);
 
-/* Resolves and checks a user name: NoSuchUser, UserExcluded. */
-int manager_check_user(Manager *m, const char *user, UserRecord *ret, sd_bus_error *error);
+/* The user's namespace, created if needed; 'callback' learns when it is ready. Errors of the
+ * user check are returned at once (and 'callback' is not called). */
+int manager_acquire_namespace(Manager *m, const char *user, uint64_t deadline, void (*callback)(Namespace *ns, int result,
+                              const char *message, void *userdata), void *userdata, char **ret_message);
+
+/* Unprivileged callers' calls that cost work, per uid: -EDQUOT once RateLimitBurst= calls came
+ * within RateLimitIntervalSec=. */
+int manager_rate_limit(Manager *m, uid_t uid);
+
+/* ShareSubtree("", path): the host's path shared, then every existing view's path joins it
+ * (except where the view's user made an explicit choice there), each view on its own queue.
+ * 'done' gets the names of the views that timed out (retried at the next start). */
+typedef void (*ShareDoneFunc)(int result, const char *message, char **timed_out, void *userdata);
+int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, ShareDoneFunc done, void *userdata);
+
+/* Persists SharedSubtrees added at run time, so a restart keeps them. */
+int manager_save_shared(Manager *m);
 
 int manager_connect_bus(Manager *m);
-
-/* Re-reads the configuration for namespaces created from now on (ReloadConfig(), SIGHUP).
- * On failure the old one stays and *ret_error (if given) says FILE:LINE: what. */
-int manager_reload(Manager *m, char **ret_error);
-/* Persists SharedSubtrees added at run time by ShareSubtree(""), so a restart keeps them. */
-int manager_save_shared(Manager *m);
-int manager_load_shared(Manager *m);

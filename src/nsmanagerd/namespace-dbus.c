@@ -1,74 +1,96 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "builder.h"
 #include "bus-errors.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "namespace-dbus.h"
-#include "view.h"
 #include "strv.h"
 
-int bus_reply_mounts(sd_bus_message *message, int ns_fd, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+char *namespace_bus_path(Namespace *ns) {
+        char *p = NULL;
+        if (asprintf(&p, "%s/_%u", NSM_NAMESPACE_PATH_PREFIX, (unsigned) ns->uid) < 0)
+                return NULL;
+        return p;
+}
+
+/* ---- GetMounts ---- */
+
+static void on_mounts_read(BuilderReply *reply, void *userdata) {
+        BusRequest *req = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
         MountEntry *e = NULL;
         size_t n = 0;
         int r;
 
-        r = mntns_read_mounts(ns_fd, &e, &n);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to read the mount table: %m");
-        r = sd_bus_message_new_method_return(message, &reply);
+        if (reply->result < 0) {
+                bus_request_reply_error(req, reply->result, reply->message);
+                return;
+        }
+        f = fmemopen((void *) (reply->data ?: ""), reply->size, "r");
+        r = f ? mount_table_read(f, &e, &n) : -errno;
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ttttssss)");
+                r = sd_bus_message_new_method_return(req->message, &m);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(ttttssss)");
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(reply, "(ttttssss)", e[i].id, e[i].parent_id, e[i].peer_group, e[i].master_group,
+                r = sd_bus_message_append(m, "(ttttssss)", e[i].id, e[i].parent_id, e[i].peer_group, e[i].master_group,
                                           e[i].target, e[i].source, e[i].fstype, e[i].propagation);
         if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = sd_bus_message_close_container(m);
         mount_entries_free(e, n);
+        if (r >= 0 && req->data)
+                ((Namespace *) req->data)->n_mounts = (uint32_t) n;
+        if (r < 0) {
+                bus_request_reply_error(req, r, "Failed to read the mount table.");
+                return;
+        }
+        bus_request_reply(req, m);
+}
+
+int bus_request_reply_mounts(BusRequest *req, Namespace *ns, sd_bus_error *error) {
+        Manager *m = req->manager;
+        int r;
+
+        /* The builder reads it: no fork per call, and no file system is asked anything. */
+        r = builder_read_mounts(m->builder, ns ? ns->mntns_fd : -EBADF, req->deadline, on_mounts_read, req);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Failed to read the mount table: %m");
+        req->pending = true;
+        return 1;
+}
+
+static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
+        int r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return bus_request_reply_mounts(req, req->data, error);
 }
 
-int namespace_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
-                          sd_bus_error *error) {
-        Manager *m = userdata;
-        const char *p = path + strlen(NSM_NAMESPACE_PATH_PREFIX);
-        char *end;
-
-        /* /org/example/NSManager/user/_UID */
-        if (strncmp(path, NSM_NAMESPACE_PATH_PREFIX "/_", strlen(NSM_NAMESPACE_PATH_PREFIX) + 2) != 0)
-                return 0;
-        p += 2;
-        errno = 0;
-        unsigned long uid = strtoul(p, &end, 10);
-        if (!*p || *end || errno != 0 || uid > UINT32_MAX)
-                return 0;
-        Namespace *ns = manager_get_namespace_by_uid(m, (uid_t) uid);
-        if (!ns)
-                return 0;
-        *found = ns;
-        return 1;
+static int remove_step(BusRequest *req, sd_bus_error *error) {
+        return bus_remove_namespace_step(req, req->data, error);
 }
 
-int namespace_node_enumerator(sd_bus *bus, const char *path, void *userdata, char ***nodes, sd_bus_error *error) {
-        Manager *m = userdata;
-        char **l = calloc(hashmap_size(m->namespaces) + 1, sizeof(char *));
-        size_t i = 0, k = 0;
-        Namespace *ns;
-
-        if (!l)
-                return -ENOMEM;
-        while (hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL)) {
-                l[k] = strdup(ns->object_path);
-                if (!l[k]) {
-                        strv_free(l);
-                        return -ENOMEM;
-                }
-                k++;
-        }
-        *nodes = l;
-        return 1;
+/* The request holds the object: it may be dropped while the call waits. */
+static void unref_namespace(void *p) {
+        namespace_unref(p);
 }
+
+static int run_on_namespace(sd_bus_message *message, Namespace *ns, sd_bus_error *error, BusRequestStep step) {
+        if (!ns->manager || !ns->ready)
+                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' is gone.", ns->name);
+        return bus_request_run_with(message, ns->manager, error, step, namespace_ref(ns), unref_namespace);
+}
+
+static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return run_on_namespace(message, userdata, error, get_mounts_step);
+}
+
+static int method_remove(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return run_on_namespace(message, userdata, error, remove_step);
+}
+
+/* ---- properties ---- */
 
 static int property_get_state(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -100,27 +122,20 @@ static int property_get_linger(sd_bus *bus, const char *path, const char *interf
         return sd_bus_message_append(reply, "b", ns->linger);
 }
 
+/* Properties cannot wait: counted with listmount(2) by namespace id (no child, no setns);
+ * where the kernel or a seccomp filter lacks it, the count from the last time a mount
+ * table of the namespace was read. */
 static int property_get_nmounts(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Namespace *ns = userdata;
         size_t n = 0;
-        int r = mntns_count_mounts(ns->mntns_fd, &n);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to count the mounts of '%s': %m", ns->name);
-        return sd_bus_message_append(reply, "u", (uint32_t) n);
+
+        if (mntns_count_mounts(ns->mntns_id, &n) >= 0)
+                ns->n_mounts = (uint32_t) n;
+        return sd_bus_message_append(reply, "u", ns->n_mounts);
 }
 
-static int method_remove(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Namespace *ns = userdata;
-        return bus_remove_namespace(message, ns->manager, ns, error);
-}
-
-static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Namespace *ns = userdata;
-        return bus_reply_mounts(message, ns->mntns_fd, error);
-}
-
-const sd_bus_vtable namespace_vtable[] = {
+static const sd_bus_vtable namespace_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Name", "s", NULL, offsetof(Namespace, name), SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("UID", "u", NULL, offsetof(Namespace, uid), SD_BUS_VTABLE_PROPERTY_CONST),
@@ -129,7 +144,7 @@ const sd_bus_vtable namespace_vtable[] = {
         SD_BUS_PROPERTY("Root", "s", property_get_root, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Sessions", "as", property_get_sessions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Linger", "b", property_get_linger, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("MountNamespaceId", "t", NULL, offsetof(Namespace, mntns_id), SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("MountNamespaceId", "t", NULL, offsetof(Namespace, mntns_inode), SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Timestamp", "t", NULL, offsetof(Namespace, timestamp), SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("NMounts", "u", property_get_nmounts, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("Remove", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_remove, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -138,11 +153,73 @@ const sd_bus_vtable namespace_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+/* /org/example/NSManager/user/_UID */
+static int namespace_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                                 sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *p = path + strlen(NSM_NAMESPACE_PATH_PREFIX);
+        unsigned long uid;
+        Namespace *ns;
+        char *end;
+
+        if (strncmp(path, NSM_NAMESPACE_PATH_PREFIX "/_", strlen(NSM_NAMESPACE_PATH_PREFIX) + 2) != 0)
+                return 0;
+        p += 2;
+        errno = 0;
+        uid = strtoul(p, &end, 10);
+        if (!*p || *end || errno != 0 || uid > UINT32_MAX || p[0] == '-' || p[0] == '+')
+                return 0;
+        ns = manager_get_namespace_by_uid(m, (uid_t) uid);
+        if (!ns || !ns->ready)
+                return 0;
+        *found = ns;
+        return 1;
+}
+
+static int namespace_node_enumerator(sd_bus *bus, const char *path, void *userdata, char ***nodes, sd_bus_error *error) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        Manager *m = userdata;
+        Namespace *ns;
+
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+                _cleanup_free_ char *p = NULL;
+                if (!ns->ready)
+                        continue;
+                p = namespace_bus_path(ns);
+                if (!p || strv_extend(&l, p) < 0)
+                        return -ENOMEM;
+        }
+        *nodes = TAKE_PTR(l);
+        return 1;
+}
+
+int namespace_dbus_register(Manager *m, sd_bus *bus) {
+        int r;
+
+        r = sd_bus_add_fallback_vtable(bus, NULL, NSM_NAMESPACE_PATH_PREFIX, NSM_NAMESPACE_INTERFACE, namespace_vtable,
+                                       namespace_object_find, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the Namespace objects: %m");
+        r = sd_bus_add_node_enumerator(bus, NULL, NSM_NAMESPACE_PATH_PREFIX, namespace_node_enumerator, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the Namespace enumerator: %m");
+        return 0;
+}
+
+/* ---- signals ---- */
+
 static int send_signal(Namespace *ns, const char *member) {
         Manager *m = ns->manager;
-        if (!m->bus)
+        _cleanup_free_ char *path = NULL;
+
+        if (!m || !m->bus)
                 return 0;
-        return sd_bus_emit_signal(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, member, "so", ns->name, ns->object_path);
+        path = namespace_bus_path(ns);
+        if (!path)
+                return -ENOMEM;
+        return sd_bus_emit_signal(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, member, "so", ns->name, path);
 }
 
 int namespace_dbus_send_new(Namespace *ns) {
@@ -155,8 +232,12 @@ int namespace_dbus_send_removed(Namespace *ns) {
 
 int namespace_dbus_send_changed(Namespace *ns) {
         Manager *m = ns->manager;
-        if (!m->bus)
+        _cleanup_free_ char *path = NULL;
+
+        if (!m || !m->bus || !ns->ready)
                 return 0;
-        return sd_bus_emit_properties_changed(m->bus, ns->object_path, NSM_NAMESPACE_INTERFACE, "State", "Sessions",
-                                              "Linger", NULL);
+        path = namespace_bus_path(ns);
+        if (!path)
+                return -ENOMEM;
+        return sd_bus_emit_properties_changed(m->bus, path, NSM_NAMESPACE_INTERFACE, "State", "Sessions", "Linger", NULL);
 }

@@ -2,15 +2,17 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 
-#include "bus-errors.h"
+#include "builder.h"
 #include "log.h"
 #include "namespace-dbus.h"
 #include "namespace.h"
 #include "path-util.h"
-#include "view.h"
+#include "registry.h"
+#include "string-table.h"
 #include "strv.h"
+#include "time-util.h"
+#include "view-job.h"
 
 static const char *const namespace_state_table[_NAMESPACE_STATE_MAX] = {
         [NAMESPACE_ACTIVE] = "active",
@@ -18,28 +20,11 @@ static const char *const namespace_state_table[_NAMESPACE_STATE_MAX] = {
         [NAMESPACE_CLOSING] = "closing",
 };
 
-const char *namespace_state_to_string(NamespaceState s) {
-        if (s < 0 || s >= _NAMESPACE_STATE_MAX)
-                return NULL;
-        return namespace_state_table[s];
-}
-
-NamespaceState namespace_state_from_string(const char *s) {
-        for (int i = 0; s && i < _NAMESPACE_STATE_MAX; i++)
-                if (streq(namespace_state_table[i], s))
-                        return i;
-        return _NAMESPACE_STATE_INVALID;
-}
-
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-}
+DEFINE_STRING_TABLE_LOOKUP(namespace_state, NamespaceState);
 
 char *namespace_root(Namespace *ns) {
         char *p = NULL;
-        if (asprintf(&p, "%s/%s", ns->manager->config.subtree_root, ns->name) < 0)
+        if (!ns->manager || asprintf(&p, "%s/%s", ns->manager->config.subtree_root, ns->name) < 0)
                 return NULL;
         return p;
 }
@@ -52,47 +37,39 @@ NamespaceState namespace_get_state(Namespace *ns) {
         return NAMESPACE_ACTIVE;
 }
 
-static char *state_file_path(Manager *m, const char *name) {
-        char *p = NULL;
-        if (asprintf(&p, "%s/namespaces/%s", m->config.state_directory, name) < 0)
-                return NULL;
-        return p;
-}
+/* ---- the object ---- */
 
 int namespace_new(Manager *m, const UserRecord *u, Namespace **ret) {
-        Namespace *ns;
+        _cleanup_(namespace_unrefp) Namespace *ns = calloc(1, sizeof(Namespace));
         char key[32];
         int r;
 
-        ns = calloc(1, sizeof(Namespace));
         if (!ns)
                 return -ENOMEM;
-        *ns = (Namespace) {
-                .manager = m,
-                .uid = u->uid,
-                .gid = u->gid,
-                .mntns_fd = -EBADF,
-                .name = strdup(u->name),
-                .home = strdup(u->home),
-                .shell = strdup(u->shell),
-        };
-        if (!ns->name || !ns->home || !ns->shell ||
-            asprintf(&ns->object_path, NSM_NAMESPACE_PATH_PREFIX "/_%u", (unsigned) u->uid) < 0) {
-                namespace_free(ns);
+        ns->n_ref = 1;
+        ns->mntns_fd = -EBADF;
+        ns->uid = u->uid;
+        ns->gid = u->gid;
+        snprintf(key, sizeof key, "%u", (unsigned) u->uid);
+        ns->name = strdup(u->name);
+        ns->home = strdup(u->home ?: "/");
+        ns->shell = strdup(u->shell ?: "/bin/sh");
+        ns->uid_key = strdup(key);
+        ns->ops = op_queue_new(m->event);
+        if (!ns->name || !ns->home || !ns->shell || !ns->uid_key || !ns->ops)
                 return -ENOMEM;
-        }
+
         r = hashmap_put(m->namespaces, ns->name, ns);
+        if (r < 0)
+                return r;
+        r = hashmap_put(m->namespaces_by_uid, ns->uid_key, ns);
         if (r < 0) {
-                namespace_free(ns);
+                hashmap_remove(m->namespaces, ns->name);
                 return r;
         }
-        snprintf(key, sizeof key, "%u", (unsigned) u->uid);
-        ns->uid_key = strdup(key);
-        if (!ns->uid_key || (r = hashmap_put(m->namespaces_by_uid, ns->uid_key, ns)) < 0) {
-                namespace_free(ns);
-                return r < 0 ? r : -ENOMEM;
-        }
-        *ret = ns;
+        /* The Manager's reference is the one we were created with. */
+        ns->manager = m;
+        *ret = TAKE_PTR(ns);
         return 0;
 }
 
@@ -106,29 +83,189 @@ static Session *session_free(Session *s) {
         return NULL;
 }
 
-Namespace *namespace_free(Namespace *ns) {
-        if (!ns)
-                return NULL;
-        if (ns->manager) {
-                if (hashmap_get(ns->manager->namespaces, ns->name) == ns)
-                        hashmap_remove(ns->manager->namespaces, ns->name);
-                if (ns->uid_key && hashmap_get(ns->manager->namespaces_by_uid, ns->uid_key) == ns)
-                        hashmap_remove(ns->manager->namespaces_by_uid, ns->uid_key);
+static void namespace_free_records(Namespace *ns) {
+        for (size_t i = 0; i < ns->n_binds; i++)
+                free(ns->binds[i].destination);
+        ns->binds = mfree(ns->binds);
+        ns->n_binds = 0;
+        ns->policy_mounts = mfree(ns->policy_mounts);
+        ns->n_policy_mounts = 0;
+        for (size_t i = 0; i < ns->n_choices; i++) {
+                free(ns->choices[i].path);
+                free(ns->choices[i].mode);
         }
+        ns->choices = mfree(ns->choices);
+        ns->n_choices = 0;
+        ns->pending_joins = strv_free(ns->pending_joins);
+}
+
+static void namespace_free(Namespace *ns) {
         while (ns->sessions) {
                 Session *s = ns->sessions;
                 ns->sessions = s->next;
                 session_free(s);
         }
         sd_event_source_disable_unref(ns->stop_timer);
+        op_queue_free(ns->ops);
         safe_close(ns->mntns_fd);
+        namespace_free_records(ns);
         free(ns->name);
         free(ns->uid_key);
         free(ns->home);
         free(ns->shell);
-        free(ns->object_path);
         free(ns);
+}
+
+Namespace *namespace_ref(Namespace *ns) {
+        if (ns)
+                ns->n_ref++;
+        return ns;
+}
+
+Namespace *namespace_unref(Namespace *ns) {
+        if (!ns)
+                return NULL;
+        if (--ns->n_ref == 0)
+                namespace_free(ns);
         return NULL;
+}
+
+static void namespace_notify_waiters(Namespace *ns, int result, const char *message) {
+        NamespaceWaiter *w = TAKE_PTR(ns->waiters);
+
+        while (w) {
+                NamespaceWaiter *next = w->next;
+                w->callback(ns, result, message, w->userdata);
+                free(w);
+                w = next;
+        }
+}
+
+void namespace_drop_with(Namespace *ns, int error) {
+        Manager *m = ns->manager;
+
+        if (!m)
+                return;
+        namespace_ref(ns);
+        if (hashmap_get(m->namespaces, ns->name) == ns)
+                hashmap_remove(m->namespaces, ns->name);
+        if (hashmap_get(m->namespaces_by_uid, ns->uid_key) == ns)
+                hashmap_remove(m->namespaces_by_uid, ns->uid_key);
+        ns->manager = NULL;
+        ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
+        while (ns->sessions) {
+                Session *s = ns->sessions;
+                ns->sessions = s->next;
+                session_free(s);
+        }
+        /* What still waits for it learns that it is gone. */
+        ns->ops = op_queue_free_with(ns->ops, error);
+        namespace_notify_waiters(ns, error, error == -ESHUTDOWN ? "nsmanagerd is shutting down." :
+                                 "The namespace was removed.");
+        namespace_unref(ns);   /* the Manager's */
+        namespace_unref(ns);
+}
+
+int namespace_wait_ready(Namespace *ns, NamespaceReadyFunc callback, void *userdata) {
+        NamespaceWaiter *w;
+
+        if (ns->ready) {
+                callback(ns, 0, NULL, userdata);
+                return 0;
+        }
+        w = calloc(1, sizeof(NamespaceWaiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (NamespaceWaiter) { .callback = callback, .userdata = userdata };
+        /* In order of arrival. */
+        NamespaceWaiter **tail = &ns->waiters;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = w;
+        return 0;
+}
+
+/* ---- building ---- */
+
+typedef struct BuildContext {
+        Namespace *ns;
+        uint64_t deadline;
+        ViewPolicy policy;
+        UserRecord user;
+        char *pin_name;
+} BuildContext;
+
+static void build_context_free(BuildContext *c) {
+        namespace_unref(c->ns);
+        view_policy_done(&c->policy);
+        free(c->user.name);
+        free(c->user.home);
+        free(c->user.shell);
+        free(c->pin_name);
+        free(c);
+}
+
+static void on_unpinned_after_failure(BuilderReply *reply, void *userdata) {
+        char *name = userdata;
+        if (reply->result < 0)
+                log_warning("Failed to unpin the half-built namespace of '%s', ignoring (the next start cleans it up): %s",
+                            name, reply->message ?: strerror(-reply->result));
+        free(name);
+}
+
+/* A view that failed after it was pinned: unpin it, remove its mount point directory. Nobody
+ * had it yet, so nothing else is left. */
+static void namespace_undo_build(Manager *m, const char *name) {
+        _cleanup_free_ char *root = NULL;
+        char *copy = strdup(name);
+
+        if (copy && builder_unpin(m->builder, name, manager_deadline(m), on_unpinned_after_failure, copy) < 0)
+                free(copy);
+        if (asprintf(&root, "%s/%s", m->config.subtree_root, name) >= 0)
+                (void) rmdir(root);
+}
+
+static void build_finish(BuildContext *c, int r, const char *message) {
+        Namespace *ns = c->ns;
+        Manager *m = ns->manager;
+
+        if (r >= 0 && m) {
+                ns->timestamp = now_usec(CLOCK_REALTIME);
+                r = namespace_save(ns);
+                if (r < 0)
+                        message = "Failed to save its state.";
+        }
+        if (r < 0) {
+                /* Logged once, here, where it is handled; the callers get the sentence. */
+                log_error_errno(r, "%s", message ?: "Failed to create the namespace of a user: %m");
+                if (m && ns->mntns_fd >= 0)
+                        namespace_undo_build(m, ns->name);
+                namespace_notify_waiters(ns, r, message);
+                namespace_drop(ns);
+        } else if (m) {
+                ns->ready = true;
+                log_info("Created the mount namespace of '%s' (mnt:[%" PRIu64 "]).", ns->name, ns->mntns_inode);
+                (void) namespace_dbus_send_new(ns);
+                namespace_notify_waiters(ns, 0, NULL);
+        }
+        build_context_free(c);
+}
+
+static void on_policy_applied(int result, const char *message, const ViewOpResult *res, void *userdata) {
+        BuildContext *c = userdata;
+        Namespace *ns = c->ns;
+        _cleanup_free_ char *why = NULL;
+
+        if (result < 0) {
+                if (asprintf(&why, "Failed to build the view of '%s' while applying the [View] policy: %s", ns->name,
+                             message ?: strerror(-result)) < 0)
+                        why = NULL;
+                build_finish(c, result, why);
+                return;
+        }
+        ns->policy_mounts = res->n_policy_mounts ? memdup(res->policy_mounts, res->n_policy_mounts * sizeof(MountId)) : NULL;
+        ns->n_policy_mounts = ns->policy_mounts ? res->n_policy_mounts : 0;
+        build_finish(c, 0, NULL);
 }
 
 static int namespace_set_fd(Namespace *ns, int fd) {
@@ -137,184 +274,272 @@ static int namespace_set_fd(Namespace *ns, int fd) {
                 return -errno;
         safe_close(ns->mntns_fd);
         ns->mntns_fd = fd;
-        ns->mntns_id = (uint64_t) st.st_ino;
+        ns->mntns_inode = (uint64_t) st.st_ino;
+        ns->mntns_id = mntns_get_id(fd);
         return 0;
 }
 
-static char *pin_dir(Manager *m) {
-        char *p = NULL;
-        if (asprintf(&p, "%s/pins", m->config.state_directory) < 0)
-                return NULL;
-        return p;
+static void on_view_built(BuilderReply *reply, void *userdata) {
+        BuildContext *c = userdata;
+        Namespace *ns = c->ns;
+        int r;
+
+        if (reply->result < 0 || reply->fd < 0) {
+                build_finish(c, reply->result < 0 ? reply->result : -EPROTO, reply->message);
+                return;
+        }
+        ns->n_mounts = (uint32_t) reply->result;
+        r = namespace_set_fd(ns, TAKE_FD(reply->fd));
+        if (r < 0 || !ns->manager) {
+                build_finish(c, r < 0 ? r : -ECANCELED, "Failed to take the namespace from the builder.");
+                return;
+        }
+        if (view_policy_is_empty(&c->policy)) {
+                build_finish(c, 0, NULL);
+                return;
+        }
+        /* The policy looks up paths a user controls (their home, a dead NFS server): in a
+         * killable child with the same deadline, never in the builder. */
+        ViewOp op = { .type = VIEW_OP_APPLY_POLICY, .path = "/", .policy = &c->policy, .user = &c->user };
+        r = view_job_queue(ns->manager, ns, &op, NULL, ns->uid, c->deadline, on_policy_applied, c);
+        if (r < 0)
+                build_finish(c, r, "Failed to start applying the [View] policy.");
 }
 
-int namespace_start(Namespace *ns, char **ret_error_message) {
+int namespace_build(Namespace *ns, uint64_t deadline) {
         Manager *m = ns->manager;
-        _cleanup_(view_policy_done) ViewPolicy policy = {};
         _cleanup_strv_free_ char **groups = NULL;
-        _cleanup_free_ char *pins = pin_dir(m), *policy_error = NULL, *why = NULL;
-        UserRecord u = { .name = ns->name, .uid = ns->uid, .gid = ns->gid, .home = ns->home, .shell = ns->shell };
-        int fd = -EBADF, stage = VIEW_STAGE_NONE, r;
+        _cleanup_free_ char *policy_error = NULL, *why = NULL;
+        BuildContext *c;
+        int r;
 
-        if (!pins)
+        c = calloc(1, sizeof(BuildContext));
+        if (!c)
                 return -ENOMEM;
+        c->ns = namespace_ref(ns);
+        c->deadline = deadline;
+        c->user = (UserRecord) { .name = strdup(ns->name), .uid = ns->uid, .gid = ns->gid, .home = strdup(ns->home),
+                                 .shell = strdup(ns->shell) };
+        if (!c->user.name || !c->user.home || !c->user.shell) {
+                build_context_free(c);
+                return -ENOMEM;
+        }
 
         r = user_group_names(ns->name, ns->gid, &groups);
-        if (r < 0)
-                return log_error_errno(r, "Failed to list the groups of '%s': %m", ns->name);
-        r = view_policy_load(m->config_file, ns->name, groups, &policy, &policy_error);
+        if (r >= 0)
+                r = view_policy_load(m->config_file, ns->name, groups, &c->policy, &policy_error);
         if (r < 0) {
-                if (ret_error_message && asprintf(ret_error_message, "Invalid [View] policy for '%s': %s", ns->name,
-                                                  policy_error ?: strerror(-r)) < 0)
-                        *ret_error_message = NULL;
-                return log_error_errno(r, "Failed to load the [View] policy of '%s': %s", ns->name,
-                                       policy_error ?: strerror(-r));
+                if (asprintf(&why, "Invalid [View] policy for '%s': %s", ns->name, policy_error ?: strerror(-r)) < 0)
+                        why = NULL;
+                build_finish(c, r, why);
+                return 0;
         }
 
         ViewSpec spec = {
-                .user = &u,
+                .name = ns->name,
                 .subtree_root = m->config.subtree_root,
                 .shared_subtrees = m->config.shared_subtrees,
                 .propagation = m->config.view_propagation,
-                .policy = &policy,
-                .registry_fd = m->registry_fd,
-                .pin_dir = pins,
         };
-        r = view_create(&spec, &m->pin_cpu, &fd, &stage, &why);
-        if (r < 0) {
-                _cleanup_free_ char *root = namespace_root(ns);
-                /* The child may have made the mount point directory; nothing else is left. */
-                if (root)
-                        (void) rmdir(root);
-                if (ret_error_message && asprintf(ret_error_message, "Failed to build the view of '%s' while %s: %s",
-                                                  ns->name, view_stage_to_string(stage), why ?: strerror(-r)) < 0)
-                        *ret_error_message = NULL;
-                return log_error_errno(r, "Failed to build the view of '%s' while %s: %s", ns->name,
-                                       view_stage_to_string(stage), why ?: strerror(-r));
-        }
-        r = namespace_set_fd(ns, fd);
-        if (r < 0) {
-                safe_close(fd);
-                return r;
-        }
-        ns->timestamp = now_realtime_usec();
-
-        r = namespace_save(ns);
-        if (r < 0) {
-                /* Without a state file a restart would see a stray pin: undo now. */
-                (void) registry_unpin(m->registry_fd, pins, ns->name);
-                return log_error_errno(r, "Failed to save the state of '%s': %m", ns->name);
-        }
-        log_info("Created the mount namespace of '%s' (mnt:[%" PRIu64 "]).", ns->name, ns->mntns_id);
+        r = builder_build(m->builder, &spec, deadline, on_view_built, c);
+        if (r < 0)
+                build_finish(c, r, "Failed to ask the view builder.");
         return 0;
 }
 
-int namespace_stop(Namespace *ns) {
+/* ---- removing ---- */
+
+typedef struct RemoveContext {
+        Manager *manager;
+        char *name;
+        void (*done)(int result, const char *message, void *userdata);
+        void *userdata;
+} RemoveContext;
+
+static void on_unpinned(BuilderReply *reply, void *userdata) {
+        RemoveContext *c = userdata;
+        Manager *m = c->manager;
+        _cleanup_free_ char *state = state_dir_namespace_file(&m->state, c->name), *root = NULL;
+
+        if (reply->result == -ESHUTDOWN)
+                log_info("Removing the namespace of '%s' is left to the next start.", c->name);
+        else if (reply->result < 0)
+                log_error("%s", reply->message ?: "Failed to unpin a namespace.");
+        else {
+                if (state && unlink(state) < 0 && errno != ENOENT)
+                        log_warning_errno(errno, "Failed to remove '%s', ignoring: %m", state);
+                /* Only the empty mount point directory is left on the host; a non-empty one is not ours. */
+                if (asprintf(&root, "%s/%s", m->config.subtree_root, c->name) >= 0)
+                        (void) rmdir(root);
+                log_info("Removed the mount namespace of '%s'.", c->name);
+        }
+        if (c->done)
+                c->done(reply->result, reply->message, c->userdata);
+        free(c->name);
+        free(c);
+}
+
+int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(int result, const char *message, void *userdata),
+                     void *userdata) {
         Manager *m = ns->manager;
-        _cleanup_free_ char *pins = pin_dir(m), *state = state_file_path(m, ns->name), *root = namespace_root(ns);
+        RemoveContext *c;
         int r;
 
-        if (!pins || !state || !root)
+        if (!m)
+                return -ESTALE;
+        c = calloc(1, sizeof(RemoveContext));
+        if (!c)
                 return -ENOMEM;
+        *c = (RemoveContext) { .manager = m, .name = strdup(ns->name), .done = done, .userdata = userdata };
+        if (!c->name) {
+                free(c);
+                return -ENOMEM;
+        }
+        r = builder_unpin(m->builder, ns->name, deadline, on_unpinned, c);
+        if (r < 0) {
+                free(c->name);
+                free(c);
+                return r;
+        }
+        (void) namespace_dbus_send_removed(ns);
+        namespace_drop(ns);
+        return 0;
+}
 
-        r = registry_unpin(m->registry_fd, pins, ns->name);
-        if (r < 0)
-                return log_error_errno(r, "Failed to unpin the namespace of '%s': %m", ns->name);
-        if (unlink(state) < 0 && errno != ENOENT)
-                log_warning_errno(errno, "Failed to remove '%s', ignoring: %m", state);
-        /* Only the empty mount point directory is left on the host; a non-empty one is not ours. */
-        if (rmdir(root) < 0 && errno != ENOENT)
-                log_debug_errno(errno, "Failed to remove '%s', ignoring: %m", root);
+/* ---- state ---- */
 
-        log_info("Removed the mount namespace of '%s'.", ns->name);
-        namespace_free(ns);
+static int write_records(FILE *f, Namespace *ns) {
+        for (Session *s = ns->sessions; s; s = s->next)
+                fprintf(f, "SESSION=%s %d %" PRIu64 "\n", s->id, (int) s->leader, s->leader_start);
+        for (size_t i = 0; i < ns->n_binds; i++) {
+                _cleanup_free_ char *d = escape_word(ns->binds[i].destination);
+                if (!d)
+                        return -ENOMEM;
+                fprintf(f, "BIND=%" PRIu64 " %" PRIu64 " %s %s\n", ns->binds[i].id.unique, ns->binds[i].id.old,
+                        ns->binds[i].for_user ? "user" : "admin", d);
+        }
+        for (size_t i = 0; i < ns->n_policy_mounts; i++)
+                fprintf(f, "POLICY_MOUNT=%" PRIu64 " %" PRIu64 "\n", ns->policy_mounts[i].unique, ns->policy_mounts[i].old);
+        for (size_t i = 0; i < ns->n_choices; i++) {
+                _cleanup_free_ char *p = escape_word(ns->choices[i].path);
+                if (!p)
+                        return -ENOMEM;
+                fprintf(f, "CHOICE=%s %s %s\n", ns->choices[i].mode, ns->choices[i].recursive ? "recursive" : "-", p);
+        }
+        for (char **j = ns->pending_joins; j && *j; j++) {
+                _cleanup_free_ char *p = escape_word(*j);
+                if (!p)
+                        return -ENOMEM;
+                fprintf(f, "PENDING_JOIN=%s\n", p);
+        }
         return 0;
 }
 
 int namespace_save(Namespace *ns) {
         Manager *m = ns->manager;
-        _cleanup_free_ char *path = state_file_path(m, ns->name), *tmp = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        int fd;
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        size_t size = 0;
+        FILE *f;
+        int r;
 
-        if (!path || asprintf(&tmp, "%s.tmp", path) < 0)
+        if (!m)
+                return 0;
+        path = state_dir_namespace_file(&m->state, ns->name);
+        f = open_memstream(&buf, &size);
+        if (!path || !f) {
+                if (f)
+                        fclose(f);
                 return -ENOMEM;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return -errno;
-        f = fdopen(fd, "w");
-        if (!f) {
-                safe_close(fd);
-                return -errno;
         }
         fprintf(f,
                 "# This is private data. Do not parse.\n"
                 "NAME=%s\nUID=%u\nGID=%u\nMNTNS_ID=%" PRIu64 "\nTIMESTAMP=%" PRIu64 "\nLINGER=%s\n",
-                ns->name, (unsigned) ns->uid, (unsigned) ns->gid, ns->mntns_id, ns->timestamp, ns->linger ? "yes" : "no");
-        fputs("SESSIONS=", f);
-        for (Session *s = ns->sessions; s; s = s->next)
-                fprintf(f, "%s%s:%d", s == ns->sessions ? "" : " ", s->id, (int) s->leader);
-        fputc('\n', f);
-        if (fflush(f) != 0 || fsync(fileno(f)) < 0) {
-                (void) unlink(tmp);
-                return -errno;
-        }
-        if (rename(tmp, path) < 0) {
-                int r = -errno;
-                (void) unlink(tmp);
+                ns->name, (unsigned) ns->uid, (unsigned) ns->gid, ns->mntns_inode, ns->timestamp,
+                ns->linger ? "yes" : "no");
+        r = write_records(f, ns);
+        if (fclose(f) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0)
                 return r;
-        }
-        return 0;
+        return state_dir_write_file(&m->state, path, buf, size);
+}
+
+/* The start time of a process (field 22 of /proc/PID/stat, clock ticks since boot): with the
+ * pid it names one process, where the pid alone may by now name another. 0 if unknown. */
+static uint64_t process_start_time(pid_t pid) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char path[64], buf[1024], *p;
+        unsigned long long start = 0;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        f = fopen(path, "re");
+        if (!f || !fgets(buf, sizeof buf, f))
+                return 0;
+        /* After the command name, which may hold spaces and parentheses: from the last ')'. */
+        p = strrchr(buf, ')');
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                         &start) != 1)
+                return 0;
+        return start;
 }
 
 static int session_leader_exited(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
-static int session_watch(Namespace *ns, Session *s) {
+/* Watches the leader with a pidfd. With 'verify', only if the pid still names the process that
+ * opened the session (same start time): after a restart a pid may have been reused. -ESRCH:
+ * it is gone. */
+static int session_watch(Namespace *ns, Session *s, bool verify) {
         if (s->leader <= 0)
                 return 0;
         s->pidfd = (int) syscall(SYS_pidfd_open, s->leader, 0);
         if (s->pidfd < 0)
-                return -errno;   /* -ESRCH: already gone */
+                return -errno;
+        /* Checked after the pidfd is taken: from here on the pid cannot be reused under us. */
+        if (verify && s->leader_start != 0 && process_start_time(s->leader) != s->leader_start) {
+                s->pidfd = safe_close(s->pidfd);
+                return -ESRCH;
+        }
         return sd_event_add_io(ns->manager->event, &s->pidfd_source, s->pidfd, EPOLLIN, session_leader_exited, ns);
 }
 
 static int namespace_stop_timer_fired(sd_event_source *s, uint64_t usec, void *userdata) {
         Namespace *ns = userdata;
+
         ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
-        if (ns->sessions || ns->linger)
+        if (ns->sessions || ns->linger || !ns->manager)
                 return 0;
-        (void) namespace_dbus_send_removed(ns);
-        return namespace_stop(ns);
+        return namespace_remove(ns, manager_deadline(ns->manager), NULL, NULL);
 }
 
 /* After the last session: StopDelaySec, then gone — unless lingering or reopened meanwhile. */
 static void namespace_maybe_schedule_stop(Namespace *ns) {
         Manager *m = ns->manager;
-        uint64_t now;
         int r;
 
-        if (ns->sessions || ns->linger || ns->stop_timer)
+        if (!m || ns->sessions || ns->linger || ns->stop_timer)
                 return;
-        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-        r = sd_event_add_time(m->event, &ns->stop_timer, CLOCK_MONOTONIC,
-                              m->config.stop_delay_usec == UINT64_MAX ? UINT64_MAX : now + m->config.stop_delay_usec,
-                              10 * USEC_PER_MSEC, namespace_stop_timer_fired, ns);
+        r = sd_event_add_time_relative(m->event, &ns->stop_timer, CLOCK_MONOTONIC, m->config.stop_delay_usec,
+                                       10 * USEC_PER_MSEC, namespace_stop_timer_fired, ns);
         if (r < 0)
                 log_warning_errno(r, "Failed to arm the stop timer of '%s', keeping it: %m", ns->name);
         (void) namespace_dbus_send_changed(ns);
 }
 
 static void namespace_cancel_stop(Namespace *ns) {
-        if (!ns->stop_timer)
-                return;
         ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
 }
 
-Session *namespace_get_session(Namespace *ns, const char *id) {
+static Session *namespace_get_session(Namespace *ns, const char *id) {
         for (Session *s = ns->sessions; s; s = s->next)
                 if (streq(s->id, id))
                         return s;
         return NULL;
+}
+
+static void namespace_save_or_warn(Namespace *ns) {
+        int r = namespace_save(ns);
+        if (r < 0)
+                log_warning_errno(r, "Failed to save the state of '%s', ignoring: %m", ns->name);
 }
 
 int namespace_add_session(Namespace *ns, const char *id, pid_t leader) {
@@ -332,12 +557,14 @@ int namespace_add_session(Namespace *ns, const char *id, pid_t leader) {
                 session_free(s);
                 return -ENOMEM;
         }
-        r = session_watch(ns, s);
+        /* The leader is waiting for our reply: its pid names it now. */
+        s->leader_start = leader > 0 ? process_start_time(leader) : 0;
+        r = session_watch(ns, s, /* verify= */ false);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to watch the leader %d of session '%s', ignoring: %m", (int) leader, id);
         s->next = ns->sessions;
         ns->sessions = s;
-        (void) namespace_save(ns);
+        namespace_save_or_warn(ns);
         (void) namespace_dbus_send_changed(ns);
         return 0;
 }
@@ -348,7 +575,7 @@ int namespace_remove_session(Namespace *ns, const char *id) {
                         Session *s = *p;
                         *p = s->next;
                         session_free(s);
-                        (void) namespace_save(ns);
+                        namespace_save_or_warn(ns);
                         (void) namespace_dbus_send_changed(ns);
                         namespace_maybe_schedule_stop(ns);
                         return 0;
@@ -358,11 +585,12 @@ int namespace_remove_session(Namespace *ns, const char *id) {
 
 static int session_leader_exited(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         Namespace *ns = userdata;
+
         for (Session *s = ns->sessions; s; s = s->next)
                 if (s->pidfd_source == source) {
+                        _cleanup_free_ char *id = strdup(s->id);
                         log_info("Login process %d of session '%s' of '%s' exited without closing it; closing it.",
                                  (int) s->leader, s->id, ns->name);
-                        _cleanup_free_ char *id = strdup(s->id);
                         if (!id)
                                 return -ENOMEM;
                         return namespace_remove_session(ns, id);
@@ -376,51 +604,226 @@ int namespace_set_linger(Namespace *ns, bool b) {
         ns->linger = b;
         if (b)
                 namespace_cancel_stop(ns);
-        (void) namespace_save(ns);
+        namespace_save_or_warn(ns);
         (void) namespace_dbus_send_changed(ns);
         if (!b)
                 namespace_maybe_schedule_stop(ns);
         return 0;
 }
 
-static int read_state_file(const char *path, char **sessions, bool *linger, uint64_t *mntns_id, uint64_t *timestamp) {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        _cleanup_free_ char *line = NULL;
-        size_t n = 0;
+/* ---- records ---- */
 
-        if (!f)
-                return -errno;
-        while (getline(&line, &n, f) >= 0) {
-                line[strcspn(line, "\n")] = 0;
-                if (strncmp(line, "LINGER=", 7) == 0)
-                        *linger = streq(line + 7, "yes");
-                else if (strncmp(line, "MNTNS_ID=", 9) == 0)
-                        *mntns_id = strtoull(line + 9, NULL, 10);
-                else if (strncmp(line, "TIMESTAMP=", 10) == 0)
-                        *timestamp = strtoull(line + 10, NULL, 10);
-                else if (strncmp(line, "SESSIONS=", 9) == 0) {
-                        free(*sessions);
-                        *sessions = strdup(line + 9);
-                        if (!*sessions)
-                                return -ENOMEM;
-                }
+int namespace_record_bind(Namespace *ns, MountId id, const char *destination, bool for_user, MountId replaced) {
+        BindRecord *b;
+
+        if (replaced.old != 0)
+                namespace_forget_mount(ns, replaced);
+        b = realloc(ns->binds, (ns->n_binds + 1) * sizeof(BindRecord));
+        if (!b)
+                return -ENOMEM;
+        ns->binds = b;
+        b[ns->n_binds] = (BindRecord) { .id = id, .destination = strdup(destination), .for_user = for_user };
+        if (!b[ns->n_binds].destination)
+                return -ENOMEM;
+        ns->n_binds++;
+        return 0;
+}
+
+void namespace_forget_mount(Namespace *ns, MountId id) {
+        for (size_t i = 0; i < ns->n_binds;)
+                if (mount_id_equal(ns->binds[i].id, id)) {
+                        free(ns->binds[i].destination);
+                        ns->binds[i] = ns->binds[--ns->n_binds];
+                } else
+                        i++;
+}
+
+int namespace_record_choice(Namespace *ns, const char *path, const char *mode, bool recursive) {
+        PropagationChoice *c;
+
+        namespace_clear_choice(ns, path);
+        c = realloc(ns->choices, (ns->n_choices + 1) * sizeof(PropagationChoice));
+        if (!c)
+                return -ENOMEM;
+        ns->choices = c;
+        c[ns->n_choices] = (PropagationChoice) { .path = strdup(path), .mode = strdup(mode), .recursive = recursive };
+        if (!c[ns->n_choices].path || !c[ns->n_choices].mode) {
+                free(c[ns->n_choices].path);
+                free(c[ns->n_choices].mode);
+                return -ENOMEM;
+        }
+        ns->n_choices++;
+        return 0;
+}
+
+void namespace_clear_choice(Namespace *ns, const char *path) {
+        for (size_t i = 0; i < ns->n_choices;)
+                if (streq(ns->choices[i].path, path)) {
+                        free(ns->choices[i].path);
+                        free(ns->choices[i].mode);
+                        ns->choices[i] = ns->choices[--ns->n_choices];
+                } else
+                        i++;
+}
+
+static bool path_is_at_or_below(const char *path, const char *top) {
+        size_t n = strlen(top);
+        if (streq(top, "/"))
+                return true;
+        return strncmp(path, top, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+bool namespace_has_choice(Namespace *ns, const char *path) {
+        for (size_t i = 0; i < ns->n_choices; i++)
+                if (streq(ns->choices[i].path, path) ||
+                    (ns->choices[i].recursive && path_is_at_or_below(path, ns->choices[i].path)))
+                        return true;
+        return false;
+}
+
+int namespace_set_pending_join(Namespace *ns, const char *path, bool pending) {
+        bool has = strv_contains((const char *const *) ns->pending_joins, path);
+
+        if (pending && !has)
+                return strv_extend(&ns->pending_joins, path);
+        if (!pending && has) {
+                size_t k = 0;
+                for (size_t i = 0; ns->pending_joins[i]; i++)
+                        if (streq(ns->pending_joins[i], path))
+                                free(ns->pending_joins[i]);
+                        else
+                                ns->pending_joins[k++] = ns->pending_joins[i];
+                ns->pending_joins[k] = NULL;
         }
         return 0;
 }
 
+/* ---- loading ---- */
+
+static int parse_mount_id(const char *s, MountId *ret, const char **ret_rest) {
+        unsigned long long unique, old;
+        int n = 0;
+
+        if (sscanf(s, "%llu %llu %n", &unique, &old, &n) != 2 || n == 0)
+                return -EINVAL;
+        *ret = (MountId) { .unique = unique, .old = old };
+        *ret_rest = s + n;
+        return 0;
+}
+
+static int load_bind(Namespace *ns, const char *value) {
+        _cleanup_free_ char *dest = NULL;
+        const char *rest;
+        char who[8];
+        MountId id;
+        int n = 0;
+
+        if (parse_mount_id(value, &id, &rest) < 0 || sscanf(rest, "%7s %n", who, &n) != 1 || n == 0 ||
+            unescape_word(rest + n, &dest) < 0)
+                return -EINVAL;
+        return namespace_record_bind(ns, id, dest, streq(who, "user"), (MountId) {});
+}
+
+static int load_policy_mount(Namespace *ns, const char *value) {
+        const char *rest;
+        MountId id, *p;
+
+        if (parse_mount_id(value, &id, &rest) < 0)
+                return -EINVAL;
+        p = realloc(ns->policy_mounts, (ns->n_policy_mounts + 1) * sizeof(MountId));
+        if (!p)
+                return -ENOMEM;
+        ns->policy_mounts = p;
+        p[ns->n_policy_mounts++] = id;
+        return 0;
+}
+
+static int load_choice(Namespace *ns, const char *value) {
+        _cleanup_free_ char *path = NULL;
+        char mode[16], rec[16];
+        int n = 0;
+
+        if (sscanf(value, "%15s %15s %n", mode, rec, &n) != 2 || n == 0 || unescape_word(value + n, &path) < 0)
+                return -EINVAL;
+        return namespace_record_choice(ns, path, mode, streq(rec, "recursive"));
+}
+
+static int load_pending(Namespace *ns, const char *value) {
+        _cleanup_free_ char *path = NULL;
+        if (unescape_word(value, &path) < 0)
+                return -EINVAL;
+        return namespace_set_pending_join(ns, path, true);
+}
+
+/* Sessions whose leader is gone (or whose pid now names another process) ended while the
+ * daemon was not running. */
+static void load_session(Namespace *ns, const char *value) {
+        char id[256];
+        int pid = 0;
+        unsigned long long start = 0;
+        Session *s;
+
+        if (sscanf(value, "%255s %d %llu", id, &pid, &start) < 2)
+                return;
+        s = calloc(1, sizeof(Session));
+        if (!s)
+                return;
+        *s = (Session) { .id = strdup(id), .leader = pid, .leader_start = start, .pidfd = -EBADF };
+        if (!s->id || session_watch(ns, s, /* verify= */ true) < 0) {
+                log_info("Session '%s' of '%s' ended while the daemon was not running.", id, ns->name);
+                session_free(s);
+                return;
+        }
+        s->next = ns->sessions;
+        ns->sessions = s;
+}
+
+static int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions) {
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        while (r >= 0 && getline(&line, &n, f) >= 0) {
+                char *eq;
+
+                line[strcspn(line, "\n")] = 0;
+                eq = strchr(line, '=');
+                if (line[0] == '#' || !eq)
+                        continue;
+                *eq = 0;
+                const char *key = line, *value = eq + 1;
+                if (streq(key, "LINGER"))
+                        ns->linger = streq(value, "yes");
+                else if (streq(key, "TIMESTAMP"))
+                        ns->timestamp = strtoull(value, NULL, 10);
+                else if (streq(key, "SESSION")) {
+                        *ret_had_sessions = true;
+                        load_session(ns, value);
+                } else if (streq(key, "BIND"))
+                        r = load_bind(ns, value);
+                else if (streq(key, "POLICY_MOUNT"))
+                        r = load_policy_mount(ns, value);
+                else if (streq(key, "CHOICE"))
+                        r = load_choice(ns, value);
+                else if (streq(key, "PENDING_JOIN"))
+                        r = load_pending(ns, value);
+        }
+        return r == -ENOMEM ? r : 0;   /* a malformed record is dropped, the rest is kept */
+}
+
 int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret) {
-        _cleanup_free_ char *path = state_file_path(m, name), *sessions = NULL;
+        _cleanup_free_ char *path = state_dir_namespace_file(&m->state, name);
         _cleanup_(user_record_done) UserRecord u = {};
-        uint64_t id = 0, ts = 0;
-        bool linger = false, had_sessions;
+        _cleanup_fclose_ FILE *f = NULL;
+        bool had_sessions = false;
         Namespace *ns;
         int r;
 
         if (!path)
                 return -ENOMEM;
-        r = read_state_file(path, &sessions, &linger, &id, &ts);
-        if (r < 0)
-                return r;
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
         r = user_record_by_name(name, &u);
         if (r < 0)
                 return r;
@@ -428,38 +831,16 @@ int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret) 
         if (r < 0)
                 return r;
         r = namespace_set_fd(ns, mntns_fd);
+        if (r >= 0)
+                r = namespace_parse_state(ns, f, &had_sessions);
         if (r < 0) {
-                namespace_free(ns);
+                ns->mntns_fd = -EBADF;   /* the caller's still */
+                namespace_drop(ns);
                 return r;
         }
-        if (id != 0 && id != ns->mntns_id)
-                log_warning("The pin of '%s' holds mnt:[%" PRIu64 "], the state file says %" PRIu64 "; using the pin.",
-                            name, ns->mntns_id, id);
-        ns->linger = linger;
-        ns->timestamp = ts;
-
-        /* Sessions whose login process is gone were closed while we were away. */
-        had_sessions = sessions && *sessions;
-        _cleanup_strv_free_ char **words = strv_split_whitespace(sessions ?: "");
-        for (char **w = words; w && *w; w++) {
-                char *colon = strrchr(*w, ':');
-                if (!colon)
-                        continue;
-                *colon = 0;
-                pid_t pid = (pid_t) atoi(colon + 1);
-                Session *s = calloc(1, sizeof(Session));
-                if (!s)
-                        break;
-                *s = (Session) { .id = strdup(*w), .leader = pid, .pidfd = -EBADF };
-                if (!s->id || session_watch(ns, s) < 0) {
-                        log_info("Session '%s' of '%s' ended while the daemon was not running.", *w, name);
-                        session_free(s);
-                        continue;
-                }
-                s->next = ns->sessions;
-                ns->sessions = s;
-        }
-        (void) namespace_save(ns);
+        ns->ready = true;
+        namespace_save_or_warn(ns);
+        /* Sessions that all ended while we were away: the stop delay starts now. */
         if (had_sessions)
                 namespace_maybe_schedule_stop(ns);
         *ret = ns;

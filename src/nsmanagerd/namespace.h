@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <stdbool.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#include "manager.h"
-#include "user-util.h"
 #include "macros.h"
+#include "manager.h"
+#include "mount-util.h"
+#include "op-queue.h"
+#include "user-util.h"
+
+/* A user's namespace: its lifecycle (built, ready, removed), its sessions, what the daemon
+ * remembers about it (binds made, the [View] policy's mounts, explicit propagation choices)
+ * and its state file. No bus types here: namespace-dbus.c is the glue. */
 
 typedef enum NamespaceState {
         NAMESPACE_ACTIVE,
@@ -25,13 +31,38 @@ NamespaceState namespace_state_from_string(const char *s) _pure_;
 typedef struct Session {
         char *id;
         pid_t leader;            /* the process that opened it (0 if unknown) */
+        uint64_t leader_start;   /* its start time (clock ticks since boot): a pid alone may be reused */
         int pidfd;               /* watches the leader: a crashed login closes its session */
         sd_event_source *pidfd_source;
         struct Session *next;
 } Session;
 
+/* A bind made by BindMount: its top mount (a policy mount copied inside it is not it). */
+typedef struct BindRecord {
+        MountId id;
+        char *destination;
+        bool for_user;           /* at the user's own request (manage-own): theirs to unmount */
+} BindRecord;
+
+/* An explicit propagation choice (EnslaveSubtree, SetPropagation): ShareSubtree("", P) leaves
+ * such a path of that view as it is. A recursive choice covers everything below its path. */
+typedef struct PropagationChoice {
+        char *path;
+        char *mode;              /* "slave" for EnslaveSubtree, else SetPropagation's mode */
+        bool recursive;
+} PropagationChoice;
+
+typedef void (*NamespaceReadyFunc)(Namespace *ns, int result, const char *message, void *userdata);
+
+typedef struct NamespaceWaiter {
+        NamespaceReadyFunc callback;
+        void *userdata;
+        struct NamespaceWaiter *next;
+} NamespaceWaiter;
+
 struct Namespace {
-        Manager *manager;
+        unsigned n_ref;
+        Manager *manager;        /* NULL once dropped */
 
         char *name;
         char *uid_key;           /* uid as decimal string, the key of namespaces_by_uid */
@@ -41,31 +72,66 @@ struct Namespace {
         char *shell;
 
         int mntns_fd;            /* an nsfs fd of the user's mount namespace */
-        uint64_t mntns_id;       /* its inode number, as readlink /proc/PID/ns/mnt shows it */
+        uint64_t mntns_inode;    /* as readlink /proc/PID/ns/mnt shows it: MountNamespaceId */
+        uint64_t mntns_id;       /* NS_GET_MNTNS_ID (listmount, statmount), 0 if unknown */
         uint64_t timestamp;      /* creation, µs since the epoch */
         bool linger;
+        bool ready;              /* built, policy applied, saved: usable */
+        uint32_t n_mounts;       /* as last seen (NMounts where listmount is missing) */
 
+        NamespaceWaiter *waiters;/* calls waiting for it to be ready */
         Session *sessions;
         sd_event_source *stop_timer; /* armed when the last session closed */
+        OpQueue *ops;            /* its mount operations, one at a time */
 
-        char *object_path;
+        BindRecord *binds;
+        size_t n_binds;
+        MountId *policy_mounts;
+        size_t n_policy_mounts;
+        PropagationChoice *choices;
+        size_t n_choices;
+        char **pending_joins;    /* SharedSubtrees this view has yet to join (ShareSubtree("") timed out) */
 };
 
-/* The Root property: SubtreeRoot/Name */
+/* SubtreeRoot/Name: the Root property */
 char *namespace_root(Namespace *ns);
-
 NamespaceState namespace_get_state(Namespace *ns);
 
-/* Lifecycle. namespace_new() only allocates; namespace_start() builds and pins the view. */
+/* Lifecycle. namespace_new() links an empty object into the Manager; namespace_build() makes
+ * the view (asynchronously: calls waiting with namespace_wait_ready() learn how it went; a
+ * failed one is dropped). namespace_drop() unlinks it from the Manager; the object lives on
+ * while someone holds a reference. */
 int namespace_new(Manager *m, const UserRecord *u, Namespace **ret);
-Namespace *namespace_free(Namespace *ns);   /* unlinks from the Manager; the view stays pinned */
-int namespace_start(Namespace *ns, char **ret_error_message);
-/* Unpins the namespace, removes its state file and SubtreeRoot/NAME directory, frees it. */
-int namespace_stop(Namespace *ns);
+Namespace *namespace_ref(Namespace *ns);
+Namespace *namespace_unref(Namespace *ns);
+static inline void namespace_unrefp(Namespace **ns) {
+        namespace_unref(*ns);
+}
+void namespace_drop_with(Namespace *ns, int error);
+static inline void namespace_drop(Namespace *ns) {
+        namespace_drop_with(ns, -ECANCELED);
+}
+int namespace_build(Namespace *ns, uint64_t deadline);
+/* Calls 'callback' (from the event loop) once the namespace is ready, or failed. */
+int namespace_wait_ready(Namespace *ns, NamespaceReadyFunc callback, void *userdata);
+/* Unpins it and removes its state; 'done' (may be NULL) learns how it went. The namespace is
+ * dropped at once: nothing new finds it. */
+int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(int result, const char *message, void *userdata),
+                     void *userdata);
+
+/* State: StateDirectory/namespaces/NAME. */
 int namespace_save(Namespace *ns);
 int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret);
 
+/* Sessions: a session ends with CloseSession or when its leader exits. */
 int namespace_add_session(Namespace *ns, const char *id, pid_t leader);
 int namespace_remove_session(Namespace *ns, const char *id); /* -ENOENT if unknown */
-Session *namespace_get_session(Namespace *ns, const char *id);
 int namespace_set_linger(Namespace *ns, bool b);
+
+/* Records. */
+int namespace_record_bind(Namespace *ns, MountId id, const char *destination, bool for_user, MountId replaced);
+void namespace_forget_mount(Namespace *ns, MountId id);
+int namespace_record_choice(Namespace *ns, const char *path, const char *mode, bool recursive);
+void namespace_clear_choice(Namespace *ns, const char *path);
+bool namespace_has_choice(Namespace *ns, const char *path);
+int namespace_set_pending_join(Namespace *ns, const char *path, bool pending);

@@ -4,12 +4,18 @@
 #include <systemd/sd-daemon.h>
 
 #include "attach.h"
+#include "bus-errors.h"
+#include "bus-request.h"
+#include "private-bus.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        (void) manager_reload(userdata, NULL);
+        _cleanup_free_ char *why = NULL;
+        int r = manager_reload(userdata, &why);
+        if (r < 0)
+                log_error("Configuration not reloaded, the old one stays: %s", why ?: strerror(-r));
         return 0;
 }
 
@@ -65,8 +71,14 @@ static int parse_argv(int argc, char *argv[], Manager *m) {
         return 1;
 }
 
+static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        *(bool *) userdata = true;
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
 int main(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
+        bool asked_to_exit = false;
         sigset_t ss;
         int r;
 
@@ -93,33 +105,43 @@ int main(int argc, char *argv[]) {
         sigaddset(&ss, SIGCHLD);
         sigprocmask(SIG_BLOCK, &ss, NULL);
 
-        r = manager_load_config(m);
-        if (r < 0)
+        _cleanup_free_ char *why = NULL;
+        r = manager_load_config(m, &why);
+        if (r < 0) {
+                log_error_errno(r, "Failed to load the configuration: %s", why ?: strerror(-r));
                 return EXIT_FAILURE;
+        }
         r = manager_startup(m);
         if (r < 0)
                 return EXIT_FAILURE;
 
-        (void) sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
-        (void) sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
+        (void) sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, &asked_to_exit);
+        (void) sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, &asked_to_exit);
         (void) sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
 
         r = manager_connect_bus(m);
         if (r < 0)
                 return EXIT_FAILURE;
+        /* Without it logins take the system bus: slower, not broken. */
+        r = private_bus_listen(m);
+        if (r < 0)
+                log_warning_errno(r, "Failed to listen on %s, ignoring (logins use the system bus): %m", NSM_PRIVATE_SOCKET);
 
         (void) sd_notify(false, "READY=1\nSTATUS=Managing user mount namespaces.");
         log_info("nsmanagerd %s running; SubtreeRoot=%s, StateDirectory=%s.", PACKAGE_VERSION, m->config.subtree_root,
-                 m->config.state_directory);
+                 m->state.root);
 
         r = sd_event_loop(m->event);
         (void) sd_notify(false, "STOPPING=1");
+        /* sd-bus ends the loop when the bus goes (exit-on-disconnect): that, or a signal. */
+        if (!asked_to_exit)
+                log_warning("Lost the connection to the system bus; exiting (the namespaces stay pinned).");
         attach_done(m);
         manager_shutdown(m);
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");
                 return EXIT_FAILURE;
         }
-        log_info("Exiting; namespaces stay pinned under %s.", m->config.state_directory);
+        log_info("Exiting; namespaces stay pinned under %s.", m->state.root);
         return EXIT_SUCCESS;
 }

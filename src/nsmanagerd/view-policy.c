@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -286,7 +287,39 @@ static int bind_entry_compare(const void *a, const void *b) {
         return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static int policy_plan_build(const ViewPolicy *p, const UserRecord *u, PolicyPlan *plan) {
+/* ---- the mount context: what this call created, for undoing it on failure ---- */
+
+typedef struct AttachedMount {
+        int fd;                  /* the mount itself (its root), as attached */
+        bool read_only_at_end;
+} AttachedMount;
+
+typedef struct PolicyContext {
+        char *message;           /* why it failed, naming the setting and entry */
+        int root_fd;
+        int inaccessible_fd;     /* detached tmpfs holding an inaccessible file, made lazily */
+        CreatedPaths created;
+        AttachedMount *mounts;
+        size_t n_mounts;
+} PolicyContext;
+
+/* Fails a step: the sentence names the setting and the entry, for the person who asked. No
+ * logging here: the daemon logs it once, where the error is handled. */
+static _printf_(3, 4) int policy_fail(PolicyContext *c, int r, const char *fmt, ...) {
+        va_list ap;
+
+        r = r < 0 ? r : -r;
+        if (c->message)
+                return r;
+        errno = -r;   /* for %m */
+        va_start(ap, fmt);
+        if (vasprintf(&c->message, fmt, ap) < 0)
+                c->message = NULL;
+        va_end(ap);
+        return r;
+}
+
+static int policy_plan_build(PolicyContext *c, const ViewPolicy *p, const UserRecord *u, PolicyPlan *plan) {
         size_t n_binds = strv_length(p->bind_paths) + strv_length(p->bind_read_only_paths);
         int r;
 
@@ -299,7 +332,7 @@ static int policy_plan_build(const ViewPolicy *p, const UserRecord *u, PolicyPla
         for (char **e = p->temporary_file_system; e && *e; e++) {
                 r = parse_tmpfs(*e, u, &plan->tmpfs[plan->n_tmpfs]);
                 if (r < 0)
-                        return log_error_errno(r, "TemporaryFileSystem=%s: invalid entry (PATH[:OPTIONS], an absolute normalized path other than /): %m", *e);
+                        return policy_fail(c, r, "TemporaryFileSystem=%s: invalid entry (PATH[:OPTIONS], an absolute normalized path other than /): %m", *e);
                 plan->n_tmpfs++;
         }
 
@@ -308,7 +341,7 @@ static int policy_plan_build(const ViewPolicy *p, const UserRecord *u, PolicyPla
                 for (char **e = ro ? p->bind_read_only_paths : p->bind_paths; e && *e; e++) {
                         r = parse_bind(setting, *e, ro, plan->n_binds, u, &plan->binds[plan->n_binds]);
                         if (r < 0)
-                                return log_error_errno(r, "%s=%s: invalid entry ([-]SOURCE[:DEST[:rbind|norbind]], absolute normalized paths, DEST not /): %m",
+                                return policy_fail(c, r, "%s=%s: invalid entry ([-]SOURCE[:DEST[:rbind|norbind]], absolute normalized paths, DEST not /): %m",
                                                        setting, *e);
                         plan->n_binds++;
                 }
@@ -318,7 +351,7 @@ static int policy_plan_build(const ViewPolicy *p, const UserRecord *u, PolicyPla
         for (char **e = p->inaccessible_paths; e && *e; e++) {
                 r = parse_inaccessible(*e, u, &plan->inaccessible[plan->n_inaccessible]);
                 if (r < 0)
-                        return log_error_errno(r, "InaccessiblePaths=%s: invalid entry ([-]PATH, an absolute normalized path other than /): %m", *e);
+                        return policy_fail(c, r, "InaccessiblePaths=%s: invalid entry ([-]PATH, an absolute normalized path other than /): %m", *e);
                 plan->n_inaccessible++;
         }
 
@@ -326,28 +359,14 @@ static int policy_plan_build(const ViewPolicy *p, const UserRecord *u, PolicyPla
                 const char *slash = u->home ? strrchr(u->home, '/') : NULL;
                 /* The homes directory is the parent of the home: it must exist and not be "/". */
                 if (!u->home || !valid_target(u->home) || slash == u->home)
-                        return log_error_errno(-EINVAL, "HideOtherHomes=yes: the home directory '%s' of '%s' has no parent other than /: %m",
+                        return policy_fail(c, -EINVAL, "HideOtherHomes=yes: the home directory '%s' of '%s' has no parent other than /: %m",
                                                u->home ?: "", u->name);
         }
         return 0;
 }
 
-/* ---- the mount context: what this call created, for undoing it on failure ---- */
-
-typedef struct AttachedMount {
-        int fd;                  /* the mount itself (its root), as attached */
-        bool read_only_at_end;
-} AttachedMount;
-
-typedef struct PolicyContext {
-        int root_fd;
-        int inaccessible_fd;     /* detached tmpfs holding an inaccessible file, made lazily */
-        CreatedPaths created;
-        AttachedMount *mounts;
-        size_t n_mounts;
-} PolicyContext;
-
 static void policy_context_done(PolicyContext *c) {
+        free(c->message);
         created_paths_done(&c->created);
         for (size_t i = 0; i < c->n_mounts; i++)
                 safe_close(c->mounts[i].fd);
@@ -363,7 +382,7 @@ static void policy_context_undo(PolicyContext *c) {
                 char p[64];
                 snprintf(p, sizeof p, "/proc/self/fd/%d", c->mounts[i - 1].fd);
                 if (umount2(p, MNT_DETACH) < 0)
-                        log_debug_errno(errno, "Failed to detach a [View] mount while undoing, ignoring: %m");
+                        (void) 0; /* already gone, or busy: the namespace is dropped anyway */
         }
         /* Then what we created, newest (deepest) first. */
         created_paths_undo(&c->created);
@@ -380,22 +399,30 @@ static int check_attach_point(int dest_fd) {
         return mi.peer_group != 0 ? -EXDEV : 0;
 }
 
-/* Attaches the detached tree *tree_fd on dest_fd and keeps it (for "ro" at the end, or undo). */
+/* Remembers an attached mount (for "ro" at the end, undo, and the record of the policy's mounts). */
+static int keep_mount(PolicyContext *c, int *fd, bool read_only_at_end) {
+        AttachedMount *n = realloc(c->mounts, (c->n_mounts + 1) * sizeof(AttachedMount));
+        if (!n)
+                return -ENOMEM;
+        c->mounts = n;
+        n[c->n_mounts++] = (AttachedMount) { .fd = TAKE_FD(*fd), .read_only_at_end = read_only_at_end };
+        return 0;
+}
+
+/* Attaches the detached tree *tree_fd on dest_fd and keeps it. */
 static int attach(PolicyContext *c, int *tree_fd, int dest_fd, bool read_only_at_end) {
-        AttachedMount *n;
         int r;
 
         r = check_attach_point(dest_fd);
         if (r < 0)
                 return r;
-        n = realloc(c->mounts, (c->n_mounts + 1) * sizeof(AttachedMount));
-        if (!n)
-                return -ENOMEM;
-        c->mounts = n;
         if (move_mount(*tree_fd, "", dest_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 return -errno;
-        n[c->n_mounts++] = (AttachedMount) { .fd = TAKE_FD(*tree_fd), .read_only_at_end = read_only_at_end };
-        return 0;
+        r = keep_mount(c, tree_fd, read_only_at_end);
+        if (r < 0)
+                /* Attached but not kept: take it off again rather than leave what undo cannot find. */
+                (void) umount2_fd(*tree_fd);
+        return r;
 }
 
 /* ---- tmpfs ---- */
@@ -527,7 +554,7 @@ static int apply_temporary_file_systems(PolicyContext *c, const PolicyPlan *plan
                 const TmpfsEntry *t = &plan->tmpfs[i];
                 int r = mount_tmpfs_at(c, t->path, "mode=0755", t->options);
                 if (r < 0)
-                        return log_error_errno(r, "TemporaryFileSystem=%s: failed to mount a tmpfs on '%s': %m", t->entry, t->path);
+                        return policy_fail(c, r, "TemporaryFileSystem=%s: failed to mount a tmpfs on '%s': %m", t->entry, t->path);
         }
         return 0;
 }
@@ -538,12 +565,12 @@ static int apply_private_tmp(PolicyContext *c, const ViewPolicy *p) {
         if (!p->private_tmp)
                 return 0;
         if (p->tmp_size > 0 && asprintf(&options, "size=%" PRIu64, p->tmp_size) < 0)
-                return log_oom();
+                return policy_fail(c, -ENOMEM, "Out of memory.");
         /* One fresh tmpfs each, like two private directories: nothing of the host's shows. */
         for (const char *const *d = (const char *const[]) { "/tmp", "/var/tmp", NULL }; *d; d++) {
                 int r = mount_tmpfs_at(c, *d, "mode=1777", options);
                 if (r < 0)
-                        return log_error_errno(r, "PrivateTmp=yes: failed to mount a tmpfs on '%s': %m", *d);
+                        return policy_fail(c, r, "PrivateTmp=yes: failed to mount a tmpfs on '%s': %m", *d);
         }
         return 0;
 }
@@ -560,7 +587,7 @@ static int apply_hide_other_homes(PolicyContext *c, const ViewPolicy *p, const U
         name = strrchr(u->home, '/') + 1;    /* validated in policy_plan_build() */
         homes = strndup(u->home, name - 1 - u->home);
         if (!homes)
-                return log_oom();
+                return policy_fail(c, -ENOMEM, "Out of memory.");
 
         /* The user's own home, cloned while it is still reachable (it may be a mount itself:
          * recursively, and receive-only like the rest of the view). No home: nothing to show. */
@@ -570,39 +597,45 @@ static int apply_hide_other_homes(PolicyContext *c, const ViewPolicy *p, const U
 
                 home_tree_fd = open_tree(home_fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
                 if (home_tree_fd < 0)
-                        return log_error_errno(errno, "HideOtherHomes=yes: failed to clone '%s': %m", u->home);
+                        return policy_fail(c, errno, "HideOtherHomes=yes: failed to clone '%s': %m", u->home);
                 if (mount_setattr(home_tree_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
-                        return log_error_errno(errno, "HideOtherHomes=yes: failed to make the clone of '%s' a slave: %m", u->home);
+                        return policy_fail(c, errno, "HideOtherHomes=yes: failed to make the clone of '%s' a slave: %m", u->home);
         } else if (r != -ENOENT)
-                return log_error_errno(r, "HideOtherHomes=yes: failed to open '%s': %m", u->home);
+                return policy_fail(c, r, "HideOtherHomes=yes: failed to open '%s': %m", u->home);
 
         r = open_path_creating(c->root_fd, homes, PATH_EXISTING, NULL, &homes_fd);
         if (r < 0)
-                return log_error_errno(r, "HideOtherHomes=yes: failed to open the homes directory '%s': %m", homes);
+                return policy_fail(c, r, "HideOtherHomes=yes: failed to open the homes directory '%s': %m", homes);
 
         /* A read-only tmpfs prepared while detached: the mount point for the home is made in
          * it before it is made read-only, and nothing is visible until it is complete. */
         r = tmpfs_new("mode=0755", NULL, NULL, &tmpfs_fd);
         if (r < 0)
-                return log_error_errno(r, "HideOtherHomes=yes: failed to create a tmpfs: %m");
+                return policy_fail(c, r, "HideOtherHomes=yes: failed to create a tmpfs: %m");
         if (mkdirat(tmpfs_fd, name, 0755) < 0)
-                return log_error_errno(errno, "HideOtherHomes=yes: failed to create '%s' in the tmpfs: %m", name);
+                return policy_fail(c, errno, "HideOtherHomes=yes: failed to create '%s' in the tmpfs: %m", name);
         r = set_read_only(tmpfs_fd);
         if (r < 0)
-                return log_error_errno(r, "HideOtherHomes=yes: failed to make the tmpfs read-only: %m");
+                return policy_fail(c, r, "HideOtherHomes=yes: failed to make the tmpfs read-only: %m");
         if (home_tree_fd >= 0 &&
             move_mount(home_tree_fd, "", tmpfs_fd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                return log_error_errno(errno, "HideOtherHomes=yes: failed to bind '%s' back into the tmpfs: %m", u->home);
+                return policy_fail(c, errno, "HideOtherHomes=yes: failed to bind '%s' back into the tmpfs: %m", u->home);
 
         r = attach(c, &tmpfs_fd, homes_fd, false);
         if (r < 0)
-                return log_error_errno(r, "HideOtherHomes=yes: failed to mount the tmpfs on '%s'%s: %m", homes,
+                return policy_fail(c, r, "HideOtherHomes=yes: failed to mount the tmpfs on '%s'%s: %m", homes,
                                        r == -EXDEV ? " (it is a shared mount: the tmpfs would reach the host)" : "");
+        /* The home bound back in is the policy's too. */
+        if (home_tree_fd >= 0) {
+                r = keep_mount(c, &home_tree_fd, false);
+                if (r < 0)
+                        return policy_fail(c, r, "Out of memory.");
+        }
         return 0;
 }
 
 /* Clones every bind source now, before the policy covers any of them. */
-static int clone_bind_sources(PolicyPlan *plan) {
+static int clone_bind_sources(PolicyContext *c, PolicyPlan *plan) {
         for (size_t i = 0; i < plan->n_binds; i++) {
                 BindEntry *b = &plan->binds[i];
                 struct mount_attr attr = {
@@ -610,28 +643,27 @@ static int clone_bind_sources(PolicyPlan *plan) {
                         .attr_set = b->read_only ? MOUNT_ATTR_RDONLY : 0,
                 };
                 _cleanup_close_ int src_fd = -EBADF;
-                struct open_how how = {
-                        .flags = O_PATH | O_CLOEXEC,
-                        .resolve = RESOLVE_NO_MAGICLINKS,
-                };
+                int r;
 
-                src_fd = (int) syscall(SYS_openat2, AT_FDCWD, b->source, &how, sizeof how);
-                if (src_fd < 0 && (errno == ENOSYS || errno == EPERM))
-                        src_fd = open(b->source, O_PATH | O_CLOEXEC);
-                if (src_fd < 0) {
-                        if (errno == ENOENT && b->ignore_missing) {
-                                log_debug("%s=%s: source '%s' does not exist, ignoring.", b->setting, b->entry, b->source);
-                                continue;
-                        }
-                        return log_error_errno(errno, "%s=%s: failed to open source '%s': %m", b->setting, b->entry, b->source);
-                }
+                /* Only root's symlinks are followed: the source may come from %h or lie in a
+                 * directory a user can write, and a user's link must never steer a bind (to a
+                 * file in another's 0700 home, say: a bind shows what a parent's permissions
+                 * deny). */
+                r = open_path_safe(c->root_fd, b->source, &src_fd);
+                if (r == -ENOENT && b->ignore_missing)
+                        continue;
+                if (r == -EPERM)
+                        return policy_fail(c, r, "%s=%s: source '%s' goes through a symbolic link that is not owned by root; "
+                                           "such links are not followed", b->setting, b->entry, b->source);
+                if (r < 0)
+                        return policy_fail(c, r, "%s=%s: failed to open source '%s': %m", b->setting, b->entry, b->source);
 
                 b->tree_fd = open_tree(src_fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (b->recursive ? AT_RECURSIVE : 0));
                 if (b->tree_fd < 0)
-                        return log_error_errno(errno, "%s=%s: failed to clone '%s'%s: %m", b->setting, b->entry, b->source,
+                        return policy_fail(c, errno, "%s=%s: failed to clone '%s'%s: %m", b->setting, b->entry, b->source,
                                                errno == EINVAL ? " (an unbindable mount?)" : "");
                 if (mount_setattr(b->tree_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
-                        return log_error_errno(errno, "%s=%s: failed to set up the clone of '%s': %m", b->setting, b->entry, b->source);
+                        return policy_fail(c, errno, "%s=%s: failed to set up the clone of '%s': %m", b->setting, b->entry, b->source);
         }
         return 0;
 }
@@ -646,14 +678,14 @@ static int apply_binds(PolicyContext *c, PolicyPlan *plan) {
                 if (b->tree_fd < 0)
                         continue;       /* missing, '-' */
                 if (fstat(b->tree_fd, &st) < 0)
-                        return log_error_errno(errno, "%s=%s: failed to stat the clone of '%s': %m", b->setting, b->entry, b->source);
+                        return policy_fail(c, errno, "%s=%s: failed to stat the clone of '%s': %m", b->setting, b->entry, b->source);
                 r = open_path_creating(c->root_fd, b->dest, S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE, &c->created, &dest_fd);
                 if (r < 0)
-                        return log_error_errno(r, "%s=%s: failed to open or create the destination '%s'%s: %m", b->setting, b->entry, b->dest,
+                        return policy_fail(c, r, "%s=%s: failed to open or create the destination '%s'%s: %m", b->setting, b->entry, b->dest,
                                                r == -ELOOP ? " (a symlink on the way; symlinks are not followed)" : "");
                 r = attach(c, &b->tree_fd, dest_fd, false);
                 if (r < 0)
-                        return log_error_errno(r, "%s=%s: failed to bind '%s' on '%s'%s: %m", b->setting, b->entry, b->source, b->dest,
+                        return policy_fail(c, r, "%s=%s: failed to bind '%s' on '%s'%s: %m", b->setting, b->entry, b->source, b->dest,
                                                r == -EXDEV ? " (a shared mount: it would reach the host)" : "");
         }
         return 0;
@@ -699,10 +731,10 @@ static int apply_inaccessible(PolicyContext *c, const PolicyPlan *plan) {
                         continue;
                 }
                 if (r < 0)
-                        return log_error_errno(r, "InaccessiblePaths=%s: failed to open '%s'%s: %m", e->entry, e->path,
+                        return policy_fail(c, r, "InaccessiblePaths=%s: failed to open '%s'%s: %m", e->entry, e->path,
                                                r == -ELOOP ? " (a symlink on the way; symlinks are not followed)" : "");
                 if (fstat(dest_fd, &st) < 0)
-                        return log_error_errno(errno, "InaccessiblePaths=%s: failed to stat '%s': %m", e->entry, e->path);
+                        return policy_fail(c, errno, "InaccessiblePaths=%s: failed to stat '%s': %m", e->entry, e->path);
 
                 /* A directory gets an empty, read-only tmpfs of mode 0000; anything else a bind
                  * of an empty mode 0000 file. */
@@ -713,11 +745,11 @@ static int apply_inaccessible(PolicyContext *c, const PolicyPlan *plan) {
                 } else
                         r = inaccessible_file(c, &tree_fd);
                 if (r < 0)
-                        return log_error_errno(r, "InaccessiblePaths=%s: failed to prepare the cover for '%s': %m", e->entry, e->path);
+                        return policy_fail(c, r, "InaccessiblePaths=%s: failed to prepare the cover for '%s': %m", e->entry, e->path);
 
                 r = attach(c, &tree_fd, dest_fd, false);
                 if (r < 0)
-                        return log_error_errno(r, "InaccessiblePaths=%s: failed to cover '%s'%s: %m", e->entry, e->path,
+                        return policy_fail(c, r, "InaccessiblePaths=%s: failed to cover '%s'%s: %m", e->entry, e->path,
                                                r == -EXDEV ? " (a shared mount: it would reach the host)" : "");
         }
         return 0;
@@ -730,45 +762,62 @@ static int apply_read_only_tmpfs(PolicyContext *c) {
                         continue;
                 r = set_read_only(c->mounts[i].fd);
                 if (r < 0)
-                        return log_error_errno(r, "TemporaryFileSystem=: failed to make a tmpfs read-only: %m");
+                        return policy_fail(c, r, "TemporaryFileSystem=: failed to make a tmpfs read-only: %m");
         }
         return 0;
 }
 
-int view_policy_apply(const ViewPolicy *p, const UserRecord *u) {
+/* The ids of what the policy mounted: the mounts the user may not unmount nor repropagate. */
+static int collect_mount_ids(PolicyContext *c, MountId *ids, size_t max, size_t *ret_n) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < c->n_mounts; i++) {
+                if (n >= max)
+                        return policy_fail(c, -E2BIG, "The [View] policy makes more than %zu mounts.", max);
+                int r = fd_get_mount_ids(c->mounts[i].fd, "", &ids[n]);
+                if (r < 0)
+                        return policy_fail(c, r, "Failed to identify a mount of the [View] policy: %m");
+                n++;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids, size_t max_ids, size_t *ret_n_ids,
+                      char **ret_message) {
         _cleanup_(policy_plan_done) PolicyPlan plan = {};
         _cleanup_(policy_context_done) PolicyContext c = { .root_fd = -EBADF, .inaccessible_fd = -EBADF };
         int r;
 
+        *ret_n_ids = 0;
         if (!p || !u || !u->name)
                 return -EINVAL;
 
-        r = policy_plan_build(p, u, &plan);
-        if (r < 0)
-                return r;
-        if (plan.n_tmpfs == 0 && plan.n_binds == 0 && plan.n_inaccessible == 0 && !p->private_tmp && !p->hide_other_homes)
-                return 0;
-
-        c.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (c.root_fd < 0)
-                return log_error_errno(errno, "Failed to open the view's root: %m");
-
-        r = clone_bind_sources(&plan);
-        if (r >= 0)
-                r = apply_temporary_file_systems(&c, &plan);
-        if (r >= 0)
-                r = apply_private_tmp(&c, p);
-        if (r >= 0)
-                r = apply_hide_other_homes(&c, p, u);
-        if (r >= 0)
-                r = apply_binds(&c, &plan);
-        if (r >= 0)
-                r = apply_inaccessible(&c, &plan);
-        if (r >= 0)
-                r = apply_read_only_tmpfs(&c);
-        if (r < 0) {
-                policy_context_undo(&c);
-                return r;
+        r = policy_plan_build(&c, p, u, &plan);
+        if (r >= 0 && (plan.n_tmpfs > 0 || plan.n_binds > 0 || plan.n_inaccessible > 0 || p->private_tmp || p->hide_other_homes)) {
+                c.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (c.root_fd < 0)
+                        r = policy_fail(&c, errno, "Failed to open the view's root: %m");
+                if (r >= 0)
+                        r = clone_bind_sources(&c, &plan);
+                if (r >= 0)
+                        r = apply_temporary_file_systems(&c, &plan);
+                if (r >= 0)
+                        r = apply_private_tmp(&c, p);
+                if (r >= 0)
+                        r = apply_hide_other_homes(&c, p, u);
+                if (r >= 0)
+                        r = apply_binds(&c, &plan);
+                if (r >= 0)
+                        r = apply_inaccessible(&c, &plan);
+                if (r >= 0)
+                        r = apply_read_only_tmpfs(&c);
+                if (r >= 0)
+                        r = collect_mount_ids(&c, ret_ids, max_ids, ret_n_ids);
+                if (r < 0)
+                        policy_context_undo(&c);
         }
-        return 0;
+        if (r < 0 && ret_message)
+                *ret_message = TAKE_PTR(c.message);
+        return r;
 }

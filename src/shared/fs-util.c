@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -152,5 +153,170 @@ int open_path_creating(int root_fd, const char *path, PathKind kind, CreatedPath
         }
 
         *ret_fd = TAKE_FD(dir_fd);
+        return 0;
+}
+
+int mkdir_parents(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++)
+                if (*s == '/') {
+                        *s = 0;
+                        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                                return -errno;
+                        *s = '/';
+                }
+        return 0;
+}
+
+static int fsync_directory_of(const char *path) {
+        _cleanup_free_ char *dir = strdup(path);
+        _cleanup_close_ int fd = -EBADF;
+        char *slash;
+
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (!slash)
+                return -EINVAL;
+        *(slash == dir ? slash + 1 : slash) = 0;
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fsync(fd) < 0)
+                return -errno;
+        return 0;
+}
+
+int write_file_atomic(const char *path, const char *contents, size_t size, int flags) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r = 0;
+
+        if (asprintf(&tmp, "%s.tmp", path) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        for (size_t done = 0; done < size;) {
+                ssize_t k = write(fd, contents + done, size - done);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        break;
+                }
+                done += (size_t) k;
+        }
+        if (r >= 0 && (flags & WRITE_FILE_SYNC) && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlink(tmp);
+                return r;
+        }
+        if (flags & WRITE_FILE_SYNC)
+                return fsync_directory_of(path);
+        return 0;
+}
+
+#define SYMLINKS_MAX 32
+
+int open_path_safe(int root_fd, const char *path, int *ret_fd) {
+        _cleanup_free_ char *todo = strdup(path_skip_root(path));
+        _cleanup_close_ int dir_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+        unsigned links = 0;
+
+        if (!todo)
+                return -ENOMEM;
+        if (dir_fd < 0)
+                return -errno;
+        for (char *p = todo;;) {
+                _cleanup_close_ int fd = -EBADF;
+                char name[NAME_MAX + 1];
+                struct stat st;
+                size_t len;
+
+                p += strspn(p, "/");
+                if (!*p)
+                        break;
+                len = strcspn(p, "/");
+                if (len > NAME_MAX)
+                        return -ENAMETOOLONG;
+                memcpy(name, p, len);
+                name[len] = 0;
+                p += len;
+
+                fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                if (fstat(fd, &st) < 0)
+                        return -errno;
+                if (S_ISLNK(st.st_mode)) {
+                        char target[PATH_MAX];
+                        ssize_t k;
+
+                        if (st.st_uid != 0)
+                                return -EPERM;
+                        if (++links > SYMLINKS_MAX)
+                                return -ELOOP;
+                        k = readlinkat(fd, "", target, sizeof target - 1);
+                        if (k < 0)
+                                return -errno;
+                        target[k] = 0;
+                        /* Continue with the target, then what was left of the path. */
+                        char *rest = NULL;
+                        if (asprintf(&rest, "%s/%s", target, p) < 0)
+                                return -ENOMEM;
+                        free(todo);
+                        todo = p = rest;
+                        if (target[0] == '/') {
+                                safe_close(dir_fd);
+                                dir_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+                                if (dir_fd < 0)
+                                        return -errno;
+                        }
+                        continue;
+                }
+                if (*p && !S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+                safe_close(dir_fd);
+                dir_fd = TAKE_FD(fd);
+        }
+        *ret_fd = TAKE_FD(dir_fd);
+        return 0;
+}
+
+int umount2_fd(int fd) {
+        char p[64];
+        snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+        return umount2(p, MNT_DETACH) < 0 ? -errno : 0;
+}
+
+int open_path_no_symlinks(const char *path, int *ret_fd) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
+                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_IN_ROOT,
+        };
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), fd = -EBADF;
+        struct stat st;
+
+        if (root < 0)
+                return -errno;
+        if (!*path_skip_root(path)) {
+                *ret_fd = TAKE_FD(root);
+                return 0;
+        }
+        /* RESOLVE_IN_ROOT: relative to the root fd, which is ours, not to the working directory. */
+        fd = (int) syscall(SYS_openat2, root, path_skip_root(path), &how, sizeof how);
+        if (fd < 0)
+                return -errno;
+        /* With O_PATH|O_NOFOLLOW a trailing symlink is opened itself: refuse it like any other. */
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISLNK(st.st_mode))
+                return -ELOOP;
+        *ret_fd = TAKE_FD(fd);
         return 0;
 }

@@ -41,3 +41,24 @@ int open_component_nofollow(int dir_fd, const char *name);
  * -ENOTDIR for a non-directory in the middle, -ENOENT for a missing component with
  * PATH_EXISTING. What it creates is appended to *created (may be NULL). Returns an O_PATH fd. */
 int open_path_creating(int root_fd, const char *path, PathKind kind, CreatedPaths *created, int *ret_fd);
+
+/* mkdir -p of the parents of 'path' (not 'path' itself), mode for the ones it creates. */
+int mkdir_parents(const char *path, mode_t mode);
+
+/* Replaces 'path' atomically: a temporary file in the same directory, then rename(). With
+ * WRITE_FILE_SYNC the file is fsync()ed before and its directory after the rename. */
+#define WRITE_FILE_SYNC 0x1
+int write_file_atomic(const char *path, const char *contents, size_t size, int flags);
+
+/* Opens the absolute 'path' below root_fd (O_PATH), following only symlinks owned by root, as
+ * systemd's CHASE_SAFE does in spirit: for paths that come from a user's data or lie where a
+ * user can write, so that no link of theirs steers the daemon. -EPERM for a link owned by
+ * anybody else, -ELOOP for too many links. */
+int open_path_safe(int root_fd, const char *path, int *ret_fd);
+
+/* Detaches the mount fd refers to (umount2 of /proc/self/fd/N, MNT_DETACH). */
+int umount2_fd(int fd);
+
+/* Opens the absolute 'path' inside the current root (O_PATH), following no symlink at all
+ * (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS; a trailing link is -ELOOP too). */
+int open_path_no_symlinks(const char *path, int *ret_fd);

@@ -4,35 +4,38 @@
 #include "log.h"
 
 static int max_level = LOG_INFO;
-static char last_error[1024];
-
-const char *log_last_error(void) {
-        return last_error;
+static LogTarget log_target = LOG_TARGET_JOURNAL;
+void log_set_target(LogTarget target) {
+        log_target = target;
 }
 
 void log_set_max_level(int level) {
         max_level = level;
 }
 
-int log_internal(int level, int error, const char *fmt, ...) {
+int log_internalv(int level, int error, const char *fmt, va_list ap) {
         int e = error < 0 ? -error : error;
 
-        if (level <= max_level || level <= LOG_ERR) {
-                va_list ap;
+        if (level <= max_level) {
                 char buf[2048];
 
                 errno = e;
-                va_start(ap, fmt);
                 (void) vsnprintf(buf, sizeof buf, fmt, ap);
-                va_end(ap);
-                if (level <= LOG_ERR) {
-                        size_t n = strnlen(buf, sizeof last_error - 1);
-                        memcpy(last_error, buf, n);
-                        last_error[n] = 0;
-                }
-                /* "<N>" prefixes are understood by journald on stderr streams. */
-                if (level <= max_level)
+                if (log_target == LOG_TARGET_CONSOLE)
+                        fprintf(stderr, "%s\n", buf);
+                else
+                        /* "<N>" prefixes are understood by journald on stderr streams. */
                         fprintf(stderr, "<%d>%s\n", level, buf);
         }
         return error < 0 ? error : -e;
+}
+
+int log_internal(int level, int error, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = log_internalv(level, error, fmt, ap);
+        va_end(ap);
+        return r;
 }

@@ -16,6 +16,18 @@
 #define _pure_ __attribute__((pure))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
+static inline void *memdup(const void *p, size_t n) {
+        void *q = malloc(n);
+        return q ? memcpy(q, p, n) : NULL;
+}
 
 static inline void freep(void *p) {
         free(*(void **) p);

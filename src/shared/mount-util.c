@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <stddef.h>
 #include <libmount.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -7,6 +8,7 @@
 #include <sys/syscall.h>
 
 #include "mount-util.h"
+#include "string-table.h"
 
 static const char *const propagation_mode_table[_PROPAGATION_MODE_MAX] = {
         [PROPAGATION_SHARED] = "shared",
@@ -15,18 +17,7 @@ static const char *const propagation_mode_table[_PROPAGATION_MODE_MAX] = {
         [PROPAGATION_UNBINDABLE] = "unbindable",
 };
 
-const char *propagation_mode_to_string(PropagationMode m) {
-        if (m < 0 || m >= _PROPAGATION_MODE_MAX)
-                return NULL;
-        return propagation_mode_table[m];
-}
-
-PropagationMode propagation_mode_from_string(const char *s) {
-        for (int i = 0; s && i < _PROPAGATION_MODE_MAX; i++)
-                if (streq(propagation_mode_table[i], s))
-                        return i;
-        return _PROPAGATION_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(propagation_mode, PropagationMode);
 
 unsigned long propagation_mode_to_ms_flag(PropagationMode m) {
         switch (m) {
@@ -41,16 +32,6 @@ unsigned long propagation_mode_to_ms_flag(PropagationMode m) {
         default:
                 return 0;
         }
-}
-
-void mount_entries_free(MountEntry *e, size_t n) {
-        for (size_t i = 0; e && i < n; i++) {
-                free(e[i].target);
-                free(e[i].source);
-                free(e[i].fstype);
-                free(e[i].propagation);
-        }
-        free(e);
 }
 
 static void mnt_unref_tablep(struct libmnt_table **t) {
@@ -185,7 +166,10 @@ struct nsm_mnt_id_req {
         uint32_t spare;
         uint64_t mnt_id;
         uint64_t param;
+        uint64_t mnt_ns_id;      /* Linux 6.11; a kernel that predates it reads size 24 */
 };
+#define NSM_SYS_listmount 458
+#define NSM_LSMT_ROOT 0xffffffffffffffffULL
 
 struct nsm_statmount {
         uint32_t size;
@@ -208,13 +192,18 @@ struct nsm_statmount {
         uint64_t spare[64];      /* room for what newer kernels add */
 };
 
-static int statmount_basic(uint64_t unique_id, struct nsm_statmount *sm) {
-        struct nsm_mnt_id_req req = { .size = sizeof req, .mnt_id = unique_id, .param = NSM_STATMOUNT_MNT_BASIC };
+static int statmount_basic_in(uint64_t unique_id, uint64_t mntns_id, struct nsm_statmount *sm) {
+        struct nsm_mnt_id_req req = { .size = sizeof req, .mnt_id = unique_id, .param = NSM_STATMOUNT_MNT_BASIC,
+                                      .mnt_ns_id = mntns_id };
         if (syscall(NSM_SYS_statmount, &req, sm, sizeof *sm, 0) < 0)
                 return -errno;
         if (!(sm->mask & NSM_STATMOUNT_MNT_BASIC))
                 return -EOPNOTSUPP;
         return 0;
+}
+
+static int statmount_basic(uint64_t unique_id, struct nsm_statmount *sm) {
+        return statmount_basic_in(unique_id, 0, sm);
 }
 
 static void mount_info_from_statmount(const struct nsm_statmount *sm, MountInfo *ret) {
@@ -298,6 +287,17 @@ int mount_info_get(int dirfd, const char *path, MountInfo *ret, MountInfo *ret_p
         return r;
 }
 
+int mount_get_groups(int fd, uint64_t *ret_peer, uint64_t *ret_master, uint64_t *ret_parent_peer) {
+        MountInfo mi, parent;
+        int r = mount_info_get(fd, "", &mi, &parent);
+        if (r < 0)
+                return r;
+        *ret_peer = mi.peer_group;
+        *ret_master = mi.master_group;
+        *ret_parent_peer = parent.id != mi.id ? parent.peer_group : 0;
+        return 0;
+}
+
 int mount_get_propagation(const char *path, unsigned long *ret_flags) {
         MountInfo mi;
         int r = mount_info_get(AT_FDCWD, path, &mi, NULL);
@@ -344,5 +344,124 @@ int mntns_pin(int ns_fd, const char *path) {
         snprintf(src, sizeof src, "/proc/self/fd/%d", ns_fd);
         if (mount(src, path, NULL, MS_BIND, NULL) < 0)
                 return -errno;
+        return 0;
+}
+
+int fd_get_mount_ids(int dirfd, const char *path, MountId *ret) {
+        struct statx sx = {};
+        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);
+        MountId id = {};
+        int r;
+
+        r = fd_get_mount_id(dirfd, path, &id.old);
+        if (r < 0)
+                return r;
+        if (statx(dirfd, path ?: "", flags, STATX_MNT_ID_UNIQUE, &sx) >= 0 && (sx.stx_mask & STATX_MNT_ID_UNIQUE))
+                id.unique = sx.stx_mnt_id;
+        *ret = id;
+        return 0;
+}
+
+bool mount_id_equal(MountId a, MountId b) {
+        if (a.unique != 0 && b.unique != 0)
+                return a.unique == b.unique;
+        return a.old != 0 && a.old == b.old;
+}
+
+bool mount_id_in(MountId id, const MountId *list, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (mount_id_equal(id, list[i]))
+                        return true;
+        return false;
+}
+
+int mount_subtree_ids(MountId top, MountId **ret, size_t *ret_n) {
+        MountEntry *e = NULL;
+        size_t n = 0, k = 0;
+        MountId *ids;
+        bool *in;
+        int r;
+
+        r = mount_table_read_self(&e, &n);
+        if (r < 0)
+                return r;
+        ids = calloc(n + 1, sizeof(MountId));
+        in = calloc(n + 1, sizeof(bool));
+        if (!ids || !in) {
+                free(ids);
+                free(in);
+                mount_entries_free(e, n);
+                return -ENOMEM;
+        }
+        /* Mountinfo lists parents before children, but a mount moved later may not be: repeat
+         * until nothing is added. */
+        for (bool added = true; added;) {
+                added = false;
+                for (size_t i = 0; i < n; i++) {
+                        if (in[i])
+                                continue;
+                        bool below = e[i].id == top.old;
+                        for (size_t j = 0; !below && j < n; j++)
+                                below = in[j] && e[j].id == e[i].parent_id && e[i].id != e[i].parent_id;
+                        if (below) {
+                                in[i] = added = true;
+                                ids[k++] = (MountId) { .old = e[i].id };
+                        }
+                }
+        }
+        free(in);
+        mount_entries_free(e, n);
+        *ret = ids;
+        *ret_n = k;
+        return 0;
+}
+
+int mount_is_mounted_in(uint64_t unique_id, uint64_t mntns_id) {
+        struct nsm_statmount sm;
+        int r = statmount_basic_in(unique_id, mntns_id, &sm);
+        if (r == -ENOENT)
+                return 0;
+        if (r == -ENOSYS || r == -EPERM)
+                return -EOPNOTSUPP;
+        return r < 0 ? r : 1;
+}
+
+static int count_mountinfo_lines(size_t *ret_n) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        size_t n = 0;
+        int c;
+
+        if (!f)
+                return -errno;
+        while ((c = getc_unlocked(f)) != EOF)
+                if (c == '\n')
+                        n++;
+        *ret_n = n;
+        return 0;
+}
+
+int mntns_count_mounts(uint64_t mntns_id, size_t *ret_n) {
+        /* Without a namespace id the request is the 6.8 one, for our own namespace. */
+        struct nsm_mnt_id_req req = { .size = mntns_id ? sizeof req : offsetof(struct nsm_mnt_id_req, mnt_ns_id),
+                                      .mnt_id = NSM_LSMT_ROOT, .mnt_ns_id = mntns_id };
+        uint64_t ids[512];
+        size_t n = 0;
+
+        /* listmount(LSMT_ROOT) lists every mount of the namespace, its root included, in pages:
+         * 'param' is the last id seen. */
+        for (;;) {
+                long k = syscall(NSM_SYS_listmount, &req, ids, ELEMENTSOF(ids), 0);
+                if (k < 0) {
+                        if (mntns_id == 0 && (errno == ENOSYS || errno == EPERM))
+                                return count_mountinfo_lines(ret_n);
+                        /* Linux 6.18 finds only namespaces some process is in (ENOENT otherwise). */
+                        return errno == ENOSYS || errno == EPERM || errno == EINVAL || errno == ENOENT ? -EOPNOTSUPP : -errno;
+                }
+                n += (size_t) k;
+                if ((size_t) k < ELEMENTSOF(ids))
+                        break;
+                req.param = ids[k - 1];
+        }
+        *ret_n = n;
         return 0;
 }

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "macros.h"
+#include "mount-entry.h"
 
 /* Syscalls and libmount only: no bus types here, nothing logs above debug. */
 
@@ -23,23 +24,36 @@ const char *propagation_mode_to_string(PropagationMode m) _pure_;
 PropagationMode propagation_mode_from_string(const char *s) _pure_;
 unsigned long propagation_mode_to_ms_flag(PropagationMode m) _pure_;
 
-/* One line of a mount table, as GetMounts returns it. */
-typedef struct MountEntry {
-        uint64_t id;
-        uint64_t parent_id;
-        uint64_t peer_group;     /* 0 = none */
-        uint64_t master_group;   /* 0 = none */
-        char *target;
-        char *source;
-        char *fstype;
-        char *propagation;       /* findmnt's words: "shared", "private,slave", "private,unbindable" … */
-} MountEntry;
-
-void mount_entries_free(MountEntry *e, size_t n);
-
 /* Parses a mountinfo stream (libmount). */
 int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n);
 int mount_table_read_self(MountEntry **ret, size_t *ret_n);
+
+/* A mount, as the daemon records it: the 64-bit id the kernel never reuses (statx
+ * STATX_MNT_ID_UNIQUE, Linux ≥ 6.8; 0 where unknown) and the id /proc/PID/mountinfo shows,
+ * which is reused once the mount is gone. Records are compared by the unique id where both
+ * sides have one, else by the old id. */
+typedef struct MountId {
+        uint64_t unique;
+        uint64_t old;
+} MountId;
+
+int fd_get_mount_ids(int dirfd, const char *path, MountId *ret);
+bool mount_id_equal(MountId a, MountId b);
+bool mount_id_in(MountId id, const MountId *list, size_t n);
+/* The mount 'top' and every mount below it in this namespace (from /proc/self/mountinfo:
+ * old ids only). */
+int mount_subtree_ids(MountId top, MountId **ret, size_t *ret_n);
+/* 1 if the mount with this unique id is mounted in the mount namespace with id 'mntns_id'
+ * (NS_GET_MNTNS_ID), 0 if not, -EOPNOTSUPP where statmount(2) is missing or filtered. */
+int mount_is_mounted_in(uint64_t unique_id, uint64_t mntns_id);
+/* The number of mounts of the namespace 'mntns_id' (listmount(2), no child, no setns), or
+ * -EOPNOTSUPP where listmount(2) is missing, filtered, or cannot see that namespace (6.18 finds
+ * only namespaces a process is in). mntns_id 0: our own (mountinfo where listmount fails). */
+int mntns_count_mounts(uint64_t mntns_id, size_t *ret_n);
+
+#ifndef MOVE_MOUNT_BENEATH
+#define MOVE_MOUNT_BENEATH 0x00000200   /* Linux 6.5 */
+#endif
 
 /* Mount id (statx STATX_MNT_ID) of whatever 'fd' (or fd+path) refers to. */
 int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret);
@@ -59,6 +73,9 @@ typedef struct MountInfo {
  * in the current namespace. statmount(2) where the kernel has it (one syscall), else a scan of
  * /proc/self/mountinfo (kernels before 6.8, seccomp filters that do not know statmount). */
 int mount_info_get(int dirfd, const char *path, MountInfo *ret, MountInfo *ret_parent);
+
+/* Peer group and master of the mount fd refers to, and the peer group of its parent (0: none). */
+int mount_get_groups(int fd, uint64_t *ret_peer, uint64_t *ret_master, uint64_t *ret_parent_peer);
 
 int mount_set_propagation(const char *path, PropagationMode mode, bool recursive);
 /* Binds path onto itself unless it is a mount point already. Returns 1 if it bound. */

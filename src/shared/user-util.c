@@ -6,6 +6,9 @@
 #include "macros.h"
 #include "user-util.h"
 
+/* More groups than this is a broken NSS module, not a user. */
+#define NGROUPS_MAX_SANE 65536
+
 bool valid_user_name(const char *s) {
         size_t n;
 
@@ -120,37 +123,61 @@ int group_name_by_gid(gid_t gid, char **ret) {
         }
 }
 
-int user_group_ids(const char *name, gid_t gid, gid_t **ret, int *ret_n) {
+/* All gids of the user, primary first (getgrouplist, which grows its answer as needed). */
+static int user_gids(const char *name, gid_t gid, gid_t **ret, size_t *ret_n) {
+        _cleanup_free_ gid_t *gids = NULL;
         int n = 32;
 
         for (;;) {
-                _cleanup_free_ gid_t *gids = malloc(sizeof(gid_t) * n);
                 int want = n;
-
+                free(gids);
+                gids = malloc(sizeof(gid_t) * want);
                 if (!gids)
                         return -ENOMEM;
-                if (getgrouplist(name, gid, gids, &n) >= 0) {
-                        *ret = TAKE_PTR(gids);
-                        *ret_n = n;
-                        return 0;
-                }
-                /* Too small: n now says how many there are. Not larger: NSS failed. */
-                if (n <= want)
+                if (getgrouplist(name, gid, gids, &n) >= 0)
+                        break;
+                if (n <= want || n > NGROUPS_MAX_SANE)
                         return -EIO;
         }
+        *ret = TAKE_PTR(gids);
+        *ret_n = (size_t) n;
+        return 0;
+}
+
+int user_credentials_by_uid(uid_t uid, Credentials *ret) {
+        _cleanup_(user_record_done) UserRecord u = {};
+        Credentials c = {};
+        int r;
+
+        r = user_record_by_uid(uid, &u);
+        if (r < 0)
+                return r;
+        r = user_gids(u.name, u.gid, &c.groups, &c.n_groups);
+        if (r < 0)
+                return r;
+        c.uid = u.uid;
+        c.gid = u.gid;
+        *ret = c;
+        return 0;
+}
+
+void credentials_done(Credentials *c) {
+        c->groups = mfree(c->groups);
+        c->n_groups = 0;
 }
 
 int user_group_names(const char *name, gid_t gid, char ***ret) {
         _cleanup_free_ gid_t *gids = NULL;
         _cleanup_strv_free_ char **names = calloc(1, sizeof(char *));
-        int n, r;
+        size_t n;
+        int r;
 
         if (!names)
                 return -ENOMEM;
-        r = user_group_ids(name, gid, &gids, &n);
+        r = user_gids(name, gid, &gids, &n);
         if (r < 0)
                 return r;
-        for (int i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *g = NULL;
                 if (group_name_by_gid(gids[i], &g) < 0)
                         continue;       /* a gid without a name has no group.d file either */

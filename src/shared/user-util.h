@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 typedef struct UserRecord {
@@ -24,9 +25,17 @@ void user_record_done(UserRecord *u);
 /* NSS getgrgid_r: -ESRCH when the gid has no name. */
 int group_name_by_gid(gid_t gid, char **ret);
 
-/* The ids of all groups of the user, 'gid' (the primary group) first: getgrouplist(), i.e. NSS,
- * never /proc. */
-int user_group_ids(const char *name, gid_t gid, gid_t **ret, int *ret_n);
+/* Who a user is to the kernel, from NSS: what the daemon acts as when it acts "as the
+ * caller" (uid from the bus; gid and groups never from /proc, which the caller controls). */
+typedef struct Credentials {
+        uid_t uid;
+        gid_t gid;
+        gid_t *groups;           /* supplementary groups, the primary one included */
+        size_t n_groups;
+} Credentials;
+
+int user_credentials_by_uid(uid_t uid, Credentials *ret);
+void credentials_done(Credentials *c);
 
 /* Names of all groups of the user (primary first), NULL-terminated. */
 int user_group_names(const char *name, gid_t gid, char ***ret);

@@ -1,0 +1,684 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "builder.h"
+#include "log.h"
+#include "registry.h"
+#include "strv.h"
+
+/* Requests: an ipc.h message whose 'result' field is the request type, the payload a list of
+ * NUL-terminated strings, and at most one fd. */
+typedef enum BuilderRequestType {
+        BUILDER_OPEN_REGISTRY = 1,  /* registry_pin, pins_dir */
+        BUILDER_BUILD,              /* name, subtree_root, propagation, shared subtrees…; the result is the
+                                     * view's number of mounts */
+        BUILDER_UNPIN,              /* name */
+        BUILDER_LIST,               /* (nothing) */
+        BUILDER_READ_MOUNTS,        /* fd: the namespace, or none for the host */
+} BuilderRequestType;
+
+#define BUILDER_MAX_ARGS 64
+
+/* ======== the builder process ======== */
+
+typedef struct BuilderProcess {
+        int sock;
+        int host_ns_fd;
+        int host_uts_fd;
+        int registry_fd;
+        int cpu;
+        char *pins_dir;
+} BuilderProcess;
+
+/* Splits a payload of NUL-terminated strings. */
+static size_t split_args(IpcMessage *m, const char **args, size_t max) {
+        size_t n = 0;
+        for (size_t i = 0; i < m->size && n < max;) {
+                size_t len = strnlen(m->payload + i, m->size - i);
+                if (i + len == m->size)
+                        break;   /* not terminated: ignore the rest */
+                args[n++] = m->payload + i;
+                i += len + 1;
+        }
+        return n;
+}
+
+static int reply_error(BuilderProcess *p, int r, const char *fmt, ...) _printf_(3, 4);
+static int reply_error(BuilderProcess *p, int r, const char *fmt, ...) {
+        char buf[1024];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        return ipc_send_result(p->sock, r, "%.*s", n < 0 ? 0 : n, buf);
+}
+
+static int handle_open_registry(BuilderProcess *p, const char **args, size_t n) {
+        int r;
+
+        if (n != 2)
+                return reply_error(p, -EBADMSG, "Malformed request.");
+        free(p->pins_dir);
+        p->pins_dir = strdup(args[1]);
+        if (!p->pins_dir)
+                return reply_error(p, -ENOMEM, "Out of memory.");
+        p->registry_fd = safe_close(p->registry_fd);
+        r = registry_open(args[0], args[1], p->host_ns_fd, &p->cpu, &p->registry_fd);
+        if (r < 0)
+                return reply_error(p, r, "Failed to set up the namespace registry '%s': %s", args[0], strerror(-r));
+        return ipc_send(p->sock, r, 0, NULL, 0, NULL, 0);
+}
+
+static int handle_build(BuilderProcess *p, const char **args, size_t n) {
+        _cleanup_strv_free_ char **shared = NULL;
+        _cleanup_close_ int ns_fd = -EBADF;
+        _cleanup_free_ char *where = NULL;
+        ViewStage stage = VIEW_STAGE_NONE;
+        size_t n_mounts = 0;
+        int r = -EINVAL;
+
+        if (n < 3 || view_propagation_from_string(args[2]) < 0)
+                return reply_error(p, -EBADMSG, "Malformed request.");
+        for (size_t i = 3; i < n; i++)
+                if (strv_extend(&shared, args[i]) < 0)
+                        return reply_error(p, -ENOMEM, "Out of memory.");
+        if (p->registry_fd < 0)
+                return reply_error(p, -EBADFD, "The registry is not open.");
+        ViewSpec spec = { .name = args[0], .subtree_root = args[1], .shared_subtrees = shared,
+                          .propagation = view_propagation_from_string(args[2]) };
+
+        for (int tries = 0; tries < 3; tries++) {
+                r = set_cpu(p->cpu);
+                if (r >= 0)
+                        r = view_build(&spec, p->host_ns_fd, &ns_fd, &n_mounts, &stage);
+                if (r < 0)
+                        break;
+                stage = VIEW_STAGE_PIN;
+                r = registry_pin(p->registry_fd, p->host_ns_fd, p->pins_dir, spec.name, ns_fd);
+                if (r != -EINVAL)
+                        break;
+                /* Made on a CPU whose namespace ids are older than the registry's (registry.h):
+                 * move that CPU's ids on and build it again there. */
+                ns_fd = safe_close(ns_fd);
+                r = namespace_ids_pass(mntns_get_id(p->registry_fd), p->host_uts_fd);
+                if (r < 0)
+                        break;
+                r = -EINVAL;
+        }
+        if (r < 0) {
+                /* The mount point directory is all a failed build leaves on the host. */
+                if (asprintf(&where, "%s/%s", spec.subtree_root, spec.name) >= 0)
+                        (void) rmdir(where);
+                return reply_error(p, r, "Failed to build the view of '%s' while %s: %s", spec.name,
+                                   view_stage_to_string(stage), strerror(-r));
+        }
+        /* The result of a build is its number of mounts. */
+        return ipc_send(p->sock, (int) MIN(n_mounts, (size_t) INT32_MAX), 0, NULL, 0, &ns_fd, 1);
+}
+
+static int handle_unpin(BuilderProcess *p, const char **args, size_t n) {
+        int r;
+
+        if (n != 1)
+                return reply_error(p, -EBADMSG, "Malformed request.");
+        r = registry_unpin(p->registry_fd, p->host_ns_fd, p->pins_dir, args[0]);
+        if (r < 0)
+                return reply_error(p, r, "Failed to unpin the namespace of '%s': %s", args[0], strerror(-r));
+        return ipc_send(p->sock, 0, 0, NULL, 0, NULL, 0);
+}
+
+static int send_pin(const char *name, int fd, void *userdata) {
+        BuilderProcess *p = userdata;
+        int r = ipc_send(p->sock, 0, IPC_MORE, name, strlen(name) + 1, &fd, fd >= 0 ? 1 : 0);
+        safe_close(fd);
+        return r;
+}
+
+static int handle_list(BuilderProcess *p) {
+        int r = registry_list(p->registry_fd, p->host_ns_fd, p->pins_dir, send_pin, p);
+        if (r < 0)
+                return reply_error(p, r, "Failed to list the pinned namespaces: %s", strerror(-r));
+        return ipc_send(p->sock, 0, 0, NULL, 0, NULL, 0);
+}
+
+static int read_mountinfo(char **ret, size_t *ret_size) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, allocated = 0;
+
+        if (!f)
+                return -errno;
+        for (;;) {
+                if (allocated - size < 4096) {
+                        allocated = MAX(allocated * 2, (size_t) 65536);
+                        char *b = realloc(buf, allocated);
+                        if (!b)
+                                return -ENOMEM;
+                        buf = b;
+                }
+                size_t k = fread(buf + size, 1, allocated - size, f);
+                size += k;
+                if (k == 0)
+                        break;
+        }
+        if (ferror(f))
+                return -EIO;
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+static int handle_read_mounts(BuilderProcess *p, IpcMessage *m) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        int r;
+
+        /* Reading mountinfo asks no file system anything (d_path and show_options only): safe
+         * for the builder even where a view holds a hung FUSE or NFS mount. */
+        if (m->n_fds == 1 && setns(m->fds[0], CLONE_NEWNS) < 0)
+                return reply_error(p, -errno, "Failed to enter the namespace: %m");
+        r = read_mountinfo(&buf, &size);
+        if (m->n_fds == 1 && setns(p->host_ns_fd, CLONE_NEWNS) < 0)
+                _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
+        if (r < 0)
+                return reply_error(p, r, "Failed to read the mount table: %s", strerror(-r));
+        return ipc_send_data(p->sock, buf, size);
+}
+
+static int builder_dispatch(BuilderProcess *p, IpcMessage *m) {
+        const char *args[BUILDER_MAX_ARGS];
+        size_t n = split_args(m, args, ELEMENTSOF(args));
+
+        switch (m->result) {
+        case BUILDER_OPEN_REGISTRY:
+                return handle_open_registry(p, args, n);
+        case BUILDER_BUILD:
+                return handle_build(p, args, n);
+        case BUILDER_UNPIN:
+                return handle_unpin(p, args, n);
+        case BUILDER_LIST:
+                return handle_list(p);
+        case BUILDER_READ_MOUNTS:
+                return handle_read_mounts(p, m);
+        default:
+                return reply_error(p, -EOPNOTSUPP, "Unknown request %d.", m->result);
+        }
+}
+
+_noreturn_ static void builder_main(int sock) {
+        _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
+        BuilderProcess p = { .sock = sock, .registry_fd = -EBADF, .cpu = sched_getcpu() };
+
+        p.host_ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        p.host_uts_fd = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
+        if (!m || p.host_ns_fd < 0 || p.host_uts_fd < 0)
+                _exit(EXIT_FAILURE);
+        for (;;) {
+                int r = ipc_recv(sock, m, 0);
+                if (r <= 0)
+                        _exit(r == 0 ? EXIT_SUCCESS : EXIT_FAILURE);   /* the daemon is gone */
+                r = builder_dispatch(&p, m);
+                ipc_message_close_fds(m);
+                /* A reply that cannot be sent means the daemon gave up on us. */
+                if (r == -EPIPE || r == -ECONNRESET)
+                        _exit(EXIT_FAILURE);
+        }
+}
+
+/* ======== the daemon's side ======== */
+
+typedef struct BuilderRequest BuilderRequest;
+struct BuilderRequest {
+        BuilderRequestType type;
+        char *payload;
+        size_t size;
+        int fd;
+        uint64_t deadline;
+        BuilderDoneFunc done;
+        void *userdata;
+        BuilderRequest *next;
+};
+
+struct Builder {
+        sd_event *event;
+        ChildSet *children;
+        char *registry_pin;
+        char *pins_dir;
+
+        pid_t pid;
+        int pidfd;
+        int sock;
+        sd_event_source *io_source, *exit_source, *timer_source;
+        unsigned restarts;
+
+        BuilderRequest *queue, *queue_tail;
+        BuilderRequest *running;
+        /* the reply being received */
+        char *data;
+        size_t size;
+        BuilderItem *items;
+        size_t n_items;
+};
+
+static BuilderRequest *builder_request_free(BuilderRequest *q) {
+        if (!q)
+                return NULL;
+        free(q->payload);
+        safe_close(q->fd);
+        free(q);
+        return NULL;
+}
+
+static void builder_reply_reset(Builder *b) {
+        for (size_t i = 0; i < b->n_items; i++) {
+                free(b->items[i].name);
+                safe_close(b->items[i].fd);
+        }
+        free(b->items);
+        b->items = NULL;
+        b->n_items = 0;
+        b->data = mfree(b->data);
+        b->size = 0;
+}
+
+static void builder_finish(Builder *b, int result, const char *message, int *fd) {
+        BuilderRequest *q = TAKE_PTR(b->running);
+        BuilderReply reply = {
+                .result = result,
+                .message = message,
+                .fd = fd ? *fd : -EBADF,
+                .data = b->data,
+                .size = b->size,
+                .items = b->items,
+                .n_items = b->n_items,
+        };
+
+        b->timer_source = sd_event_source_disable_unref(b->timer_source);
+        if (q) {
+                q->done(&reply, q->userdata);
+                builder_request_free(q);
+        }
+        if (fd)
+                *fd = reply.fd;
+        /* The callee may have taken the items (and the fds in them). */
+        b->items = reply.items;
+        b->n_items = reply.n_items;
+        builder_reply_reset(b);
+}
+
+static int builder_send_next(Builder *b);
+static int builder_enqueue(Builder *b, bool first, BuilderRequestType type, const char *const *args, int fd,
+                           uint64_t deadline, BuilderDoneFunc done, void *userdata);
+
+static int on_builder_timeout(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void builder_stop_process(Builder *b, const char *why) {
+        b->io_source = sd_event_source_disable_unref(b->io_source);
+        b->exit_source = sd_event_source_disable_unref(b->exit_source);
+        b->sock = safe_close(b->sock);
+        if (b->pidfd >= 0) {
+                (void) syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+                /* It may be unkillable for a while (D state): reap it whenever it ends. */
+                if (child_set_adopt(b->children, TAKE_FD(b->pidfd), "The view builder that was given up", 0) < 0)
+                        log_warning("Cannot watch the view builder %d that was given up; it stays a zombie.", (int) b->pid);
+        }
+        log_warning("Restarting the view builder (PID %d): %s.", (int) b->pid, why);
+        b->pid = 0;
+}
+
+static int builder_spawn(Builder *b);
+
+static void builder_restart(Builder *b, const char *why) {
+        int r;
+
+        builder_stop_process(b, why);
+        r = builder_spawn(b);
+        if (r < 0) {
+                log_error_errno(r, "Failed to start a new view builder: %m");
+                /* Everything queued fails now rather than wait for nothing. */
+                while (b->queue) {
+                        b->running = b->queue;
+                        b->queue = b->queue->next;
+                        builder_finish(b, r, "The view builder could not be restarted.", NULL);
+                }
+                b->queue_tail = NULL;
+        }
+}
+
+static void builder_fail_running(Builder *b, int r, const char *message) {
+        builder_reply_reset(b);
+        builder_finish(b, r, message, NULL);
+}
+
+static int on_builder_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Builder *b = userdata;
+
+        builder_fail_running(b, -ETIMEDOUT, "The view builder did not answer in time (OperationTimeoutSec=).");
+        builder_restart(b, "it missed a deadline");
+        return 0;
+}
+
+static int on_builder_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        Builder *b = userdata;
+
+        b->exit_source = sd_event_source_disable_unref(b->exit_source);
+        b->pidfd = safe_close(b->pidfd);
+        if (b->running)
+                builder_fail_running(b, -EPROTO, "The view builder died while it worked on this.");
+        builder_restart(b, si->si_code == CLD_EXITED ? "it exited" : "it was killed");
+        return 0;
+}
+
+static int builder_add_item(Builder *b, IpcMessage *m) {
+        const char *name = ipc_message_text(m);
+        BuilderItem *items;
+
+        if (!name)
+                return -EBADMSG;
+        items = realloc(b->items, (b->n_items + 1) * sizeof(BuilderItem));
+        if (!items)
+                return -ENOMEM;
+        b->items = items;
+        items[b->n_items] = (BuilderItem) { .name = strdup(name), .fd = m->n_fds == 1 ? m->fds[0] : -ENOENT };
+        if (!items[b->n_items].name)
+                return -ENOMEM;
+        m->n_fds = 0;
+        b->n_items++;
+        return 0;
+}
+
+static int builder_add_data(Builder *b, IpcMessage *m) {
+        char *d = realloc(b->data, b->size + m->size + 1);
+        if (!d)
+                return -ENOMEM;
+        memcpy(d + b->size, m->payload, m->size);
+        b->data = d;
+        b->size += m->size;
+        d[b->size] = 0;
+        return 0;
+}
+
+static int on_builder_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Builder *b = userdata;
+        _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
+        int r;
+
+        if (!m)
+                return log_oom();
+        for (;;) {
+                r = ipc_recv(b->sock, m, MSG_DONTWAIT);
+                if (r == -EAGAIN)
+                        return 0;
+                if (r <= 0) {
+                        /* EOF or garbage: the exit handler, or this, restarts it. */
+                        if (b->running)
+                                builder_fail_running(b, -EPROTO, "The view builder broke the protocol.");
+                        builder_restart(b, "its socket failed");
+                        return 0;
+                }
+                if (!b->running) {
+                        ipc_message_close_fds(m);
+                        continue;
+                }
+                if (m->flags & IPC_MORE) {
+                        r = b->running->type == BUILDER_LIST ? builder_add_item(b, m) : builder_add_data(b, m);
+                        ipc_message_close_fds(m);
+                        if (r < 0) {
+                                builder_fail_running(b, r, "Failed to receive the view builder's answer.");
+                                builder_restart(b, "its answer could not be received");
+                                return 0;
+                        }
+                        continue;
+                }
+                int ns_fd = m->n_fds == 1 ? m->fds[0] : -EBADF;
+                m->n_fds = 0;
+                builder_finish(b, m->result, ipc_message_text(m), &ns_fd);
+                safe_close(ns_fd);
+                (void) builder_send_next(b);
+        }
+}
+
+static void on_registry_opened(BuilderReply *reply, void *userdata) {
+        if (reply->result < 0)
+                log_error("%s", reply->message ?: "The view builder could not open the registry.");
+        else if (reply->result > 0)
+                log_debug("Created the namespace registry.");
+}
+
+static int builder_send_next(Builder *b) {
+        BuilderRequest *q;
+        int r;
+
+        if (b->running || !b->queue || b->sock < 0)
+                return 0;
+        q = b->queue;
+        b->queue = q->next;
+        if (!b->queue)
+                b->queue_tail = NULL;
+        q->next = NULL;
+        b->running = q;
+
+        r = ipc_send(b->sock, q->type, 0, q->payload, q->size, &q->fd, q->fd >= 0 ? 1 : 0);
+        if (r >= 0 && q->deadline > 0)
+                r = sd_event_add_time(b->event, &b->timer_source, CLOCK_MONOTONIC, q->deadline, 0, on_builder_timeout, b);
+        if (r < 0) {
+                builder_fail_running(b, r, "Failed to send the request to the view builder.");
+                builder_restart(b, "a request could not be sent");
+                return r;
+        }
+        return 0;
+}
+
+/* Queues a request: args (NULL-terminated) become the payload. 'first' puts it ahead of the
+ * queue. The fd is dup'ed. */
+static int builder_enqueue(Builder *b, bool first, BuilderRequestType type, const char *const *args, int fd,
+                           uint64_t deadline, BuilderDoneFunc done, void *userdata) {
+        BuilderRequest *q;
+        size_t size = 0;
+        char *p;
+
+        if (!b)
+                return -ESHUTDOWN;
+        q = calloc(1, sizeof(BuilderRequest));
+        if (!q)
+                return -ENOMEM;
+        *q = (BuilderRequest) { .type = type, .fd = -EBADF, .deadline = deadline, .done = done, .userdata = userdata };
+        for (const char *const *a = args; a && *a; a++)
+                size += strlen(*a) + 1;
+        if (size > IPC_PAYLOAD_MAX) {
+                builder_request_free(q);
+                return -E2BIG;
+        }
+        q->payload = p = malloc(size + 1);
+        if (!p) {
+                builder_request_free(q);
+                return -ENOMEM;
+        }
+        for (const char *const *a = args; a && *a; a++)
+                p = stpcpy(p, *a) + 1;
+        q->size = size;
+        if (fd >= 0) {
+                q->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (q->fd < 0) {
+                        int r = -errno;
+                        builder_request_free(q);
+                        return r;
+                }
+        }
+        if (first) {
+                q->next = b->queue;
+                b->queue = q;
+                if (!b->queue_tail)
+                        b->queue_tail = q;
+        } else {
+                if (b->queue_tail)
+                        b->queue_tail->next = q;
+                else
+                        b->queue = q;
+                b->queue_tail = q;
+        }
+        return builder_send_next(b);
+}
+
+static int builder_spawn(Builder *b) {
+        int pair[2], r;
+
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+                return -errno;
+        struct clone_args args = { .flags = CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &b->pidfd, .exit_signal = SIGCHLD };
+        b->pid = (pid_t) syscall(SYS_clone3, &args, sizeof args);
+        if (b->pid < 0 && (errno == ENOSYS || errno == EPERM)) {
+                b->pid = fork();
+                if (b->pid > 0)
+                        b->pidfd = (int) syscall(SYS_pidfd_open, b->pid, 0);
+        }
+        if (b->pid < 0) {
+                r = -errno;
+                safe_close(pair[0]);
+                safe_close(pair[1]);
+                return r;
+        }
+        if (b->pid == 0) {
+                if (child_setup(pair[1], NULL, 0) < 0)
+                        _exit(EXIT_FAILURE);
+                builder_main(pair[1]);
+        }
+        safe_close(pair[1]);
+        b->sock = pair[0];
+        b->restarts++;
+        if (b->pidfd < 0)
+                return -errno;
+        r = sd_event_add_io(b->event, &b->io_source, b->sock, EPOLLIN, on_builder_io, b);
+        if (r < 0)
+                return r;
+        r = sd_event_add_child_pidfd(b->event, &b->exit_source, b->pidfd, WEXITED, on_builder_exit, b);
+        if (r < 0)
+                return r;
+
+        /* Every builder first opens the registry (the pin at registry_pin, or a new one), ahead
+         * of whatever waits. */
+        return builder_enqueue(b, true, BUILDER_OPEN_REGISTRY, (const char *const[]) { b->registry_pin, b->pins_dir, NULL },
+                               -EBADF, 0, on_registry_opened, b);
+}
+
+int builder_new(sd_event *event, ChildSet *children, const char *registry_pin, const char *pins_dir, Builder **ret) {
+        _cleanup_(builder_freep) Builder *b = calloc(1, sizeof(Builder));
+        int r;
+
+        if (!b)
+                return -ENOMEM;
+        b->event = sd_event_ref(event);
+        b->children = children;
+        b->pidfd = b->sock = -EBADF;
+        b->registry_pin = strdup(registry_pin);
+        b->pins_dir = strdup(pins_dir);
+        if (!b->registry_pin || !b->pins_dir)
+                return -ENOMEM;
+        r = builder_spawn(b);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(b);
+        return 0;
+}
+
+Builder *builder_free(Builder *b) {
+        if (!b)
+                return NULL;
+        /* Whoever waits hears that we are going (and frees what it kept for the answer). */
+        if (b->running)
+                builder_fail_running(b, -ESHUTDOWN, "nsmanagerd is shutting down.");
+        while (b->queue) {
+                b->running = b->queue;
+                b->queue = b->queue->next;
+                builder_fail_running(b, -ESHUTDOWN, "nsmanagerd is shutting down.");
+        }
+        b->queue_tail = NULL;
+        /* Closing the socket ends the builder (it exits on EOF); no reply is awaited. */
+        b->io_source = sd_event_source_disable_unref(b->io_source);
+        b->exit_source = sd_event_source_disable_unref(b->exit_source);
+        b->timer_source = sd_event_source_disable_unref(b->timer_source);
+        safe_close(b->sock);
+        pidfd_kill_and_reap(b->pidfd, USEC_PER_SEC);
+        safe_close(b->pidfd);
+        builder_request_free(b->running);
+        while (b->queue) {
+                BuilderRequest *q = b->queue;
+                b->queue = q->next;
+                builder_request_free(q);
+        }
+        builder_reply_reset(b);
+        free(b->registry_pin);
+        free(b->pins_dir);
+        sd_event_unref(b->event);
+        free(b);
+        return NULL;
+}
+
+int builder_build(Builder *b, const ViewSpec *spec, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
+        size_t n = strv_length(spec->shared_subtrees);
+        _cleanup_free_ const char **args = calloc(n + 4, sizeof(char *));
+
+        if (!args)
+                return -ENOMEM;
+        args[0] = spec->name;
+        args[1] = spec->subtree_root;
+        args[2] = view_propagation_to_string(spec->propagation);
+        for (size_t i = 0; i < n; i++)
+                args[3 + i] = spec->shared_subtrees[i];
+        return builder_enqueue(b, false, BUILDER_BUILD, args, -EBADF, deadline, done, userdata);
+}
+
+int builder_unpin(Builder *b, const char *name, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
+        return builder_enqueue(b, false, BUILDER_UNPIN, (const char *const[]) { name, NULL }, -EBADF, deadline, done, userdata);
+}
+
+int builder_list(Builder *b, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
+        return builder_enqueue(b, false, BUILDER_LIST, NULL, -EBADF, deadline, done, userdata);
+}
+
+int builder_read_mounts(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
+        return builder_enqueue(b, false, BUILDER_READ_MOUNTS, NULL, ns_fd, deadline, done, userdata);
+}
+
+void builder_sync_done(BuilderReply *reply, void *userdata) {
+        BuilderSync *s = userdata;
+
+        s->finished = true;
+        s->result = reply->result;
+        s->message = reply->message ? strdup(reply->message) : NULL;
+        s->fd = TAKE_FD(reply->fd);
+        s->items = TAKE_PTR(reply->items);
+        s->n_items = reply->n_items;
+        reply->n_items = 0;
+}
+
+void builder_sync_done_free(BuilderSync *s) {
+        for (size_t i = 0; i < s->n_items; i++) {
+                free(s->items[i].name);
+                safe_close(s->items[i].fd);
+        }
+        free(s->items);
+        free(s->message);
+        safe_close(s->fd);
+        *s = (BuilderSync) { .fd = -EBADF };
+}
+
+int builder_sync_wait(sd_event *event, BuilderSync *s) {
+        while (!s->finished) {
+                int r = sd_event_run(event, UINT64_MAX);
+                if (r < 0)
+                        return r;
+        }
+        return s->result;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <systemd/sd-bus.h>
+
+#include "manager.h"
+#include "own-view-rules.h"
+#include "user-util.h"
+
+/* A method call in flight. Every method follows the same steps: read, validate, authorize,
+ * act, reply. Authorizing may wait for polkit (the message is dispatched to the method again
+ * once polkit answered: bus-polkit.h), acting may wait for a child or the builder; the
+ * request keeps what must survive that: when the call arrived (its deadline, OperationTimeoutSec=
+ * from arrival — time waiting in a queue included; time waiting for a person to authenticate
+ * interactively is not), and whether the rules of own-view-rules.h asked for 'manage'.
+ *
+ * Only this and the *-dbus.c files build sd_bus_error: the core returns -errno and a sentence,
+ * bus_request_reply_error() names the error (bus-errors.h). */
+
+struct BusRequest {
+        Manager *manager;
+        sd_bus_message *message;
+        uint64_t deadline;
+        bool in_step;            /* the method's step function is running */
+        bool pending;            /* it returned waiting for an answer */
+        bool finished;           /* replied while its step function still ran */
+        bool dispatched;         /* the method ran for it once already (polkit re-dispatch) */
+        bool escalated;          /* the rules asked for manage: ask polkit for it */
+        bool own;                /* acting for a user on their own view, held to the rules */
+        char *rule;              /* the rule that asked for manage, for a refusal */
+        Credentials caller;      /* NSS credentials of the caller, when 'own' */
+        void *data;              /* the method's own */
+        void (*free_data)(void *data);
+        BusRequest *prev, *next;
+};
+
+typedef int (*BusRequestStep)(BusRequest *req, sd_bus_error *error);
+
+/* The method's handler: runs 'step' for this message's request (created at its first
+ * dispatch). 'step' returns < 0 (sd-bus replies that error), or ≥ 0 having replied, or having
+ * set req->pending (a reply comes later, through bus_request_reply*()). */
+int bus_request_run(sd_bus_message *message, Manager *m, sd_bus_error *error, BusRequestStep step);
+/* The same, with req->data set (at the first dispatch) to 'data', freed with 'free_data'. */
+int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *error, BusRequestStep step, void *data,
+                         void (*free_data)(void *data));
+
+/* Replies from an asynchronous completion, and ends the request. */
+void bus_request_reply(BusRequest *req, sd_bus_message *reply);
+void bus_request_reply_error(BusRequest *req, int r, const char *message);
+/* A -errno of the core, as the named error a client can act on. */
+int bus_error_from_errno(sd_bus_error *error, int r, const char *message);
+
+/* Drops every request (at exit): their callers get no reply from us. */
+void bus_requests_free(Manager *m);
+
+/* The caller's uid, as the bus driver authenticated it. */
+int bus_request_caller_uid(BusRequest *req, uid_t *ret);
+int bus_request_require_root(BusRequest *req, const char *what, sd_bus_error *error);
+/* Unprivileged callers' calls that make the daemon work are rate-limited per uid (at the
+ * first dispatch only): LimitExceeded. */
+int bus_request_rate_limit(BusRequest *req, sd_bus_error *error);
+
+/* polkit for 'action' (details: key, value, …, NULL). 1: go on; 0: waiting (req->pending
+ * set); < 0: refused (error set). Root is always allowed. */
+int bus_request_authorize(BusRequest *req, const char *action, const char **details, sd_bus_error *error);
+
+/* For a change to a user's view: root goes on; a user acting on their own view needs
+ * manage-own where own-view-rules.h allows the request (req->own is then set and
+ * req->caller loaded), manage otherwise; anybody else manage. */
+int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, OwnViewRequest what, const char **details,
+                               sd_bus_error *error);
+
+/* An operation run for req->own failed with a rule's refusal (-EACCES): asks polkit for
+ * manage; if it agrees, the method runs again with full power, else the caller gets the
+ * rule's sentence. Returns true if it took over the reply. */
+bool bus_request_escalate(BusRequest *req, int result, const char *message, const char **details);

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "own-view-rules.h"
+#include "path-util.h"
+#include "strv.h"
+
+static _printf_(3, 4) int refuse(char **ret_reason, int r, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (ret_reason && vasprintf(ret_reason, fmt, ap) < 0)
+                *ret_reason = NULL;
+        va_end(ap);
+        return r;
+}
+
+static bool path_is_at_or_below(const char *path, const char *top) {
+        size_t n = strlen(top);
+        return strncmp(path, top, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+int own_view_check_request(OwnViewRequest request, const char *path, char *const *shared_subtrees, char **ret_reason) {
+        if (request != OWN_VIEW_SHARE)
+                return 0;
+        /* Joining a host peer group makes the view send: on a systemd host nearly every mount is
+         * shared, and a view that joins /home's group sends its mounts to the host and to every
+         * other view. Below SharedSubtrees= that is the design (and undoes an enslave there). */
+        for (char *const *s = shared_subtrees; s && *s; s++)
+                if (path_is_at_or_below(path, *s))
+                        return 0;
+        _cleanup_free_ char *list = strv_join(shared_subtrees, " ");
+        return refuse(ret_reason, -EACCES,
+                      "A user may share only paths at or below SharedSubtrees= (%s) in their view: joining the "
+                      "host's peer group at '%s' would send their mounts to the host and every other view.",
+                      list ?: "", path);
+}
+
+/* ---- as the caller ---- */
+
+int own_view_become(const Credentials *c) {
+        /* setfsuid() cannot report failure; the second call returns the value now in effect. */
+        if (setgroups(c->n_groups, c->groups) < 0)
+                return -errno;
+        (void) setfsgid(c->gid);
+        if ((gid_t) setfsgid((gid_t) -1) != c->gid)
+                return -EPERM;
+        /* A fsuid other than 0 drops CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER and the
+         * other file capabilities from the effective set: lookups and creations are checked
+         * as the caller's, while CAP_SYS_ADMIN (open_tree, move_mount) stays. */
+        (void) setfsuid(c->uid);
+        if ((uid_t) setfsuid((uid_t) -1) != c->uid)
+                return -EPERM;
+        return 0;
+}
+
+int own_view_unbecome(void) {
+        (void) setfsuid(0);
+        (void) setfsgid(0);
+        if (setgroups(0, NULL) < 0)
+                return -errno;
+        if (setfsuid((uid_t) -1) != 0)
+                return -EPERM;
+        return 0;
+}
+
+int own_view_open_source(const Credentials *c, const char *path, int *ret_fd, char **ret_reason) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        int r, k;
+
+        r = own_view_become(c);
+        if (r < 0)
+                return refuse(ret_reason, r, "Failed to take the caller's credentials: %s.", strerror(-r));
+        r = open_path_no_symlinks(path, &fd);
+        k = own_view_unbecome();
+        if (k < 0)
+                return refuse(ret_reason, k, "Failed to give up the caller's credentials: %s.", strerror(-k));
+        if (r == -EACCES)
+                return refuse(ret_reason, -EACCES, "Source '%s' is not reachable for the caller in their view "
+                              "(a bind never shows what the caller's permissions or the [View] policy hide).", path);
+        if (r < 0)
+                return r;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_uid != c->uid)
+                return refuse(ret_reason, -EACCES, "Source '%s' is not owned by the caller (UID %u): a user may bind "
+                              "only their own files and directories.", path, (unsigned) c->uid);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* Walks 'path' as the caller without following symlinks. Missing last components are created
+ * (when 'create') as the caller in the last existing directory, which must be the caller's. */
+static int walk_destination(const Credentials *c, const char *path, bool create, PathKind kind,
+                            CreatedPaths *created, int *ret_fd, char **ret_reason) {
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_free_ char *parent = NULL;
+        const char *slash;
+        int r;
+
+        if (root < 0)
+                return -errno;
+        r = open_path_creating(root, path, PATH_EXISTING, NULL, ret_fd);
+        if (r != -ENOENT || !create)
+                return r;
+
+        /* Find the deepest existing directory; it must be the caller's. */
+        parent = strdup(path);
+        if (!parent)
+                return -ENOMEM;
+        for (;;) {
+                _cleanup_close_ int dir = -EBADF;
+                struct stat st;
+
+                slash = strrchr(parent, '/');
+                if (slash == parent)
+                        parent[1] = 0;
+                else
+                        *(char *) slash = 0;
+                r = open_path_creating(root, parent, PATH_EXISTING, NULL, &dir);
+                if (r == -ENOENT && !streq(parent, "/"))
+                        continue;
+                if (r < 0)
+                        return r;
+                if (fstat(dir, &st) < 0)
+                        return -errno;
+                if (!S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+                if (st.st_uid != c->uid)
+                        return refuse(ret_reason, -EACCES, "'%s' is not owned by the caller (UID %u): a user may create a "
+                                      "destination only inside a directory of their own.", parent, (unsigned) c->uid);
+                break;
+        }
+        /* Created as the caller: owned by them, and only where their permissions allow. */
+        return open_path_creating(root, path, kind, created, ret_fd);
+}
+
+int own_view_open_destination(const Credentials *c, const char *path, bool create, PathKind kind, const MountId *own,
+                              size_t n_own, CreatedPaths *created, int *ret_fd, bool *ret_replace, char **ret_reason) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        MountId id;
+        int r, k;
+
+        r = own_view_become(c);
+        if (r < 0)
+                return refuse(ret_reason, r, "Failed to take the caller's credentials: %s.", strerror(-r));
+        r = walk_destination(c, path, create, kind, created, &fd, ret_reason);
+        k = own_view_unbecome();
+        if (k < 0)
+                return refuse(ret_reason, k, "Failed to give up the caller's credentials: %s.", strerror(-k));
+        if (r == -EACCES && ret_reason && !*ret_reason)
+                return refuse(ret_reason, -EACCES, "Destination '%s' is not reachable or not writable for the caller.", path);
+        if (r < 0)
+                return r;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (st.st_uid != c->uid)
+                return refuse(ret_reason, -EACCES, "Destination '%s' is not owned by the caller (UID %u): a user may "
+                              "bind only onto their own files and directories.", path, (unsigned) c->uid);
+        r = path_is_mount_point(fd, "");
+        if (r < 0)
+                return r;
+        *ret_replace = false;
+        if (r > 0) {
+                r = fd_get_mount_ids(fd, "", &id);
+                if (r < 0)
+                        return r;
+                if (!mount_id_in(id, own, n_own))
+                        return refuse(ret_reason, -EACCES, "Destination '%s' is a mount point that is not one of the "
+                                      "caller's own binds.", path);
+                *ret_replace = true;
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int own_view_check_unmount(const char *path, MountId id, const MountId *own, size_t n_own, char **ret_reason) {
+        if (mount_id_in(id, own, n_own))
+                return 0;
+        return refuse(ret_reason, -EACCES, "'%s' is not a bind made for the caller: a user may unmount only what "
+                      "BindMount mounted for them, not the [View] policy's mounts, the host's, or another user's.", path);
+}
+
+int own_view_check_propagation(const char *path, int fd, bool recursive, const MountId *policy, size_t n_policy,
+                               char **ret_reason) {
+        _cleanup_free_ MountId *below = NULL;
+        size_t n_below = 0;
+        MountId id;
+        int r;
+
+        r = fd_get_mount_ids(fd, "", &id);
+        if (r < 0)
+                return r;
+        if (mount_id_in(id, policy, n_policy))
+                return refuse(ret_reason, -EACCES, "'%s' is a mount of the [View] policy: its propagation is the "
+                              "administrator's to change.", path);
+        if (!recursive)
+                return 0;
+        r = mount_subtree_ids(id, &below, &n_below);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_below; i++)
+                if (mount_id_in(below[i], policy, n_policy))
+                        return refuse(ret_reason, -EACCES, "'%s' holds mounts of the [View] policy: a recursive change "
+                                      "would change theirs too, which is the administrator's to do.", path);
+        return 0;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fs-util.h"
+#include "mount-util.h"
+#include "user-util.h"
+
+/* What a user may do to their own view — every rule in one place (docs/security.md tells
+ * why each exists and what fusermount3/udisksctl allow in its stead).
+ *
+ * A view is a mount namespace of the machine's initial user namespace: root runs in it (su,
+ * sudo, setuid programs, the PAM modules of the user's next login, `nsctl attach` as root).
+ * Whoever changes what a path shows there changes what root trusts. A caller authorized by
+ * org.example.NSManager.manage-own alone (not root, not manage) may therefore change their
+ * own view only in ways that give them nothing fusermount3 or udisksctl would not:
+ *
+ *   BindMount   the source is opened inside the caller's own view, with the caller's own
+ *               credentials (uid, gid, groups from NSS), no symlink followed, and must be
+ *               owned by the caller; the destination must be a directory or file owned by
+ *               the caller and not a mount point other than one of the caller's own binds
+ *               (which is then replaced); with the create flag only the missing last
+ *               components are created, as the caller, inside a directory the caller owns.
+ *               Every such mount is nosuid,nodev.
+ *   Unmount     only binds made for the caller (recorded by their 64-bit unique mount id,
+ *               the top mount of each).
+ *   ShareSubtree(user, P)   only P at or below a SharedSubtrees= entry.
+ *   SetPropagation, EnslaveSubtree   never on a mount of the [View] policy (nor, recursive,
+ *               on a tree holding one); they cannot join a host peer group (a slave is made
+ *               one without ever being a peer: see view-ops.c).
+ *
+ * Requests that stay within the rules need manage-own; the others need manage. Whether a
+ * request stays within them is decided in two places: what can be seen in the request
+ * itself before polkit is asked (own_view_check_request()), and what can only be seen on
+ * the files — in the mount child, on the very fds it then mounts from and onto, so there is
+ * no window between check and use (the rest of this header). A refusal on the files is
+ * -EACCES with a sentence naming the rule; the daemon then asks polkit for manage, and says
+ * the sentence if that is denied too. */
+
+typedef enum OwnViewRequest {
+        OWN_VIEW_BIND_MOUNT,
+        OWN_VIEW_UNMOUNT,
+        OWN_VIEW_SHARE,
+        OWN_VIEW_ENSLAVE,
+        OWN_VIEW_SET_PROPAGATION,
+        _OWN_VIEW_REQUEST_MAX,
+        _OWN_VIEW_REQUEST_INVALID = -EINVAL,
+} OwnViewRequest;
+
+/* 0 if the request may go ahead on manage-own (the files still decide), -EACCES with a
+ * sentence in *ret_reason if it needs manage. */
+int own_view_check_request(OwnViewRequest request, const char *path, char *const *shared_subtrees, char **ret_reason);
+
+/* In the mount child: take the caller's credentials for path lookups and file creation
+ * (fsuid, fsgid, supplementary groups: the permission checks and the owner of what is
+ * created are the caller's, while the process keeps the capabilities it mounts with), and
+ * give them back. */
+int own_view_become(const Credentials *c);
+int own_view_unbecome(void);
+
+/* The source of a BindMount, as the caller in their view. */
+int own_view_open_source(const Credentials *c, const char *path, int *ret_fd, char **ret_reason);
+
+/* The destination of a BindMount, as the caller: an existing file or directory of the
+ * caller's, or one created (kind PATH_DIRECTORY/PATH_FILE, when 'create') in a directory of
+ * the caller's. A mount point is accepted only if it is one of 'own' (*ret_replace set):
+ * it is replaced. */
+int own_view_open_destination(const Credentials *c, const char *path, bool create, PathKind kind, const MountId *own,
+                              size_t n_own, CreatedPaths *created, int *ret_fd, bool *ret_replace, char **ret_reason);
+
+/* Unmount: the mount must be one of the caller's binds. */
+int own_view_check_unmount(const char *path, MountId id, const MountId *own, size_t n_own, char **ret_reason);
+
+/* SetPropagation/EnslaveSubtree on the mount fd (recursive: and every mount below it): none
+ * may be a mount of the [View] policy. */
+int own_view_check_propagation(const char *path, int fd, bool recursive, const MountId *policy, size_t n_policy,
+                               char **ret_reason);

@@ -1,0 +1,610 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "child.h"
+#include "fs-util.h"
+#include "host.h"
+#include "ipc.h"
+#include "own-view-rules.h"
+#include "path-util.h"
+#include "string-table.h"
+#include "view-ops.h"
+#include "view-policy.h"
+
+static const char *const view_op_type_table[_VIEW_OP_TYPE_MAX] = {
+        [VIEW_OP_SET_PROPAGATION] = "SetPropagation",
+        [VIEW_OP_JOIN] = "ShareSubtree/EnslaveSubtree",
+        [VIEW_OP_BIND] = "BindMount",
+        [VIEW_OP_UNMOUNT] = "Unmount",
+        [VIEW_OP_HOST_SHARE] = "ShareSubtree",
+        [VIEW_OP_APPLY_POLICY] = "the [View] policy",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(view_op_type, ViewOpType);
+
+/* The child's answer: reply_error(sock, r, "…") or reply_ok(sock, &result). */
+#define reply_error(sock, r, ...) ipc_send_result((sock), (r), __VA_ARGS__)
+
+/* Recorded binds that are no longer mounted here (root unmounted one in the view, or its
+ * parent went): they are no binds of the caller's any more, and count for nothing. Asked in
+ * the view, by unique id; where the kernel cannot tell, a record stays. */
+static void find_gone_binds(const ViewOp *op, ViewOpResult *result) {
+        for (size_t i = 0; i < op->n_bind_mounts && result->n_gone < VIEW_OP_MOUNTS_MAX; i++)
+                if (op->bind_mounts[i].unique != 0 && mount_is_mounted_in(op->bind_mounts[i].unique, 0) == 0)
+                        result->gone[result->n_gone++] = op->bind_mounts[i];
+}
+
+static bool is_gone(const ViewOpResult *result, MountId id) {
+        return mount_id_in(id, result->gone, result->n_gone);
+}
+
+static int reply_ok(int sock, const ViewOpResult *result) {
+        ViewOpResult r = result ? *result : (ViewOpResult) {};
+        size_t n;
+
+        /* Where the view's mount count is cheap to know (we are in it): NMounts stays current. */
+        if (mntns_count_mounts(0, &n) >= 0)
+                r.n_mounts = (uint32_t) n;
+        return ipc_send(sock, 0, 0, &r, sizeof r, NULL, 0);
+}
+
+/* A refusal of own-view-rules.h: its sentence, or a generic one for a plain error. */
+static int reply_refusal(int sock, int r, char *reason, const char *what, const char *path) {
+        _cleanup_free_ char *m = reason;
+        if (m)
+                return reply_error(sock, r, "%s", m);
+        return reply_error(sock, r, "%s '%s' %s.", what, path, r == -ELOOP ? "has a symbolic link in it (links are not followed)" :
+                    r == -ENOENT ? "does not exist" : r == -ENOTDIR ? "has a component that is not a directory" :
+                    r == -EXDEV ? "leaves the namespace's root" : strerror(-r));
+}
+
+/* As the caller when there is one (their permissions decide what they may reach). */
+static int resolve_as(const ViewOp *op, const char *path, int *ret_fd) {
+        int r, k;
+
+        if (!op->caller)
+                return open_path_no_symlinks(path, ret_fd);
+        r = own_view_become(op->caller);
+        if (r < 0)
+                return r;
+        r = open_path_no_symlinks(path, ret_fd);
+        k = own_view_unbecome();
+        if (k < 0) {
+                *ret_fd = safe_close(*ret_fd);
+                return k;
+        }
+        return r;
+}
+
+/* Binds the mount subtree at fd onto itself (mount --rbind P P) and returns an fd of the new
+ * mount: propagation can only be changed on a mount of its own. */
+static int bind_onto_itself(int fd, int *ret_fd) {
+        _cleanup_close_ int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+
+        if (tree < 0)
+                return -errno;
+        if (move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(tree);
+        return 0;
+}
+
+/* The mount at 'path' (bound onto itself first if it is none and 'bind_if_needed'). */
+static int open_mount_point(int sock, const ViewOp *op, const char *path, bool bind_if_needed, int *ret_fd,
+                            bool *ret_bound) {
+        _cleanup_close_ int fd = -EBADF, nfd = -EBADF;
+        int r;
+
+        if (ret_bound)
+                *ret_bound = false;
+        r = resolve_as(op, path, &fd);
+        if (r < 0)
+                return reply_refusal(sock, r, NULL, "Path", path);
+        r = path_is_mount_point(fd, "");
+        if (r < 0)
+                return reply_error(sock, r, "Cannot tell whether '%s' is a mount point: %s.", path, strerror(-r));
+        if (r == 0) {
+                if (!bind_if_needed)
+                        return reply_error(sock, -EINVAL, "'%s' is not a mount point.", path);
+                r = bind_onto_itself(fd, &nfd);
+                if (r < 0)
+                        return reply_error(sock, r, "Failed to bind '%s' onto itself: %s.", path, strerror(-r));
+                safe_close(fd);
+                fd = TAKE_FD(nfd);
+                if (ret_bound)
+                        *ret_bound = true;
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int enter_namespace(int sock, int ns_fd) {
+        int r;
+
+        if (ns_fd < 0)
+                return 0;
+        r = mntns_enter(ns_fd);
+        if (r < 0)
+                return reply_error(sock, r, "Failed to enter the namespace: %s.", strerror(-r));
+        return 0;
+}
+
+/* ---- SetPropagation ---- */
+
+static int set_propagation(int sock, const ViewOp *op) {
+        _cleanup_close_ int fd = -EBADF;
+        struct mount_attr attr = { .propagation = MS_PRIVATE };
+        char *reason = NULL;
+        bool bound;
+        int r;
+
+        r = enter_namespace(sock, op->ns_fd);
+        if (r < 0)
+                return r;
+        r = open_mount_point(sock, op, op->path, true, &fd, &bound);
+        if (r < 0)
+                return r;
+        if (op->caller) {
+                r = own_view_check_propagation(op->path, fd, op->recursive, op->policy_mounts, op->n_policy_mounts, &reason);
+                if (r < 0)
+                        return reply_refusal(sock, r, reason, "Path", op->path);
+        }
+        /* A path just bound onto itself under a shared parent sits in the parent's peer group:
+         * made shared as it is, mounts under it would show up twice everywhere. Private first
+         * gives it a group of its own. (Slave keeps following the parent's group, as asked.) */
+        if (bound && op->mode == PROPAGATION_SHARED && mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+                return reply_error(sock, -errno, "Failed to make '%s' private: %m.", op->path);
+        attr.propagation = propagation_mode_to_ms_flag(op->mode);
+        if (mount_setattr(fd, "", AT_EMPTY_PATH | (op->recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0)
+                return reply_error(sock, -errno, "Failed to make '%s' %s: %m.", op->path, propagation_mode_to_string(op->mode));
+        return reply_ok(sock, NULL);
+}
+
+/* ---- ShareSubtree / EnslaveSubtree ---- */
+
+typedef struct HostMount {
+        char *target;   /* below the shared path */
+        int tree_fd;    /* a detached clone, made in the host namespace */
+} HostMount;
+
+typedef struct HostMounts {
+        HostMount *mounts;
+        size_t n;
+} HostMounts;
+
+static void host_mounts_done(HostMounts *h) {
+        for (size_t i = 0; i < h->n; i++) {
+                free(h->mounts[i].target);
+                safe_close(h->mounts[i].tree_fd);
+        }
+        free(h->mounts);
+        *h = (HostMounts) {};
+}
+
+/* Clones (one mount each, parents before children: mount table order) of what the current
+ * namespace has mounted below 'path'. Mounts covered by later ones are still listed in
+ * mountinfo, but their path now opens another mount: those are skipped (kernel notes), as
+ * are unbindable ones. */
+static int clone_submounts(const char *path, HostMounts *ret) {
+        MountEntry *e = NULL;
+        size_t n = 0, plen = strlen(path);
+        HostMounts h = {};
+        int r;
+
+        r = mount_table_read_self(&e, &n);
+        if (r < 0)
+                return r;
+        h.mounts = calloc(n + 1, sizeof(HostMount));
+        if (!h.mounts) {
+                mount_entries_free(e, n);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                _cleanup_close_ int at = -EBADF;
+                uint64_t id;
+
+                if (strncmp(e[i].target, path, plen) != 0 || e[i].target[plen] != '/')
+                        continue;
+                if (open_path_no_symlinks(e[i].target, &at) < 0 || fd_get_mount_id(at, "", &id) < 0 || id != e[i].id)
+                        continue;
+                int t = open_tree(at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+                if (t < 0)
+                        continue;
+                h.mounts[h.n] = (HostMount) { .target = strdup(e[i].target), .tree_fd = t };
+                if (!h.mounts[h.n++].target)
+                        r = -ENOMEM;
+        }
+        mount_entries_free(e, n);
+        if (r < 0) {
+                host_mounts_done(&h);
+                return r;
+        }
+        *ret = h;
+        return 0;
+}
+
+/* What the host has at the path: the mount to follow, a clone of it that is a slave of its
+ * group (the source for joining as a slave without ever being a peer), and clones of what is
+ * mounted below it. Taken in the host, before entering the view: clones must be made in the
+ * namespace that owns the mount (kernel notes). */
+typedef struct HostSide {
+        int fd;                  /* the host's mount at the path, -EBADF if it shares nothing there */
+        int slave_fd;            /* JOIN_SLAVE: a detached clone of it, made a slave of its group */
+        uint64_t peer_group;
+        dev_t dev;
+        HostMounts below;
+} HostSide;
+
+static void host_side_done(HostSide *h) {
+        safe_close(h->fd);
+        safe_close(h->slave_fd);
+        host_mounts_done(&h->below);
+}
+
+static int host_side_open(int sock, const ViewOp *op, HostSide *h) {
+        uint64_t master, parent_peer;
+        struct stat st;
+        int r;
+
+        *h = (HostSide) { .fd = -EBADF, .slave_fd = -EBADF };
+        r = open_path_no_symlinks(op->path, &h->fd);
+        if (r >= 0)
+                r = path_is_mount_point(h->fd, "");
+        if (r <= 0 || mount_get_groups(h->fd, &h->peer_group, &master, &parent_peer) < 0 || h->peer_group == 0) {
+                h->fd = safe_close(h->fd);
+                h->peer_group = 0;
+                if (op->join == JOIN_SLAVE)
+                        return 0;   /* nothing shared there: a slave of whatever the view follows now */
+                return reply_error(sock, -EINVAL, "The host's '%s' is not a shared mount point: share it on the host first.",
+                            op->path);
+        }
+        if (fstat(h->fd, &st) < 0)
+                return reply_error(sock, -errno, "Failed to stat the host's '%s': %m.", op->path);
+        h->dev = st.st_dev;
+        if (op->join == JOIN_SLAVE) {
+                struct mount_attr attr = { .propagation = MS_SLAVE };
+                h->slave_fd = open_tree(h->fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+                if (h->slave_fd < 0 || mount_setattr(h->slave_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+                        return reply_error(sock, -errno, "Failed to prepare a slave of the host's '%s': %m.", op->path);
+        }
+        r = clone_submounts(op->path, &h->below);
+        if (r < 0)
+                return reply_error(sock, r, "Failed to copy the host's mounts under '%s': %s.", op->path, strerror(-r));
+        return 0;
+}
+
+/* Mounts the host made before the view joined would never propagate now: copy the ones the
+ * view lacks (parents before children). A clone of a shared mount is a peer of its source;
+ * under a slave it has to receive only, as a propagated copy would. */
+static void copy_host_mounts(const ViewOp *op, HostSide *h) {
+        for (size_t i = 0; i < h->below.n; i++) {
+                _cleanup_close_ int at = -EBADF;
+                if (open_path_no_symlinks(h->below.mounts[i].target, &at) < 0 || path_is_mount_point(at, "") != 0)
+                        continue;
+                if (op->join == JOIN_SLAVE) {
+                        struct mount_attr slave = { .propagation = MS_SLAVE };
+                        if (mount_setattr(h->below.mounts[i].tree_fd, "", AT_EMPTY_PATH, &slave, sizeof slave) < 0)
+                                continue;
+                }
+                (void) move_mount(h->below.mounts[i].tree_fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+        }
+}
+
+static int join_host(int sock, const ViewOp *op) {
+        _cleanup_(host_side_done) HostSide h = { .fd = -EBADF, .slave_fd = -EBADF };
+        _cleanup_close_ int view_fd = -EBADF;
+        struct mount_attr attr = { .propagation = MS_PRIVATE };
+        uint64_t peer, master, parent_peer;
+        char *reason = NULL;
+        struct stat st;
+        int r;
+
+        r = host_side_open(sock, op, &h);
+        if (r < 0)
+                return r;
+        r = enter_namespace(sock, op->ns_fd);
+        if (r < 0)
+                return r;
+        r = open_mount_point(sock, op, op->path, true, &view_fd, NULL);
+        if (r < 0)
+                return r;
+        if (op->caller) {
+                r = own_view_check_propagation(op->path, view_fd, false, op->policy_mounts, op->n_policy_mounts, &reason);
+                if (r < 0)
+                        return reply_refusal(sock, r, reason, "Path", op->path);
+        }
+        if (h.fd < 0) {
+                attr.propagation = MS_SLAVE;
+                if (mount_setattr(view_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+                        return reply_error(sock, -errno, "Failed to make '%s' a slave: %m.", op->path);
+                return reply_ok(sock, NULL);
+        }
+
+        /* Already where it should be: leave it alone (no window in which events are missed). */
+        r = mount_get_groups(view_fd, &peer, &master, &parent_peer);
+        if (r < 0)
+                return reply_error(sock, r, "Cannot find '%s' in the view's mount table: %s.", op->path, strerror(-r));
+        if ((op->join == JOIN_PEER && peer == h.peer_group && master == 0) ||
+            (op->join == JOIN_SLAVE && peer == 0 && master == h.peer_group))
+                return reply_ok(sock, NULL);
+        /* A group can only be joined on the same filesystem (not a PrivateTmp= /tmp, say). */
+        if (fstat(view_fd, &st) < 0 || st.st_dev != h.dev)
+                return reply_error(sock, -EXDEV, "'%s' in the view is not the host's filesystem; it cannot follow the host's.",
+                            op->path);
+
+        /* Private while it is filled: a mount attached under a shared /mnt would propagate back
+         * to the host and every other view, where it already is. */
+        if (mount_setattr(view_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+                return reply_error(sock, -errno, "Failed to make '%s' private: %m.", op->path);
+        copy_host_mounts(op, &h);
+
+        /* A slave joins through the slave clone: it takes the clone's master and no peer group,
+         * so it never sends, not even for a moment (a user's FUSE mount made right then would
+         * reach the host otherwise). */
+        r = mount_join_peer_group(op->join == JOIN_SLAVE ? h.slave_fd : h.fd, view_fd);
+        if (r < 0)
+                return reply_error(sock, r, "Failed to make '%s' %s the host's: %s.", op->path,
+                            op->join == JOIN_SLAVE ? "a slave of" : "a peer of", strerror(-r));
+        return reply_ok(sock, NULL);
+}
+
+/* ---- the host's side of ShareSubtree ---- */
+
+static int host_share(int sock, const ViewOp *op) {
+        _cleanup_free_ char *message = NULL;
+        int r = host_share_path(op->path, &message);
+        if (r < 0)
+                return reply_error(sock, r, "%s", message ?: strerror(-r));
+        return reply_ok(sock, NULL);
+}
+
+/* ---- BindMount ---- */
+
+/* The source, cloned: a host path for full power (cloned in the host, before entering the
+ * view: a clone made there would be of the view's tree), a path in the caller's own view for
+ * a user (opened as the caller and cloned inside the view, by us: OPEN_TREE_CLONE must run in
+ * the namespace that owns the mount). */
+static int bind_clone_source(int sock, const ViewOp *op, int *ret_tree, struct stat *ret_st) {
+        _cleanup_close_ int src = -EBADF, tree = -EBADF;
+        struct mount_attr attr = {};
+        char *reason = NULL;
+        int r;
+
+        if (op->caller)
+                r = own_view_open_source(op->caller, op->source, &src, &reason);
+        else
+                r = open_path_no_symlinks(op->source, &src);
+        if (r < 0)
+                return reply_refusal(sock, r, reason, "Source", op->source);
+        if (fstat(src, ret_st) < 0)
+                return reply_error(sock, -errno, "Failed to stat source '%s': %m.", op->source);
+        tree = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+        if (tree < 0) {
+                if (errno == EINVAL)
+                        return reply_error(sock, -EINVAL, "Source '%s' is unbindable and cannot be bound anywhere.", op->source);
+                return reply_error(sock, -errno, "Failed to clone source '%s': %m.", op->source);
+        }
+        /* One way: later mounts under the source reach the view, not the reverse. */
+        if (!op->host_propagates) {
+                attr.propagation = MS_SLAVE;
+                if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+                        return reply_error(sock, -errno, "Failed to make the clone of '%s' a slave: %m.", op->source);
+        }
+        /* On the detached tree, so the mount is never visible without them. A user's bind is
+         * what fusermount would give them: nothing setuid, no device nodes. */
+        attr = (struct mount_attr) { .attr_set = (op->read_only ? MOUNT_ATTR_RDONLY : 0) |
+                                                 (op->caller ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : 0) };
+        if (attr.attr_set != 0 && mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+                return reply_error(sock, -errno, "Failed to set the flags of the clone of '%s': %m.", op->source);
+        *ret_tree = TAKE_FD(tree);
+        return 0;
+}
+
+/* The destination, as root (full power: no symlink followed, created as root) or as the
+ * caller (own-view-rules.h). *ret_replace: it holds an earlier bind, to be replaced. */
+static int bind_open_destination(int sock, const ViewOp *op, PathKind kind, CreatedPaths *created, int *ret_fd,
+                                 bool *ret_replace) {
+        _cleanup_close_ int root = -EBADF, dest = -EBADF;
+        char *reason = NULL;
+        MountId id;
+        int r;
+
+        if (op->caller) {
+                r = own_view_open_destination(op->caller, op->path, op->make_dir, kind, op->own_mounts, op->n_own_mounts,
+                                              created, &dest, ret_replace, &reason);
+                if (r < 0)
+                        return reply_refusal(sock, r, reason, "Destination", op->path);
+                *ret_fd = TAKE_FD(dest);
+                return 0;
+        }
+        /* Created one component at a time on O_PATH fds, never through a symlink: a link a user
+         * planted in their home cannot make us create or mount anything elsewhere. */
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return reply_error(sock, -errno, "Failed to open the view's root: %m.");
+        r = open_path_creating(root, op->path, op->make_dir ? kind : PATH_EXISTING, created, &dest);
+        if (r < 0)
+                return reply_error(sock, r, "Destination '%s' %s%s.", op->path,
+                            r == -ELOOP ? "has a symbolic link in it (links are not followed)" :
+                            r == -ENOENT ? "does not exist" : r == -ENOTDIR ? "has a component that is not a directory" :
+                            strerror(-r), r == -ENOENT && !op->make_dir ? " (use the create-destination flag)" : "");
+        *ret_replace = path_is_mount_point(dest, "") > 0 && fd_get_mount_ids(dest, "", &id) >= 0 &&
+                       mount_id_in(id, op->bind_mounts, op->n_bind_mounts);
+        *ret_fd = TAKE_FD(dest);
+        return 0;
+}
+
+/* Puts 'tree' where the earlier bind on dest is, atomically: beneath it, then the earlier one
+ * goes (MOVE_MOUNT_BENEATH, Linux 6.5). No moment shows neither. */
+static int bind_replace(int tree, int dest, MountId *ret_replaced) {
+        int r;
+
+        r = fd_get_mount_ids(dest, "", ret_replaced);
+        if (r < 0)
+                return r;
+        if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH | MOVE_MOUNT_BENEATH) < 0)
+                return -errno;
+        return umount2_fd(dest);
+}
+
+/* MaxUserMounts=: the caller's binds that are still mounted, a replaced one not counted. */
+static int check_bind_limit(int sock, const ViewOp *op, const ViewOpResult *result, bool replace) {
+        size_t live = 0;
+
+        if (!op->caller || op->max_own_binds == 0 || replace)   /* only a user's own binds count */
+                return 0;
+        for (size_t i = 0; i < op->n_own_mounts; i++)
+                if (!is_gone(result, op->own_mounts[i]))
+                        live++;
+        if (live >= op->max_own_binds)
+                return reply_error(sock, -EDQUOT, "The caller has %zu binds of their own in this view (MaxUserMounts=%u): "
+                                   "unmount one first, or bind onto one of them to replace it.", live, op->max_own_binds);
+        return 0;
+}
+
+static int bind_mount(int sock, const ViewOp *op) {
+        _cleanup_close_ int tree = -EBADF, dest = -EBADF;
+        _cleanup_(created_paths_done) CreatedPaths created = {};
+        ViewOpResult result = {};
+        bool replace = false;
+        struct stat st;
+        int r;
+
+        if (!op->caller) {
+                r = bind_clone_source(sock, op, &tree, &st);
+                if (r < 0)
+                        return r;
+        }
+        r = enter_namespace(sock, op->ns_fd);
+        if (r < 0)
+                return r;
+        find_gone_binds(op, &result);
+        if (op->caller) {
+                r = bind_clone_source(sock, op, &tree, &st);
+                if (r < 0)
+                        return r;
+        }
+        r = bind_open_destination(sock, op, S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE, &created, &dest, &replace);
+        if (r >= 0)
+                r = check_bind_limit(sock, op, &result, replace);
+        if (r < 0) {
+                created_paths_undo(&created);
+                return r;
+        }
+        if (replace)
+                r = bind_replace(tree, dest, &result.replaced);
+        else if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                r = -errno;
+        if (r < 0) {
+                /* Nothing half-applied: the directories made land on the host's disk too. */
+                dest = safe_close(dest);
+                created_paths_undo(&created);
+                return reply_error(sock, r, "Failed to mount '%s' on '%s': %s.", op->source, op->path, strerror(-r));
+        }
+        /* The clone's fd names the new mount once attached. */
+        r = fd_get_mount_ids(tree, "", &result.mounted);
+        if (r < 0)
+                return reply_error(sock, r, "Failed to identify the new mount on '%s': %s.", op->path, strerror(-r));
+        return reply_ok(sock, &result);
+}
+
+/* ---- Unmount ---- */
+
+static int unmount_mount(int sock, const ViewOp *op) {
+        _cleanup_close_ int fd = -EBADF, parent = -EBADF, root = -EBADF;
+        _cleanup_free_ char *dir = NULL;
+        ViewOpResult result = {};
+        char *reason = NULL;
+        const char *base;
+        uint64_t id, root_id;
+        int r;
+
+        r = enter_namespace(sock, op->ns_fd);
+        if (r < 0)
+                return r;
+        find_gone_binds(op, &result);
+        r = open_mount_point(sock, op, op->path, false, &fd, NULL);
+        if (r < 0)
+                return r;
+        /* Whatever the spelling, never the namespace's root: that would remount the root
+         * filesystem read-only. */
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0 || fd_get_mount_id(root, "", &root_id) < 0 || fd_get_mount_ids(fd, "", &result.replaced) < 0)
+                return reply_error(sock, -EIO, "Failed to identify the mount at '%s'.", op->path);
+        if (result.replaced.old == root_id)
+                return reply_error(sock, -EINVAL, "'%s' is the namespace's root and is never unmounted.", op->path);
+        if (op->caller) {
+                r = own_view_check_unmount(op->path, result.replaced, op->own_mounts, op->n_own_mounts, &reason);
+                if (r < 0)
+                        return reply_refusal(sock, r, reason, "Path", op->path);
+        }
+
+        /* Any fd on the mount, even O_PATH, keeps it busy: let go of it and unmount by name from
+         * inside the parent directory, opened without following links, so that nothing renamed
+         * meanwhile redirects umount2() elsewhere; the name must still be that mount. */
+        fd = safe_close(fd);
+        base = strrchr(op->path, '/') + 1;
+        dir = strndup(op->path, base - op->path);
+        if (!dir)
+                return reply_error(sock, -ENOMEM, "Out of memory.");
+        r = resolve_as(op, dir, &parent);
+        if (r < 0)
+                return reply_refusal(sock, r, NULL, "Path", dir);
+        if (fd_get_mount_id(parent, base, &id) < 0 || id != result.replaced.old)
+                return reply_error(sock, -EINVAL, "'%s' changed while it was being unmounted.", op->path);
+        if (fchdir(parent) < 0)
+                return reply_error(sock, -errno, "Failed to enter '%s': %m.", dir);
+        if (umount2(base, UMOUNT_NOFOLLOW | (op->recursive ? MNT_DETACH : 0)) < 0) {
+                if (errno == EBUSY)
+                        return reply_error(sock, -EBUSY, "'%s' is busy (in use, or has mounts below it); detach it instead.",
+                                    op->path);
+                return reply_error(sock, -errno, "Failed to unmount '%s': %m.", op->path);
+        }
+        return reply_ok(sock, &result);
+}
+
+/* ---- the [View] policy of a view just built ---- */
+
+static int apply_policy(int sock, const ViewOp *op) {
+        _cleanup_free_ char *message = NULL;
+        ViewOpResult result = {};
+        size_t n = 0;
+        int r;
+
+        r = enter_namespace(sock, op->ns_fd);
+        if (r < 0)
+                return r;
+        /* setns() took us to the view's root: '/' is the view's. */
+        r = view_policy_apply(op->policy, op->user, result.policy_mounts, ELEMENTSOF(result.policy_mounts), &n, &message);
+        if (r < 0)
+                return reply_error(sock, r, "%s", message ?: strerror(-r));
+        result.n_policy_mounts = (uint32_t) n;
+        return reply_ok(sock, &result);
+}
+
+int view_op_run(int sock, void *userdata) {
+        const ViewOp *op = userdata;
+
+        switch (op->type) {
+        case VIEW_OP_SET_PROPAGATION:
+                return set_propagation(sock, op);
+        case VIEW_OP_JOIN:
+                return join_host(sock, op);
+        case VIEW_OP_BIND:
+                return bind_mount(sock, op);
+        case VIEW_OP_UNMOUNT:
+                return unmount_mount(sock, op);
+        case VIEW_OP_HOST_SHARE:
+                return host_share(sock, op);
+        case VIEW_OP_APPLY_POLICY:
+                return apply_policy(sock, op);
+        default:
+                return reply_error(sock, -EOPNOTSUPP, "Unknown operation.");
+        }
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+#include <sys/types.h>
+
+/* Who sent a message: the uid and pid the bus driver authenticated for the sender's
+ * connection (GetConnectionCredentials), never anything the message or /proc says. Asked
+ * once per connection and kept until the connection goes (NameOwnerChanged): unique names
+ * are never reused, and without the cache every call costs a synchronous round trip to the
+ * bus driver, twice when polkit is asked too.
+ *
+ * One cache per process (a daemon has one bus connection); bus_creds_cache_attach() starts
+ * the invalidation, without it nothing is cached. */
+
+int bus_creds_cache_attach(sd_bus *bus);
+void bus_creds_cache_flush(void);
+
+int bus_message_get_sender_uid(sd_bus_message *m, uid_t *ret);
+int bus_message_get_sender_pid(sd_bus_message *m, pid_t *ret);

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One line of a mount table, as GetMounts returns it: the daemon reads them from mountinfo
+ * (mount-util.h), nsctl from the bus. Kept apart from mount-util.h, so that a client that
+ * only talks D-Bus does not link libmount. */
+typedef struct MountEntry {
+        uint64_t id;
+        uint64_t parent_id;
+        uint64_t peer_group;     /* 0 = none */
+        uint64_t master_group;   /* 0 = none */
+        char *target;
+        char *source;
+        char *fstype;
+        char *propagation;       /* findmnt's words: "shared", "private,slave", "private,unbindable" … */
+} MountEntry;
+
+void mount_entries_free(MountEntry *e, size_t n);

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What the test modules share besides the sandbox: the contract's error names, and the
+few helpers several modules need.
+
+    from helpers import E_INVALID_PATH, expect_error, wait_until
+
+expect_error(call, *names) -> the DBusException: call() must be refused with one of the
+    names, and with a message.
+wait_until(predicate, what, wait=10, interval=0.02, diag=None) -> predicate()'s first
+    true value; fails the test after `wait` (scaled) seconds.
+ns_path(user) -> the object path of the user's namespace; create(sb, *users) ->
+    CreateNamespace of each, their paths; processes_of(uid, comm) -> pids.
+
+Error names: E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION, E_USER_EXCLUDED,
+E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED (the project's,
+org.example.NSManager.Error.*; NSM_ERRORS lists them all), and the standard
+E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, E_INVALID_ARGS and E_FAILED
+(org.freedesktop.DBus.Error.*).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import dbus
+import pytest
+
+from sandbox import ERROR_PREFIX, MANAGER_PATH, TEST_USERS, dbus_error_name, timeout
+
+# The contract's errors (src/shared/bus-errors.h; test_sandbox.py checks the two agree).
+E_NO_SUCH_USER = ERROR_PREFIX + "NoSuchUser"
+E_NO_SUCH_NAMESPACE = ERROR_PREFIX + "NoSuchNamespace"
+E_NO_SUCH_SESSION = ERROR_PREFIX + "NoSuchSession"
+E_USER_EXCLUDED = ERROR_PREFIX + "UserExcluded"
+E_INVALID_PATH = ERROR_PREFIX + "InvalidPath"
+E_INVALID_MODE = ERROR_PREFIX + "InvalidMode"
+E_BUSY = ERROR_PREFIX + "Busy"
+E_TIMED_OUT = ERROR_PREFIX + "TimedOut"
+E_LIMIT_EXCEEDED = ERROR_PREFIX + "LimitExceeded"
+NSM_ERRORS = (E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION, E_USER_EXCLUDED, E_INVALID_PATH,
+              E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED)
+
+# The standard ones the contract names, and Failed (a view that could not be built).
+E_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
+E_INTERACTIVE_AUTHORIZATION_REQUIRED = "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
+E_INVALID_ARGS = "org.freedesktop.DBus.Error.InvalidArgs"
+E_FAILED = "org.freedesktop.DBus.Error.Failed"
+
+
+def ns_path(user: str) -> str:
+    """The object path of a test user's namespace: /org/example/NSManager/user/_UID."""
+    return f"{MANAGER_PATH}/user/_{TEST_USERS[user].uid}"
+
+
+def create(sb, *users) -> list[str]:
+    """CreateNamespace for each user; their object paths."""
+    return [str(sb.manager().CreateNamespace(u)) for u in users]
+
+
+def processes_of(uid: int, comm: str) -> list[int]:
+    """pids of the live (not zombie) processes named comm of uid, machine-wide."""
+    found = []
+    for d in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{d}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("Name") == comm and fields.get("Uid", "").split()[0] == str(uid) \
+                and fields.get("State", "").split()[0] != "Z":
+            found.append(int(d))
+    return found
+
+
+def expect_error(call, *names):
+    """Run call(); it must fail with one of the D-Bus error names, and with a message a
+    person can act on (the contract: every refusal is named and says why). Returns the
+    dbus.exceptions.DBusException."""
+    with pytest.raises(dbus.exceptions.DBusException) as info:
+        call()
+    name = dbus_error_name(info.value)
+    assert name in names, f"expected {' or '.join(names)}, got {name}: {info.value.get_dbus_message()}"
+    assert info.value.get_dbus_message(), f"{name} without a message: a refusal must say why"
+    return info.value
+
+
+def wait_until(predicate, what: str, wait: float = 10, interval: float = 0.02, diag=None):
+    """Call predicate() until it returns something true, and return that; fail the test
+    after `wait` seconds (stretched by NSM_TIMEOUT_SCALE), saying it waited for `what`,
+    with diag() appended if given. predicate() may itself assert."""
+    deadline = time.monotonic() + timeout(wait)
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout(wait):.0f} s waiting for {what}"
+                        + (f"\n{diag()}" if diag else ""), pytrace=False)
+        time.sleep(interval)

@@ -1,0 +1,392 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A hung file system or a greedy user never stalls the daemon for everyone else.
+
+Every login goes through one daemon: whatever one user's view holds, no other user's call
+may wait on it. The hung file system is a FUSE server of the tests' own (tests/fuse-hang.c)
+that never answers, mounted with allow_other as `sshfs -o allow_other` would be:
+
+  never-read     requests are never read: a process waiting for one can be killed
+  read-no-reply  FUSE_INIT answered, then every request read and never answered: a process
+                 waiting for one cannot be killed until the server dies (a hard NFS mount
+                 behaves alike)
+
+Also here: the per-user limits (MaxStuckOperations=, RateLimitBurst=), a ShareSubtree("")
+that one stuck view cannot hold up, the crash windows (state saved before the host is
+touched; sessions matched by pid and start time; files fsync()ed where the state directory
+is not a tmpfs), and losing the system bus.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from caller import assert_ok, call_as
+from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, expect_error, ns_path,
+                     wait_until)
+from sandbox import TEST_USERS, build_dir, find_mount, timeout
+
+TIMEOUT = 2   # OperationTimeoutSec= of these tests, seconds
+FAST = {"OperationTimeoutSec": f"{TIMEOUT}s"}
+ALICE_OWN = """
+polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage-own" && subject.user == "alice")
+                return polkit.Result.YES;
+});
+"""
+
+
+class FuseServer:
+    """tests/fuse-hang: mounted at target (in the view of `view`, or on the host), for uid."""
+
+    def __init__(self, sb, mode, target, uid, view=None):
+        self.sb, self.target, self.view = sb, target, view
+        binary = build_dir() / "tests/fuse-hang"
+        assert binary.exists(), f"{binary} is not built"
+        argv = [str(binary), mode, target, str(uid)]
+        # The view's fd is kept: the mount is taken away through it, whatever the daemon does.
+        self.fd = sb.open_view_fd(view) if view is not None else None
+        if self.fd is not None:
+            argv = sb.view_argv(self.fd, argv)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     pass_fds=(self.fd,) if self.fd is not None else ())
+        line = self.proc.stdout.readline()
+        assert line.strip() == "ready", f"fuse-hang did not start: {line} {self.proc.stderr.read()}"
+
+    def stop(self):
+        """Kill the server (the kernel aborts its connection: every waiter gets ENOTCONN) and
+        take the dead mount away."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.fd is None:
+            subprocess.run(["umount", "-l", self.target], capture_output=True)
+        else:
+            subprocess.run(self.sb.view_argv(self.fd, ["umount", "-l", self.target]), pass_fds=(self.fd,),
+                           capture_output=True)
+            os.close(self.fd)
+            self.fd = None
+
+
+@pytest.fixture
+def servers():
+    started = []
+    yield started
+    for s in started:
+        s.stop()
+
+
+def daemon_children(sb):
+    pid = sb.daemon.pid
+    out = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(p))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def daemon_fds(sb):
+    pid = sb.daemon.pid
+    return sorted(os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
+
+
+def timed(f):
+    t = time.monotonic()
+    r = f()
+    return r, time.monotonic() - t
+
+
+def others_are_served(sb):
+    """bob's namespace created and a session of his opened, each answered within a second."""
+    mgr = sb.manager()
+    _, took = timed(lambda: mgr.CreateNamespace("bob"))
+    assert took < timeout(1), f"bob's CreateNamespace waited {took:.2f}s"
+    session = f"hung-fs-test-{time.monotonic_ns()}"
+    (_, fd), took = timed(lambda: mgr.OpenSession("bob", session))
+    os.close(fd.take())
+    assert took < timeout(1), f"bob's OpenSession waited {took:.2f}s"
+    mgr.CloseSession("bob", session)
+
+
+def alice_fuse_dir():
+    d = Path(TEST_USERS["alice"].home) / "fuse"
+    d.mkdir(exist_ok=True)
+    os.chown(d, TEST_USERS["alice"].uid, TEST_USERS["alice"].gid)
+    return d
+
+
+@pytest.mark.parametrize("mode", ["never-read", "read-no-reply"])
+@pytest.mark.daemon_config(**FAST)
+def test_a_hung_fuse_mount_costs_only_its_owner(daemon, polkit_rules, servers, mode):
+    sb = daemon
+    polkit_rules("50-alice-own", ALICE_OWN)
+    sb.manager().CreateNamespace("alice")
+    [builder] = daemon_children(sb)
+    fds = daemon_fds(sb)
+    mounts = sb.mount_count()
+    target = alice_fuse_dir()
+    servers.append(FuseServer(sb, mode, str(target), TEST_USERS["alice"].uid, view="alice"))
+
+    result = {}
+
+    def alices_call():
+        result["r"], result["took"] = timed(lambda: call_as(sb, "alice", "SetPropagation", "ssst", "alice",
+                                                            f"{target}/sub", "private", 0))
+    t = threading.Thread(target=alices_call)
+    t.start()
+    time.sleep(0.3)
+    others_are_served(sb)          # meanwhile: nobody else waits
+    t.join(timeout(TIMEOUT + 15))
+    assert result["r"].get("error") == E_TIMED_OUT, result
+    assert "did not finish" in result["r"]["message"]
+    assert result["took"] < TIMEOUT + timeout(2), f"the answer came after {result['took']:.2f}s"
+    if mode == "read-no-reply":
+        # SIGKILL cannot end it while the server holds the request: it stays, not waited for.
+        assert len(daemon_children(sb)) == 2, "the stuck child should still be there"
+
+    # Once the server is gone, everything is back: no child, fd or mount left over.
+    for s in servers:
+        s.stop()
+    servers.clear()
+    wait_until(lambda: daemon_children(sb) == [builder], "the stuck child to end", 10)
+    assert daemon_fds(sb) == fds, f"fds: before {fds}, after {daemon_fds(sb)}"
+    assert sb.mount_count() == mounts
+    assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "shared", 0), "alice, afterwards")
+
+
+@pytest.mark.daemon_config(MaxStuckOperations="1", **FAST)
+def test_stuck_operations_are_capped_per_user(daemon, polkit_rules, servers):
+    sb = daemon
+    polkit_rules("50-alice-own", ALICE_OWN)
+    sb.manager().CreateNamespace("alice")
+    target = alice_fuse_dir()
+    servers.append(FuseServer(sb, "read-no-reply", str(target), TEST_USERS["alice"].uid, view="alice"))
+    r = call_as(sb, "alice", "SetPropagation", "ssst", "alice", f"{target}/a", "private", 0)
+    assert r.get("error") == E_TIMED_OUT, r
+    r, took = timed(lambda: call_as(sb, "alice", "SetPropagation", "ssst", "alice", f"{target}/b", "private", 0))
+    assert r.get("error") == E_LIMIT_EXCEEDED and "MaxStuckOperations" in r["message"], r
+    assert took < timeout(2)
+    others_are_served(sb)
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindPaths=/srv/nfs/alice:/home/%u/nfs\n"}, **FAST)
+def test_a_view_source_on_a_dead_server_fails_that_login_only(daemon, servers):
+    """A [View] bind source on a hung FUSE mount stands in for homes on a dead NFS server."""
+    sb = daemon
+    sb.mount_tmpfs("/srv")
+    os.makedirs("/srv/nfs")
+    servers.append(FuseServer(sb, "read-no-reply", "/srv/nfs", 0))
+    mgr = sb.manager()
+    result = {}
+
+    def alices_login():
+        try:
+            result["r"], result["took"] = timed(lambda: mgr.OpenSession("alice", "dead-nfs"))
+        except Exception as e:   # noqa: BLE001 — the error is the point
+            result["e"] = e
+    t = threading.Thread(target=alices_login)
+    t.start()
+    time.sleep(0.3)
+    others_are_served(sb)
+    t.join(timeout(TIMEOUT + 15))
+    e = result.get("e")
+    assert e is not None and e.get_dbus_name() == E_TIMED_OUT, result
+    assert "[View] policy" in e.get_dbus_message() or "View" in e.get_dbus_message()
+    expect_error(lambda: mgr.GetNamespace("alice"), E_NO_SUCH_NAMESPACE)
+    for s in servers:
+        s.stop()
+    servers.clear()
+    wait_until(lambda: not os.path.exists(f"{sb.subtree_root}/alice"), "alice's mount point to go")
+    wait_until(lambda: len(daemon_children(sb)) == 1, "the stuck child to end", 10)
+
+
+@pytest.mark.daemon_config(RateLimitBurst="5", RateLimitIntervalSec="1min")
+def test_get_mounts_is_rate_limited_per_caller(daemon):
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    for i in range(5):
+        assert_ok(call_as(sb, "bob", "GetMounts", "s", "alice"), f"GetMounts {i}")
+    r = call_as(sb, "bob", "GetMounts", "s", "alice")
+    assert r.get("error") == E_LIMIT_EXCEEDED and "RateLimitBurst" in r["message"], r
+    # others, and root, are not affected
+    assert_ok(call_as(sb, "carol", "GetMounts", "s", "alice"), "carol's GetMounts")
+    for _ in range(10):
+        sb.manager().GetMounts("alice")
+
+
+# ---- ShareSubtree("", P) with one view stuck ----
+
+def setup_share(sb, servers):
+    """alice's and bob's views; /srv/share on a tmpfs; bob's /srv/share covered by a FUSE
+    mount that never answers."""
+    sb.mount_tmpfs("/srv")
+    os.makedirs("/srv/share")
+    mgr = sb.manager()
+    mgr.CreateNamespace("alice")
+    mgr.CreateNamespace("bob")
+    servers.append(FuseServer(sb, "never-read", "/srv/share", TEST_USERS["bob"].uid, view="bob"))
+
+
+def is_peer_of_host(sb, user, path):
+    host = find_mount(sb.mountinfo(), path)
+    view = find_mount(sb.mountinfo(user), path)
+    return host is not None and view is not None and host.shared and view.peer_group == host.peer_group
+
+
+@pytest.mark.daemon_config(**FAST)
+def test_share_with_one_view_stuck(daemon, servers):
+    sb = daemon
+    setup_share(sb, servers)
+    e, took = timed(lambda: expect_error(lambda: sb.manager().ShareSubtree("", "/srv/share"), E_TIMED_OUT))
+    assert "bob" in e.get_dbus_message() and "alice" not in e.get_dbus_message()
+    assert took < TIMEOUT + timeout(2)
+    # the finished views are applied, the host's share saved
+    assert is_peer_of_host(sb, "alice", "/srv/share")
+    assert "/srv/share" in [str(p) for p in sb.properties()["SharedSubtrees"]]
+    # bob's view joins at the next start, once its file system answers again
+    for s in servers:
+        s.stop()
+    servers.clear()
+    sb.restart_daemon()
+    wait_until(lambda: is_peer_of_host(sb, "bob", "/srv/share"), "bob's view to join at the next start")
+    assert is_peer_of_host(sb, "alice", "/srv/share")
+
+
+@pytest.mark.daemon_config(**FAST)
+def test_share_survives_a_kill_in_the_middle(daemon, servers):
+    """SIGKILL while one view has not joined yet: the host's share and that view's join are
+    saved before anything is done, and the next start finishes the job."""
+    sb = daemon
+    setup_share(sb, servers)
+    t = threading.Thread(target=lambda: expect_error(lambda: sb.manager().ShareSubtree("", "/srv/share"),
+                                                      "org.freedesktop.DBus.Error.NoReply",
+                                                      "org.freedesktop.DBus.Error.Disconnected", E_TIMED_OUT))
+    t.start()
+    wait_until(lambda: is_peer_of_host(sb, "alice", "/srv/share"), "alice's view to join")
+    sb.kill_daemon()
+    t.join(timeout(30))
+    for s in servers:
+        s.stop()
+    servers.clear()
+    sb.start_daemon(write=False)
+    wait_until(lambda: is_peer_of_host(sb, "bob", "/srv/share"), "bob's view to join at the next start")
+    assert "/srv/share" in [str(p) for p in sb.properties()["SharedSubtrees"]]
+
+
+# ---- crash windows ----
+
+def test_a_restored_session_is_the_same_process(daemon):
+    """After a restart a session is matched by its leader's pid and start time: a pid reused
+    by another process does not keep the namespace alive."""
+    sb = daemon
+    mgr = sb.manager()
+    mgr.CreateNamespace("alice")
+    sleeper = subprocess.Popen(["sleep", "600"])
+    try:
+        state = Path(sb.state_dir) / "namespaces" / "alice"
+        sb.stop_daemon()
+        # A session whose recorded leader is a live process, but not the one that opened it.
+        text = state.read_text()
+        text += f"SESSION=reused {sleeper.pid} 12345\nSESSION=same {sleeper.pid} {start_time(sleeper.pid)}\n"
+        state.write_text(text)
+        sb.start_daemon(write=False)
+        sessions = [str(s) for s in sb.properties(ns_path("alice"))["Sessions"]]
+        assert sessions == ["same"], sessions
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    wait_until(lambda: [str(s) for s in sb.properties(ns_path("alice"))["Sessions"]] == [],
+               "the session to end with its leader")
+
+
+def start_time(pid):
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+@pytest.fixture
+def ext4_instance(instance):
+    """A daemon instance whose StateDirectory is on ext4 (a loop image on the sandbox's
+    tmpfs), where fsync matters."""
+    sb = instance
+    image = sb.instance / "state.img"
+    subprocess.run(["truncate", "-s", "32M", str(image)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)
+    mnt = sb.instance / "ext4"
+    mnt.mkdir()
+    subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], check=True)
+    sb.track_mount(str(mnt))
+    sb.ext4_state = mnt / "state"
+    yield sb
+
+
+def syscalls_during(sb, action):
+    """The fsync/rename calls nsmanagerd (and its children) makes during action()."""
+    log = sb.instance / "strace.log"
+    tracer = subprocess.Popen(["strace", "-f", "-e", "trace=fsync,fdatasync,rename", "-o", str(log),
+                               "-p", str(sb.daemon.pid)], stderr=subprocess.PIPE, text=True)
+    # strace says "Process N attached" on stderr once it is in
+    wait_until(lambda: "attached" in (tracer.stderr.readline() or ""), "strace to attach", 10)
+    action()
+    tracer.send_signal(signal.SIGINT)
+    tracer.wait(timeout(10))
+    return log.read_text()
+
+
+def test_state_is_fsynced_where_it_is_not_a_tmpfs(ext4_instance):
+    sb = ext4_instance
+    sb.start_daemon(StateDirectory=str(sb.ext4_state))
+    sb.mount_tmpfs("/srv")
+    os.makedirs("/srv/shared-at-runtime")
+    trace = syscalls_during(sb, lambda: (sb.manager().CreateNamespace("alice"),
+                                         sb.manager().ShareSubtree("", "/srv/shared-at-runtime")))
+    # every state file is synced before it replaces the old one: the namespace's, and the
+    # list of subtrees shared at run time
+    renames = re.findall(r'rename\("([^"]+)", "([^"]+)"\)', trace)
+    assert any(dst.endswith("/namespaces/alice") for _, dst in renames), trace
+    assert any(dst.endswith("/shared-subtrees") for _, dst in renames), trace
+    assert trace.count("fsync(") >= 2 * len(renames), f"renames without fsync:\n{trace}"
+    sb.stop_daemon()
+    sb.start_daemon(write=False)
+    assert "/srv/shared-at-runtime" in [str(p) for p in sb.properties()["SharedSubtrees"]]
+    sb.manager().RemoveNamespace("alice")
+
+
+@pytest.mark.daemon_config()
+def test_state_on_a_tmpfs_is_not_fsynced(daemon):
+    sb = daemon
+    sb.mount_tmpfs("/srv")
+    os.makedirs("/srv/shared-at-runtime")
+    trace = syscalls_during(sb, lambda: (sb.manager().CreateNamespace("alice"),
+                                         sb.manager().ShareSubtree("", "/srv/shared-at-runtime")))
+    assert "rename(" in trace, trace
+    assert "fsync(" not in trace, f"fsync on a tmpfs is wasted time:\n{trace}"
+
+
+def test_losing_the_bus_ends_the_daemon(daemon):
+    """When the system bus goes, nsmanagerd exits cleanly within a second (namespaces stay
+    pinned); started again, it serves the same namespaces."""
+    sb = daemon
+    mgr = sb.manager()
+    mgr.CreateNamespace("alice")
+    before = sb.view_ns_id("alice")
+    proc = sb.daemon
+
+    def daemon_gone():
+        t = time.monotonic()
+        proc.wait(timeout(5))
+        assert time.monotonic() - t < timeout(1), "nsmanagerd lingered without a bus"
+        assert proc.returncode == 0, f"nsmanagerd exited with {proc.returncode}"
+    sb.restart_bus(before_start=daemon_gone)
+    sb.daemon = None
+    sb.start_daemon(write=False)
+    assert sb.view_ns_id("alice") == before
+    assert "Lost the connection to the system bus" in sb.daemon_log_text()

@@ -1,0 +1,408 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What a user may do to their own view (docs/security.md, src/nsmanagerd/own-view-rules.h).
+
+Root runs inside every view (su, setuid programs, the PAM modules of the next login,
+`nsctl attach` as root), so a user who changes what a path shows there changes what root
+trusts. A caller with manage-own alone gets no more than fusermount3 or udisksctl would give
+them. Each attack below was found against the first round's daemon, tried as alice would
+(through the real polkitd, with a rule standing in for an active desktop session), and
+shows its outcome as it matters: no uid 0, the host's file and mount unchanged, no file
+created, the [View] policy still applied. The legitimate uses still work, root and manage
+callers keep their power, and swapping directories for symlinks during the calls never
+gets a mount outside what the rules allow.
+"""
+
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from caller import assert_ok, call_as
+from helpers import E_ACCESS_DENIED, E_INVALID_PATH, E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE
+from sandbox import TEST_USERS, find_mount
+
+# manage-own for alice and carol stands in for an active local session (the sandbox has no
+# logind); carol, in nsadmin, also holds manage, as an administrator would.
+RULES = """
+polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage-own" &&
+            (subject.user == "alice" || subject.user == "carol"))
+                return polkit.Result.YES;
+        if (action.id == "org.example.NSManager.manage" && subject.isInGroup("nsadmin"))
+                return polkit.Result.YES;
+});
+"""
+
+RULE_WORDS = ("owned", "SharedSubtrees", "policy", "not a bind made for", "reachable", "own binds")
+
+
+def refused(result, what, names=(E_ACCESS_DENIED,)):
+    """A refusal with one of the names and a message naming the rule."""
+    assert "error" in result, f"{what} was allowed"
+    assert result["error"] in names, f"{what}: expected {names}, got {result}"
+    assert any(w in result["message"] for w in RULE_WORDS) or result["error"] == E_INVALID_PATH, \
+        f"{what}: the message names no rule: {result['message']}"
+    return result["message"]
+
+
+def as_user(sb, user, *argv, check=True):
+    return sb.run_as(user, list(argv), check=check)
+
+
+def is_mount_point(sb, view, path):
+    return find_mount(sb.mountinfo(view), path) is not None
+
+
+@pytest.fixture
+def own(daemon, polkit_rules):
+    """alice's, bob's and carol's views; a scratch directory of alice's and carol's own in
+    their homes (removed afterwards: the homes outlive the test)."""
+    sb = daemon
+    polkit_rules("50-own-view", RULES)
+    scratch = {}
+    for u in ("alice", "carol"):
+        d = Path(TEST_USERS[u].home) / "nsm-own"
+        as_user(sb, u, "mkdir", "-p", str(d))
+        scratch[u] = d
+    for u in ("alice", "bob", "carol"):
+        sb.manager().CreateNamespace(u)
+    sb.scratch = scratch
+    yield sb
+    for u in ("alice", "bob", "carol"):
+        if u in [str(n) for n, *_ in sb.manager().ListNamespaces()]:
+            sb.manager().RemoveNamespace(u)
+    for d in scratch.values():
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def alice_file(sb, name, text, mode=0o644):
+    p = sb.scratch["alice"] / name
+    as_user(sb, "alice", "sh", "-c", f'printf %s "$1" > "$2" && chmod {mode:o} "$2"', "sh", text, str(p))
+    return str(p)
+
+
+def alice_dir(sb, name, files=None):
+    p = sb.scratch["alice"] / name
+    as_user(sb, "alice", "mkdir", "-p", str(p))
+    for n, text in (files or {}).items():
+        as_user(sb, "alice", "sh", "-c", 'printf %s "$1" > "$2"', "sh", text, str(p / n))
+    return str(p)
+
+
+# ---- 1. a user's file over what root trusts ----
+
+def test_bind_over_a_pam_service_is_refused_and_su_stays_root_only(own):
+    sb = own
+    # Nothing is written to /etc: the bind would only have covered the file in her view.
+    assert os.path.exists("/etc/pam.d/su")
+    evil = alice_file(sb, "su-pam", "auth sufficient pam_permit.so\naccount sufficient pam_permit.so\n"
+                                    "session optional pam_permit.so\n")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", evil, "/etc/pam.d/su", 0), "alice binds over /etc/pam.d/su")
+    assert not is_mount_point(sb, "alice", "/etc/pam.d/su")
+    # As it matters: su in her view still asks for root's password (and gets none).
+    p = sb.in_view("alice", ["su", "-c", "id -u", "root"], as_user="alice", input="")
+    assert p.returncode != 0 and "0" not in p.stdout.split(), f"su gave alice root: {p.stdout} {p.stderr}"
+
+
+def test_bind_over_root_directories_and_programs_is_refused(own):
+    sb = own
+    motd = alice_dir(sb, "motd.d", {"00-evil": "#!/bin/sh\ntouch /run/nsm-motd-ran\n"})
+    script = alice_file(sb, "bash", "#!/bin/sh\necho pwned\n", 0o755)
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", motd, "/etc/update-motd.d", 0), "over /etc/update-motd.d")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", script, "/usr/bin/bash", 0), "over /usr/bin/bash")
+    # the read-only flag changes nothing about who owns the destination
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", script, "/usr/bin/bash", 1), "over /usr/bin/bash, ro")
+    assert not is_mount_point(sb, "alice", "/etc/update-motd.d")
+    assert not is_mount_point(sb, "alice", "/usr/bin/bash")
+    p = sb.in_view("alice", ["/usr/bin/bash", "-c", "echo fine"])
+    assert p.stdout.strip() == "fine"
+
+
+# ---- 2. joining a host peer group ----
+
+def test_share_outside_shared_subtrees_is_refused(own):
+    sb = own
+    host_home = find_mount(sb.mountinfo(), "/home")
+    assert host_home.shared, "the sandbox's /home should be shared on the host (the daemon makes / rshared)"
+    message = refused(call_as(sb, "alice", "ShareSubtree", "ss", "alice", "/home"), "ShareSubtree(alice, /home)")
+    assert "SharedSubtrees" in message
+    view_home = find_mount(sb.mountinfo("alice"), "/home")
+    assert view_home.peer_group != host_home.peer_group, "alice's /home joined the host's peer group"
+    # …and what she would have done with it:
+    evil = alice_file(sb, "bashrc", "echo pwned\n")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", evil, "/home/bob/.bashrc", 0), "over bob's .bashrc")
+    assert not is_mount_point(sb, None, "/home/bob/.bashrc")
+    assert not is_mount_point(sb, "bob", "/home/bob/.bashrc")
+
+
+# ---- 3. root's mounts under the shared /mnt ----
+
+def test_roots_mounts_under_mnt_stay(own):
+    sb = own
+    sb.mount_tmpfs("/mnt/data", files={"backup.sh": "#!/bin/sh\necho root's backup\n"})
+    evil = alice_file(sb, "backup.sh", "#!/bin/sh\necho pwned\n", 0o755)
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", evil, "/mnt/data/backup.sh", 0), "over root's backup.sh")
+    for flags in (0, 1):
+        refused(call_as(sb, "alice", "Unmount", "sst", "alice", "/mnt/data", flags), f"Unmount /mnt/data {flags}")
+    assert Path("/mnt/data/backup.sh").read_text() == "#!/bin/sh\necho root's backup\n"
+    assert is_mount_point(sb, None, "/mnt/data") and is_mount_point(sb, "bob", "/mnt/data")
+    assert is_mount_point(sb, "alice", "/mnt/data")
+
+
+# ---- 4. the create flag ----
+
+def test_create_flag_creates_nothing_outside_the_callers_directories(own):
+    sb = own
+    f = alice_file(sb, "empty", "")
+    d = alice_dir(sb, "somedir")
+    os.makedirs("/run/lock", exist_ok=True)
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", f, "/run/nologin", 2), "create /run/nologin")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", d, "/run/lock/a/b/c", 2), "create /run/lock/a/b/c")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", d, "/home/bob/newdir", 2), "create in bob's home")
+    assert not os.path.lexists("/run/nologin")
+    assert not os.path.lexists("/run/lock/a")
+    assert not os.path.lexists("/home/bob/newdir")
+    # Inside her own directory: created, as hers.
+    assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", d, f"{sb.scratch['alice']}/new/deep", 2), "create in hers")
+    for p in (sb.scratch["alice"] / "new", sb.scratch["alice"] / "new/deep"):
+        assert p.stat().st_uid == TEST_USERS["alice"].uid, f"{p} is not alice's"
+
+
+# ---- 5. the [View] policy's own mounts ----
+
+SECRET_POLICY = {"user.d/alice.conf": "[View]\nHideOtherHomes=yes\nInaccessiblePaths=-/srv/secret\n"}
+
+
+@pytest.fixture
+def srv(daemon):
+    """A tmpfs on /srv (never the machine's) with /srv/secret/file."""
+    daemon.mount_tmpfs("/srv")
+    os.makedirs("/srv/secret")
+    Path("/srv/secret/file").write_text("the secret\n")
+    yield Path("/srv")
+
+
+@pytest.mark.daemon_config(files=SECRET_POLICY)
+def test_policy_mounts_cannot_be_unmounted_or_repropagated(srv, own):
+    sb = own
+    for path in ("/home", "/srv/secret"):
+        for flags in (0, 1):
+            refused(call_as(sb, "alice", "Unmount", "sst", "alice", path, flags), f"Unmount {path} {flags}")
+        refused(call_as(sb, "alice", "SetPropagation", "ssst", "alice", path, "shared", 0), f"SetPropagation {path}")
+        refused(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", path), f"EnslaveSubtree {path}")
+    refused(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/", "private", 1), "recursive over the policy")
+    # As it matters: the policy is still there.
+    assert not sb.in_view("alice", ["test", "-e", "/home/bob"]).returncode == 0
+    p = sb.in_view("alice", ["cat", "/srv/secret/file"], as_user="alice")
+    assert p.returncode != 0 and "secret" not in p.stdout
+
+
+@pytest.mark.daemon_config(files=SECRET_POLICY)
+def test_a_bind_does_not_reopen_what_the_policy_closed(srv, own):
+    sb = own
+    # Even where alice owns it on the host: her view shows the policy's cover, which is not hers.
+    os.chown("/srv/secret", TEST_USERS["alice"].uid, TEST_USERS["alice"].gid)
+    os.chown("/srv/secret/file", TEST_USERS["alice"].uid, TEST_USERS["alice"].gid)
+    peek = f"{sb.scratch['alice']}/peek"
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", "/srv/secret", peek, 2), "bind /srv/secret")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", "/srv/secret/file", peek, 2), "bind /srv/secret/file")
+    p = sb.in_view("alice", ["sh", "-c", f"cat {peek}/file {peek}"], as_user="alice")
+    assert "secret" not in p.stdout
+
+
+# ---- 6. [View] paths from specifiers never follow a user's symlink ----
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=-%h/nsm-own/link:%h/nsm-own/peek\n"})
+def test_view_policy_does_not_follow_a_users_symlink(daemon, polkit_rules):
+    sb = daemon
+    bob_home = Path(TEST_USERS["bob"].home)
+    os.chmod(bob_home, 0o700)
+    try:
+        (bob_home / "secret.txt").write_text("bob's secret\n")
+        os.chown(bob_home / "secret.txt", TEST_USERS["bob"].uid, TEST_USERS["bob"].gid)
+        scratch = Path(TEST_USERS["alice"].home) / "nsm-own"
+        as_user(sb, "alice", "mkdir", "-p", str(scratch))
+        as_user(sb, "alice", "ln", "-s", str(bob_home / "secret.txt"), str(scratch / "link"))
+        from helpers import expect_error
+        e = expect_error(lambda: sb.manager().CreateNamespace("alice"), "org.freedesktop.DBus.Error.Failed",
+                         E_ACCESS_DENIED, E_INVALID_PATH)
+        assert "BindReadOnlyPaths" in e.get_dbus_message() and "symbolic link" in e.get_dbus_message()
+        assert not (scratch / "peek").exists() or (scratch / "peek").stat().st_size == 0
+        expect_error(lambda: sb.manager().GetNamespace("alice"), E_NO_SUCH_NAMESPACE)
+    finally:
+        os.chmod(bob_home, 0o755)
+        (bob_home / "secret.txt").unlink(missing_ok=True)
+        shutil.rmtree(Path(TEST_USERS["alice"].home) / "nsm-own", ignore_errors=True)
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=/srv/link:/srv/peek\n"})
+def test_view_policy_follows_roots_symlinks(srv, daemon):
+    sb = daemon
+    os.makedirs("/srv/data")
+    Path("/srv/data/hello").write_text("hello\n")
+    os.makedirs("/srv/peek")
+    os.symlink("/srv/data", "/srv/link")   # root's
+    sb.manager().CreateNamespace("alice")
+    assert sb.in_view("alice", ["cat", "/srv/peek/hello"]).stdout == "hello\n"
+
+
+# ---- legitimate uses ----
+
+def mount_options(sb, view, path):
+    for line in sb.in_view(view, ["cat", "/proc/self/mountinfo"]).stdout.splitlines():
+        fields = line.split()
+        if fields[4] == path:
+            return set(fields[5].split(","))
+    return None
+
+
+def test_legitimate_uses(own):
+    sb = own
+    src = alice_dir(sb, "src", {"hello": "from src\n"})
+    dst = f"{sb.scratch['alice']}/dst"
+    assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", src, dst, 2), "alice binds ~/src onto ~/dst")
+    assert sb.in_view("alice", ["cat", f"{dst}/hello"], as_user="alice").stdout == "from src\n"
+    opts = mount_options(sb, "alice", dst)
+    assert {"nosuid", "nodev"} <= opts, f"a user's bind must be nosuid,nodev: {opts}"
+    assert not is_mount_point(sb, None, dst), "a bind in her view reached the host"
+
+    # Her own bind: private, then shared again.
+    assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", dst, "private", 0), "private")
+    assert find_mount(sb.mountinfo("alice"), dst).propagation == "private"
+    assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", dst, "shared", 0), "shared")
+    assert find_mount(sb.mountinfo("alice"), dst).shared
+
+    # Binding again onto it replaces the earlier bind instead of stacking.
+    src2 = alice_dir(sb, "src2", {"hello": "from src2\n"})
+    before = sb.mount_count("alice")
+    assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", src2, dst, 0), "alice binds again")
+    assert sb.mount_count("alice") == before
+    assert sb.in_view("alice", ["cat", f"{dst}/hello"], as_user="alice").stdout == "from src2\n"
+
+    # She may unmount what was mounted for her.
+    assert_ok(call_as(sb, "alice", "Unmount", "sst", "alice", dst, 0), "alice unmounts her bind")
+    assert not is_mount_point(sb, "alice", dst)
+
+    # Her /mnt: enslaved, and shared again (undoing it).
+    assert_ok(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", "/mnt"), "enslave /mnt")
+    m = find_mount(sb.mountinfo("alice"), "/mnt")
+    host = find_mount(sb.mountinfo(), "/mnt")
+    assert m.slave and not m.shared and m.master == host.peer_group
+    assert_ok(call_as(sb, "alice", "ShareSubtree", "ss", "alice", "/mnt"), "share /mnt again")
+    m = find_mount(sb.mountinfo("alice"), "/mnt")
+    assert m.shared and m.peer_group == host.peer_group and not m.slave
+
+
+def test_root_keeps_full_power(srv, own):
+    sb = own
+    mgr = sb.manager()
+    Path("/srv/motd").write_text("root's motd\n")
+    mgr.BindMount("alice", "/srv/motd", "/etc/motd", 0)
+    assert sb.in_view("alice", ["cat", "/etc/motd"]).stdout == "root's motd\n"
+    mgr.ShareSubtree("alice", "/home")
+    assert find_mount(sb.mountinfo("alice"), "/home").peer_group == find_mount(sb.mountinfo(), "/home").peer_group
+    mgr.SetPropagation("alice", "/home", "slave", 0)
+    mgr.BindMount("alice", "/srv", "/run/nsm-root-made/a/b", 2)
+    assert os.path.isdir("/run/nsm-root-made/a/b")
+    mgr.Unmount("alice", "/run/nsm-root-made/a/b", 0)
+    shutil.rmtree("/run/nsm-root-made")
+    mgr.Unmount("alice", "/etc/motd", 0)
+    assert not is_mount_point(sb, "alice", "/etc/motd")
+
+
+def test_an_administrator_keeps_manage_on_their_own_view(srv, own):
+    sb = own
+    os.makedirs("/srv/project")
+    Path("/srv/project/README").write_text("root's project\n")
+    carol_dst = f"{sb.scratch['carol']}/project"
+    # carol holds manage (nsadmin): the rule that refuses alice asks polkit for manage instead.
+    assert_ok(call_as(sb, "carol", "BindMount", "ssst", "carol", "/srv/project", carol_dst, 2), "carol binds root's dir")
+    assert sb.in_view("carol", ["cat", f"{carol_dst}/README"]).stdout == "root's project\n"
+    message = refused(call_as(sb, "alice", "BindMount", "ssst", "alice", "/srv/project",
+                              f"{sb.scratch['alice']}/project", 2), "alice binds root's dir")
+    assert "not owned by the caller" in message and "org.example.NSManager.manage" in message
+    assert not os.path.lexists(f"{sb.scratch['alice']}/project")
+
+
+@pytest.mark.daemon_config(MaxUserMounts="2")
+def test_max_user_mounts(own):
+    sb = own
+    src = alice_dir(sb, "src", {"f": "x"})
+    for i in (1, 2):
+        assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", src, f"{sb.scratch['alice']}/d{i}", 2), f"bind {i}")
+    r = call_as(sb, "alice", "BindMount", "ssst", "alice", src, f"{sb.scratch['alice']}/d3", 2)
+    assert r.get("error") == E_LIMIT_EXCEEDED and "MaxUserMounts" in r["message"], r
+    assert not os.path.lexists(f"{sb.scratch['alice']}/d3")
+    # Replacing one does not count; unmounting one makes room.
+    assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", src, f"{sb.scratch['alice']}/d1", 0), "rebind d1")
+    assert_ok(call_as(sb, "alice", "Unmount", "sst", "alice", f"{sb.scratch['alice']}/d2", 0), "unmount d2")
+    assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", src, f"{sb.scratch['alice']}/d3", 2), "bind 3")
+    # root is not limited
+    sb.manager().BindMount("alice", src, f"{sb.scratch['alice']}/d4", 2)
+
+
+# ---- races ----
+
+SWAPPER = r"""
+import os, sys
+target, link_to, stop = sys.argv[1:4]
+aside = target + ".aside"
+while not os.path.exists(stop):
+    try:
+        if os.path.isdir(target) and not os.path.islink(target):
+            os.rename(target, aside)          # her directory goes aside …
+            os.symlink(link_to, target)       # … and a link to root's takes its place
+        else:
+            os.unlink(target)
+            os.rename(aside, target)          # and back
+    except OSError:
+        pass
+"""
+
+
+@pytest.mark.daemon_config(MaxUserMounts="1000")
+def test_symlink_swaps_never_mount_outside_the_rules(own):
+    """alice swaps a directory on her destination path, and her source, for a symlink to
+    root's /etc while her calls run, many times: nothing ever gets mounted outside her own
+    directories, and no bind ever shows a source that is not hers."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    src = alice_dir(sb, "rsrc", {"marker": "alice's\n"})
+    alice_dir(sb, "race")
+    stop = scratch / "stop"
+    swappers = [sb.run_popen(sb._setpriv("alice") + ["/usr/bin/python3", "-c", SWAPPER, path, "/etc", str(stop)])
+                for path in (f"{scratch}/race", src)]
+    before = {m.target for m in sb.mountinfo("alice")}
+    etc_before = sorted(m.target for m in sb.mountinfo("alice") if m.target.startswith("/etc"))
+    outcomes = {"ok": 0, "refused": 0}
+    try:
+        for i in range(40):
+            for source, dest in ((f"{scratch}/src-fixed", f"{scratch}/race/t{i}"), (src, f"{scratch}/d{i}")):
+                if source.endswith("src-fixed") and not os.path.isdir(source):
+                    alice_dir(sb, "src-fixed", {"marker": "alice's\n"})
+                r = call_as(sb, "alice", "BindMount", "ssst", "alice", source, dest, 2)
+                if "error" in r:
+                    assert r["error"] in (E_ACCESS_DENIED, E_INVALID_PATH), r
+                    outcomes["refused"] += 1
+                    continue
+                outcomes["ok"] += 1
+                new = [m for m in sb.mountinfo("alice") if m.target not in before]
+                for m in new:
+                    # Where it landed: in her own directories (hers may have moved aside meanwhile),
+                    # and what it shows: a directory of hers (the root of the bind within its
+                    # filesystem, /home's tmpfs), never root's /etc.
+                    assert m.target.startswith(str(scratch) + "/"), f"a bind landed outside her directories: {m}"
+                    assert m.root.startswith(f"/alice/nsm-own/"), f"a bind shows something that is not hers: {m}"
+                    assert {"nosuid", "nodev"} <= set(m.options.split(",")), m
+                    before.add(m.target)
+    finally:
+        stop.touch()
+        for p in swappers:
+            p.wait(timeout=30)
+    assert outcomes["ok"] > 0, f"no call went through: the race never tried the interesting case {outcomes}"
+    assert sorted(m.target for m in sb.mountinfo("alice") if m.target.startswith("/etc")) == etc_before, \
+        "a bind landed in /etc"
+    assert not os.path.lexists("/etc/t0") and not os.path.lexists("/etc/marker")
