@@ -158,9 +158,6 @@ def test_every_file_at_debian_path(deb):
     assert deb.entries[f"/lib/{triplet}/security/pam_nsmanager.so"] == "-rw-r--r--"
     # One place for each: nothing under /usr/local, no second PAM module directory, no
     # build tree, no file of the tests.
-    # /etc/pam.d is the administrator's (pam-auth-update edits it); the package's own stack
-    # is in libpam's vendor directory.
-    assert not [p for p in deb.entries if p.startswith("/etc/pam.d")], "the package installs into /etc/pam.d"
     strays = [p for p in deb.entries if p.startswith("/usr/local") or "/obj-" in p or "/build" in p
               or p.startswith(f"/usr/lib/{triplet}/security") or "/tests/" in p or p.endswith(".pyc")]
     assert not strays, f"files that do not belong in the package: {strays}"
@@ -201,15 +198,18 @@ def test_binaries_hardened(deb):
 
 def test_conffiles(deb):
     """The configuration is a conffile (dpkg keeps an administrator's edits), and it is the
-    only regular file under /etc. Nothing under a pam.d directory: a PAM stack there would
-    be a conffile freezing another package's stack (systemd's systemd-user, say) and
-    surviving the removal; the PAM module is enabled through the pam-auth-update profile."""
+    only regular file under /etc. Nothing under /etc/pam.d: a PAM stack there would be a
+    conffile freezing another package's stack (systemd's systemd-user, say) and surviving
+    the removal; the PAM module is enabled through the pam-auth-update profile. The one
+    stack of the package's own, nsmanager-attach (the PAM service of Attach()'s units), is
+    in libpam's vendor directory /usr/lib/pam.d: no conffile, gone with the package, and
+    /etc/pam.d/nsmanager-attach overrides it."""
     conffiles = (deb.control / "conffiles").read_text().split()
     etc_files = sorted(p for p in deb.entries if p.startswith("/etc/") and deb.is_file(p))
     assert conffiles == ["/etc/nsmanager/nsmanagerd.conf"], conffiles
     assert etc_files == conffiles, f"files under /etc that are not conffiles: {set(etc_files) - set(conffiles)}"
-    pam_d = [p for p in deb.entries if "/pam.d" in p]
-    assert not pam_d, f"the package installs PAM stacks: {pam_d}"
+    pam_d = [p for p in deb.entries if "/pam.d" in p and deb.is_file(p)]
+    assert pam_d == ["/usr/lib/pam.d/nsmanager-attach"], f"the package installs PAM stacks: {pam_d}"
 
 
 def test_depends(deb):
