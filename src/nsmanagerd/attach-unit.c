@@ -40,6 +40,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "attach-process.h"
+#include "bus-util.h"
 #include "log.h"
 #include "strv.h"
 
@@ -246,18 +247,16 @@ static void finish(AttachProcess *p) {
 
 static void reply_error(AttachProcess *p, const char *name, const char *format, ...) _printf_(3, 4);
 static void reply_error(AttachProcess *p, const char *name, const char *format, ...) {
-        _cleanup_free_ char *text = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         va_list ap;
         int r;
 
         va_start(ap, format);
-        r = vasprintf(&text, format, ap);
+        (void) sd_bus_error_setfv(&e, name, format, ap);
         va_end(ap);
-        if (r < 0)
-                text = NULL;
         log_info("Attach of '%s' by uid %u to the namespace of '%s' failed: %s", p->command, (unsigned) p->uid,
-                 p->user, text ?: "out of memory");
-        r = sd_bus_reply_method_errorf(p->call, name, "%s", text ?: "Out of memory.");
+                 p->user, e.message ?: e.name);
+        r = sd_bus_reply_method_error(p->call, &e);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
         p->call = sd_bus_message_unref(p->call);
@@ -294,41 +293,23 @@ static int answer_call(AttachProcess *p, const ServiceState *st) {
         return 1;
 }
 
-static int read_service_state(sd_bus_message *reply, ServiceState *ret) {
-        ServiceState st = {};
+static int read_service_property(sd_bus_message *m, const char *name, void *userdata) {
+        ServiceState *st = userdata;
         int r;
 
-        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
-                const char *name;
-
-                r = sd_bus_message_read(reply, "s", &name);
-                if (r < 0)
-                        return r;
-                if (streq(name, "ExecMainPID"))
-                        r = sd_bus_message_read(reply, "v", "u", &st.exec_main_pid);
-                else if (streq(name, "ExecMainCode"))
-                        r = sd_bus_message_read(reply, "v", "i", &st.exec_main_code);
-                else if (streq(name, "ExecMainStatus"))
-                        r = sd_bus_message_read(reply, "v", "i", &st.exec_main_status);
-                else if (streq(name, "Result"))
-                        r = sd_bus_message_read(reply, "v", "s", &st.result);
-                else if (streq(name, "ControlGroup"))
-                        r = sd_bus_message_read(reply, "v", "s", &st.control_group);
-                else
-                        r = sd_bus_message_skip(reply, "v");
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_exit_container(reply);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        *ret = st;
-        return sd_bus_message_exit_container(reply);
+        if (streq(name, "ExecMainPID"))
+                r = sd_bus_message_read(m, "v", "u", &st->exec_main_pid);
+        else if (streq(name, "ExecMainCode"))
+                r = sd_bus_message_read(m, "v", "i", &st->exec_main_code);
+        else if (streq(name, "ExecMainStatus"))
+                r = sd_bus_message_read(m, "v", "i", &st->exec_main_status);
+        else if (streq(name, "Result"))
+                r = sd_bus_message_read(m, "v", "s", &st->result);
+        else if (streq(name, "ControlGroup"))
+                r = sd_bus_message_read(m, "v", "s", &st->control_group);
+        else
+                return 0;
+        return r < 0 ? r : 1;
 }
 
 static void refresh(AttachProcess *p);
@@ -359,7 +340,7 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
         p->call_slot = sd_bus_slot_unref(p->call_slot);
         r = sd_bus_message_get_errno(reply);
         if (r == 0)
-                r = read_service_state(reply, &st);
+                r = bus_message_read_dict(reply, read_service_property, &st);
         if (r < 0) {
                 log_warning_errno(r, "Failed to read the state of %s: %m", p->unit);
                 if (p->call)
