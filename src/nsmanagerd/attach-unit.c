@@ -42,7 +42,6 @@
 #include "attach-process.h"
 #include "bus-util.h"
 #include "log.h"
-#include "strv.h"
 
 #define SYSTEMD_BUS_NAME "org.freedesktop.systemd1"
 #define SYSTEMD_PATH "/org/freedesktop/systemd1"
