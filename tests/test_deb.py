@@ -128,6 +128,7 @@ def contract(arch_triplet: str) -> dict[str, str]:
         "/etc/nsmanager/nsmanagerd.conf": "the configuration",
         "/usr/share/bash-completion/completions/nsctl": "nsctl's bash completion",
         "/usr/share/pam-configs/nsmanager": "the pam-auth-update profile",
+        "/usr/lib/pam.d/nsmanager-attach": "the PAM service of attached commands (libpam's vendor directory)",
         "/usr/share/doc/nsmanager/README.md": "the README (uncompressed: the unit's Documentation=)",
         "/usr/share/doc/nsmanager/examples/desktop.conf": "the desktop example",
         "/usr/share/doc/nsmanager/copyright": "the copyright file",
@@ -178,7 +179,8 @@ def test_files_are_the_sources(deb):
                       ("dbus/org.example.NSManager.service", "/usr/share/dbus-1/system-services/org.example.NSManager.service"),
                       ("conf/nsmanagerd.conf", "/etc/nsmanager/nsmanagerd.conf"),
                       ("completion/nsctl.bash", "/usr/share/bash-completion/completions/nsctl"),
-                      ("debian/pam-configs/nsmanager", "/usr/share/pam-configs/nsmanager")):
+                      ("debian/pam-configs/nsmanager", "/usr/share/pam-configs/nsmanager"),
+                      ("pam.d/nsmanager-attach", "/usr/lib/pam.d/nsmanager-attach")):
         assert deb.file(path).read_bytes() == (REPO / src).read_bytes(), f"{path} differs from {src}"
 
 
@@ -196,15 +198,18 @@ def test_binaries_hardened(deb):
 
 def test_conffiles(deb):
     """The configuration is a conffile (dpkg keeps an administrator's edits), and it is the
-    only regular file under /etc. Nothing under a pam.d directory: a PAM stack there would
-    be a conffile freezing another package's stack (systemd's systemd-user, say) and
-    surviving the removal; the PAM module is enabled through the pam-auth-update profile."""
+    only regular file under /etc. Nothing under /etc/pam.d: a PAM stack there would be a
+    conffile freezing another package's stack (systemd's systemd-user, say) and surviving
+    the removal; the PAM module is enabled through the pam-auth-update profile. The one
+    stack of the package's own, nsmanager-attach (the PAM service of Attach()'s units), is
+    in libpam's vendor directory /usr/lib/pam.d: no conffile, gone with the package, and
+    /etc/pam.d/nsmanager-attach overrides it."""
     conffiles = (deb.control / "conffiles").read_text().split()
     etc_files = sorted(p for p in deb.entries if p.startswith("/etc/") and deb.is_file(p))
     assert conffiles == ["/etc/nsmanager/nsmanagerd.conf"], conffiles
     assert etc_files == conffiles, f"files under /etc that are not conffiles: {set(etc_files) - set(conffiles)}"
-    pam_d = [p for p in deb.entries if "/pam.d" in p]
-    assert not pam_d, f"the package installs PAM stacks: {pam_d}"
+    pam_d = [p for p in deb.entries if "/pam.d" in p and deb.is_file(p)]
+    assert pam_d == ["/usr/lib/pam.d/nsmanager-attach"], f"the package installs PAM stacks: {pam_d}"
 
 
 def test_depends(deb):

@@ -42,6 +42,7 @@ typedef struct ManagerConfig {
         unsigned max_user_mounts;      /* MaxUserMounts= (64): BindMount destinations per unprivileged user */
         uint64_t rate_limit_interval_usec; /* RateLimitIntervalSec= (10s) … */
         unsigned rate_limit_burst;     /* RateLimitBurst= (200): calls per interval per unprivileged caller */
+        unsigned attach_tasks_max;     /* AttachTasksMax= (4096): tasks of one uid's attached commands */
 } ManagerConfig;
 
 /* Per-user view policy, section [View]; list settings accumulate across files, an empty

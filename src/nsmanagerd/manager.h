@@ -18,6 +18,7 @@ typedef struct ChildSet ChildSet;
 typedef struct Namespace Namespace;
 typedef struct OpQueue OpQueue;
 typedef struct PolkitRegistry PolkitRegistry;
+typedef struct AttachProcess AttachProcess;
 typedef struct BusRequest BusRequest;
 typedef struct PrivateBus PrivateBus;
 typedef struct ViewJob ViewJob;
@@ -49,6 +50,8 @@ typedef struct Manager {
         sd_id128_t private_bus_id;
         bool exiting;            /* manager_free() runs: nothing new starts */
         Hashmap *rate_limits;    /* caller uid → RateLimit (manager.c) */
+
+        AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
 } Manager;
 
 int manager_new(Manager **ret);

@@ -2,7 +2,7 @@
 /*
  * pam_nsmanager: puts a login into its user's mount namespace.
  *
- *   session optional pam_nsmanager.so [debug] [timeout=SECONDS]
+ *   session optional pam_nsmanager.so [debug] [timeout=SECONDS] [attach]
  *
  * open_session asks nsmanagerd for the session (OpenSession(user, session_id) → (o, h)),
  * and setns()es the calling thread into the returned mount namespace, so everything the
@@ -10,6 +10,11 @@
  * view. close_session tells the daemon the session is over (CloseSession). The daemon also
  * watches the process that opened the session, so a login that dies without
  * close_session still has its session closed.
+ *
+ * With "attach" (only in the PAM service nsmanager-attach, pam.d/nsmanager-attach, which
+ * nsmanagerd's transient units for Attach() name in PAMName=) the namespace is not the PAM
+ * user's but the one in NSMANAGER_ATTACH_NAMESPACE of the PAM environment, which nsmanagerd
+ * sets in the unit: the caller may attach to another user's view.
  *
  * The module keeps no bus connection and no global state: every call connects, talks and
  * disconnects before it returns; what close_session needs is kept with pam_set_data().
@@ -59,9 +64,12 @@
 /* More than this is a typo (timeout=3600000, meant as ms), not a wish to wait for an hour. */
 #define TIMEOUT_MAX_USEC (3600 * USEC_PER_SEC)
 
+#define ATTACH_NAMESPACE_ENV "NSMANAGER_ATTACH_NAMESPACE"
+
 typedef struct ModuleOptions {
         bool debug;
         uint64_t timeout_usec;
+        bool attach;
 } ModuleOptions;
 
 /* What close_session needs to know about the session open_session opened. */
@@ -109,6 +117,8 @@ static void parse_argv(pam_handle_t *handle, int argc, const char **argv, Module
 
                 if (streq(argv[i], "debug"))
                         opts.debug = true;
+                else if (streq(argv[i], "attach"))
+                        opts.attach = true;
                 else if (strncmp(argv[i], "timeout=", 8) == 0) {
                         uint64_t usec;
 
@@ -166,11 +176,13 @@ static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, con
  * Only the PAM environment is consulted, never the process's own: a login started from
  * inside another session (runuser in an ssh session) inherits that session's XDG_SESSION_ID,
  * which names the outer session, not this one. */
-static int make_session_id(pam_handle_t *handle, char **ret) {
+static int make_session_id(pam_handle_t *handle, const ModuleOptions *opts, char **ret) {
         const char *xdg, *service = NULL, *tty = NULL;
         char *id;
 
-        xdg = pam_getenv(handle, "XDG_SESSION_ID");
+        /* An attach unit is no logind session; its environment is the caller's, whose
+         * XDG_SESSION_ID names the caller's own session. */
+        xdg = opts->attach ? NULL : pam_getenv(handle, "XDG_SESSION_ID");
         if (xdg && xdg[0]) {
                 id = strdup(xdg);
                 if (!id)
@@ -223,7 +235,9 @@ static int join_namespace(pam_handle_t *handle, const ModuleOptions *opts, int f
                 return r;
         }
 
-        cwd = getcwd(NULL, 0); /* NULL (e.g. a deleted directory) is fine: we go home then */
+        /* NULL (e.g. a deleted directory) is fine: we go home then. An attach unit's is systemd's
+         * "/": home, and systemd then changes to the caller's directory where the view has it. */
+        cwd = opts->attach ? NULL : getcwd(NULL, 0);
 
         if (setns(fd, CLONE_NEWNS) < 0) {
                 int r = -errno;
@@ -385,15 +399,9 @@ static int call_session_method(pam_handle_t *handle, const ModuleOptions *opts, 
 
 /* Who logs in: PAM_SUCCESS with the user's record, PAM_IGNORE for a user not ours (logged at
  * debug level), or an error (logged). */
-static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const char **ret_user, UserRecord *ret_record) {
-        const char *user = NULL;
+static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const char *user, UserRecord *ret_record) {
         int r;
 
-        r = pam_get_user(handle, &user, NULL);
-        if (r != PAM_SUCCESS || !user || !user[0]) {
-                pam_syslog(handle, LOG_ERR, "Failed to get the user name: %s", pam_strerror(handle, r));
-                return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
-        }
         /* A name the daemon could never serve (nsmanagerd accepts what useradd does) is not ours. */
         if (!valid_user_name(user)) {
                 pam_debug_syslog(handle, opts, "'%s' is not a user name nsmanagerd serves, ignoring.", user);
@@ -410,14 +418,47 @@ static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const c
         }
         if (!user_is_managed(handle, opts, user, ret_record->uid))
                 return PAM_IGNORE;
-        *ret_user = user;
         return PAM_SUCCESS;
 }
 
-static SessionData *session_data_new(pam_handle_t *handle, const char *user) {
+/* Whose namespace: the PAM user's; with "attach" the one nsmanagerd named in the unit, and the
+ * command starts in the home of the PAM user (the caller). */
+static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const char **ret_user,
+                          UserRecord *ret_record, char **ret_home) {
+        _cleanup_(user_record_done) UserRecord caller = {};
+        const char *user = NULL;
+        int r;
+
+        r = pam_get_user(handle, &user, NULL);
+        if (r != PAM_SUCCESS || !user || !user[0]) {
+                pam_syslog(handle, LOG_ERR, "Failed to get the user name: %s", pam_strerror(handle, r));
+                return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
+        }
+        if (opts->attach) {
+                r = user_record_by_name(user, &caller);
+                if (r < 0) {
+                        pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
+                        return PAM_SESSION_ERR;
+                }
+                user = pam_getenv(handle, ATTACH_NAMESPACE_ENV);
+                if (!user || !user[0]) {
+                        pam_syslog(handle, LOG_ERR, "%s is not set: 'attach' is for nsmanagerd's attach units only.",
+                                   ATTACH_NAMESPACE_ENV);
+                        return PAM_SESSION_ERR;
+                }
+        }
+        r = resolve_user(handle, opts, user, ret_record);
+        if (r != PAM_SUCCESS)
+                return r;
+        *ret_user = user;
+        *ret_home = TAKE_PTR(caller.home);
+        return PAM_SUCCESS;
+}
+
+static SessionData *session_data_new(pam_handle_t *handle, const ModuleOptions *opts, const char *user) {
         _cleanup_(session_data_freep) SessionData *data = calloc(1, sizeof(SessionData));
 
-        if (!data || !(data->user = strdup(user)) || make_session_id(handle, &data->id) < 0)
+        if (!data || !(data->user = strdup(user)) || make_session_id(handle, opts, &data->id) < 0)
                 return NULL;
         return TAKE_PTR(data);
 }
@@ -480,6 +521,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         _cleanup_(session_data_freep) SessionData *data = NULL;
         _cleanup_(user_record_done) UserRecord record = {};
         _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *attach_home = NULL;
         const char *user = NULL;
         ModuleOptions opts;
         uint64_t deadline;
@@ -489,10 +531,10 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         parse_argv(handle, argc, argv, &opts);
         deadline = now_usec() + opts.timeout_usec;
 
-        r = resolve_user(handle, &opts, &user, &record);
+        r = resolve_target(handle, &opts, &user, &record, &attach_home);
         if (r != PAM_SUCCESS)
                 return r;
-        data = session_data_new(handle, user);
+        data = session_data_new(handle, &opts, user);
         if (!data)
                 return log_oom_pam(handle);
         pam_debug_syslog(handle, &opts, "Opening session '%s' of user '%s'.", data->id, user);
@@ -508,7 +550,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
                         close_unused_session(handle, &opts, bus, direct, data, deadline);
                 return r;
         }
-        if (join_namespace(handle, &opts, fd, record.home) < 0) {
+        if (join_namespace(handle, &opts, fd, attach_home ?: record.home) < 0) {
                 /* Our thread is still in the namespace it was in. */
                 close_unused_session(handle, &opts, bus, direct, data, deadline);
                 return PAM_SESSION_ERR;
@@ -548,6 +590,16 @@ _public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _un
         if (r != PAM_SUCCESS || !data) {
                 pam_debug_syslog(handle, &opts, "No session opened by this handle, nothing to close.");
                 return PAM_IGNORE;
+        }
+
+        /* systemd's sd-pam has dropped to the user before it closes the session of an attach
+         * unit, and CloseSession is root's: the daemon closes it when its leader, the attached
+         * command, has exited. */
+        if (opts.attach && geteuid() != 0) {
+                pam_debug_syslog(handle, &opts, "Session '%s' of user '%s' is closed by nsmanagerd when its command exits.",
+                                 data->id, data->user);
+                (void) pam_set_data(handle, PAM_DATA_SESSION, NULL, NULL);
+                return PAM_SUCCESS;
         }
 
         pam_debug_syslog(handle, &opts, "Closing session '%s' of user '%s'.", data->id, data->user);
