@@ -117,9 +117,9 @@ static int write_environment(FILE *f, char **environment) {
  * daemon that died before systemd read them). */
 static int environment_directory(Manager *m, char **ret) {
         static bool cleaned = false;
-        _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ char *dir = strdup(m->state.attach);
 
-        if (asprintf(&dir, "%s/attach", m->state.root) < 0)
+        if (!dir)
                 return -ENOMEM;
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return -errno;
