@@ -390,6 +390,13 @@ def test_unit_hardened(machine):
     did its whole job above under that: views, sessions, attach. Prints its exposure next
     to systemd-logind's."""
     m = machine
+    # Its job, under the unit, whatever ran before: a view built (D-Bus activation if need be)
+    # and read, with a bind and a propagation change in it.
+    m.busctl("call", "org.example.NSManager", "/org/example/NSManager", "org.example.NSManager.Manager",
+             "CreateNamespace", "s", "alice")
+    m.exec(["nsctl", "bind", "alice", "/usr/share/doc", "/srv/nsm-hardened-doc", "--read-only", "--mkdir"])
+    m.exec(["nsctl", "propagation", "alice", "/srv/nsm-hardened-doc", "private"])
+    m.exec(["nsctl", "mounts", "alice"])
     ours, logind = _exposure(m, UNIT), _exposure(m, "systemd-logind.service")
     print(f"systemd-analyze security: {UNIT} {ours}, systemd-logind.service {logind}")
     p = m.exec(["systemd-analyze", "security", "--no-pager", f"--threshold={EXPOSURE_MAX}", UNIT], check=False)
