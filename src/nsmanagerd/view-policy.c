@@ -783,6 +783,19 @@ static int collect_mount_ids(PolicyContext *c, MountId *ids, size_t max, size_t 
         return 0;
 }
 
+int view_policy_check(const ViewPolicy *p, const UserRecord *u, char **ret_message) {
+        _cleanup_(policy_plan_done) PolicyPlan plan = {};
+        _cleanup_(policy_context_done) PolicyContext c = { .root_fd = -EBADF, .inaccessible_fd = -EBADF };
+        int r;
+
+        if (!p || !u || !u->name)
+                return -EINVAL;
+        r = policy_plan_build(&c, p, u, &plan);
+        if (r < 0 && ret_message)
+                *ret_message = TAKE_PTR(c.message);
+        return r;
+}
+
 int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids, size_t max_ids, size_t *ret_n_ids,
                       char **ret_message) {
         _cleanup_(policy_plan_done) PolicyPlan plan = {};
