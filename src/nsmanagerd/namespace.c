@@ -8,6 +8,7 @@
 #include "namespace-dbus.h"
 #include "namespace.h"
 #include "path-util.h"
+#include "process-util.h"
 #include "registry.h"
 #include "string-table.h"
 #include "strv.h"
@@ -462,25 +463,6 @@ int namespace_save(Namespace *ns) {
         if (r < 0)
                 return r;
         return state_dir_write_file(&m->state, path, buf, size);
-}
-
-/* The start time of a process (field 22 of /proc/PID/stat, clock ticks since boot): with the
- * pid it names one process, where the pid alone may by now name another. 0 if unknown. */
-static uint64_t process_start_time(pid_t pid) {
-        _cleanup_fclose_ FILE *f = NULL;
-        char path[64], buf[1024], *p;
-        unsigned long long start = 0;
-
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        f = fopen(path, "re");
-        if (!f || !fgets(buf, sizeof buf, f))
-                return 0;
-        /* After the command name, which may hold spaces and parentheses: from the last ')'. */
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                         &start) != 1)
-                return 0;
-        return start;
 }
 
 static int session_leader_exited(sd_event_source *s, int fd, uint32_t revents, void *userdata);
