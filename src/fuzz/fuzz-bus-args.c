@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The checks of strings a caller hands the daemon over the bus: paths (BindMount, Unmount,
- * SetPropagation, …), user names and session ids. Each must refuse what would escape its role
- * (a "..", a second component, a space in a state file), so besides not crashing each
- * acceptance is checked against what it promises. */
+ * SetPropagation, …), user names, session ids, and the object paths of namespaces (any caller
+ * may address any path). Each must refuse what would escape its role (a "..", a second
+ * component, a space in a state file, a second name for one object), so besides not crashing
+ * each acceptance is checked against what it promises. */
 #include <limits.h>
 
 #include "fuzz.h"
+#include "bus-errors.h"
+#include "namespace-dbus.h"
 #include "namespace.h"
 #include "path-util.h"
 #include "user-util.h"
@@ -53,6 +56,18 @@ static void check_session_id(const char *s) {
                 FUZZ_CHECK(*c > ' ' && *c < 127 && *c != ':');
 }
 
+static void check_object_path(const char *s) {
+        _cleanup_free_ char *canonical = NULL;
+        uid_t uid;
+
+        if (namespace_bus_path_to_uid(s, &uid) < 0)
+                return;
+        /* The path namespace_bus_path() gives that uid, and no other. */
+        FUZZ_CHECK(uid != (uid_t) -1);
+        FUZZ_CHECK(asprintf(&canonical, NSM_NAMESPACE_PATH_PREFIX "/_%u", (unsigned) uid) >= 0);
+        FUZZ_CHECK(streq(canonical, s));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_free_ char *s = fuzz_string(data, size);
 
@@ -62,5 +77,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_filename(s);
         check_user_name(s);
         check_session_id(s);
+        check_object_path(s);
         return 0;
 }
