@@ -45,9 +45,10 @@ daemon    (function) like `instance`, and nsmanagerd started with the sandbox's
                                          extra_config="[View]\\nPrivateTmp=yes",
                                          files={"user.d/alice.conf": "..."})
           Yields the Sandbox. At the end: every namespace is removed through the bus,
-          the daemon gets SIGTERM, the test's mounts are unmounted, and the test
-          ERRORS if mounts leaked into the host namespace or processes were left
-          behind. The daemon's log is attached to the report of a failed test.
+          the daemon gets SIGTERM, the test's mounts are unmounted, what the test
+          added to /mnt and the homes is removed (they serve the whole session), and
+          the test ERRORS if mounts leaked into the host namespace or processes were
+          left behind. The daemon's log is attached to the report of a failed test.
 manager   (function, needs daemon) dbus.Interface of org.example.NSManager.Manager.
 signals   (function, needs daemon) a sandbox.SignalRecorder of the daemon's signals:
           signals.wait_for("NamespaceNew", lambda args: args[0] == "alice").
@@ -83,7 +84,9 @@ what is expensive (the sandbox, a booted container) through fixtures, never stat
 test leaves for the next.
 """
 
+import contextlib
 import os
+import stat
 import sys
 
 import pytest
@@ -147,20 +150,51 @@ def users():
     return dict(sandbox_module.TEST_USERS)
 
 
-def _end_instance(request, sandbox):
+# The sandbox's /mnt and homes serve every test of the session: what a test leaves in
+# them (a mount point mount_tmpfs made, a file) would be there for the next.
+def _shared_dirs() -> dict[str, set[str]]:
+    dirs = ["/mnt"] + [u.home for u in sandbox_module.TEST_USERS.values() if os.path.isdir(u.home)]
+    return {d: set(os.listdir(d)) for d in dirs}
+
+
+def _remove_tree(path: str, dev: int) -> None:
+    """rm -r that never crosses into a mount (a leftover mount is the leak check's business)."""
+    st = os.lstat(path)
+    if st.st_dev != dev or (stat.S_ISDIR(st.st_mode) and os.path.ismount(path)):
+        return
+    if stat.S_ISDIR(st.st_mode):
+        for name in os.listdir(path):
+            _remove_tree(os.path.join(path, name), dev)
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def _begin_instance(request, sandbox) -> dict[str, set[str]]:
+    sandbox.new_instance(request.node.name)
+    request.node._nsm_sandbox = sandbox
+    return _shared_dirs()
+
+
+def _end_instance(request, sandbox, shared_before: dict[str, set[str]]):
     log = sandbox.daemon_log if sandbox.instance else None
     problems = sandbox.cleanup_instance()
     request.node._nsm_daemon_log = log
+    # After the unmounts: remove what the test added to /mnt and the homes.
+    for d, names in shared_before.items():
+        dev = os.lstat(d).st_dev
+        for name in set(os.listdir(d)) - names:
+            _remove_tree(os.path.join(d, name), dev)
     if problems:
         pytest.fail("cleanup after the test:\n  " + "\n  ".join(problems), pytrace=False)
 
 
 @pytest.fixture
 def instance(request, sandbox):
-    sandbox.new_instance(request.node.name)
-    request.node._nsm_sandbox = sandbox
+    shared = _begin_instance(request, sandbox)
     yield sandbox
-    _end_instance(request, sandbox)
+    _end_instance(request, sandbox, shared)
 
 
 @pytest.fixture
@@ -168,8 +202,7 @@ def daemon(request, sandbox):
     marker = request.node.get_closest_marker("daemon_config")
     settings = dict(marker.kwargs) if marker else {}
     files = settings.pop("files", {})
-    sandbox.new_instance(request.node.name)
-    request.node._nsm_sandbox = sandbox
+    shared = _begin_instance(request, sandbox)
     for relpath, text in files.items():
         sandbox.write_config_file(relpath, text)
     try:
@@ -179,7 +212,7 @@ def daemon(request, sandbox):
         sandbox.cleanup_instance()
         pytest.fail(f"nsmanagerd did not start: {e}", pytrace=False)
     yield sandbox
-    _end_instance(request, sandbox)
+    _end_instance(request, sandbox, shared)
 
 
 @pytest.fixture

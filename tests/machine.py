@@ -17,9 +17,10 @@ How:
      an administrator would: `meson install --destdir` of the build ($NSM_BUILD_DIR or
      build/; no rebuild), the test user alice (uid 2001) with useradd,
      `session optional pam_nsmanager.so` at the end of /etc/pam.d/su-l (after
-     common-session's pam_systemd.so, docs/pam.md) and the project's
-     pam.d/systemd-user as /etc/pam.d/systemd-user. nsmanagerd.service is not enabled:
-     it is D-Bus activated.
+     common-session's pam_systemd.so) and of /etc/pam.d/common-session-noninteractive
+     (which Debian's systemd-user stack includes: user@.service), as docs/pam.md says
+     for an installation without the package's pam-auth-update profile.
+     nsmanagerd.service is not enabled: it is D-Bus activated.
   4. `systemd-nspawn -D ROOT -b --register=no --keep-unit --private-network` boots it
      in a cgroup of its own (console to a log file, attached to failures with the
      container's journal). Commands run inside with
@@ -42,10 +43,11 @@ Use:
     configuration), boot one in the test:
         with booted(tmp_path_factory.mktemp("name"), prepare=lambda m: ...) as m:
             m.exec([...])
-    booted() fails the test if the container leaves cgroups or mounts behind. Such a
-    test takes the `sandbox` fixture before tmp_path_factory: pytest's temporary
-    directories belong on the sandbox's /tmp (one made before it would be on the
-    machine's real /tmp, and hidden from later tests under the sandbox's tmpfs).
+    booted() fails the test if the container does not power off cleanly or leaves
+    cgroups or mounts behind. Such a test takes the `sandbox` fixture before
+    tmp_path_factory: pytest's temporary directories belong on the sandbox's /tmp (one
+    made before it would be on the machine's real /tmp, and hidden from later tests
+    under the sandbox's tmpfs).
 
 Machine: exec(argv, check=True, wait=30, what=, input=) -> CompletedProcess (fails the
 test on a non-zero exit or a timeout, with the console and the unit's journal), popen,
@@ -97,8 +99,6 @@ CONTAINER_ENV = {
     "SYSTEMD_COLORS": "0",
     "SYSTEMD_LOG_COLOR": "0",
 }
-
-# <linux/capability.h>, as systemctl show prints them.
 
 # The holder: keeps the scratch mount namespace alive. Told the container's pids and
 # cgroups, it SIGKILLs the pids and removes the cgroups when its stdin closes (pytest
@@ -267,9 +267,9 @@ class Machine:
         common = self.root_path("/etc/pam.d/common-session").read_text()
         assert re.search(r"^session\s+\S+\s+pam_systemd\.so", common, re.M), \
             "the image's common-session has no pam_systemd.so (is libpam-systemd in tools/nspawn-image?)"
-        su_l = self.root_path("/etc/pam.d/su-l")
-        su_l.write_text(su_l.read_text().rstrip("\n") + "\n" + PAM_LINE + "\n")
-        (self.root_path("/etc/pam.d/systemd-user")).write_text((REPO / "pam.d" / "systemd-user").read_text())
+        for stack in ("su-l", "common-session-noninteractive"):
+            path = self.root_path(f"/etc/pam.d/{stack}")
+            path.write_text(path.read_text().rstrip("\n") + "\n" + PAM_LINE + "\n")
 
     # --- the container ---------------------------------------------------------------
 

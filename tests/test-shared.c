@@ -16,7 +16,9 @@
 #include "path-util.h"
 #include "process-util.h"
 #include "user-util.h"
+#include "login-filter.h"
 #include "view-build.h"
+#include "view-ops.h"
 
 
 static void test_paths(void) {
@@ -54,7 +56,50 @@ static void test_tables(void) {
                 check(namespace_state_from_string(namespace_state_to_string(i)) == (NamespaceState) i,
                       "namespace state %d round-trips", i);
         for (int i = 0; i < _VIEW_STAGE_MAX; i++)
-                check(!streq(view_stage_to_string(i), "unknown"), "view stage %d has a name", i);
+                check(view_stage_from_string(view_stage_to_string(i)) == (ViewStage) i, "view stage %d round-trips", i);
+        for (int i = 0; i < _VIEW_OP_TYPE_MAX; i++)
+                check(view_op_type_from_string(view_op_type_to_string(i)) == (ViewOpType) i, "view op %d round-trips", i);
+        check(view_op_type_to_string(_VIEW_OP_TYPE_MAX) == NULL && view_op_type_from_string(NULL) < 0,
+              "out of range and NULL have no entry");
+}
+
+static void test_escape_words(void) {
+        static const char *words[] = { "/home/alice", "/with space/and\ttab", "/back\\slash", "/new\nline",
+                                       "/\xc3\xa4\xc3\xb6", "" };
+        for (size_t i = 0; i < ELEMENTSOF(words); i++) {
+                _cleanup_free_ char *e = escape_word(words[i]), *u = NULL;
+                check(e && !strpbrk(e, " \t\n") && unescape_word(e, &u) == 0 && streq(u, words[i]),
+                      "escape/unescape round-trips word %zu as '%s'", i, e ?: "(null)");
+        }
+        _cleanup_free_ char *u = NULL;
+        check(unescape_word("\\x0", &u) < 0 && unescape_word("\\q", &u) < 0 && unescape_word("\\x00", &u) < 0,
+              "malformed escapes and NUL are refused");
+}
+
+static void test_login_filter(void) {
+        _cleanup_(login_filter_done) LoginFilter f = {};
+        const char *text = "# comment\nMIN_UID=1000\nEXCLUDE_USERS=dave 2005\nFUTURE=ignored\n";
+        FILE *in = fmemopen((void *) text, strlen(text), "r");
+
+        check(in && login_filter_parse(in, &f) == 0, "the login filter parses");
+        if (in)
+                fclose(in);
+        check(login_filter_excludes(&f, "root", 0) && login_filter_excludes(&f, "svc", 500), "root and system users are excluded");
+        check(login_filter_excludes(&f, "dave", 2004) && login_filter_excludes(&f, "eve", 2005), "by name and by uid");
+        check(!login_filter_excludes(&f, "alice", 2001), "others are not");
+        in = fmemopen((void *) "EXCLUDE_USERS=x\n", 16, "r");
+        LoginFilter g = {};
+        check(in && login_filter_parse(in, &g) == -EINVAL, "a filter without MIN_UID says nothing");
+        if (in)
+                fclose(in);
+}
+
+static void test_mount_ids(void) {
+        MountId a = { .unique = 0x10000001, .old = 40 }, b = { .unique = 0x10000002, .old = 40 }, c = { .old = 40 };
+        check(!mount_id_equal(a, b), "unique ids decide where both have one (old ids are reused)");
+        check(mount_id_equal(a, c) && mount_id_equal(c, b), "old ids where one side has no unique id");
+        check(!mount_id_equal((MountId) {}, (MountId) {}), "no id equals nothing");
+        check(mount_id_in(b, (MountId[]) { a, b }, 2) && !mount_id_in(b, &a, 1), "mount_id_in");
 }
 
 static void test_parsers(void) {
@@ -312,6 +357,9 @@ int main(void) {
         test_paths();
         test_user_names();
         test_tables();
+        test_escape_words();
+        test_login_filter();
+        test_mount_ids();
         test_parsers();
         test_config_files();
         test_hashmap();

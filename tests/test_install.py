@@ -74,8 +74,10 @@ def expected_dirs():
 
 
 @pytest.fixture(scope="module")
-def destdir():
-    """Configure with --prefix=/usr, build, install into a DESTDIR; yields the DESTDIR."""
+def destdir(sandbox):
+    """Configure with --prefix=/usr, build, install into a DESTDIR; yields the DESTDIR.
+    (On the sandbox's /tmp: set up first, it does not cover the DESTDIR of a module that
+    runs before any test that needs it, and nothing lands in the machine's /tmp.)"""
     top = Path(tempfile.mkdtemp(prefix="nsm-install-"))
     build, dest = top / "build", top / "dest"
     try:

@@ -13,7 +13,6 @@ The contract is ../shared/spec/interfaces.md."""
 import contextlib
 import os
 import signal
-import stat
 import subprocess
 
 import pytest
@@ -33,33 +32,6 @@ ARTICLE = pytest.mark.daemon_config(SharedSubtrees="", ViewPropagation="private"
 
 # ---------------------------------------------------------------------------
 # Helpers
-
-def _remove_tree(path: str, dev: int) -> None:
-    """rm -r that never crosses into a mount (a leftover mount is the leak check's business)."""
-    st = os.lstat(path)
-    if st.st_dev != dev or (stat.S_ISDIR(st.st_mode) and os.path.ismount(path)):
-        return
-    if stat.S_ISDIR(st.st_mode):
-        for name in os.listdir(path):
-            _remove_tree(os.path.join(path, name), dev)
-        with contextlib.suppress(OSError):
-            os.rmdir(path)
-    else:
-        os.unlink(path)
-
-
-@pytest.fixture(autouse=True)
-def tidy_shared_dirs():
-    """/mnt and the homes are the sandbox's, shared by every test of the session: remove what a
-    test left in them (this runs after the daemon fixture's cleanup unmounted everything)."""
-    dirs = ["/mnt"] + [u.home for u in TEST_USERS.values() if os.path.isdir(u.home)]
-    before = {d: set(os.listdir(d)) for d in dirs}
-    yield
-    for d, names in before.items():
-        dev = os.lstat(d).st_dev
-        for name in set(os.listdir(d)) - names:
-            _remove_tree(os.path.join(d, name), dev)
-
 
 def mount_at(sb, path, view=None):
     """The mount visible at path on the host (view None) or in user's view, or None."""

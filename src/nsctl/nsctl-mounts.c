@@ -6,6 +6,7 @@
  * which send back) and to every mount whose master group is P (the slaves, receive only).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,116 +67,109 @@ static int group_entry_cmp(const void *a, const void *b) {
         return (int) x->kind - (int) y->kind;
 }
 
-/* Loads the host and every namespace. 'user' (NULL = host) is the one shown: its GetMounts()
- * failing is an error, another namespace vanishing meanwhile is not. */
-static int views_load(sd_bus *bus, const char *user, Views *ret) {
+static void view_done(View *v) {
+        free(v->name);
+        mount_entries_free(v->mounts, v->n_mounts);
+        *v = (View) {};
+}
+
+/* One view's mounts. 1 if loaded, 0 if the namespace is gone (and 'optional'), else < 0
+ * (logged). */
+static int view_load(sd_bus *bus, const char *name, bool optional, View *ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        NamespaceInfo *ns = NULL;
-        size_t n_ns = 0, n_entries = 0;
-        Views v = {};
+        View w = { .name = strdup(name) };
         int r;
 
-        /* The shown view first, so that "no such namespace" is reported as such. */
-        v.views = calloc(1, sizeof(View));
-        if (!v.views)
+        if (!w.name)
                 return log_oom();
-        v.views[0].name = strdup(user ?: "");
-        if (!v.views[0].name) {
-                views_done(&v);
-                return log_oom();
-        }
-        v.n_views = 1;
-        r = get_mounts(bus, user ?: "", &error, &v.views[0].mounts, &v.views[0].n_mounts);
+        r = get_mounts(bus, name, &error, &w.mounts, &w.n_mounts);
         if (r < 0) {
-                views_done(&v);
-                return bus_log_error(&error, r, "Failed to get the mounts of %s", user ? user : "the host");
-        }
-
-        r = list_namespaces(bus, /* properties= */ false, &ns, &n_ns);
-        if (r < 0) {
-                views_done(&v);
+                bool gone = optional && sd_bus_error_has_name(&error, NSM_ERROR_NO_SUCH_NAMESPACE);
+                r = gone ? 0 : bus_log_error(&error, r, "Failed to get the mounts of %s", view_display_name(&w));
+                view_done(&w);
                 return r;
         }
+        *ret = w;
+        return 1;
+}
 
-        {
-                View *b = realloc(v.views, (n_ns + 2) * sizeof(View));
-                if (!b) {
-                        namespace_info_array_free(ns, n_ns);
-                        views_done(&v);
-                        return log_oom();
-                }
-                v.views = b;
-        }
+/* Each mount's memberships (as a peer, as a slave), sorted by group, for views_find_group(). */
+static int views_index_groups(Views *v) {
+        size_t n = 0;
 
-        /* Order: host, then the users sorted by name; remember where the shown one is. */
-        View shown = v.views[0];
-        v.n_views = 0;
-        for (size_t i = 0; i <= n_ns; i++) {
-                const char *name = i == 0 ? "" : ns[i - 1].user;
-                View *w = v.views + v.n_views;
-
-                if (streq_ptr(name, shown.name)) {
-                        *w = shown;
-                        v.self = v.n_views++;
-                        shown.name = NULL;
-                        continue;
-                }
-
-                *w = (View) { .name = strdup(name) };
-                if (!w->name) {
-                        r = log_oom();
-                        goto finish;
-                }
-                r = get_mounts(bus, name, &error, &w->mounts, &w->n_mounts);
-                if (r < 0) {
-                        if (!sd_bus_error_has_name(&error, NSM_ERROR_NO_SUCH_NAMESPACE)) {
-                                r = bus_log_error(&error, r, "Failed to get the mounts of %s", view_display_name(w));
-                                free(w->name);
-                                goto finish;
-                        }
-                        /* removed meanwhile */
-                        sd_bus_error_free(&error);
-                        free(w->name);
-                        continue;
-                }
-                v.n_views++;
-        }
-        if (shown.name) {
-                /* It vanished from the list meanwhile: keep it anyway, at the end. */
-                v.views[v.n_views] = shown;
-                v.self = v.n_views++;
-        }
-
-        for (size_t i = 0; i < v.n_views; i++)
-                n_entries += 2 * v.views[i].n_mounts;
-        v.entries = malloc((n_entries ?: 1) * sizeof(GroupEntry));
-        if (!v.entries) {
-                r = log_oom();
-                goto finish;
-        }
-        for (size_t i = 0; i < v.n_views; i++)
-                for (size_t j = 0; j < v.views[i].n_mounts; j++) {
-                        const MountEntry *m = v.views[i].mounts + j;
+        for (size_t i = 0; i < v->n_views; i++)
+                n += 2 * v->views[i].n_mounts;
+        v->entries = malloc((n ?: 1) * sizeof(GroupEntry));
+        if (!v->entries)
+                return log_oom();
+        for (size_t i = 0; i < v->n_views; i++)
+                for (size_t j = 0; j < v->views[i].n_mounts; j++) {
+                        const MountEntry *m = v->views[i].mounts + j;
 
                         if (m->peer_group != 0)
-                                v.entries[v.n_entries++] = (GroupEntry) { m->peer_group, i, LINK_PEER };
+                                v->entries[v->n_entries++] = (GroupEntry) { m->peer_group, i, LINK_PEER };
                         if (m->master_group != 0)
-                                v.entries[v.n_entries++] = (GroupEntry) { m->master_group, i, LINK_SLAVE };
+                                v->entries[v->n_entries++] = (GroupEntry) { m->master_group, i, LINK_SLAVE };
                 }
-        qsort(v.entries, v.n_entries, sizeof(GroupEntry), group_entry_cmp);
+        qsort(v->entries, v->n_entries, sizeof(GroupEntry), group_entry_cmp);
+        return 0;
+}
 
-        r = 0;
-finish:
-        namespace_info_array_free(ns, n_ns);
-        if (r < 0) {
-                if (shown.name) {
-                        free(shown.name);
-                        mount_entries_free(shown.mounts, shown.n_mounts);
-                }
-                views_done(&v);
+static void namespace_infos_done(NamespaceInfo **ns, size_t *n) {
+        namespace_info_array_free(*ns, *n);
+        *ns = NULL;
+        *n = 0;
+}
+
+/* Loads the host and every namespace, in that order (the users sorted by name). 'user' (NULL =
+ * host) is the one shown, loaded first so that "no such namespace" is reported as such: its
+ * GetMounts() failing is an error, another namespace vanishing meanwhile is not. */
+static int views_load(sd_bus *bus, const char *user, Views *ret) {
+        _cleanup_(views_done) Views v = {};
+        _cleanup_(view_done) View shown = {};
+        NamespaceInfo *ns = NULL;
+        size_t n_ns = 0;
+        int r;
+
+        r = view_load(bus, user ?: "", /* optional= */ false, &shown);
+        if (r < 0)
                 return r;
+        r = list_namespaces(bus, /* properties= */ false, &ns, &n_ns);
+        if (r < 0)
+                return r;
+        v.views = calloc(n_ns + 2, sizeof(View));
+        if (!v.views) {
+                namespace_infos_done(&ns, &n_ns);
+                return log_oom();
         }
+        for (size_t i = 0; i <= n_ns; i++) {
+                const char *name = i == 0 ? "" : ns[i - 1].user;
+
+                if (shown.name && streq(name, shown.name)) {
+                        v.self = v.n_views;
+                        v.views[v.n_views++] = shown;
+                        shown = (View) {};
+                        continue;
+                }
+                r = view_load(bus, name, /* optional= */ true, &v.views[v.n_views]);
+                if (r < 0) {
+                        namespace_infos_done(&ns, &n_ns);
+                        return r;
+                }
+                v.n_views += r;
+        }
+        namespace_infos_done(&ns, &n_ns);
+        if (shown.name) {
+                /* It vanished from the list meanwhile: keep it anyway, at the end. */
+                v.self = v.n_views;
+                v.views[v.n_views++] = shown;
+                shown = (View) {};
+        }
+        r = views_index_groups(&v);
+        if (r < 0)
+                return r;
         *ret = v;
+        v = (Views) {};
         return 0;
 }
 
@@ -526,35 +520,28 @@ static bool group_wanted(const uint64_t *groups, size_t n, uint64_t g) {
 /* One cluster per namespace with its mounts that take part in propagation (shared or slave),
  * one node per peer group; peers are joined to their group both ways, slaves receive from
  * their master group (dashed). With USER, only the groups USER's mounts take part in. */
-static int print_graph(const Views *v, bool filter) {
-        _cleanup_free_ uint64_t *groups = NULL, *all = NULL;
-        size_t n_groups = 0, n_all = 0;
-        FILE *f = stdout;
+/* The groups the shown view's mounts are in, as a peer or as a slave, sorted. */
+static int groups_of_view(const View *self, uint64_t **ret, size_t *ret_n) {
+        uint64_t *groups = malloc((2 * self->n_mounts + 1) * sizeof(uint64_t));
+        size_t n = 0;
 
-        if (filter) {
-                const View *self = v->views + v->self;
-
-                groups = malloc((2 * self->n_mounts + 1) * sizeof(uint64_t));
-                if (!groups)
-                        return log_oom();
-                for (size_t i = 0; i < self->n_mounts; i++) {
-                        if (self->mounts[i].peer_group)
-                                groups[n_groups++] = self->mounts[i].peer_group;
-                        if (self->mounts[i].master_group)
-                                groups[n_groups++] = self->mounts[i].master_group;
-                }
-                qsort(groups, n_groups, sizeof(uint64_t), u64_cmp);
-        }
-
-        fputs("digraph nsmanager {\n"
-              "  graph [rankdir=LR, fontname=\"sans-serif\", label=\"mount propagation: peers (two-way) and slaves (dashed, receive only)\", labelloc=t];\n"
-              "  node [fontname=\"monospace\", fontsize=10];\n"
-              "  edge [color=\"#555555\"];\n", f);
-
-        all = malloc((v->n_entries + 1) * sizeof(uint64_t));
-        if (!all)
+        if (!groups)
                 return log_oom();
+        for (size_t i = 0; i < self->n_mounts; i++) {
+                if (self->mounts[i].peer_group)
+                        groups[n++] = self->mounts[i].peer_group;
+                if (self->mounts[i].master_group)
+                        groups[n++] = self->mounts[i].master_group;
+        }
+        qsort(groups, n, sizeof(uint64_t), u64_cmp);
+        *ret = groups;
+        *ret_n = n;
+        return 0;
+}
 
+/* A cluster per view with a box per mount in one of 'groups'; the groups met go to 'met'. */
+static int print_graph_mounts(FILE *f, const Views *v, bool filter, const uint64_t *groups, size_t n_groups,
+                              uint64_t *met, size_t *n_met) {
         for (size_t i = 0; i < v->n_views; i++) {
                 const View *w = v->views + i;
                 bool any = false;
@@ -579,37 +566,56 @@ static int print_graph(const Views *v, bool filter) {
                         dot_quote(f, label);
                         fputs("];\n", f);
                         if (peer)
-                                all[n_all++] = m->peer_group;
+                                met[(*n_met)++] = m->peer_group;
                         if (slave)
-                                all[n_all++] = m->master_group;
+                                met[(*n_met)++] = m->master_group;
                 }
                 if (any)
                         fputs("  }\n", f);
         }
+        return 0;
+}
 
-        qsort(all, n_all, sizeof(uint64_t), u64_cmp);
-        for (size_t i = 0; i < n_all; i++) {
-                if (i > 0 && all[i] == all[i - 1])
-                        continue;
-                fprintf(f, "  \"g%" PRIu64 "\" [shape=ellipse, style=filled, fillcolor=\"#fff3c4\", label=\"peer group %" PRIu64 "\"];\n",
-                        all[i], all[i]);
-        }
-
-        for (size_t i = 0; i < v->n_views; i++) {
-                const View *w = v->views + i;
-
-                for (size_t j = 0; j < w->n_mounts; j++) {
-                        const MountEntry *m = w->mounts + j;
+static void print_graph_edges(FILE *f, const Views *v, const uint64_t *groups, size_t n_groups) {
+        for (size_t i = 0; i < v->n_views; i++)
+                for (size_t j = 0; j < v->views[i].n_mounts; j++) {
+                        const MountEntry *m = v->views[i].mounts + j;
 
                         if (group_wanted(groups, n_groups, m->peer_group))
-                                fprintf(f, "  \"m%" PRIu64 "\" -> \"g%" PRIu64 "\" [dir=both];\n",
-                                        m->id, m->peer_group);
+                                fprintf(f, "  \"m%" PRIu64 "\" -> \"g%" PRIu64 "\" [dir=both];\n", m->id, m->peer_group);
                         if (group_wanted(groups, n_groups, m->master_group))
-                                fprintf(f, "  \"g%" PRIu64 "\" -> \"m%" PRIu64 "\" [style=dashed];\n",
-                                        m->master_group, m->id);
+                                fprintf(f, "  \"g%" PRIu64 "\" -> \"m%" PRIu64 "\" [style=dashed];\n", m->master_group, m->id);
                 }
-        }
+}
 
+static int print_graph(const Views *v, bool filter) {
+        _cleanup_free_ uint64_t *groups = NULL, *met = NULL;
+        size_t n_groups = 0, n_met = 0;
+        FILE *f = stdout;
+        int r;
+
+        if (filter) {
+                r = groups_of_view(v->views + v->self, &groups, &n_groups);
+                if (r < 0)
+                        return r;
+        }
+        met = malloc((v->n_entries + 1) * sizeof(uint64_t));
+        if (!met)
+                return log_oom();
+
+        fputs("digraph nsmanager {\n"
+              "  graph [rankdir=LR, fontname=\"sans-serif\", label=\"mount propagation: peers (two-way) and slaves (dashed, receive only)\", labelloc=t];\n"
+              "  node [fontname=\"monospace\", fontsize=10];\n"
+              "  edge [color=\"#555555\"];\n", f);
+        r = print_graph_mounts(f, v, filter, groups, n_groups, met, &n_met);
+        if (r < 0)
+                return r;
+        qsort(met, n_met, sizeof(uint64_t), u64_cmp);
+        for (size_t i = 0; i < n_met; i++)
+                if (i == 0 || met[i] != met[i - 1])
+                        fprintf(f, "  \"g%" PRIu64 "\" [shape=ellipse, style=filled, fillcolor=\"#fff3c4\", label=\"peer group %" PRIu64 "\"];\n",
+                                met[i], met[i]);
+        print_graph_edges(f, v, groups, n_groups);
         fputs("}\n", f);
         return 0;
 }

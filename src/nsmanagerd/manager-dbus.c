@@ -797,21 +797,30 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+int manager_bus_add_objects(Manager *m, sd_bus *bus) {
+        int r;
+
+        r = sd_bus_add_object_vtable(bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the Manager object: %m");
+        r = namespace_dbus_register(m, bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_add_object_manager(bus, NULL, NSM_MANAGER_PATH);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the object manager: %m");
+        return 0;
+}
+
 int manager_connect_bus(Manager *m) {
         int r;
 
         r = sd_bus_default_system(&m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the system bus: %m");
-        r = sd_bus_add_object_vtable(m->bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, manager_vtable, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the Manager object: %m");
-        r = namespace_dbus_register(m);
+        r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
                 return r;
-        r = sd_bus_add_object_manager(m->bus, NULL, NSM_MANAGER_PATH);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the object manager: %m");
         /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
          * pinned, and the next start (D-Bus activation, or the unit's Restart=) finds them. */
         r = sd_bus_set_exit_on_disconnect(m->bus, true);

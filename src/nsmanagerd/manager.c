@@ -18,6 +18,7 @@
 #include "namespace.h"
 #include "op-queue.h"
 #include "path-util.h"
+#include "private-bus.h"
 #include "strv.h"
 #include "time-util.h"
 #include "user-util.h"
@@ -79,6 +80,7 @@ Manager *manager_free(Manager *m) {
                 manager_drop_namespaces(m);
         op_queue_free_with(m->host_ops, -ESHUTDOWN);
         bus_requests_free(m);
+        private_bus_done(m);
         hashmap_free(m->namespaces);
         hashmap_free(m->namespaces_by_uid);
         rate_limits_free(m->rate_limits);

@@ -202,14 +202,14 @@ static int namespace_node_enumerator(sd_bus *bus, const char *path, void *userda
         return 1;
 }
 
-int namespace_dbus_register(Manager *m) {
+int namespace_dbus_register(Manager *m, sd_bus *bus) {
         int r;
 
-        r = sd_bus_add_fallback_vtable(m->bus, NULL, NSM_NAMESPACE_PATH_PREFIX, NSM_NAMESPACE_INTERFACE, namespace_vtable,
+        r = sd_bus_add_fallback_vtable(bus, NULL, NSM_NAMESPACE_PATH_PREFIX, NSM_NAMESPACE_INTERFACE, namespace_vtable,
                                        namespace_object_find, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the Namespace objects: %m");
-        r = sd_bus_add_node_enumerator(m->bus, NULL, NSM_NAMESPACE_PATH_PREFIX, namespace_node_enumerator, m);
+        r = sd_bus_add_node_enumerator(bus, NULL, NSM_NAMESPACE_PATH_PREFIX, namespace_node_enumerator, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the Namespace enumerator: %m");
         return 0;

@@ -467,16 +467,17 @@ int namespace_save(Namespace *ns) {
 
 static int session_leader_exited(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
-/* Watches the leader with a pidfd, but only if the pid still names the process that opened the
- * session (same start time): after a restart a pid may have been reused. -ESRCH: it is gone. */
-static int session_watch(Namespace *ns, Session *s) {
+/* Watches the leader with a pidfd. With 'verify', only if the pid still names the process that
+ * opened the session (same start time): after a restart a pid may have been reused. -ESRCH:
+ * it is gone. */
+static int session_watch(Namespace *ns, Session *s, bool verify) {
         if (s->leader <= 0)
                 return 0;
         s->pidfd = (int) syscall(SYS_pidfd_open, s->leader, 0);
         if (s->pidfd < 0)
                 return -errno;
         /* Checked after the pidfd is taken: from here on the pid cannot be reused under us. */
-        if (s->leader_start != 0 && process_start_time(s->leader) != s->leader_start) {
+        if (verify && s->leader_start != 0 && process_start_time(s->leader) != s->leader_start) {
                 s->pidfd = safe_close(s->pidfd);
                 return -ESRCH;
         }
@@ -549,7 +550,7 @@ int namespace_add_session(Namespace *ns, const char *id, pid_t leader) {
         }
         /* The leader is waiting for our reply: its pid names it now. */
         s->leader_start = leader > 0 ? process_start_time(leader) : 0;
-        r = session_watch(ns, s);
+        r = session_watch(ns, s, /* verify= */ false);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to watch the leader %d of session '%s', ignoring: %m", (int) leader, id);
         s->next = ns->sessions;
@@ -774,7 +775,7 @@ static void namespace_watch_loaded_sessions(Namespace *ns) {
         for (Session **p = &ns->sessions; *p;) {
                 Session *s = *p;
 
-                if (session_watch(ns, s) >= 0) {
+                if (session_watch(ns, s, /* verify= */ true) >= 0) {
                         p = &s->next;
                         continue;
                 }

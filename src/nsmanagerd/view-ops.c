@@ -26,11 +26,7 @@ static const char *const view_op_type_table[_VIEW_OP_TYPE_MAX] = {
         [VIEW_OP_APPLY_POLICY] = "the [View] policy",
 };
 
-const char *view_op_type_to_string(ViewOpType t) {
-        if (t < 0 || t >= _VIEW_OP_TYPE_MAX)
-                return NULL;
-        return view_op_type_table[t];
-}
+DEFINE_STRING_TABLE_LOOKUP(view_op_type, ViewOpType);
 
 /* The child's answer: reply_error(sock, r, "…") or reply_ok(sock, &result). */
 #define reply_error(sock, r, ...) ipc_send_result((sock), (r), __VA_ARGS__)

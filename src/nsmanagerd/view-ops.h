@@ -80,3 +80,4 @@ typedef struct ViewOpResult {
 int view_op_run(int sock, void *op);
 
 const char *view_op_type_to_string(ViewOpType t) _pure_;
+ViewOpType view_op_type_from_string(const char *s) _pure_;

@@ -111,11 +111,32 @@ static int query_creds(sd_bus *bus, const char *sender, SenderCreds *ret) {
         return 0;
 }
 
+/* A direct connection (no bus driver): the peer is whoever connected, as the socket says
+ * (SO_PEERCRED, taken at connect time: still known after the peer hung up). */
+static int peer_creds(sd_bus *bus, SenderCreds *ret) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid;
+        pid_t pid = 0;
+        int r;
+
+        r = sd_bus_get_owner_creds(bus, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID, &creds);
+        if (r < 0)
+                return r;
+        r = sd_bus_creds_get_euid(creds, &uid);
+        if (r < 0)
+                return r;
+        (void) sd_bus_creds_get_pid(creds, &pid);
+        *ret = (SenderCreds) { .uid = uid, .pid = pid };
+        return 0;
+}
+
 static int sender_creds(sd_bus_message *m, SenderCreds *ret) {
         const char *sender = sd_bus_message_get_sender(m);
         SenderCreds *c, q;
         int r;
 
+        if (sd_bus_is_bus_client(sd_bus_message_get_bus(m)) == 0)
+                return peer_creds(sd_bus_message_get_bus(m), ret);
         if (!sender)
                 return -EBADMSG;
         c = cache ? hashmap_get(cache, sender) : NULL;

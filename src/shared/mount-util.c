@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 
 #include "mount-util.h"
+#include "string-table.h"
 
 static const char *const propagation_mode_table[_PROPAGATION_MODE_MAX] = {
         [PROPAGATION_SHARED] = "shared",
@@ -16,18 +17,7 @@ static const char *const propagation_mode_table[_PROPAGATION_MODE_MAX] = {
         [PROPAGATION_UNBINDABLE] = "unbindable",
 };
 
-const char *propagation_mode_to_string(PropagationMode m) {
-        if (m < 0 || m >= _PROPAGATION_MODE_MAX)
-                return NULL;
-        return propagation_mode_table[m];
-}
-
-PropagationMode propagation_mode_from_string(const char *s) {
-        for (int i = 0; s && i < _PROPAGATION_MODE_MAX; i++)
-                if (streq(propagation_mode_table[i], s))
-                        return i;
-        return _PROPAGATION_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(propagation_mode, PropagationMode);
 
 unsigned long propagation_mode_to_ms_flag(PropagationMode m) {
         switch (m) {
