@@ -42,6 +42,11 @@ MANAGER_DEFAULTS = {
     "ExcludeUsers": "",
     "StateDirectory": "/run/nsmanager",
     "ViewPropagation": "slave",
+    "OperationTimeoutSec": "5s",
+    "MaxStuckOperations": "4",
+    "MaxUserMounts": "64",
+    "RateLimitIntervalSec": "10s",
+    "RateLimitBurst": "200",
 }
 VIEW_KEYS = ["PrivateTmp", "TmpSize", "BindPaths", "BindReadOnlyPaths", "TemporaryFileSystem",
              "InaccessiblePaths", "HideOtherHomes"]
@@ -70,6 +75,7 @@ def expected_dirs():
         "dbus_policy": (dbus_datadir + "/dbus-1/system.d") if dbus_datadir else "/usr/share/dbus-1/system.d",
         "dbus_services": pkg_config_variable("dbus-1", "system_bus_services_dir") or "/usr/share/dbus-1/system-services",
         "units": pkg_config_variable("systemd", "systemdsystemunitdir") or "/lib/systemd/system",
+        "dbus_interfaces": pkg_config_variable("dbus-1", "interfaces_dir") or "/usr/share/dbus-1/interfaces",
     }
 
 
@@ -107,6 +113,8 @@ def test_every_file_at_its_place(destdir):
         f"{d['units']}/nsmanagerd.service": "systemd unit",
         "/etc/nsmanager/nsmanagerd.conf": "configuration",
         "/usr/share/doc/nsmanager/examples/desktop.conf": "desktop example (documentation only)",
+        f"{d['dbus_interfaces']}/org.example.NSManager.Manager.xml": "Manager introspection",
+        f"{d['dbus_interfaces']}/org.example.NSManager.Namespace.xml": "Namespace introspection",
     }
     files[f"{d['pam']}/pam_nsmanager.so"] = "PAM module"
     missing = [f"{path} ({what})" for path, what in files.items() if not installed(destdir, path).is_file()]
@@ -126,7 +134,9 @@ def test_every_file_at_its_place(destdir):
     for src, path in (("policy/org.example.NSManager.policy", f"{d['polkit']}/org.example.NSManager.policy"),
                       ("dbus/org.example.NSManager.conf", f"{d['dbus_policy']}/org.example.NSManager.conf"),
                       ("dbus/org.example.NSManager.service", f"{d['dbus_services']}/org.example.NSManager.service"),
-                      ("conf/nsmanagerd.conf", "/etc/nsmanager/nsmanagerd.conf")):
+                      ("conf/nsmanagerd.conf", "/etc/nsmanager/nsmanagerd.conf"),
+                      ("dbus/org.example.NSManager.Manager.xml",
+                       f"{d['dbus_interfaces']}/org.example.NSManager.Manager.xml")):
         p = installed(destdir, path)
         assert p.read_bytes() == (REPO / src).read_bytes(), f"{path} differs from {src}"
         assert stat.S_IMODE(p.stat().st_mode) & 0o444 == 0o444, f"{path} is not world-readable"

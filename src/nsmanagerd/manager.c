@@ -469,6 +469,8 @@ int manager_rate_limit(Manager *m, uid_t uid) {
         char key[16];
         RateLimit *rl;
 
+        if (m->config.rate_limit_burst == 0)
+                return 0;   /* RateLimitBurst=0: no rate limit, as in systemd's settings */
         snprintf(key, sizeof key, "%u", (unsigned) uid);
         rl = hashmap_get(m->rate_limits, key);
         if (!rl) {

@@ -9,7 +9,7 @@
  * the daemon learns the caller from the socket (SO_PEERCRED) instead of asking the bus driver
  * — which also works for a CloseSession whose caller has already hung up. Signals are sent on
  * the system bus only. Anything but root is turned away at accept(), and the socket is 0600
- * root in a 0755 directory. */
+ * root (in /run/nsmanager, 0700 where it is the StateDirectory).  */
 
 int private_bus_listen(Manager *m);
 void private_bus_done(Manager *m);

@@ -15,7 +15,8 @@
 #include "view-policy.h"
 #include "strv.h"
 
-/* The [View] policy, applied inside a freshly pivoted view (see view.c, step 6).
+/* The [View] policy, applied inside a freshly built view, in a killable child that entered it
+ * (view-ops.c, VIEW_OP_APPLY_POLICY; the view builder never looks up a user's paths).
  *
  * How it works:
  *
@@ -38,8 +39,10 @@
  * A symlink in the way is -ELOOP. Missing directories (or an empty file, for a file source)
  * are created with mkdirat()/openat(O_EXCL) relative to the parent's fd; they appear on the
  * host too (same filesystem), so on failure everything this call created is removed again and
- * its mounts are detached. Sources follow ordinary symlinks (as systemd does; a bind grants
- * no access the permissions do not) but not /proc magic links.
+ * its mounts are detached. Sources follow only symlinks owned by root (open_path_safe(), in the
+ * spirit of systemd's CHASE_SAFE): a source may come from %h or lie where a user can write, and
+ * a bind shows what a parent directory's permissions deny, so a user's link must never steer
+ * one (docs/security.md).
  *
  * Propagation: a mount attached under a shared mount appears at all its peers. In a view the
  * SharedSubtrees (/mnt) are peers of the host's, and with ViewPropagation=shared the whole view
