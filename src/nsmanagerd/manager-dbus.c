@@ -222,15 +222,6 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
 
 /* ---- sessions ---- */
 
-static bool valid_session_id(const char *id) {
-        if (!id || !*id || strlen(id) > 255)
-                return false;
-        for (const char *c = id; *c; c++)
-                if (*c <= ' ' || *c == ':' || *c == 127)
-                        return false;
-        return true;
-}
-
 static void on_session_namespace(Namespace *ns, int result, const char *message, void *userdata) {
         BusRequest *req = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
