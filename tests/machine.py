@@ -17,9 +17,10 @@ How:
      an administrator would: `meson install --destdir` of the build ($NSM_BUILD_DIR or
      build/; no rebuild), the test user alice (uid 2001) with useradd,
      `session optional pam_nsmanager.so` at the end of /etc/pam.d/su-l (after
-     common-session's pam_systemd.so, docs/pam.md) and the project's
-     pam.d/systemd-user as /etc/pam.d/systemd-user. nsmanagerd.service is not enabled:
-     it is D-Bus activated.
+     common-session's pam_systemd.so) and of /etc/pam.d/common-session-noninteractive
+     (which Debian's systemd-user stack includes: user@.service), as docs/pam.md says
+     for an installation without the package's pam-auth-update profile.
+     nsmanagerd.service is not enabled: it is D-Bus activated.
   4. `systemd-nspawn -D ROOT -b --register=no --keep-unit --private-network` boots it
      in a cgroup of its own (console to a log file, attached to failures with the
      container's journal). Commands run inside with
@@ -266,9 +267,9 @@ class Machine:
         common = self.root_path("/etc/pam.d/common-session").read_text()
         assert re.search(r"^session\s+\S+\s+pam_systemd\.so", common, re.M), \
             "the image's common-session has no pam_systemd.so (is libpam-systemd in tools/nspawn-image?)"
-        su_l = self.root_path("/etc/pam.d/su-l")
-        su_l.write_text(su_l.read_text().rstrip("\n") + "\n" + PAM_LINE + "\n")
-        (self.root_path("/etc/pam.d/systemd-user")).write_text((REPO / "pam.d" / "systemd-user").read_text())
+        for stack in ("su-l", "common-session-noninteractive"):
+            path = self.root_path(f"/etc/pam.d/{stack}")
+            path.write_text(path.read_text().rstrip("\n") + "\n" + PAM_LINE + "\n")
 
     # --- the container ---------------------------------------------------------------
 

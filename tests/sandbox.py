@@ -19,7 +19,9 @@ the sandbox builds what a small Debian machine has and nsmanagerd needs:
   a real dbus-daemon --system (Debian's system.conf) and a real polkitd.
 
 The real files are never written: they are only covered by bind mounts that
-vanish with the namespace. Each daemon "instance" gets fresh SubtreeRoot,
+vanish with the namespace. A checkout (or build directory) under /tmp, /run or
+/home is bound back at its own path over the sandbox's tmpfs; one under /mnt is
+refused at once (check_checkout_location). Each daemon "instance" gets fresh SubtreeRoot,
 StateDirectory and configuration directories under BASE/runs/, so tests are
 independent; cleanup_instance() removes what a test left and reports mounts
 that leaked. teardown() undoes everything and checks that the mount table is
@@ -59,7 +61,11 @@ PROPERTIES_IFACE = "org.freedesktop.DBus.Properties"
 POLKIT_BUS_NAME = "org.freedesktop.PolicyKit1"
 
 SYSTEM_BUS_SOCKET = "/run/dbus/system_bus_socket"
+# The user range nsmanagerd publishes for pam_nsmanager (src/shared/login-filter.h); on the
+# sandbox's /run.
+LOGIN_FILTER = Path("/run/nsmanager/login-filter")
 SYSTEM_BUS_ADDRESS = "unix:path=" + SYSTEM_BUS_SOCKET
+NSM_PRIVATE_SOCKET = "/run/nsmanager/private"     # src/shared/bus-errors.h
 BASE = Path("/tmp/nsmanager-sandbox")
 
 # ASan/UBSan builds are slower; NSM_TIMEOUT_SCALE=3 stretches every wait.
@@ -117,6 +123,33 @@ def pam_build_dir() -> Path:
 
 def pam_module() -> Path:
     return pam_build_dir() / "src/pam/pam_nsmanager.so"
+
+
+def checkout_paths() -> list[Path]:
+    """The checkout and the build directories the tests read from, resolved, outermost first
+    (a build directory inside the checkout is not listed again)."""
+    found: list[Path] = []
+    for p in sorted({REPO.resolve(), build_dir().resolve(), pam_build_dir().resolve()}, key=lambda x: len(x.parts)):
+        if not any(_is_under(p, q) for q in found):
+            found.append(p)
+    return found
+
+
+def check_checkout_location(users=()) -> None:
+    """Refuse at once, with the reason, a checkout the sandbox cannot keep visible: one under
+    /mnt (the default SharedSubtrees=: the daemon would copy it into every view and count it
+    as a leak), under the sandbox's own BASE, or in a test user's home. A checkout under /tmp,
+    /run or /home is kept: Sandbox.setup binds it back over the sandbox's tmpfs."""
+    for p in checkout_paths():
+        if _is_under(p, "/mnt"):
+            raise RuntimeError(f"{p} is under /mnt, which the test sandbox covers with a tmpfs and nsmanagerd "
+                               "shares into every view (SharedSubtrees=/mnt): move the checkout elsewhere")
+        if _is_under(p, BASE) or _is_under(BASE, p):
+            raise RuntimeError(f"{p} overlaps the test sandbox's own directory {BASE}: move the checkout elsewhere")
+        for u in users:
+            if _is_under(p, u.home):
+                raise RuntimeError(f"{p} is in the home of the test user {u.name}, which the sandbox "
+                                   f"creates afresh: move the checkout elsewhere")
 
 
 def _enc(s) -> bytes | None:
@@ -544,6 +577,21 @@ class Sandbox:
         data = f"mode={mode}" + (f",size={size}" if size else "")
         self._mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, data)
 
+    def _cover(self, target: str, mode: str) -> None:
+        """A tmpfs over the machine's directory `target`, with the checkout and build
+        directories that lie below it bound back at their own paths (a CI clone in /tmp, a
+        developer's in /home): opened before they are covered, bound through /proc/self/fd."""
+        keep = [p for p in checkout_paths() if _is_under(p, target)]
+        fds = [os.open(p, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for p in keep]
+        try:
+            self._tmpfs(target, mode=mode)
+            for p, fd in zip(keep, fds):
+                os.makedirs(p, mode=0o755, exist_ok=True)
+                self._mount(f"/proc/self/fd/{fd}", p, None, MS_BIND)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
     def _bind_file(self, content: str | bytes, target: str, mode: int, uid=0, gid=0) -> None:
         src = self.base / "overlays" / target.lstrip("/")
         src.parent.mkdir(parents=True, exist_ok=True)
@@ -586,12 +634,13 @@ class Sandbox:
     def setup(self) -> "Sandbox":
         if self._is_set_up:
             return self
+        check_checkout_location(self.users.values())
         enter_private_mount_namespace()
         self.baseline = host_mountinfo()
         os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = SYSTEM_BUS_ADDRESS
         try:
-            self._tmpfs("/tmp", mode="1777")
-            self._tmpfs("/run", mode="755")
+            self._cover("/tmp", mode="1777")
+            self._cover("/run", mode="755")
             for d, mode in (("dbus", 0o755), ("lock", 0o1777), ("user", 0o755), ("sshd", 0o755)):
                 os.mkdir(f"/run/{d}")
                 os.chmod(f"/run/{d}", mode)
@@ -606,7 +655,7 @@ class Sandbox:
                 os.chmod(self.base / "bin", 0o755)
                 os.chmod(self.base / "bin" / "nsctl", 0o755)
             self._setup_users()
-            self._tmpfs("/mnt", mode="755")
+            self._cover("/mnt", mode="755")
             self._setup_dbus_policy()
             if self.with_polkit:
                 self._setup_polkit_files()
@@ -650,7 +699,7 @@ class Sandbox:
         if os.path.exists("/etc/gshadow"):
             self._bind_file("\n".join(gshadow) + "\n", "/etc/gshadow", 0o640, gid=shadow_gid)
 
-        self._tmpfs("/home", mode="755")
+        self._cover("/home", mode="755")
         for u in self.users.values():
             home = Path(u.home)
             if os.path.isdir("/etc/skel"):
@@ -698,6 +747,10 @@ class Sandbox:
                 p.kill()
                 p.wait()
         return p.returncode
+
+    def process(self, name: str) -> subprocess.Popen:
+        """A process the sandbox started and tracks: "dbus-daemon", "polkitd", "nsmanagerd"."""
+        return self._procs[name]
 
     def log_text(self, name: str) -> str:
         p = self.base / "logs" / f"{name}.log"

@@ -14,6 +14,7 @@
 #include "mount-util.h"
 #include "namespace.h"
 #include "path-util.h"
+#include "process-util.h"
 #include "user-util.h"
 #include "login-filter.h"
 #include "view-build.h"
@@ -316,6 +317,50 @@ static void test_mount_info(void) {
         mount_entries_free(e, n);
 }
 
+/* namespace_parse_state(): a malformed record costs only itself. */
+static void test_state_file(void) {
+        static const char state[] =
+                "LINGER=yes\n"
+                "BIND=garbage\n"
+                "SESSION=c1:2 10 0\n"
+                "CHOICE=private\n"
+                "BIND=1 2 admin /a\\x2\n"
+                "BIND=3 4 user /kept\\x20too\n"
+                "SESSION=c17 0 0\n"
+                "CHOICE=slave recursive /media\n"
+                "PENDING_JOIN=/run/media\n";
+        Namespace *ns = calloc(1, sizeof(Namespace));
+        bool had_sessions = false;
+        FILE *f = fmemopen((void *) state, sizeof state - 1, "r");
+
+        check(ns && f, "state file set up");
+        if (!ns || !f)
+                return;
+        *ns = (Namespace) { .n_ref = 1, .mntns_fd = -EBADF };
+        check(namespace_parse_state(ns, f, &had_sessions) == 0, "a state file with malformed records is read");
+        check(ns->linger && had_sessions, "LINGER and SESSION seen");
+        check(ns->n_binds == 1 && streq(ns->binds[0].destination, "/kept too") && ns->binds[0].for_user,
+              "records after a malformed one are kept, paths unescaped");
+        check(ns->sessions && streq(ns->sessions->id, "c17") && !ns->sessions->next && ns->sessions->pidfd < 0,
+              "a session id the bus would refuse is dropped; sessions are not watched while parsing");
+        check(ns->n_choices == 1 && ns->choices[0].recursive && strv_length(ns->pending_joins) == 1, "CHOICE and PENDING_JOIN");
+        check(valid_session_id("pam-sshd-pts_3-42") && !valid_session_id("") && !valid_session_id("a b") &&
+              !valid_session_id("a:b") && !valid_session_id("caf\xc3\xa9"), "valid_session_id");
+        fclose(f);
+        namespace_unref(ns);
+}
+
+/* The start time of /proc/PID/stat, whatever the command name holds. */
+static void test_proc_stat(void) {
+        static const char stat[] = "4242 (a) b\n(c) S 1 4242 4242 0 -1 4194560 1234 0 0 0 3 1 0 0 20 0 1 0 987654321 9027584\n";
+        uint64_t start = 0;
+
+        check(proc_stat_start_time(stat, sizeof stat - 1, &start) == 0 && start == 987654321,
+              "proc_stat_start_time: blanks, ')' and a newline in the command name");
+        check(proc_stat_start_time("1 (bash) S 1", 12, &start) == -EBADMSG, "proc_stat_start_time: a short line is -EBADMSG");
+        check(process_start_time(getpid()) != 0, "process_start_time of this process");
+}
+
 int main(void) {
         test_paths();
         test_user_names();
@@ -328,5 +373,7 @@ int main(void) {
         test_hashmap();
         test_mount_info();
         test_open_path_creating();
+        test_state_file();
+        test_proc_stat();
         return tap_finish();
 }

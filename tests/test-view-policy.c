@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit tests of src/nsmanagerd/view-policy.c. TAP output.
  *
- *   test-view-policy specifiers   the pure specifier expansion (any user)
+ *   test-view-policy specifiers   the pure parts: specifier expansion and view_policy_check()
+ *                                 (any user)
  *   test-view-policy mounts       view_policy_apply(), as root (else exit 77): every case runs
  *                                 in a forked child that first enters a mount namespace of its
  *                                 own with every mount private, then covers /tmp and /var/tmp
@@ -68,6 +69,49 @@ static void test_specifiers(void) {
         check(expand_fails("%H", &u, -EINVAL), "specifiers are case-sensitive (%%H unknown)");
         check(expand_fails("%g", &nogroup, -ESRCH), "%%g of a gid without a group is -ESRCH");
         check(expands_to("%G", &nogroup, "3999999999"), "%%G of a gid without a group still expands");
+}
+
+/* ---- checking without applying (view_policy_check) ---- */
+
+static bool check_fails_naming(ViewPolicy *p, const UserRecord *u, const char *want_in_message) {
+        _cleanup_free_ char *message = NULL;
+        int r = view_policy_check(p, u, &message);
+        if (r != -EINVAL || !message || !strstr(message, want_in_message)) {
+                printf("# r=%d, message '%s', want -EINVAL naming '%s'\n", r, message ?: "(null)", want_in_message);
+                return false;
+        }
+        return true;
+}
+
+static void test_check(void) {
+        UserRecord u = { .name = (char *) "alice", .uid = 2001, .gid = 0, .home = (char *) "/home/alice", .shell = (char *) "/bin/sh" };
+        UserRecord rootless = u;
+        char *binds[] = { (char *) "-/srv/%u:/data/%U:norbind", (char *) "/opt", NULL };
+        char *tmpfs[] = { (char *) "/scratch:size=1M,ro", NULL };
+        char *inaccessible[] = { (char *) "-%h/.ssh", NULL };
+        ViewPolicy good = { .bind_paths = binds, .temporary_file_system = tmpfs, .inaccessible_paths = inaccessible,
+                            .hide_other_homes = true };
+        char *relative[] = { (char *) "srv:/data", NULL };
+        char *root_dest[] = { (char *) "/srv:/", NULL };
+        char *bad_option[] = { (char *) "/srv:/data:bind", NULL };
+        char *four_fields[] = { (char *) "/a:/b:rbind:x", NULL };
+        char *unknown_specifier[] = { (char *) "/srv/%x", NULL };
+        char *dotdot[] = { (char *) "/home/%u/../bob", NULL };
+
+        rootless.home = (char *) "/alice";
+        check(view_policy_check(&good, &u, NULL) == 0, "a policy of typical entries passes");
+        check(view_policy_check(&(ViewPolicy) {}, &u, NULL) == 0, "an empty policy passes");
+        check(check_fails_naming(&(ViewPolicy) { .bind_paths = relative }, &u, "BindPaths=srv:/data"), "a relative source is named");
+        check(check_fails_naming(&(ViewPolicy) { .bind_read_only_paths = root_dest }, &u, "BindReadOnlyPaths=/srv:/"),
+              "a destination of / is refused");
+        check(check_fails_naming(&(ViewPolicy) { .bind_paths = bad_option }, &u, "BindPaths="), "an unknown bind option is refused");
+        check(check_fails_naming(&(ViewPolicy) { .bind_paths = four_fields }, &u, "BindPaths="), "a fourth field is refused");
+        check(check_fails_naming(&(ViewPolicy) { .temporary_file_system = unknown_specifier }, &u, "TemporaryFileSystem=/srv/%x"),
+              "an unknown specifier is refused");
+        check(check_fails_naming(&(ViewPolicy) { .inaccessible_paths = dotdot }, &u, "InaccessiblePaths="),
+              "'..' after expansion is refused");
+        check(check_fails_naming(&(ViewPolicy) { .hide_other_homes = true }, &rootless, "HideOtherHomes=yes"),
+              "HideOtherHomes= with a home right below / is refused");
 }
 
 /* ---- the mount part ---- */
@@ -459,8 +503,10 @@ int main(int argc, char *argv[]) {
         int r = 0;
 
         log_set_max_level(getenv("NSM_TEST_DEBUG") ? LOG_DEBUG : LOG_WARNING);
-        if (streq(what, "specifiers"))
+        if (streq(what, "specifiers")) {
                 test_specifiers();
+                test_check();
+        }
         else if (streq(what, "mounts"))
                 r = run_mounts();
         else {

@@ -3,7 +3,7 @@
 
 Everything goes through the real bus (dbus-python, busctl) to a real nsmanagerd in
 the sandbox of conftest.py; views are entered with the fd of OpenMountNamespace.
-The contract is ../shared/spec/interfaces.md."""
+The interface is described in docs/interface.md."""
 
 import os
 import re
@@ -588,7 +588,7 @@ def test_busctl_introspect_namespace(daemon):
 def test_views_pin_whatever_cpu_the_daemon_runs_on(daemon):
     """Linux 6.18 hands out namespace ids in per-CPU batches and the pin's loop check compares
     ids, so a namespace made on one CPU can look older than the registry made on another
-    (kernel-notes.md). The daemon confined to each CPU in turn — with the registry made on
+    (docs/kernel.md). The daemon confined to each CPU in turn — with the registry made on
     whichever CPU came first — must create, pin and restore namespaces every time."""
     cpus = sorted(os.sched_getaffinity(0))
     saved = set(cpus)

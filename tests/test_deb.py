@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 import sandbox as sandbox_module
+from helpers import wait_until
 from machine import ALICE, UNIT, Login, Machine, booted, ns_id_of
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, REPO, timeout
 
@@ -127,6 +128,7 @@ def contract(arch_triplet: str) -> dict[str, str]:
         "/etc/nsmanager/nsmanagerd.conf": "the configuration",
         "/usr/share/bash-completion/completions/nsctl": "nsctl's bash completion",
         "/usr/share/pam-configs/nsmanager": "the pam-auth-update profile",
+        "/usr/lib/pam.d/nsmanager-attach": "the PAM service of attached commands (libpam's vendor directory)",
         "/usr/share/doc/nsmanager/README.md": "the README (uncompressed: the unit's Documentation=)",
         "/usr/share/doc/nsmanager/examples/desktop.conf": "the desktop example",
         "/usr/share/doc/nsmanager/copyright": "the copyright file",
@@ -177,7 +179,8 @@ def test_files_are_the_sources(deb):
                       ("dbus/org.example.NSManager.service", "/usr/share/dbus-1/system-services/org.example.NSManager.service"),
                       ("conf/nsmanagerd.conf", "/etc/nsmanager/nsmanagerd.conf"),
                       ("completion/nsctl.bash", "/usr/share/bash-completion/completions/nsctl"),
-                      ("debian/pam-configs/nsmanager", "/usr/share/pam-configs/nsmanager")):
+                      ("debian/pam-configs/nsmanager", "/usr/share/pam-configs/nsmanager"),
+                      ("pam.d/nsmanager-attach", "/usr/lib/pam.d/nsmanager-attach")):
         assert deb.file(path).read_bytes() == (REPO / src).read_bytes(), f"{path} differs from {src}"
 
 
@@ -195,11 +198,18 @@ def test_binaries_hardened(deb):
 
 def test_conffiles(deb):
     """The configuration is a conffile (dpkg keeps an administrator's edits), and it is the
-    only regular file under /etc."""
+    only regular file under /etc. Nothing under /etc/pam.d: a PAM stack there would be a
+    conffile freezing another package's stack (systemd's systemd-user, say) and surviving
+    the removal; the PAM module is enabled through the pam-auth-update profile. The one
+    stack of the package's own, nsmanager-attach (the PAM service of Attach()'s units), is
+    in libpam's vendor directory /usr/lib/pam.d: no conffile, gone with the package, and
+    /etc/pam.d/nsmanager-attach overrides it."""
     conffiles = (deb.control / "conffiles").read_text().split()
     etc_files = sorted(p for p in deb.entries if p.startswith("/etc/") and deb.is_file(p))
     assert conffiles == ["/etc/nsmanager/nsmanagerd.conf"], conffiles
     assert etc_files == conffiles, f"files under /etc that are not conffiles: {set(etc_files) - set(conffiles)}"
+    pam_d = [p for p in deb.entries if "/pam.d" in p and deb.is_file(p)]
+    assert pam_d == ["/usr/lib/pam.d/nsmanager-attach"], f"the package installs PAM stacks: {pam_d}"
 
 
 def test_depends(deb):
@@ -253,42 +263,84 @@ def pam_profile(text: str) -> dict[str, str]:
 
 
 # In a mount namespace of its own: writable copies over what pam-auth-update reads and
-# writes, the package's profile added, then what an administrator and the maintainer
-# scripts run. Prints each resulting common-session.
+# writes, then what an administrator and the maintainer scripts run, with the package's
+# profile and with one as an earlier version had it (interactive sessions only). Prints
+# both common-session files after each step.
 PAM_AUTH_UPDATE = r"""
 set -eu
-scratch=$1 profile=$2
+scratch=$1 profile=$2 old=$3
 for d in /etc/pam.d /var/lib/pam /var/cache/debconf /usr/share/pam-configs; do
         mkdir -p "$scratch$d"
         cp -a "$d/." "$scratch$d/"
         mount --bind "$scratch$d" "$d"
 done
-cp "$profile" /usr/share/pam-configs/nsmanager
 export DEBIAN_FRONTEND=noninteractive
 show() { echo "== $1"; grep -hv '^#' /etc/pam.d/common-session | grep . || true;
          echo "== $1 noninteractive"; grep -hv '^#' /etc/pam.d/common-session-noninteractive | grep . || true; }
+cp "$profile" /usr/share/pam-configs/nsmanager
 pam-auth-update --package
 show postinst
+# The administrator's own line, after pam-auth-update's block.
+for f in common-session common-session-noninteractive; do
+        echo "session optional pam_umask.so" >> /etc/pam.d/$f
+done
+show edited
 pam-auth-update --enable nsmanager
 show enabled
+pam-auth-update --enable mkhomedir
+show mkhomedir
+pam-auth-update --disable mkhomedir
+pam-auth-update --package
+show upgraded
 pam-auth-update --package --remove nsmanager
 show removed
+# An upgrade from a version whose profile was for interactive sessions only.
+cp "$old" /usr/share/pam-configs/nsmanager
+pam-auth-update --package
+pam-auth-update --enable nsmanager
+show old
+cp "$profile" /usr/share/pam-configs/nsmanager
+pam-auth-update --package
+show from-old
+pam-auth-update --package --remove nsmanager
+show removed-again
+"""
+
+OLD_PROFILE = """\
+Name: Enter the per-user mount namespace of nsmanager on login
+Default: no
+Priority: 0
+Session-Type: Additional
+Session-Interactive-Only: yes
+Session:
+	optional	pam_nsmanager.so
 """
 
 
 def test_pam_profile(deb):
     """/usr/share/pam-configs/nsmanager: off until `pam-auth-update --enable nsmanager`,
-    which adds `session optional pam_nsmanager.so` to common-session after pam_systemd
-    (docs/pam.md) and not to common-session-noninteractive; the prerm's --remove takes it
-    out again."""
+    which adds `session optional pam_nsmanager.so` to common-session and to
+    common-session-noninteractive (cron, sudo, systemd --user), after pam_systemd and
+    pam_mkhomedir (docs/pam.md); an administrator's own line stays through every step; an
+    upgrade from the interactive-only profile adds the non-interactive line; the prerm's
+    --remove restores both files."""
     profile = pam_profile(deb.file("/usr/share/pam-configs/nsmanager").read_text())
     assert profile["Default"] == "no"
     assert profile["Session-Type"] == "Additional"
     assert profile["Session"].split() == ["optional", "pam_nsmanager.so"]
+    # pam-auth-update takes the field as set whatever its value (`defined(...)` in its
+    # parse_pam_profile) and leaves the profile out of common-session-noninteractive then.
+    assert "Session-Interactive-Only" not in profile, "Session-Interactive-Only in any form keeps cron, sudo " \
+        "and systemd --user out"
+    assert int(profile["Priority"]) < 0, "Priority 0 or more does not put the module after every profile of 0"
     assert shutil.which("pam-auth-update"), "pam-auth-update is missing: tools/deps installs libpam-runtime"
+    assert Path("/usr/share/pam-configs/mkhomedir").exists(), "pam_mkhomedir's profile is missing (libpam-modules)"
+    old = deb.scratch / "old-profile"
+    old.write_text(OLD_PROFILE)
     p = run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", PAM_AUTH_UPDATE, "sh",
-             deb.scratch / "pam-auth-update", deb.file("/usr/share/pam-configs/nsmanager")], wait=120)
+             deb.scratch / "pam-auth-update", deb.file("/usr/share/pam-configs/nsmanager"), old], wait=120)
     assert p.returncode == 0, f"pam-auth-update failed:\n{p.stdout}\n{p.stderr}"
+    assert "Use of uninitialized" not in p.stderr, p.stderr
     stacks, name = {}, None
     for line in p.stdout.splitlines():
         if line.startswith("== "):
@@ -297,18 +349,28 @@ def test_pam_profile(deb):
         elif name:
             stacks[name].append(" ".join(line.split()))
     print(p.stdout)
-    assert any("pam_systemd.so" in line for line in stacks["postinst"]), \
-        "common-session has no pam_systemd.so: tools/deps installs libpam-systemd"
     line = "session optional pam_nsmanager.so"
-    enabled = stacks["enabled"]
-    assert not any("pam_nsmanager" in x for x in stacks["postinst"]), "installing the package enabled the module"
-    assert line in enabled, f"pam-auth-update --enable nsmanager did not add the line:\n{p.stdout}\n{p.stderr}"
-    assert [x for x in enabled if x != line] == stacks["postinst"], "--enable changed more than the one line"
-    systemd = next(i for i, x in enumerate(enabled) if "pam_systemd.so" in x)
-    assert enabled.index(line) > systemd, f"pam_nsmanager.so comes before pam_systemd.so: {enabled}"
-    assert not any("pam_nsmanager" in x for x in stacks["enabled noninteractive"]), \
-        "the module is in common-session-noninteractive (cron, at): Session-Interactive-Only is lost"
-    assert stacks["removed"] == stacks["postinst"], "pam-auth-update --remove did not restore common-session"
+    admin = "session optional pam_umask.so"
+    assert any("pam_systemd.so" in x for x in stacks["postinst"]), \
+        "common-session has no pam_systemd.so: tools/deps installs libpam-systemd"
+    for kind in ("", " noninteractive"):
+        postinst, edited, enabled = stacks["postinst" + kind], stacks["edited" + kind], stacks["enabled" + kind]
+        assert not any("pam_nsmanager" in x for x in postinst), "installing the package enabled the module"
+        assert edited == postinst + [admin]
+        assert line in enabled, f"pam-auth-update --enable nsmanager did not add the line{kind}:\n{p.stdout}"
+        assert [x for x in enabled if x != line] == edited, f"--enable changed more than the one line{kind}"
+        assert enabled[-1] == admin, f"the administrator's line moved{kind}: {enabled}"
+        for other in ("pam_systemd.so", "pam_mkhomedir.so"):
+            before = [i for i, x in enumerate(stacks["mkhomedir" + kind]) if other in x]
+            assert stacks["mkhomedir" + kind].index(line) > max(before, default=-1), \
+                f"pam_nsmanager.so comes before {other}{kind}: {stacks['mkhomedir' + kind]}"
+        assert stacks["upgraded" + kind] == enabled, f"pam-auth-update --package changed an enabled stack{kind}"
+        assert stacks["removed" + kind] == edited, f"--remove did not restore the stack{kind}"
+        assert stacks["from-old" + kind] == enabled, f"the upgrade from the interactive-only profile{kind}"
+        assert stacks["removed-again" + kind] == edited
+    assert line in stacks["old"] and line not in stacks["old noninteractive"], \
+        "the earlier profile is not interactive-only: the upgrade step proves nothing"
+    assert any("pam_systemd.so" in x for x in stacks["mkhomedir"])
 
 
 def test_lintian(deb):
@@ -322,9 +384,20 @@ def test_lintian(deb):
     assert not (deb.unpacked / "usr/share/lintian/overrides").exists(), "overrides are shipped: document them"
 
 
-def _common_session(m: Machine) -> list[str]:
-    text = m.exec(["cat", "/etc/pam.d/common-session"]).stdout
+def _common_session(m: Machine, name: str = "common-session") -> list[str]:
+    text = m.exec(["cat", f"/etc/pam.d/{name}"]).stdout
     return [" ".join(line.split()) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+# A PAM service of the test's own that includes common-session-noninteractive as cron's and
+# sudo's do; run through a transient service with PAMName= (systemd opens a PAM session for
+# the service's process, as cron does for a job).
+NONINTERACTIVE_SERVICE = """\
+#%PAM-1.0
+# tests/test_deb.py: a non-interactive session, as cron's and sudo's stacks have it
+@include common-account
+@include common-session-noninteractive
+"""
 
 
 def test_deb_package(deb, tmp_path_factory):
@@ -333,8 +406,12 @@ def test_deb_package(deb, tmp_path_factory):
     has every dependency) leaves nsmanagerd.service installed but disabled and stopped;
     the first bus call activates it; `pam-auth-update --enable nsmanager` adds the
     session line to common-session after pam_systemd.so; `su -l alice` lands in her
-    namespace. `apt-get remove` takes the line out again, stops the daemon and keeps the
-    conffile, which `purge` removes; logins work throughout."""
+    namespace, and so do user@2001.service (systemd --user, through systemd-user's
+    common-session-noninteractive) and a session through a common-session-noninteractive
+    stack of the test's own — nothing but the package and pam-auth-update put the module
+    there. `apt-get remove` takes the lines out again (no pam_nsmanager left anywhere in
+    /etc/pam.d), stops the daemon and keeps the conffile, which `purge` removes; logins
+    work throughout."""
     package = "/root/" + deb.path.name     # (not /tmp: nspawn mounts a tmpfs there)
     line = "session optional pam_nsmanager.so"
     image = None
@@ -367,13 +444,15 @@ def test_deb_package(deb, tmp_path_factory):
         assert reply == [[]], reply
         assert m.is_active() == "active", f"{UNIT} was not activated by the call\n{m.diag()}"
 
-        # The administrator enables the PAM profile.
-        before = _common_session(m)
+        # The administrator enables the PAM profile: both common-session files get the line.
+        before = {f: _common_session(m, f) for f in ("common-session", "common-session-noninteractive")}
         m.exec(["env", "DEBIAN_FRONTEND=noninteractive", "pam-auth-update", "--enable", "nsmanager"],
                what="pam-auth-update --enable nsmanager")
+        for f, was in before.items():
+            enabled = _common_session(m, f)
+            assert line in enabled, f"pam-auth-update did not add {line!r} to {f}:\n" + "\n".join(enabled)
+            assert [x for x in enabled if x != line] == was, f"pam-auth-update changed more than the one line of {f}"
         enabled = _common_session(m)
-        assert line in enabled, f"pam-auth-update did not add {line!r}:\n" + "\n".join(enabled)
-        assert [x for x in enabled if x != line] == before, "pam-auth-update changed more than the one line"
         systemd = next((i for i, x in enumerate(enabled) if "pam_systemd.so" in x), None)
         assert systemd is not None and enabled.index(line) > systemd, enabled
 
@@ -384,13 +463,32 @@ def test_deb_package(deb, tmp_path_factory):
             assert login.link != m.mntns(1), "alice's login stayed in the machine's namespace"
             assert any(not s.startswith("pam-") for s in m.ns_property("Sessions")), \
                 "alice's logind session is not among her namespace's sessions"
+
+            # systemd --user, started by the login's pam_systemd.
+            unit = f"user@{ALICE.uid}.service"
+            wait_until(lambda: m.is_active(unit) == "active", f"{unit} to be active", 30, interval=0.1,
+                       diag=m.diag)
+            manager = int(m.systemctl_value("MainPID", unit))
+            assert m.mntns(manager) == login.link, \
+                f"{unit} (pid {manager}) is in {m.mntns(manager)}, alice's namespace is {login.link}"
+
+            # A non-interactive session (cron's, sudo's stack).
+            m.root_path("/etc/pam.d/nsm-noninteractive").write_text(NONINTERACTIVE_SERVICE)
+            p = m.exec(["systemd-run", "--quiet", "--wait", "--pipe", "-p", "PAMName=nsm-noninteractive",
+                        "-p", f"User={ALICE.name}", "readlink", "/proc/self/ns/mnt"],
+                       what="a session through common-session-noninteractive (systemd-run -p PAMName=)")
+            assert p.stdout.strip() == login.link, \
+                f"the non-interactive session is in {p.stdout.strip()}, alice's namespace is {login.link}"
+            assert m.ns_property("MountNamespaceId") == ns_id
         finally:
             login.logout()
 
         # Removal: the PAM line goes (prerm), the daemon stops, the conffile stays.
         p = m.exec(apt + ["remove", "nsmanager"], wait=180, what="apt-get remove nsmanager")
-        assert not any("pam_nsmanager" in x for x in _common_session(m)), \
-            "apt-get remove left pam_nsmanager.so in common-session"
+        left = m.exec(["grep", "-rl", "pam_nsmanager", "/etc/pam.d"], check=False)
+        assert left.returncode == 1 and not left.stdout, f"apt-get remove left pam_nsmanager in {left.stdout}"
+        for f, was in before.items():
+            assert _common_session(m, f) == was, f"apt-get remove did not restore {f}"
         assert m.is_active() != "active", f"{UNIT} still runs after apt-get remove\n{p.stdout}"
         assert m.exec(["test", "-e", "/usr/libexec/nsmanagerd"], check=False).returncode != 0
         assert m.exec(["test", "-f", "/etc/nsmanager/nsmanagerd.conf"], check=False).returncode == 0, \

@@ -221,6 +221,19 @@ def test_get_mounts_is_rate_limited_per_caller(daemon):
         sb.manager().GetMounts("alice")
 
 
+@pytest.mark.daemon_config(RateLimitBurst="0", MaxStuckOperations="0",
+                           files={"user.d/alice.conf": "[View]\nPrivateTmp=yes\n"})
+def test_zero_means_no_limit(daemon, polkit_rules):
+    """RateLimitBurst=0 and MaxStuckOperations=0 turn the limit off (as systemd's settings
+    do), rather than refusing every call and every login with a [View] policy."""
+    sb = daemon
+    polkit_rules("50-alice-own", ALICE_OWN)
+    sb.manager().CreateNamespace("alice")                 # its [View] policy runs as alice's
+    for i in range(20):
+        assert_ok(call_as(sb, "bob", "GetMounts", "s", "alice"), f"GetMounts {i}")
+    assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "shared", 0), "alice's own change")
+
+
 # ---- ShareSubtree("", P) with one view stuck ----
 
 def setup_share(sb, servers):

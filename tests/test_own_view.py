@@ -36,7 +36,7 @@ polkit.addRule(function(action, subject) {
 });
 """
 
-RULE_WORDS = ("owned", "SharedSubtrees", "policy", "not a bind made for", "reachable", "own binds")
+RULE_WORDS = ("owned", "SharedSubtrees", "policy", "not a bind made for", "reachable", "own binds", "not a mount point")
 
 
 def refused(result, what, names=(E_ACCESS_DENIED,)):
@@ -150,6 +150,26 @@ def test_roots_mounts_under_mnt_stay(own):
     assert Path("/mnt/data/backup.sh").read_text() == "#!/bin/sh\necho root's backup\n"
     assert is_mount_point(sb, None, "/mnt/data") and is_mount_point(sb, "bob", "/mnt/data")
     assert is_mount_point(sb, "alice", "/mnt/data")
+
+
+def test_propagation_changes_add_no_mount_under_mnt(own):
+    """SetPropagation and EnslaveSubtree on a directory that is no mount point would bind it
+    onto itself first: under the shared /mnt that mount appears on the host and in every view,
+    at a directory of root's that fusermount3 would not let her mount on."""
+    sb = own
+    os.makedirs("/mnt/nsm-roots-dir")
+    try:
+        host_before, bob_before = sb.mount_count(), sb.mount_count("bob")
+        for method, sig, args in (("SetPropagation", "ssst", ("alice", "/mnt/nsm-roots-dir", "private", 0)),
+                                  ("SetPropagation", "ssst", ("alice", "/mnt/nsm-roots-dir", "shared", 1)),
+                                  ("EnslaveSubtree", "ss", ("alice", "/mnt/nsm-roots-dir"))):
+            message = refused(call_as(sb, "alice", method, sig, *args), f"{method}{args}")
+            assert "not a mount point" in message
+        assert not is_mount_point(sb, None, "/mnt/nsm-roots-dir")
+        assert not is_mount_point(sb, "bob", "/mnt/nsm-roots-dir")
+        assert (sb.mount_count(), sb.mount_count("bob")) == (host_before, bob_before)
+    finally:
+        os.rmdir("/mnt/nsm-roots-dir")
 
 
 # ---- 4. the create flag ----

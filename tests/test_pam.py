@@ -4,8 +4,8 @@ caller and sshd, inside the sandbox (tests/sandbox.py).
 
 The project's service files (pam.d/) are installed over the sandbox's copy of /etc/pam.d
 (sandbox.overlay_dir: the machine's /etc/pam.d is never written), with "pam_nsmanager.so"
-replaced by the module in the build directory plus "debug conf=<the instance's
-nsmanagerd.conf>", so the module reads the same user range as the daemon.
+replaced by the module in the build directory plus "debug". The module reads the user range
+from what the instance's daemon publishes (/run/nsmanager/login-filter, on the sandbox's /run).
 
 A login is kept open by running a small command loop as its shell command (Login below):
 the test sends command lines and reads their output, from inside the session.
@@ -16,15 +16,18 @@ import os
 import re
 import select
 import shutil
+import signal
+import stat
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 import sandbox as sb_module
-from helpers import E_NO_SUCH_NAMESPACE, wait_until
+from helpers import E_NO_SUCH_NAMESPACE, ns_path, wait_until
 from sandbox import REPO, mntns_id, timeout
 from sshd import Sshd
 
@@ -81,15 +84,16 @@ class PamServices:
     """Installs service files into the sandbox's /etc/pam.d for one test; restores the
     copies of the machine's files afterwards."""
 
-    def __init__(self, pam_dir: Path, module: Path, config_file: Path):
+    def __init__(self, pam_dir: Path, module: Path):
         self.dir = pam_dir
-        self.module_args = f"{module} debug conf={config_file}"
+        self.module_args = f"{module} debug"
         self._saved: dict[str, str | None] = {}
 
-    def text_of(self, source: str) -> str:
+    def text_of(self, source: str, args: str = "") -> str:
+        """pam.d/SOURCE with the module of the build, "debug" and `args` (e.g. "timeout=2")."""
         text = (PAM_SRC / source).read_text()
         assert re.search(r"\bpam_nsmanager\.so\b", text), f"pam.d/{source} does not use pam_nsmanager.so"
-        return re.sub(r"\bpam_nsmanager\.so\b", self.module_args, text)
+        return re.sub(r"\bpam_nsmanager\.so\b", f"{self.module_args} {args}".rstrip(), text)
 
     def install(self, service: str, source: str | None = None, text: str | None = None) -> Path:
         """Put pam.d/SOURCE (module path substituted) or `text` in place as SERVICE."""
@@ -113,7 +117,7 @@ class PamServices:
 @pytest.fixture
 def pam(pam_dir, daemon, pam_module):
     """The project's PAM services installed for the running daemon instance."""
-    services = PamServices(pam_dir, pam_module, daemon.config_file)
+    services = PamServices(pam_dir, pam_module)
     for service, source in SERVICES.items():
         services.install(service, source)
     yield services
@@ -281,6 +285,16 @@ def host_ns() -> int:
     return mntns_id()
 
 
+@contextlib.contextmanager
+def stopped(pid: int):
+    """The process stopped (SIGSTOP) for the block: alive, its sockets open, answering nothing."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 def runuser(user: str, command: str, wait: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
     e = dict(os.environ)
     e.update(env or {})
@@ -353,7 +367,11 @@ def test_pamtester_open_close(daemon, pam):
     # The fallback session id (no pam_systemd here): pam-SERVICE-TTY-PID.
     opened = re.findall(r"Session '(pam-nsm-pamtester-required-notty-\d+)' of 'alice' opened", log)
     assert len(opened) == 1, log
-    assert f"Session '{opened[0]}' of 'alice' closed." in log
+    # close_session writes CloseSession on the private socket without waiting for it, and
+    # pamtester exits right after: the daemon may see the leader go first. Closed either way.
+    wait_until(lambda: f"Session '{opened[0]}' of 'alice' closed." in daemon.daemon_log_text() or
+               f"of session '{opened[0]}' of 'alice' exited without closing it" in daemon.daemon_log_text(),
+               "the session to be closed")
     signals.wait_for("NamespaceRemoved", lambda args: args[0] == "alice", timeout_sec=STOP_DELAY + MARGIN)
 
 
@@ -477,20 +495,34 @@ def test_excluded_user_untouched(daemon, pam):
 
 
 @pytest.mark.daemon_config(ExcludeUsers="dave")
-def test_daemon_range_wins_over_module_conf(daemon, pam):
-    """The module's conf= says dave is a user like any other, the daemon excludes him: the
-    daemon's UserExcluded makes the module step aside (PAM_IGNORE), even with required."""
-    other = sb_module.BASE / "test-pam" / "other.conf"
-    other.write_text("[Manager]\nMinUID=1000\n")
-    try:
-        pam.install("nsm-pamtester-required", text=pam.text_of("nsm-pamtester-required").replace(
-            f"conf={daemon.config_file}", f"conf={other}"))
-        p = subprocess.run(["pamtester", "nsm-pamtester-required", "dave", "open_session", "close_session"],
-                           capture_output=True, text=True, timeout=timeout(60))
-        assert p.returncode == 0, p.stdout + p.stderr
-    finally:
-        other.unlink(missing_ok=True)
+def test_daemon_is_asked_without_a_login_filter(daemon, pam):
+    """Without the range nsmanagerd publishes (/run/nsmanager/login-filter: a daemon that never
+    ran, a file removed), the module asks the daemon, whose UserExcluded makes it step aside
+    (PAM_IGNORE, a notice in syslog), even with required."""
+    sb_module.LOGIN_FILTER.unlink()
+    p, log = run_with_syslog(["pamtester", "nsm-pamtester-required", "dave", "open_session", "close_session"],
+                             sb_module.BASE / "syslog")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert any("nsmanagerd does not manage user 'dave'" in line for line in log), log
     assert list(daemon.manager().ListNamespaces()) == []
+
+
+@pytest.mark.daemon_config(ExcludeUsers="dave")
+def test_users_outside_the_range_cost_no_bus_call(daemon, pam):
+    """Every cron job of every system user runs the module (common-session-noninteractive):
+    root, users below MinUID= and those in ExcludeUsers= are skipped from the published
+    range, without a bus call. Shown with the bus and the daemon stopped and `required`:
+    any call would time out and refuse the login."""
+    for service in ("nsm-pamtester-required", "runuser-l"):
+        pam.install(service, text=pam.text_of("nsm-pamtester-required" if service != "runuser-l"
+                                              else "nsm-runuser-l-required", "timeout=2"))
+    with stopped(daemon.process("dbus-daemon").pid), stopped(daemon.daemon.pid):
+        for user in ("root", "svc", "dave"):
+            p = subprocess.run(["pamtester", "nsm-pamtester-required", user, "open_session", "close_session"],
+                               capture_output=True, text=True, timeout=timeout(60))
+            assert p.returncode == 0, (user, p.stdout + p.stderr)
+            p = runuser(user, "id -un")
+            assert p.returncode == 0 and p.stdout.strip() == user, (user, p.stdout, p.stderr)
 
 
 # ---------------------------------------------------------------------------
@@ -512,7 +544,7 @@ def test_desktop_dropin_media_appears_in_session(instance, pam_dir, pam_module, 
         sandbox.shared_subtrees = shared      # the drop-in's mounts are the daemon's by design
         assert sorted(map(str, sandbox.properties()["SharedSubtrees"])) == sorted(shared)
 
-        services = PamServices(pam_dir, pam_module, sandbox.config_file)
+        services = PamServices(pam_dir, pam_module)
         try:
             services.install("runuser-l", "nsm-runuser-l")
             login = logins(["runuser", "-l", "alice", "-c"])
@@ -602,20 +634,34 @@ exec "$@"
 
 def run_with_syslog(argv: list, workdir: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
     """Run argv in a mount namespace of its own whose /dev/log is a socket we read: what
-    PAM modules send to syslog (there is no journal in the sandbox)."""
+    PAM modules send to syslog (there is no journal in the sandbox). The socket is read while
+    argv runs: a datagram socket queues only net.unix.max_dgram_qlen (10) messages, and
+    syslog() blocks when the queue is full."""
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / "log"
     path.unlink(missing_ok=True)
+    lines: list[str] = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
         s.bind(str(path))
-        p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", DEV_WITH_LOG, "sh"]
-                           + [str(a) for a in argv], capture_output=True, text=True,
-                           timeout=timeout(60), env=dict(os.environ, D=str(workdir)))
-        lines = []
-        s.setblocking(False)
-        with contextlib.suppress(BlockingIOError):
+        s.settimeout(0.05)
+        done = threading.Event()
+
+        def read():
             while True:
-                lines.append(s.recv(65536).decode(errors="replace"))
+                try:
+                    lines.append(s.recv(65536).decode(errors="replace"))
+                except (TimeoutError, socket.timeout):
+                    if done.is_set():
+                        return
+        reader = threading.Thread(target=read)
+        reader.start()
+        try:
+            p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", DEV_WITH_LOG, "sh"]
+                               + [str(a) for a in argv], capture_output=True, text=True,
+                               timeout=timeout(60), env=dict(os.environ, D=str(workdir)))
+        finally:
+            done.set()
+            reader.join()
     path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         os.rmdir(workdir / "olddev")
@@ -654,6 +700,118 @@ def test_daemon_stopped_optional_lets_in_required_refuses(daemon, pam):
                        capture_output=True, text=True, timeout=timeout(60))
     assert p.returncode != 0
     assert "Cannot make/remove an entry for the specified session" in p.stdout + p.stderr
+
+
+# A login never waits longer than timeout=: one deadline for connecting, authenticating and
+# the call. The daemon stopped: its private socket (or the bus) takes the connection and
+# nobody answers. The bus stopped and no private socket to go to: the kernel accepts the
+# connection, and nobody answers the authentication (sd-bus alone would wait 25 s for it).
+TIMEOUT = 2
+
+
+@contextlib.contextmanager
+def private_socket_gone():
+    """nsmanagerd's private socket moved away: connect() fails, the module takes the bus."""
+    aside = sb_module.NSM_PRIVATE_SOCKET + ".aside"
+    os.rename(sb_module.NSM_PRIVATE_SOCKET, aside)
+    try:
+        yield
+    finally:
+        os.rename(aside, sb_module.NSM_PRIVATE_SOCKET)
+
+
+@pytest.mark.parametrize("which", ["nsmanagerd", "dbus-daemon"])
+def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
+    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", f"timeout={TIMEOUT}"))
+    pam.install("nsm-runuser-l-required", text=pam.text_of("nsm-runuser-l-required", f"timeout={TIMEOUT}"))
+    work = sb_module.BASE / "syslog"
+    slack = timeout(1.5)    # runuser itself, on a loaded machine
+    gone = private_socket_gone() if which == "dbus-daemon" else contextlib.nullcontext()
+    with gone, stopped(daemon.process(which).pid):
+        # optional: the login goes on, in the host namespace, after the timeout.
+        start = time.monotonic()
+        p, log = run_with_syslog(["runuser", "-l", "alice", "-c", "echo logged-in"], work)
+        elapsed = time.monotonic() - start
+        assert p.returncode == 0 and p.stdout == "logged-in\n", p.stdout + p.stderr
+        assert TIMEOUT - 0.1 <= elapsed <= TIMEOUT + slack, f"the login took {elapsed:.2f}s with timeout={TIMEOUT}"
+        expected = "nsmanagerd did not answer OpenSession for session 'pam-runuser-l-notty-"
+        errors = [line for line in log if expected in line]
+        assert errors and f"within {TIMEOUT}s (timeout=)" in errors[0], log
+        assert errors[0].startswith("<83>"), errors[0]   # LOG_AUTHPRIV | LOG_ERR
+        assert p.stderr == "", p.stderr
+        p = runuser("alice", "readlink /proc/self/ns/mnt")
+        assert p.returncode == 0 and parse_ns(p.stdout) == host_ns(), p.stdout + p.stderr
+
+        # required: refused, after the timeout.
+        pam.install("runuser-l", text=pam.text_of("nsm-runuser-l-required", f"timeout={TIMEOUT}"))
+        start = time.monotonic()
+        p = runuser("alice", "echo logged-in")
+        elapsed = time.monotonic() - start
+        assert p.returncode != 0 and "logged-in" not in p.stdout
+        assert "cannot open session" in p.stderr, p.stderr
+        assert TIMEOUT - 0.1 <= elapsed <= TIMEOUT + slack, f"the refusal took {elapsed:.2f}s with timeout={TIMEOUT}"
+
+
+def test_logins_take_the_private_socket(daemon, pam):
+    """Root's logins talk to nsmanagerd on its private socket, without dbus-daemon: with the
+    bus stopped, a login still lands in the view at once, and logs out."""
+    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", f"timeout={TIMEOUT}"))
+    mode = os.stat(sb_module.NSM_PRIVATE_SOCKET).st_mode
+    assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600, oct(mode)
+    daemon.manager().CreateNamespace("alice")
+    view = daemon.view_ns_id("alice")
+    with stopped(daemon.process("dbus-daemon").pid):
+        start = time.monotonic()
+        p = runuser("alice", "readlink /proc/self/ns/mnt")
+        elapsed = time.monotonic() - start
+    assert p.returncode == 0 and parse_ns(p.stdout) == view, p.stdout + p.stderr
+    assert elapsed < TIMEOUT, f"the login took {elapsed:.2f}s"
+    wait_until(lambda: list(daemon.properties(ns_path("alice"))["Sessions"]) == [], "the session to close")
+    # Nobody but root gets in.
+    p = daemon.run_as("bob", ["/usr/bin/python3", "-c", f"import socket; s = socket.socket(socket.AF_UNIX); "
+                                                        f"s.connect({sb_module.NSM_PRIVATE_SOCKET!r})"])
+    assert p.returncode != 0 and "Permission denied" in p.stderr, p.stderr
+
+
+def module_imports(module: Path) -> set[str]:
+    out = subprocess.run(["nm", "-D", "--undefined-only", module], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+
+
+def test_module_has_no_way_to_the_terminal(pam_module):
+    """Nothing in the module can write to the login's terminal: no stdio stream, no printing
+    function, no PAM conversation (pam_info/pam_error/pam_prompt), and none of the shared
+    code's log functions (which write to stderr). Messages go through pam_syslog only."""
+    imports = module_imports(pam_module)
+    assert "pam_syslog" in imports and "sd_bus_new" in imports, sorted(imports)
+    forbidden = {"stderr", "stdout", "printf", "vprintf", "puts", "fputs", "putchar", "perror", "dprintf",
+                 "vdprintf", "fwrite", "psignal", "psiginfo", "err", "errx", "warn", "warnx", "verr", "vwarn",
+                 "error", "error_at_line", "vfprintf", "syslog", "vsyslog", "openlog",
+                 "pam_info", "pam_error", "pam_vinfo", "pam_verror", "pam_prompt", "pam_vprompt"}
+    assert not imports & forbidden, f"the module imports {sorted(imports & forbidden)}"
+    defined = subprocess.run(["nm", pam_module], capture_output=True, text=True, check=True).stdout
+    assert not re.search(r"\blog_(internal|set_max_level|last_error)\b", defined), \
+        "the shared code's stderr logging (src/shared/log.c) is linked into the module"
+
+
+@pytest.mark.daemon_config(extra_config="FooBar=1")
+def test_nothing_on_the_terminal(daemon, pam):
+    """A broken line in nsmanagerd.conf (the daemon warns about it, in its own log), bad
+    options on the module's PAM line, and a damaged login-filter file: the login still lands
+    in the view, its terminal shows only what the shell printed, and the module's complaints
+    go to syslog. SYSTEMD_LOG_LEVEL=debug does not make libsystemd talk either."""
+    assert "FooBar" in daemon.daemon_log_text()
+    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", "timeout=abc bogus"))
+    sb_module.LOGIN_FILTER.write_text("MIN_UID=not-a-number\n")
+    p, log = run_with_syslog(["env", "SYSTEMD_LOG_LEVEL=debug", "SYSTEMD_LOG_TARGET=console",
+                              "runuser", "-l", "alice", "-c", "readlink /proc/self/ns/mnt"], sb_module.BASE / "syslog")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == "", f"written to the login's terminal: {p.stderr!r}"
+    assert p.stdout.splitlines() == [f"mnt:[{namespace_props(daemon, 'alice')['MountNamespaceId']}]"], p.stdout
+    text = "\n".join(log)
+    assert "pam_nsmanager(runuser-l:session): Unknown option 'bogus', ignoring." in text, log
+    assert "Invalid timeout 'abc'" in text, log
+    assert f"Failed to read {sb_module.LOGIN_FILTER}, asking nsmanagerd" in text, log
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ the last ones turn the worked examples of the kernel's
 Documentation/filesystems/sharedsubtree.rst into calls of the daemon. Everything runs in
 the sandbox of conftest.py against a real nsmanagerd, the real kernel and real FUSE
 (Debian's bindfs); views are entered with the fd of OpenMountNamespace.
-The contract is ../shared/spec/interfaces.md."""
+The interface is described in docs/interface.md."""
 
 import contextlib
 import os
@@ -999,7 +999,7 @@ def test_runtime_shared_directory_survives_restart(daemon):
 @pytest.mark.daemon_config(SharedSubtrees="/mnt /tmp/nsmanager-sandbox/media-configured")
 def test_configured_shared_directory_gets_its_own_group(daemon):
     """The start-up counterpart of ShareSubtree("", P) for a plain directory: P gets a peer
-    group of its own, so a mount under it shows up once, not twice (kernel-notes.md)."""
+    group of its own, so a mount under it shows up once, not twice (docs/kernel.md)."""
     media = "/tmp/nsmanager-sandbox/media-configured"
     create(daemon, "alice")
     host = get_mounts(daemon, "")

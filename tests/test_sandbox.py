@@ -4,7 +4,9 @@ no nsmanagerd needed."""
 
 import os
 import re
+import shutil
 import subprocess
+import sys
 import time
 
 import dbus
@@ -141,3 +143,51 @@ def test_wait_until_returns_the_value_or_fails():
     with pytest.raises(pytest.fail.Exception, match=r"waiting for nothing\nsaw: never"):
         helpers.wait_until(lambda: False, "nothing", wait=0.2, interval=0.01, diag=lambda: "saw: never")
     assert time.monotonic() - start >= 0.2
+
+
+# A sandbox of its own, nested in the suite's, set up from a copy of the checkout at `top`:
+# it must still see the checkout's files once /tmp, /run and /home are covered.
+NESTED = r"""
+import os, sys
+sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
+import sandbox
+sb = sandbox.Sandbox(polkit=False)
+sb.users = {}           # the suite's passwd already has the test users and group
+sandbox.TEST_GROUPS = {}
+try:
+    sb.setup()
+except RuntimeError as e:
+    print("refused:", e)
+    sys.exit(3)
+try:
+    policy = sandbox.REPO / "dbus" / "org.example.NSManager.conf"
+    print("repo", sandbox.REPO, policy.is_file(), sandbox.mntns_id())
+    sb.bus()
+finally:
+    sb.teardown(check=True)
+"""
+
+
+@pytest.mark.parametrize("made, top", [("/tmp/nsm-checkout", "/tmp/nsm-checkout/src"),
+                                       ("/home/nsm-dev", "/home/nsm-dev/nsmanager"),
+                                       ("/mnt/nsm-checkout", "/mnt/nsm-checkout")])
+def test_checkout_location(sandbox, made, top):
+    """A checkout under /tmp or /home (which the sandbox covers with tmpfs) is kept visible;
+    one under /mnt is refused at once, saying why."""
+    for sub in ("tests", "dbus"):
+        os.makedirs(f"{top}/{sub}", exist_ok=True)
+    try:
+        subprocess.run(["cp", sbm.REPO / "tests" / "sandbox.py", f"{top}/tests/"], check=True)
+        subprocess.run(["cp", sbm.REPO / "dbus" / "org.example.NSManager.conf", f"{top}/dbus/"], check=True)
+        p = subprocess.run([sys.executable, "-c", NESTED, top], capture_output=True, text=True,
+                           timeout=sbm.timeout(60), env=dict(os.environ, NSM_BUILD_DIR=str(sbm.build_dir())))
+        if top.startswith("/mnt/"):
+            assert p.returncode == 3, p.stdout + p.stderr
+            assert "is under /mnt" in p.stdout and "move the checkout elsewhere" in p.stdout, p.stdout
+        else:
+            assert p.returncode == 0, p.stdout + p.stderr
+            repo, seen, ns = p.stdout.split()[1:]
+            assert repo == top and seen == "True", p.stdout
+            assert int(ns) != sbm.mntns_id(), "the nested sandbox ran in the suite's namespace"
+    finally:
+        shutil.rmtree(made, ignore_errors=True)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bus-errors.h"
+#include "bus-util.h"
 #include "nsctl.h"
 
 int bus_connect(sd_bus **ret) {
@@ -119,6 +120,44 @@ static int read_string_variant(sd_bus_message *m, char **ret) {
         return 0;
 }
 
+static int read_namespace_property(sd_bus_message *m, const char *name, void *userdata) {
+        NamespaceInfo *i = userdata;
+        int r;
+
+        if (streq(name, "Name"))
+                r = read_string_variant(m, &i->user);
+        else if (streq(name, "State"))
+                r = read_string_variant(m, &i->state);
+        else if (streq(name, "Root"))
+                r = read_string_variant(m, &i->root);
+        else if (streq(name, "UID"))
+                r = sd_bus_message_read(m, "v", "u", &i->uid);
+        else if (streq(name, "GID"))
+                r = sd_bus_message_read(m, "v", "u", &i->gid);
+        else if (streq(name, "NMounts"))
+                r = sd_bus_message_read(m, "v", "u", &i->n_mounts);
+        else if (streq(name, "MountNamespaceId"))
+                r = sd_bus_message_read(m, "v", "t", &i->mntns_id);
+        else if (streq(name, "Timestamp"))
+                r = sd_bus_message_read(m, "v", "t", &i->timestamp);
+        else if (streq(name, "Linger")) {
+                int b;
+
+                r = sd_bus_message_read(m, "v", "b", &b);
+                i->linger = b;
+        } else if (streq(name, "Sessions")) {
+                r = sd_bus_message_enter_container(m, 'v', "as");
+                if (r >= 0) {
+                        i->sessions = strv_free(i->sessions);
+                        r = sd_bus_message_read_strv(m, &i->sessions);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        } else
+                return 0;
+        return r < 0 ? r : 1;
+}
+
 static int namespace_info_read_properties(sd_bus *bus, const char *object, NamespaceInfo *i,
                                           sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -128,60 +167,7 @@ static int namespace_info_read_properties(sd_bus *bus, const char *object, Names
                                "GetAll", error, &reply, "s", NSM_NAMESPACE_INTERFACE);
         if (r < 0)
                 return r;
-
-        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-        if (r < 0)
-                return r;
-
-        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
-                const char *name;
-
-                r = sd_bus_message_read(reply, "s", &name);
-                if (r < 0)
-                        return r;
-
-                if (streq(name, "Name"))
-                        r = read_string_variant(reply, &i->user);
-                else if (streq(name, "State"))
-                        r = read_string_variant(reply, &i->state);
-                else if (streq(name, "Root"))
-                        r = read_string_variant(reply, &i->root);
-                else if (streq(name, "UID"))
-                        r = sd_bus_message_read(reply, "v", "u", &i->uid);
-                else if (streq(name, "GID"))
-                        r = sd_bus_message_read(reply, "v", "u", &i->gid);
-                else if (streq(name, "NMounts"))
-                        r = sd_bus_message_read(reply, "v", "u", &i->n_mounts);
-                else if (streq(name, "MountNamespaceId"))
-                        r = sd_bus_message_read(reply, "v", "t", &i->mntns_id);
-                else if (streq(name, "Timestamp"))
-                        r = sd_bus_message_read(reply, "v", "t", &i->timestamp);
-                else if (streq(name, "Linger")) {
-                        int b;
-
-                        r = sd_bus_message_read(reply, "v", "b", &b);
-                        i->linger = b;
-                } else if (streq(name, "Sessions")) {
-                        r = sd_bus_message_enter_container(reply, 'v', "as");
-                        if (r >= 0) {
-                                i->sessions = strv_free(i->sessions);
-                                r = sd_bus_message_read_strv(reply, &i->sessions);
-                        }
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(reply);
-                } else
-                        r = sd_bus_message_skip(reply, "v");
-                if (r < 0)
-                        return r;
-
-                r = sd_bus_message_exit_container(reply);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-
-        return sd_bus_message_exit_container(reply);
+        return bus_message_read_dict(reply, read_namespace_property, i);
 }
 
 static int namespace_cmp(const void *a, const void *b) {

@@ -8,22 +8,26 @@
 /* Manager.Attach(s user, as command, as environment, s working_directory,
  *                h stdin, h stdout, h stderr, h status) -> (u pid)
  *
- * Starts 'command' inside the user's mount namespace as the caller (its uid, gid and
- * supplementary groups, taken from the bus credentials), with 'environment' as its whole
- * environment and the three fds as its stdin/stdout/stderr; if stdin is a terminal it becomes
- * the controlling terminal of the command's new session. The command runs in
- * 'working_directory' if that exists in the view, else in the caller's home, else in /.
+ * Starts 'command' inside the user's mount namespace as the caller: the uid the bus
+ * authenticated, with that uid's primary group and supplementary groups from NSS (never from
+ * /proc). 'environment' is its environment and the three fds its stdin/stdout/stderr; if stdin
+ * is a terminal it becomes the controlling terminal of the command's new session. The command
+ * runs in 'working_directory' if that exists in the view, else in the caller's home, else in /.
  * command[0] is an absolute path or a name looked up in the environment's $PATH inside the
- * view. Replies with the PID at once; when the command ends, one line "EXITED <code>\n" or
+ * view. Replies with the PID once the command runs; when it ends, one line "EXITED <code>\n" or
  * "KILLED <signo>\n" is written to 'status' (a pipe or socket), which is then closed. If the
- * command cannot be started (exec fails...), the line is "EXITED 127". If the client closes
- * its end of 'status' first, the command's process group gets SIGHUP, as on a terminal
- * hangup.
+ * client closes its end of 'status' first, the command gets SIGHUP, as on a terminal hangup.
+ *
+ * Where systemd is PID 1, systemd starts the command as a transient service in the caller's
+ * user-UID.slice, through the PAM service nsmanager-attach (loginuid, limits, the namespace);
+ * a command that cannot be started there is an error reply. Elsewhere the daemon forks it, and
+ * a command that cannot be executed reports "EXITED 127". docs/attach.md has the details.
  *
  * polkit: org.example.NSManager.attach-own for the caller's own namespace, else
- * org.example.NSManager.attach; details: user. */
+ * org.example.NSManager.attach; details: user. AttachTasksMax= caps the tasks of one uid's
+ * attached commands (LimitExceeded). */
 int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error);
 
-/* Forgets the processes started by Attach(): their status fds are closed without a status
- * line (the processes themselves go on). Called when the daemon exits. */
+/* Forgets the commands started by Attach(): their status fds are closed without a status line
+ * (the commands themselves go on). Called when the daemon exits. */
 void attach_done(Manager *m);

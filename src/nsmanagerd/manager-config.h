@@ -38,10 +38,11 @@ typedef struct ManagerConfig {
         /* Limits: whatever one user's view holds, or however one user calls, nobody else waits. */
         uint64_t operation_timeout_usec; /* OperationTimeoutSec= (5s): deadline of every mount operation */
         unsigned max_stuck_operations; /* MaxStuckOperations= (4): per user, operations past their deadline that
-                                        * could not be killed (a hung file system) */
+                                        * could not be killed (a hung file system); 0: no limit */
         unsigned max_user_mounts;      /* MaxUserMounts= (64): BindMount destinations per unprivileged user */
         uint64_t rate_limit_interval_usec; /* RateLimitIntervalSec= (10s) … */
         unsigned rate_limit_burst;     /* RateLimitBurst= (200): calls per interval per unprivileged caller */
+        unsigned attach_tasks_max;     /* AttachTasksMax= (4096): tasks of one uid's attached commands */
 } ManagerConfig;
 
 /* Per-user view policy, section [View]; list settings accumulate across files, an empty

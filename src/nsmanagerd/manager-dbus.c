@@ -224,15 +224,6 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
 
 /* ---- sessions ---- */
 
-static bool valid_session_id(const char *id) {
-        if (!id || !*id || strlen(id) > 255)
-                return false;
-        for (const char *c = id; *c; c++)
-                if (*c <= ' ' || *c == ':' || *c == 127)
-                        return false;
-        return true;
-}
-
 static void on_session_namespace(Namespace *ns, int result, const char *message, void *userdata) {
         BusRequest *req = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -420,6 +411,21 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
         return 1;
 }
 
+/* The common tail of the methods that change a user's view: rate limit, authorize (the rules
+ * of own-view-rules.h choose manage-own or manage), queue the operation. */
+static int authorize_and_start_view_op(BusRequest *req, Namespace *ns, const char *user, OwnViewRequest what,
+                                       const char **details, const ViewOp *op, sd_bus_error *error) {
+        int r;
+
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
+        r = bus_request_authorize_view(req, user, ns->uid, what, details, error);
+        if (r <= 0)
+                return r;
+        return start_op(req, ns, op, details, error);
+}
+
 /* "" = the host; otherwise the user's namespace, which must exist. */
 static int target_namespace(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
         if (!*user) {
@@ -523,16 +529,10 @@ static int enslave_subtree_step(BusRequest *req, sd_bus_error *error) {
         r = get_namespace_or_error(req->manager, user, &ns, error);
         if (r < 0)
                 return r;
-        r = bus_request_rate_limit(req, error);
-        if (r < 0)
-                return r;
-        const char *details[] = { "user", user, "path", path, "mode", "slave", NULL };
-        r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_ENSLAVE, details, error);
-        if (r <= 0)
-                return r;
         /* A slave of the host's mount at the same path (whatever the user's path was before). */
         ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_SLAVE };
-        return start_op(req, ns, &op, details, error);
+        return authorize_and_start_view_op(req, ns, user, OWN_VIEW_ENSLAVE,
+                                           (const char *[]) { "user", user, "path", path, "mode", "slave", NULL }, &op, error);
 }
 
 static int method_enslave_subtree(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -614,20 +614,14 @@ static int bind_mount_step(BusRequest *req, sd_bus_error *error) {
         r = get_namespace_or_error(m, user, &ns, error);
         if (r < 0)
                 return r;
-        r = bus_request_rate_limit(req, error);
-        if (r < 0)
-                return r;
-        const char *details[] = { "user", user, "path", dest, "source", source, NULL };
-        r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_BIND_MOUNT, details, error);
-        if (r <= 0)
-                return r;
         /* MaxUserMounts= is counted in the child, on what is still mounted (a replaced bind does
-         * not count). */
+         * not count); it applies to a user's own binds (req->own is known once authorized). */
         ViewOp op = { .type = VIEW_OP_BIND, .source = source, .path = dest, .read_only = flags & NSM_BIND_READ_ONLY,
                       .make_dir = flags & NSM_BIND_MKDIR,
                       .host_propagates = m->config.view_propagation == VIEW_PROPAGATION_SHARED,
-                      .max_own_binds = req->own ? m->config.max_user_mounts : 0 };
-        return start_op(req, ns, &op, details, error);
+                      .max_own_binds = m->config.max_user_mounts };
+        return authorize_and_start_view_op(req, ns, user, OWN_VIEW_BIND_MOUNT,
+                                           (const char *[]) { "user", user, "path", dest, "source", source, NULL }, &op, error);
 }
 
 static int method_bind_mount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -655,15 +649,9 @@ static int unmount_step(BusRequest *req, sd_bus_error *error) {
         r = get_namespace_or_error(req->manager, user, &ns, error);
         if (r < 0)
                 return r;
-        r = bus_request_rate_limit(req, error);
-        if (r < 0)
-                return r;
-        const char *details[] = { "user", user, "path", path, NULL };
-        r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_UNMOUNT, details, error);
-        if (r <= 0)
-                return r;
         ViewOp op = { .type = VIEW_OP_UNMOUNT, .path = path, .recursive = flags & NSM_UNMOUNT_DETACH };
-        return start_op(req, ns, &op, details, error);
+        return authorize_and_start_view_op(req, ns, user, OWN_VIEW_UNMOUNT,
+                                           (const char *[]) { "user", user, "path", path, NULL }, &op, error);
 }
 
 static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -808,23 +796,32 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+int manager_bus_add_objects(Manager *m, sd_bus *bus) {
+        int r;
+
+        r = sd_bus_add_object_vtable(bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the Manager object: %m");
+        r = namespace_dbus_register(m, bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_add_object_manager(bus, NULL, NSM_MANAGER_PATH);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the object manager: %m");
+        return 0;
+}
+
 int manager_connect_bus(Manager *m) {
         int r;
 
         r = sd_bus_default_system(&m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the system bus: %m");
-        r = sd_bus_add_object_vtable(m->bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, manager_vtable, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the Manager object: %m");
-        r = namespace_dbus_register(m);
+        r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
                 return r;
-        r = sd_bus_add_object_manager(m->bus, NULL, NSM_MANAGER_PATH);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the object manager: %m");
         /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
-         * pinned, and the next start (D-Bus activation, or the unit's Restart=) finds them. */
+         * pinned, and the next start (D-Bus activation, at the next call) finds them. */
         r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to configure the bus connection: %m");

@@ -18,6 +18,7 @@
 #include "namespace.h"
 #include "op-queue.h"
 #include "path-util.h"
+#include "private-bus.h"
 #include "strv.h"
 #include "time-util.h"
 #include "user-util.h"
@@ -79,6 +80,7 @@ Manager *manager_free(Manager *m) {
                 manager_drop_namespaces(m);
         op_queue_free_with(m->host_ops, -ESHUTDOWN);
         bus_requests_free(m);
+        private_bus_done(m);
         hashmap_free(m->namespaces);
         hashmap_free(m->namespaces_by_uid);
         rate_limits_free(m->rate_limits);
@@ -470,6 +472,8 @@ int manager_rate_limit(Manager *m, uid_t uid) {
         char key[16];
         RateLimit *rl;
 
+        if (m->config.rate_limit_burst == 0)
+                return 0;   /* RateLimitBurst=0: no rate limit, as in systemd's settings */
         snprintf(key, sizeof key, "%u", (unsigned) uid);
         rl = hashmap_get(m->rate_limits, key);
         if (!rl) {

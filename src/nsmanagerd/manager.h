@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
+#include <systemd/sd-id128.h>
 
 #include "hashmap.h"
 #include "manager-config.h"
@@ -17,7 +18,9 @@ typedef struct ChildSet ChildSet;
 typedef struct Namespace Namespace;
 typedef struct OpQueue OpQueue;
 typedef struct PolkitRegistry PolkitRegistry;
+typedef struct AttachProcess AttachProcess;
 typedef struct BusRequest BusRequest;
+typedef struct PrivateBus PrivateBus;
 typedef struct ViewJob ViewJob;
 
 /* The daemon: the event loop, the bus, the configuration, and the namespaces it owns. */
@@ -41,8 +44,14 @@ typedef struct Manager {
         unsigned jobs_running;
 
         BusRequest *requests;    /* method calls in flight (manager-dbus.c) */
+        sd_event_source *private_source; /* the private socket's listener (private-bus.c) */
+        PrivateBus *private_buses;
+        unsigned n_private_buses;
+        sd_id128_t private_bus_id;
         bool exiting;            /* manager_free() runs: nothing new starts */
         Hashmap *rate_limits;    /* caller uid → RateLimit (manager.c) */
+
+        AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
 } Manager;
 
 int manager_new(Manager **ret);

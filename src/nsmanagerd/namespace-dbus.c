@@ -4,6 +4,7 @@
 #include "log.h"
 #include "manager-dbus.h"
 #include "namespace-dbus.h"
+#include "parse-util.h"
 #include "strv.h"
 
 char *namespace_bus_path(Namespace *ns) {
@@ -153,23 +154,29 @@ static const sd_bus_vtable namespace_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+int namespace_bus_path_to_uid(const char *path, uid_t *ret) {
+        static const char prefix[] = NSM_NAMESPACE_PATH_PREFIX "/_";
+        const char *p;
+
+        if (!path || strncmp(path, prefix, strlen(prefix)) != 0)
+                return -EINVAL;
+        p = path + strlen(prefix);
+        /* One spelling per object: no leading zeros ("_01" is not "_1"). */
+        if (p[0] == '0' && p[1] != '\0')
+                return -EINVAL;
+        return parse_uid(p, ret);
+}
+
 /* /org/example/NSManager/user/_UID */
 static int namespace_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
                                  sd_bus_error *error) {
         Manager *m = userdata;
-        const char *p = path + strlen(NSM_NAMESPACE_PATH_PREFIX);
-        unsigned long uid;
         Namespace *ns;
-        char *end;
+        uid_t uid;
 
-        if (strncmp(path, NSM_NAMESPACE_PATH_PREFIX "/_", strlen(NSM_NAMESPACE_PATH_PREFIX) + 2) != 0)
+        if (namespace_bus_path_to_uid(path, &uid) < 0)
                 return 0;
-        p += 2;
-        errno = 0;
-        uid = strtoul(p, &end, 10);
-        if (!*p || *end || errno != 0 || uid > UINT32_MAX || p[0] == '-' || p[0] == '+')
-                return 0;
-        ns = manager_get_namespace_by_uid(m, (uid_t) uid);
+        ns = manager_get_namespace_by_uid(m, uid);
         if (!ns || !ns->ready)
                 return 0;
         *found = ns;
@@ -195,14 +202,14 @@ static int namespace_node_enumerator(sd_bus *bus, const char *path, void *userda
         return 1;
 }
 
-int namespace_dbus_register(Manager *m) {
+int namespace_dbus_register(Manager *m, sd_bus *bus) {
         int r;
 
-        r = sd_bus_add_fallback_vtable(m->bus, NULL, NSM_NAMESPACE_PATH_PREFIX, NSM_NAMESPACE_INTERFACE, namespace_vtable,
+        r = sd_bus_add_fallback_vtable(bus, NULL, NSM_NAMESPACE_PATH_PREFIX, NSM_NAMESPACE_INTERFACE, namespace_vtable,
                                        namespace_object_find, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the Namespace objects: %m");
-        r = sd_bus_add_node_enumerator(m->bus, NULL, NSM_NAMESPACE_PATH_PREFIX, namespace_node_enumerator, m);
+        r = sd_bus_add_node_enumerator(bus, NULL, NSM_NAMESPACE_PATH_PREFIX, namespace_node_enumerator, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the Namespace enumerator: %m");
         return 0;

@@ -8,7 +8,10 @@
 
 /* The Namespace objects on the bus: /org/example/NSManager/user/_UID. */
 char *namespace_bus_path(Namespace *ns);
-int namespace_dbus_register(Manager *m);
+/* The uid in such a path, spelled as namespace_bus_path() spells it; -EINVAL for any other
+ * path. Any caller may name any path: fuzzed (src/fuzz/fuzz-bus-args.c). */
+int namespace_bus_path_to_uid(const char *path, uid_t *ret);
+int namespace_dbus_register(Manager *m, sd_bus *bus);
 
 int namespace_dbus_send_new(Namespace *ns);
 int namespace_dbus_send_removed(Namespace *ns);

@@ -8,6 +8,7 @@
 #include "namespace-dbus.h"
 #include "namespace.h"
 #include "path-util.h"
+#include "process-util.h"
 #include "registry.h"
 #include "string-table.h"
 #include "strv.h"
@@ -469,37 +470,19 @@ int namespace_save(Namespace *ns) {
         return state_dir_write_file(&m->state, path, buf, size);
 }
 
-/* The start time of a process (field 22 of /proc/PID/stat, clock ticks since boot): with the
- * pid it names one process, where the pid alone may by now name another. 0 if unknown. */
-static uint64_t process_start_time(pid_t pid) {
-        _cleanup_fclose_ FILE *f = NULL;
-        char path[64], buf[1024], *p;
-        unsigned long long start = 0;
-
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        f = fopen(path, "re");
-        if (!f || !fgets(buf, sizeof buf, f))
-                return 0;
-        /* After the command name, which may hold spaces and parentheses: from the last ')'. */
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                         &start) != 1)
-                return 0;
-        return start;
-}
-
 static int session_leader_exited(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
-/* Watches the leader with a pidfd, but only if the pid still names the process that opened the
- * session (same start time): after a restart a pid may have been reused. -ESRCH: it is gone. */
-static int session_watch(Namespace *ns, Session *s) {
+/* Watches the leader with a pidfd. With 'verify', only if the pid still names the process that
+ * opened the session (same start time): after a restart a pid may have been reused. -ESRCH:
+ * it is gone. */
+static int session_watch(Namespace *ns, Session *s, bool verify) {
         if (s->leader <= 0)
                 return 0;
         s->pidfd = (int) syscall(SYS_pidfd_open, s->leader, 0);
         if (s->pidfd < 0)
                 return -errno;
         /* Checked after the pidfd is taken: from here on the pid cannot be reused under us. */
-        if (s->leader_start != 0 && process_start_time(s->leader) != s->leader_start) {
+        if (verify && s->leader_start != 0 && process_start_time(s->leader) != s->leader_start) {
                 s->pidfd = safe_close(s->pidfd);
                 return -ESRCH;
         }
@@ -533,6 +516,15 @@ static void namespace_cancel_stop(Namespace *ns) {
         ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
 }
 
+bool valid_session_id(const char *id) {
+        if (!id || !*id || strlen(id) > SESSION_ID_MAX)
+                return false;
+        for (const unsigned char *c = (const unsigned char *) id; *c; c++)
+                if (*c <= ' ' || *c == ':' || *c >= 127)
+                        return false;
+        return true;
+}
+
 static Session *namespace_get_session(Namespace *ns, const char *id) {
         for (Session *s = ns->sessions; s; s = s->next)
                 if (streq(s->id, id))
@@ -563,7 +555,7 @@ int namespace_add_session(Namespace *ns, const char *id, pid_t leader) {
         }
         /* The leader is waiting for our reply: its pid names it now. */
         s->leader_start = leader > 0 ? process_start_time(leader) : 0;
-        r = session_watch(ns, s);
+        r = session_watch(ns, s, /* verify= */ false);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to watch the leader %d of session '%s', ignoring: %m", (int) leader, id);
         s->next = ns->sessions;
@@ -759,36 +751,52 @@ static int load_pending(Namespace *ns, const char *value) {
         return namespace_set_pending_join(ns, path, true);
 }
 
-/* Sessions whose leader is gone (or whose pid now names another process) ended while the
- * daemon was not running. */
-static void load_session(Namespace *ns, const char *value) {
-        char id[256];
+/* Only recorded here: namespace_watch_loaded_sessions() looks at the leaders. */
+static int load_session(Namespace *ns, const char *value) {
+        char id[SESSION_ID_MAX + 1];
         int pid = 0;
         unsigned long long start = 0;
         Session *s;
 
-        if (sscanf(value, "%255s %d %llu", id, &pid, &start) < 2)
-                return;
+        _Static_assert(SESSION_ID_MAX == 255, "the width in the format below");
+        if (sscanf(value, "%255s %d %llu", id, &pid, &start) < 2 || !valid_session_id(id))
+                return -EINVAL;
         s = calloc(1, sizeof(Session));
         if (!s)
-                return;
+                return -ENOMEM;
         *s = (Session) { .id = strdup(id), .leader = pid, .leader_start = start, .pidfd = -EBADF };
-        if (!s->id || session_watch(ns, s) < 0) {
-                log_info("Session '%s' of '%s' ended while the daemon was not running.", id, ns->name);
+        if (!s->id) {
                 session_free(s);
-                return;
+                return -ENOMEM;
         }
         s->next = ns->sessions;
         ns->sessions = s;
+        return 0;
 }
 
-static int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions) {
+/* Sessions whose leader is gone (or whose pid now names another process) ended while the
+ * daemon was not running. */
+static void namespace_watch_loaded_sessions(Namespace *ns) {
+        for (Session **p = &ns->sessions; *p;) {
+                Session *s = *p;
+
+                if (session_watch(ns, s, /* verify= */ true) >= 0) {
+                        p = &s->next;
+                        continue;
+                }
+                log_info("Session '%s' of '%s' ended while the daemon was not running.", s->id, ns->name);
+                *p = s->next;
+                session_free(s);
+        }
+}
+
+int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions) {
         _cleanup_free_ char *line = NULL;
         size_t n = 0;
-        int r = 0;
 
-        while (r >= 0 && getline(&line, &n, f) >= 0) {
+        while (getline(&line, &n, f) >= 0) {
                 char *eq;
+                int r = 0;
 
                 line[strcspn(line, "\n")] = 0;
                 eq = strchr(line, '=');
@@ -802,7 +810,7 @@ static int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions)
                         ns->timestamp = strtoull(value, NULL, 10);
                 else if (streq(key, "SESSION")) {
                         *ret_had_sessions = true;
-                        load_session(ns, value);
+                        r = load_session(ns, value);
                 } else if (streq(key, "BIND"))
                         r = load_bind(ns, value);
                 else if (streq(key, "POLICY_MOUNT"))
@@ -811,8 +819,11 @@ static int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions)
                         r = load_choice(ns, value);
                 else if (streq(key, "PENDING_JOIN"))
                         r = load_pending(ns, value);
+                /* A malformed record is dropped, the rest is kept. */
+                if (r == -ENOMEM)
+                        return r;
         }
-        return r == -ENOMEM ? r : 0;   /* a malformed record is dropped, the rest is kept */
+        return 0;
 }
 
 int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret) {
@@ -837,6 +848,8 @@ int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret) 
         r = namespace_set_fd(ns, mntns_fd);
         if (r >= 0)
                 r = namespace_parse_state(ns, f, &had_sessions);
+        if (r >= 0)
+                namespace_watch_loaded_sessions(ns);
         if (r < 0) {
                 ns->mntns_fd = -EBADF;   /* the caller's still */
                 namespace_drop(ns);

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -27,6 +28,11 @@ typedef enum NamespaceState {
 
 const char *namespace_state_to_string(NamespaceState s) _pure_;
 NamespaceState namespace_state_from_string(const char *s) _pure_;
+
+/* A session id is one word of the state file: 1-255 printable ASCII bytes, no ':'. The bus
+ * refuses any other (OpenSession), and so does the state file's reader. */
+#define SESSION_ID_MAX 255
+bool valid_session_id(const char *id);
 
 typedef struct Session {
         char *id;
@@ -122,6 +128,11 @@ int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(int result, 
 /* State: StateDirectory/namespaces/NAME. */
 int namespace_save(Namespace *ns);
 int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret);
+/* The records of a state file (what namespace_save() writes) into ns, which needs no Manager:
+ * no syscalls, and the sessions it adds are not watched yet (namespace_load() does that). A
+ * malformed record is dropped, the rest kept; -ENOMEM is the only error. State files outlive
+ * daemon versions, so this is fuzzed (src/fuzz/fuzz-namespace-state.c). */
+int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions);
 
 /* Sessions: a session ends with CloseSession or when its leader exits. */
 int namespace_add_session(Namespace *ns, const char *id, pid_t leader);

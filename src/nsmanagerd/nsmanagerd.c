@@ -4,7 +4,9 @@
 #include <systemd/sd-daemon.h>
 
 #include "attach.h"
+#include "bus-errors.h"
 #include "bus-request.h"
+#include "private-bus.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"
@@ -120,6 +122,10 @@ int main(int argc, char *argv[]) {
         r = manager_connect_bus(m);
         if (r < 0)
                 return EXIT_FAILURE;
+        /* Without it logins take the system bus: slower, not broken. */
+        r = private_bus_listen(m);
+        if (r < 0)
+                log_warning_errno(r, "Failed to listen on %s, ignoring (logins use the system bus): %m", NSM_PRIVATE_SOCKET);
 
         (void) sd_notify(false, "READY=1\nSTATUS=Managing user mount namespaces.");
         log_info("nsmanagerd %s running; SubtreeRoot=%s, StateDirectory=%s.", PACKAGE_VERSION, m->config.subtree_root,

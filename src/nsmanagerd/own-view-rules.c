@@ -189,6 +189,12 @@ int own_view_check_unmount(const char *path, MountId id, const MountId *own, siz
                       "BindMount mounted for them, not the [View] policy's mounts, the host's, or another user's.", path);
 }
 
+int own_view_check_not_mount_point(const char *path, char **ret_reason) {
+        return refuse(ret_reason, -EACCES, "'%s' is not a mount point: a user may change the propagation only of an "
+                      "existing mount. Binding it onto itself first would add a mount, and under a shared subtree one "
+                      "that appears on the host and in every other view.", path);
+}
+
 int own_view_check_propagation(const char *path, int fd, bool recursive, const MountId *policy, size_t n_policy,
                                char **ret_reason) {
         _cleanup_free_ MountId *below = NULL;

@@ -27,9 +27,12 @@
  *   Unmount     only binds made for the caller (recorded by their 64-bit unique mount id,
  *               the top mount of each).
  *   ShareSubtree(user, P)   only P at or below a SharedSubtrees= entry.
- *   SetPropagation, EnslaveSubtree   never on a mount of the [View] policy (nor, recursive,
- *               on a tree holding one); they cannot join a host peer group (a slave is made
- *               one without ever being a peer: see view-ops.c).
+ *   SetPropagation, EnslaveSubtree   only on an existing mount point (binding a directory
+ *               onto itself first would add a mount, and under a shared subtree one that
+ *               appears on the host and in every view, where fusermount3 would need a
+ *               directory the user may write); never on a mount of the [View] policy (nor,
+ *               recursive, on a tree holding one); they cannot join a host peer group (a
+ *               slave is made one without ever being a peer: see view-ops.c).
  *
  * Requests that stay within the rules need manage-own; the others need manage. Whether a
  * request stays within them is decided in two places: what can be seen in the request
@@ -72,6 +75,10 @@ int own_view_open_destination(const Credentials *c, const char *path, bool creat
 
 /* Unmount: the mount must be one of the caller's binds. */
 int own_view_check_unmount(const char *path, MountId id, const MountId *own, size_t n_own, char **ret_reason);
+
+/* SetPropagation/EnslaveSubtree on a path that is no mount point: a user's request does not
+ * bind it onto itself (-EACCES with the rule's sentence). */
+int own_view_check_not_mount_point(const char *path, char **ret_reason);
 
 /* SetPropagation/EnslaveSubtree on the mount fd (recursive: and every mount below it): none
  * may be a mount of the [View] policy. */

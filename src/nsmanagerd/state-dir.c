@@ -14,7 +14,8 @@ int state_dir_init(StateDir *d, const char *root) {
             asprintf(&d->namespaces, "%s/namespaces", root) < 0 ||
             asprintf(&d->registry, "%s/registry", root) < 0 ||
             asprintf(&d->pins, "%s/pins", root) < 0 ||
-            asprintf(&d->shared_subtrees, "%s/shared-subtrees", root) < 0) {
+            asprintf(&d->shared_subtrees, "%s/shared-subtrees", root) < 0 ||
+            asprintf(&d->attach, "%s/attach", root) < 0) {
                 state_dir_done(d);
                 return -ENOMEM;
         }
@@ -27,6 +28,7 @@ void state_dir_done(StateDir *d) {
         free(d->registry);
         free(d->pins);
         free(d->shared_subtrees);
+        free(d->attach);
         *d = (StateDir) {};
 }
 

@@ -11,6 +11,8 @@
  *                      keeps in the host (registry.c)
  *   pins/USER          inside the registry namespace: the pin of USER's namespace
  *   shared-subtrees    subtrees shared at run time by ShareSubtree("", P) (manager.c)
+ *   attach/            environment files of attached commands, until systemd read them
+ *                      (attach-unit.c)
  *
  * Files are written to a temporary file and renamed; where the directory is not on a tmpfs
  * they are fsync()ed first (and the directory after), so a crash leaves the old or the new
@@ -22,6 +24,7 @@ typedef struct StateDir {
         char *registry;
         char *pins;
         char *shared_subtrees;
+        char *attach;
         bool is_volatile;        /* on tmpfs/ramfs: no fsync */
 } StateDir;
 

@@ -152,7 +152,8 @@ static int view_job_launch(ViewJob *j) {
         Manager *m = j->manager;
         int r;
 
-        if (j->owner != 0 && child_set_stuck(m->children, j->owner) >= m->config.max_stuck_operations) {
+        if (j->owner != 0 && m->config.max_stuck_operations > 0 &&
+            child_set_stuck(m->children, j->owner) >= m->config.max_stuck_operations) {
                 view_job_finish(j, -EDQUOT, "Too many operations of this user are stuck on a file system that does not answer "
                                 "(MaxStuckOperations=); try again once it answers or its FUSE server is gone.", NULL);
                 return 0;

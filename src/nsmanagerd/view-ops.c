@@ -112,6 +112,11 @@ static int open_mount_point(int sock, const ViewOp *op, const char *path, bool b
         if (r == 0) {
                 if (!bind_if_needed)
                         return reply_error(sock, -EINVAL, "'%s' is not a mount point.", path);
+                if (op->caller) {
+                        char *reason = NULL;
+                        r = own_view_check_not_mount_point(path, &reason);
+                        return reply_refusal(sock, r, reason, "Path", path);
+                }
                 r = bind_onto_itself(fd, &nfd);
                 if (r < 0)
                         return reply_error(sock, r, "Failed to bind '%s' onto itself: %s.", path, strerror(-r));
@@ -189,7 +194,7 @@ static void host_mounts_done(HostMounts *h) {
 
 /* Clones (one mount each, parents before children: mount table order) of what the current
  * namespace has mounted below 'path'. Mounts covered by later ones are still listed in
- * mountinfo, but their path now opens another mount: those are skipped (kernel notes), as
+ * mountinfo, but their path now opens another mount: those are skipped (docs/kernel.md), as
  * are unbindable ones. */
 static int clone_submounts(const char *path, HostMounts *ret) {
         MountEntry *e = NULL;
@@ -232,7 +237,7 @@ static int clone_submounts(const char *path, HostMounts *ret) {
 /* What the host has at the path: the mount to follow, a clone of it that is a slave of its
  * group (the source for joining as a slave without ever being a peer), and clones of what is
  * mounted below it. Taken in the host, before entering the view: clones must be made in the
- * namespace that owns the mount (kernel notes). */
+ * namespace that owns the mount (docs/kernel.md). */
 typedef struct HostSide {
         int fd;                  /* the host's mount at the path, -EBADF if it shares nothing there */
         int slave_fd;            /* JOIN_SLAVE: a detached clone of it, made a slave of its group */
@@ -457,7 +462,7 @@ static int bind_replace(int tree, int dest, MountId *ret_replaced) {
 static int check_bind_limit(int sock, const ViewOp *op, const ViewOpResult *result, bool replace) {
         size_t live = 0;
 
-        if (!op->caller || op->max_own_binds == 0 || replace)
+        if (!op->caller || op->max_own_binds == 0 || replace)   /* only a user's own binds count */
                 return 0;
         for (size_t i = 0; i < op->n_own_mounts; i++)
                 if (!is_gone(result, op->own_mounts[i]))

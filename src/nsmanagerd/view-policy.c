@@ -15,7 +15,8 @@
 #include "view-policy.h"
 #include "strv.h"
 
-/* The [View] policy, applied inside a freshly pivoted view (see view.c, step 6).
+/* The [View] policy, applied inside a freshly built view, in a killable child that entered it
+ * (view-ops.c, VIEW_OP_APPLY_POLICY; the view builder never looks up a user's paths).
  *
  * How it works:
  *
@@ -38,8 +39,10 @@
  * A symlink in the way is -ELOOP. Missing directories (or an empty file, for a file source)
  * are created with mkdirat()/openat(O_EXCL) relative to the parent's fd; they appear on the
  * host too (same filesystem), so on failure everything this call created is removed again and
- * its mounts are detached. Sources follow ordinary symlinks (as systemd does; a bind grants
- * no access the permissions do not) but not /proc magic links.
+ * its mounts are detached. Sources follow only symlinks owned by root (open_path_safe(), in the
+ * spirit of systemd's CHASE_SAFE): a source may come from %h or lie where a user can write, and
+ * a bind shows what a parent directory's permissions deny, so a user's link must never steer
+ * one (docs/security.md).
  *
  * Propagation: a mount attached under a shared mount appears at all its peers. In a view the
  * SharedSubtrees (/mnt) are peers of the host's, and with ViewPropagation=shared the whole view
@@ -783,8 +786,10 @@ static int collect_mount_ids(PolicyContext *c, MountId *ids, size_t max, size_t 
         return 0;
 }
 
-int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids, size_t max_ids, size_t *ret_n_ids,
-                      char **ret_message) {
+/* view_policy_apply(), or with mount=false only its first step: view_policy_check() gives the
+ * same answer for a malformed entry because it is the same code. */
+static int policy_run(const ViewPolicy *p, const UserRecord *u, bool mount, MountId *ret_ids, size_t max_ids,
+                      size_t *ret_n_ids, char **ret_message) {
         _cleanup_(policy_plan_done) PolicyPlan plan = {};
         _cleanup_(policy_context_done) PolicyContext c = { .root_fd = -EBADF, .inaccessible_fd = -EBADF };
         int r;
@@ -794,7 +799,8 @@ int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids
                 return -EINVAL;
 
         r = policy_plan_build(&c, p, u, &plan);
-        if (r >= 0 && (plan.n_tmpfs > 0 || plan.n_binds > 0 || plan.n_inaccessible > 0 || p->private_tmp || p->hide_other_homes)) {
+        if (r >= 0 && mount &&
+            (plan.n_tmpfs > 0 || plan.n_binds > 0 || plan.n_inaccessible > 0 || p->private_tmp || p->hide_other_homes)) {
                 c.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (c.root_fd < 0)
                         r = policy_fail(&c, errno, "Failed to open the view's root: %m");
@@ -820,4 +826,14 @@ int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids
         if (r < 0 && ret_message)
                 *ret_message = TAKE_PTR(c.message);
         return r;
+}
+
+int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids, size_t max_ids, size_t *ret_n_ids,
+                      char **ret_message) {
+        return policy_run(p, u, true, ret_ids, max_ids, ret_n_ids, ret_message);
+}
+
+int view_policy_check(const ViewPolicy *p, const UserRecord *u, char **ret_message) {
+        size_t n;
+        return policy_run(p, u, false, NULL, 0, &n, ret_message);
 }

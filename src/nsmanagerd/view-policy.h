@@ -15,5 +15,11 @@
 int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids, size_t max_ids, size_t *ret_n_ids,
                       char **ret_message);
 
+/* Step 1 of view_policy_apply() alone: parses every entry, expands its specifiers and checks
+ * its paths, then frees it all; touches nothing. 0, or the negative errno and sentence that
+ * view_policy_apply() would give for a malformed entry. Mount options of TemporaryFileSystem=
+ * are the kernel's to judge: only applying finds a bad one. */
+int view_policy_check(const ViewPolicy *p, const UserRecord *u, char **ret_message);
+
 /* Expands %u %U %h %g %G %% in s for user u (pure; unit-tested). -EINVAL on an unknown specifier. */
 int view_policy_expand_specifiers(const char *s, const UserRecord *u, char **ret);

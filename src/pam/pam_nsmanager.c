@@ -2,7 +2,7 @@
 /*
  * pam_nsmanager: puts a login into its user's mount namespace.
  *
- *   session optional pam_nsmanager.so [debug]
+ *   session optional pam_nsmanager.so [debug] [timeout=SECONDS] [attach]
  *
  * open_session asks nsmanagerd for the session (OpenSession(user, session_id) → (o, h)),
  * and setns()es the calling thread into the returned mount namespace, so everything the
@@ -11,8 +11,23 @@
  * watches the process that opened the session, so a login that dies without
  * close_session still has its session closed.
  *
+ * With "attach" (only in the PAM service nsmanager-attach, pam.d/nsmanager-attach, which
+ * nsmanagerd's transient units for Attach() name in PAMName=) the namespace is not the PAM
+ * user's but the one in NSMANAGER_ATTACH_NAMESPACE of the PAM environment, which nsmanagerd
+ * sets in the unit: the caller may attach to another user's view.
+ *
  * The module keeps no bus connection and no global state: every call connects, talks and
  * disconnects before it returns; what close_session needs is kept with pam_set_data().
+ *
+ * Nothing it does may reach the login's terminal: it reports through pam_syslog() only, never
+ * through the conversation function, stdio or the shared code's log functions (log.c, which
+ * writes to stderr, is not linked in: tests/test_pam.py checks the module's imports).
+ *
+ * A login never waits for the daemon longer than timeout= (10 s by default): one deadline,
+ * taken when open_session (or close_session) starts, bounds connecting to the bus,
+ * authenticating, Hello and the call. sd_bus_call() cannot give that (it first waits for the
+ * connection with sd-bus's own 25 s authentication timeout), so the module drives the
+ * connection itself (bus_run()).
  */
 
 #include <errno.h>
@@ -25,6 +40,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <security/pam_ext.h>
@@ -34,14 +50,26 @@
 #include "bus-errors.h"
 #include "login-filter.h"
 #include "macros.h"
+#include "parse-util.h"
 #include "user-util.h"
 
 #define PAM_DATA_SESSION "pam_nsmanager:session"
 
 #define _public_ __attribute__((visibility("default")))
 
+/* sd-bus's default, which sd_bus_open_system() uses where DBUS_SYSTEM_BUS_ADDRESS is not set. */
+#define SYSTEM_BUS_ADDRESS_DEFAULT "unix:path=/run/dbus/system_bus_socket"
+
+#define TIMEOUT_DEFAULT_USEC (10 * USEC_PER_SEC)
+/* More than this is a typo (timeout=3600000, meant as ms), not a wish to wait for an hour. */
+#define TIMEOUT_MAX_USEC (3600 * USEC_PER_SEC)
+
+#define ATTACH_NAMESPACE_ENV "NSMANAGER_ATTACH_NAMESPACE"
+
 typedef struct ModuleOptions {
         bool debug;
+        uint64_t timeout_usec;
+        bool attach;
 } ModuleOptions;
 
 /* What close_session needs to know about the session open_session opened. */
@@ -77,18 +105,42 @@ static int log_oom_pam(pam_handle_t *handle) {
         return PAM_BUF_ERR;
 }
 
-static int parse_argv(pam_handle_t *handle, int argc, const char **argv, ModuleOptions *ret) {
-        ModuleOptions opts = {};
+/* A bad option is logged and ignored: the login goes on with the default, as it would for a
+ * missing option (refusing it would lock out every login of a stack with `required`). */
+static void parse_argv(pam_handle_t *handle, int argc, const char **argv, ModuleOptions *ret) {
+        ModuleOptions opts = {
+                .timeout_usec = TIMEOUT_DEFAULT_USEC,
+        };
 
         for (int i = 0; i < argc; i++) {
+                const char *v;
+
                 if (streq(argv[i], "debug"))
                         opts.debug = true;
-                else
+                else if (streq(argv[i], "attach"))
+                        opts.attach = true;
+                else if (strncmp(argv[i], "timeout=", 8) == 0) {
+                        uint64_t usec;
+
+                        v = argv[i] + 8;
+                        if (parse_sec(v, &usec) < 0 || usec == 0 || usec > TIMEOUT_MAX_USEC)
+                                pam_syslog(handle, LOG_WARNING,
+                                           "Invalid timeout '%s' (seconds, more than 0 and at most 3600), using %llus.",
+                                           v, (unsigned long long) (TIMEOUT_DEFAULT_USEC / USEC_PER_SEC));
+                        else
+                                opts.timeout_usec = usec;
+                } else
                         pam_syslog(handle, LOG_WARNING, "Unknown option '%s', ignoring.", argv[i]);
         }
 
         *ret = opts;
-        return 0;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* Is the user one nsmanagerd manages? Root never is, and no bus call is made for it. The others
@@ -124,11 +176,13 @@ static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, con
  * Only the PAM environment is consulted, never the process's own: a login started from
  * inside another session (runuser in an ssh session) inherits that session's XDG_SESSION_ID,
  * which names the outer session, not this one. */
-static int make_session_id(pam_handle_t *handle, char **ret) {
+static int make_session_id(pam_handle_t *handle, const ModuleOptions *opts, char **ret) {
         const char *xdg, *service = NULL, *tty = NULL;
         char *id;
 
-        xdg = pam_getenv(handle, "XDG_SESSION_ID");
+        /* An attach unit is no logind session; its environment is the caller's, whose
+         * XDG_SESSION_ID names the caller's own session. */
+        xdg = opts->attach ? NULL : pam_getenv(handle, "XDG_SESSION_ID");
         if (xdg && xdg[0]) {
                 id = strdup(xdg);
                 if (!id)
@@ -162,6 +216,8 @@ static int make_session_id(pam_handle_t *handle, char **ret) {
 static const char *bus_error_message(const sd_bus_error *error, int r) {
         if (error && sd_bus_error_is_set(error) && error->message)
                 return error->message;
+        if (error && sd_bus_error_is_set(error))
+                return error->name;
         return strerror(r < 0 ? -r : r);
 }
 
@@ -179,7 +235,9 @@ static int join_namespace(pam_handle_t *handle, const ModuleOptions *opts, int f
                 return r;
         }
 
-        cwd = getcwd(NULL, 0); /* NULL (e.g. a deleted directory) is fine: we go home then */
+        /* NULL (e.g. a deleted directory) is fine: we go home then. An attach unit's is systemd's
+         * "/": home, and systemd then changes to the caller's directory where the view has it. */
+        cwd = opts->attach ? NULL : getcwd(NULL, 0);
 
         if (setns(fd, CLONE_NEWNS) < 0) {
                 int r = -errno;
@@ -202,48 +260,154 @@ static int join_namespace(pam_handle_t *handle, const ModuleOptions *opts, int f
         return 0;
 }
 
-static int bus_open(pam_handle_t *handle, sd_bus **ret) {
-        sd_bus *bus = NULL;
+/* A method call on its way, and its reply once it came (or the error sd-bus made up for it:
+ * the connection went away). */
+typedef struct PendingCall {
+        sd_bus_slot *slot;
+        sd_bus_message *reply;
+} PendingCall;
+
+static void pending_call_done(PendingCall *c) {
+        c->slot = sd_bus_slot_unref(c->slot);
+        c->reply = sd_bus_message_unref(c->reply);
+}
+
+static int pending_call_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error _unused_) {
+        PendingCall *c = userdata;
+
+        c->reply = sd_bus_message_ref(m);
+        return 1;
+}
+
+/* Starts a connection without waiting for anything: sd_bus_start() only starts the
+ * non-blocking connect() and queues the authentication (and Hello(), on a bus). */
+static int connection_start(const char *address, bool bus_client, sd_bus **ret) {
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
         int r;
 
-        r = sd_bus_open_system(&bus);
-        if (r < 0) {
-                pam_syslog(handle, LOG_ERR, "Failed to connect to the system bus: %s", strerror(-r));
+        r = sd_bus_new(&bus);
+        if (r < 0)
                 return r;
-        }
-
-        *ret = bus;
+        r = sd_bus_set_address(bus, address);
+        if (r < 0)
+                return r;
+        r = sd_bus_set_bus_client(bus, bus_client);
+        if (r < 0)
+                return r;
+        r = sd_bus_negotiate_fds(bus, true);
+        if (r < 0)
+                return r;
+        r = sd_bus_start(bus);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(bus);
         return 0;
 }
 
-_public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(session_data_freep) SessionData *data = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(user_record_done) UserRecord record = {};
-        _cleanup_close_ int fd = -EBADF;
-        const char *user = NULL, *object = NULL;
-        ModuleOptions opts;
-        uid_t uid = (uid_t) -1;
-        int r, received_fd;
+/* nsmanagerd's private socket first (NSM_PRIVATE_SOCKET: root only, no dbus-daemon in
+ * between, half the trips); where it is not there or nobody listens (connect() fails at
+ * once: the daemon is not running), the system bus, which also starts the daemon. Its
+ * address is the one sd_bus_open_system() would use, read with secure_getenv(), because su
+ * and sudo are setuid: a user must not point a root login at a bus of their own, which would
+ * hand the module a namespace fd of the user's choosing. *ret_direct says which it is. */
+static int bus_connect(sd_bus **ret, bool *ret_direct) {
+        const char *address;
 
-        if (parse_argv(handle, argc, argv, &opts) < 0)
-                return PAM_SESSION_ERR;
-
-        r = pam_get_user(handle, &user, NULL);
-        if (r != PAM_SUCCESS || !user || !user[0]) {
-                pam_syslog(handle, LOG_ERR, "Failed to get the user name: %s", pam_strerror(handle, r));
-                return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
+        if (connection_start("unix:path=" NSM_PRIVATE_SOCKET, /* bus_client= */ false, ret) >= 0) {
+                *ret_direct = true;
+                return 0;
         }
+        *ret_direct = false;
+        address = secure_getenv("DBUS_SYSTEM_BUS_ADDRESS");
+        return connection_start(address ?: SYSTEM_BUS_ADDRESS_DEFAULT, /* bus_client= */ true, ret);
+}
+
+/* Runs the connection (connect, authenticate, Hello, write, read) until done(): -ETIMEDOUT at
+ * the deadline, which is checked on every turn, also while there is work. */
+static int bus_run_until(sd_bus *bus, bool (*done)(sd_bus *bus, const void *userdata), const void *userdata,
+                         uint64_t deadline) {
+        for (;;) {
+                uint64_t n;
+                int r;
+
+                if (done(bus, userdata))
+                        return 0;
+                n = now_usec();
+                if (n >= deadline)
+                        return -ETIMEDOUT;
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                r = sd_bus_wait(bus, deadline - n);
+                if (r < 0 && r != -EINTR)
+                        return r;
+        }
+}
+
+static bool call_answered(sd_bus *bus, const void *userdata) {
+        const PendingCall *call = userdata;
+        return call->reply;
+}
+
+static bool all_written(sd_bus *bus, const void *userdata) {
+        uint64_t n = 0;
+        return sd_bus_is_ready(bus) > 0 && sd_bus_get_n_queued_write(bus, &n) >= 0 && n == 0;
+}
+
+/* Calls Manager.METHOD(user, session_id) and waits for the reply until the deadline: 0 with
+ * the reply (which may be an error reply) in 'call', or a negative errno (-ETIMEDOUT at the
+ * deadline), logged. With call == NULL it only makes sure the call was written.
+ *
+ * On a connection that is not up yet the call is queued, and written right behind the
+ * authentication (and Hello(), on the bus): one round trip for both, where sd_bus_call()
+ * would first wait for Hello()'s reply.
+ *
+ * Only on the private socket may a CloseSession go without waiting for its answer: there
+ * the daemon knows the caller from the socket itself, also once it hung up. Through the bus
+ * it asks the bus driver who the caller is when the call arrives, and a caller that is gone
+ * by then cannot be checked. (The daemon also closes a session when its leader exits.) */
+static int call_session_method(pam_handle_t *handle, const ModuleOptions *opts, sd_bus *bus, const char *method,
+                               const char *user, const char *id, uint64_t deadline, PendingCall *call) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, method);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ss", user, id);
+        if (r >= 0 && !call) {
+                r = sd_bus_message_set_expect_reply(m, false);
+                if (r >= 0)
+                        r = sd_bus_send(bus, m, NULL);
+                if (r >= 0)
+                        r = bus_run_until(bus, all_written, NULL, deadline);
+        } else if (r >= 0) {
+                /* No timeout of sd-bus's own (UINT64_MAX): the deadline is the one. */
+                r = sd_bus_call_async(bus, &call->slot, m, pending_call_reply, call, UINT64_MAX);
+                if (r >= 0)
+                        r = bus_run_until(bus, call_answered, call, deadline);
+        }
+        if (r == -ETIMEDOUT)
+                pam_syslog(handle, LOG_ERR, "nsmanagerd did not answer %s for session '%s' of user '%s' within %.3gs (timeout=).",
+                           method, id, user, (double) opts->timeout_usec / USEC_PER_SEC);
+        else if (r < 0)
+                pam_syslog(handle, LOG_ERR, "Failed to call %s for session '%s' of user '%s': %s",
+                           method, id, user, strerror(-r));
+        return r;
+}
+
+/* Who logs in: PAM_SUCCESS with the user's record, PAM_IGNORE for a user not ours (logged at
+ * debug level), or an error (logged). */
+static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const char *user, UserRecord *ret_record) {
+        int r;
 
         /* A name the daemon could never serve (nsmanagerd accepts what useradd does) is not ours. */
         if (!valid_user_name(user)) {
-                if (opts.debug)
-                        pam_syslog(handle, LOG_DEBUG, "'%s' is not a user name nsmanagerd serves, ignoring.", user);
+                pam_debug_syslog(handle, opts, "'%s' is not a user name nsmanagerd serves, ignoring.", user);
                 return PAM_IGNORE;
         }
-        r = user_record_by_name(user, &record);
+        r = user_record_by_name(user, ret_record);
         if (r == -ESRCH) {
                 pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", user);
                 return PAM_USER_UNKNOWN;
@@ -252,65 +416,145 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
                 pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
                 return PAM_SESSION_ERR;
         }
-        uid = record.uid;
-
-        if (!user_is_managed(handle, &opts, user, uid))
+        if (!user_is_managed(handle, opts, user, ret_record->uid))
                 return PAM_IGNORE;
+        return PAM_SUCCESS;
+}
 
-        data = calloc(1, sizeof(SessionData));
-        if (!data)
-                return log_oom_pam(handle);
-        data->user = strdup(user);
-        if (!data->user)
-                return log_oom_pam(handle);
-        r = make_session_id(handle, &data->id);
+/* Whose namespace: the PAM user's; with "attach" the one nsmanagerd named in the unit, and the
+ * command starts in the home of the PAM user (the caller). */
+static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const char **ret_user,
+                          UserRecord *ret_record, char **ret_home) {
+        _cleanup_(user_record_done) UserRecord caller = {};
+        const char *user = NULL;
+        int r;
+
+        r = pam_get_user(handle, &user, NULL);
+        if (r != PAM_SUCCESS || !user || !user[0]) {
+                pam_syslog(handle, LOG_ERR, "Failed to get the user name: %s", pam_strerror(handle, r));
+                return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
+        }
+        if (opts->attach) {
+                r = user_record_by_name(user, &caller);
+                if (r < 0) {
+                        pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
+                        return PAM_SESSION_ERR;
+                }
+                user = pam_getenv(handle, ATTACH_NAMESPACE_ENV);
+                if (!user || !user[0]) {
+                        pam_syslog(handle, LOG_ERR, "%s is not set: 'attach' is for nsmanagerd's attach units only.",
+                                   ATTACH_NAMESPACE_ENV);
+                        return PAM_SESSION_ERR;
+                }
+        }
+        r = resolve_user(handle, opts, user, ret_record);
+        if (r != PAM_SUCCESS)
+                return r;
+        *ret_user = user;
+        *ret_home = TAKE_PTR(caller.home);
+        return PAM_SUCCESS;
+}
+
+static SessionData *session_data_new(pam_handle_t *handle, const ModuleOptions *opts, const char *user) {
+        _cleanup_(session_data_freep) SessionData *data = calloc(1, sizeof(SessionData));
+
+        if (!data || !(data->user = strdup(user)) || make_session_id(handle, opts, &data->id) < 0)
+                return NULL;
+        return TAKE_PTR(data);
+}
+
+/* OpenSession: PAM_SUCCESS with the namespace fd, PAM_IGNORE for a user the daemon does not
+ * manage, else PAM_SESSION_ERR (logged). */
+static int open_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, sd_bus *bus, const SessionData *data,
+                            uint64_t deadline, PendingCall *call, int *ret_fd) {
+        const sd_bus_error *error;
+        const char *object = NULL;
+        int r, received_fd;
+
+        r = call_session_method(handle, opts, bus, "OpenSession", data->user, data->id, deadline, call);
         if (r < 0)
-                return log_oom_pam(handle);
-
-        pam_debug_syslog(handle, &opts, "Opening session '%s' of user '%s'.", data->id, user);
-
-        if (bus_open(handle, &bus) < 0)
                 return PAM_SESSION_ERR;
-
-        r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "OpenSession",
-                               &error, &reply, "ss", user, data->id);
-        if (r < 0) {
-                if (sd_bus_error_has_name(&error, NSM_ERROR_USER_EXCLUDED)) {
+        error = sd_bus_message_get_error(call->reply);
+        if (error) {
+                if (sd_bus_error_has_name(error, NSM_ERROR_USER_EXCLUDED)) {
                         /* The daemon is the authority on its range (the filter file may be older). */
                         pam_syslog(handle, LOG_NOTICE, "nsmanagerd does not manage user '%s': %s",
-                                   user, bus_error_message(&error, r));
+                                   data->user, bus_error_message(error, 0));
                         return PAM_IGNORE;
                 }
-
                 pam_syslog(handle, LOG_ERR, "Failed to open session '%s' of user '%s' with nsmanagerd: %s",
-                           data->id, user, bus_error_message(&error, r));
+                           data->id, data->user, bus_error_message(error, sd_bus_message_get_errno(call->reply)));
                 return PAM_SESSION_ERR;
         }
-
-        r = sd_bus_message_read(reply, "oh", &object, &received_fd);
+        r = sd_bus_message_read(call->reply, "oh", &object, &received_fd);
         if (r < 0) {
                 pam_syslog(handle, LOG_ERR, "Failed to parse the reply of OpenSession: %s", strerror(-r));
-                goto undo;
+                return PAM_SESSION_ERR;
         }
-
         /* The fd belongs to the message; ours must outlive it. */
-        fd = fcntl(received_fd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0) {
+        *ret_fd = fcntl(received_fd, F_DUPFD_CLOEXEC, 3);
+        if (*ret_fd < 0) {
                 pam_syslog(handle, LOG_ERR, "Failed to duplicate the namespace fd: %m");
-                goto undo;
+                return PAM_SESSION_ERR;
         }
+        pam_debug_syslog(handle, opts, "Session '%s' of user '%s' is in %s.", data->id, data->user, object);
+        return PAM_SUCCESS;
+}
 
-        if (join_namespace(handle, &opts, fd, record.home) < 0)
-                goto undo;
+/* The daemon recorded a session we will not use: tell it now rather than when this process
+ * exits, within what is left of the deadline. */
+static void close_unused_session(pam_handle_t *handle, const ModuleOptions *opts, sd_bus *bus, bool direct,
+                                 const SessionData *data, uint64_t deadline) {
+        _cleanup_(pending_call_done) PendingCall undo = {};
+        const sd_bus_error *error;
+        int r;
 
-        if (opts.debug) {
-                struct stat st;
+        r = call_session_method(handle, opts, bus, "CloseSession", data->user, data->id, deadline, direct ? NULL : &undo);
+        if (r >= 0 && !direct && (error = sd_bus_message_get_error(undo.reply)))
+                pam_syslog(handle, LOG_WARNING, "Failed to close the unused session '%s', ignoring: %s",
+                           data->id, bus_error_message(error, sd_bus_message_get_errno(undo.reply)));
+}
 
-                if (fstat(fd, &st) >= 0)
-                        pam_syslog(handle, LOG_DEBUG, "Session '%s' of user '%s' joined %s, mnt:[%ju].",
-                                   data->id, user, object, (uintmax_t) st.st_ino);
+_public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(pending_call_done) PendingCall call = {};
+        _cleanup_(session_data_freep) SessionData *data = NULL;
+        _cleanup_(user_record_done) UserRecord record = {};
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *attach_home = NULL;
+        const char *user = NULL;
+        ModuleOptions opts;
+        uint64_t deadline;
+        bool direct;
+        int r;
+
+        parse_argv(handle, argc, argv, &opts);
+        deadline = now_usec() + opts.timeout_usec;
+
+        r = resolve_target(handle, &opts, &user, &record, &attach_home);
+        if (r != PAM_SUCCESS)
+                return r;
+        data = session_data_new(handle, &opts, user);
+        if (!data)
+                return log_oom_pam(handle);
+        pam_debug_syslog(handle, &opts, "Opening session '%s' of user '%s'.", data->id, user);
+
+        r = bus_connect(&bus, &direct);
+        if (r < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to connect to nsmanagerd or the system bus: %s", strerror(-r));
+                return PAM_SESSION_ERR;
         }
-
+        r = open_with_daemon(handle, &opts, bus, data, deadline, &call, &fd);
+        if (r != PAM_SUCCESS) {
+                if (call.reply && !sd_bus_message_is_method_error(call.reply, NULL))
+                        close_unused_session(handle, &opts, bus, direct, data, deadline);
+                return r;
+        }
+        if (join_namespace(handle, &opts, fd, attach_home ?: record.home) < 0) {
+                /* Our thread is still in the namespace it was in. */
+                close_unused_session(handle, &opts, bus, direct, data, deadline);
+                return PAM_SESSION_ERR;
+        }
         r = pam_set_data(handle, PAM_DATA_SESSION, data, session_data_cleanup);
         if (r != PAM_SUCCESS) {
                 /* Joined, but close_session will not find it: the daemon closes the session when
@@ -319,34 +563,27 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
                 return PAM_SESSION_ERR;
         }
         TAKE_PTR(data);
-
         return PAM_SUCCESS;
-
-undo:
-        /* The daemon recorded a session we will not use: tell it now rather than when this
-         * process exits. Our thread is still in the namespace it was in. */
-        r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "CloseSession",
-                               &error, NULL, "ss", user, data->id);
-        if (r < 0)
-                pam_syslog(handle, LOG_WARNING, "Failed to close the unused session '%s', ignoring: %s",
-                           data->id, bus_error_message(&error, r));
-        return PAM_SESSION_ERR;
 }
 
 /* A failure here must not stand in the way of a logout, and it cannot: PAM runs every
  * session module's close_session regardless of the others' results, and applications
  * ignore the result. We still return PAM_SESSION_ERR when the daemon could not be told
  * (it closes the session itself when the login process exits), and PAM_SUCCESS when the
- * daemon no longer knew the session (already closed: nothing left to do). */
+ * daemon no longer knew the session (already closed: nothing left to do). On the private
+ * socket the call is only written, not waited for (call_session_method()). */
 _public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(pending_call_done) PendingCall call = {};
         const SessionData *data = NULL;
+        const sd_bus_error *error;
         ModuleOptions opts;
+        uint64_t deadline;
+        bool direct = false;
         int r;
 
-        if (parse_argv(handle, argc, argv, &opts) < 0)
-                return PAM_SESSION_ERR;
+        parse_argv(handle, argc, argv, &opts);
+        deadline = now_usec() + opts.timeout_usec;
 
         /* No data: open_session did not open a session (a user not ours, or it failed). */
         r = pam_get_data(handle, PAM_DATA_SESSION, (const void **) &data);
@@ -355,21 +592,35 @@ _public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _un
                 return PAM_IGNORE;
         }
 
+        /* systemd's sd-pam has dropped to the user before it closes the session of an attach
+         * unit, and CloseSession is root's: the daemon closes it when its leader, the attached
+         * command, has exited. */
+        if (opts.attach && geteuid() != 0) {
+                pam_debug_syslog(handle, &opts, "Session '%s' of user '%s' is closed by nsmanagerd when its command exits.",
+                                 data->id, data->user);
+                (void) pam_set_data(handle, PAM_DATA_SESSION, NULL, NULL);
+                return PAM_SUCCESS;
+        }
+
         pam_debug_syslog(handle, &opts, "Closing session '%s' of user '%s'.", data->id, data->user);
 
-        if (bus_open(handle, &bus) < 0)
-                return PAM_SESSION_ERR;
-
-        r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "CloseSession",
-                               &error, NULL, "ss", data->user, data->id);
-        if (r < 0) {
-                if (sd_bus_error_has_name(&error, NSM_ERROR_NO_SUCH_SESSION)) {
+        r = bus_connect(&bus, &direct);
+        if (r < 0)
+                pam_syslog(handle, LOG_ERR, "Failed to connect to nsmanagerd or the system bus: %s", strerror(-r));
+        else
+                r = call_session_method(handle, &opts, bus, "CloseSession", data->user, data->id, deadline,
+                                        direct ? NULL : &call);
+        if (r < 0)
+                r = PAM_SESSION_ERR;
+        else if (!direct && (error = sd_bus_message_get_error(call.reply))) {
+                if (sd_bus_error_has_name(error, NSM_ERROR_NO_SUCH_SESSION)) {
                         pam_debug_syslog(handle, &opts, "Session '%s' of user '%s' was already closed: %s",
-                                         data->id, data->user, bus_error_message(&error, r));
+                                         data->id, data->user, bus_error_message(error, 0));
                         r = PAM_SUCCESS;
                 } else {
                         pam_syslog(handle, LOG_ERR, "Failed to close session '%s' of user '%s' with nsmanagerd: %s",
-                                   data->id, data->user, bus_error_message(&error, r));
+                                   data->id, data->user,
+                                   bus_error_message(error, sd_bus_message_get_errno(call.reply)));
                         r = PAM_SESSION_ERR;
                 }
         } else

@@ -3,6 +3,7 @@
 #include <stdbool.h>
 
 #include "bus-creds.h"
+#include "bus-util.h"
 #include "hashmap.h"
 #include "macros.h"
 
@@ -70,44 +71,60 @@ int bus_creds_cache_attach(sd_bus *bus) {
         return sd_bus_slot_set_floating(cache_match, true);
 }
 
+typedef struct DriverCreds {
+        uint32_t uid, pid;
+        bool have_uid, have_pid;
+} DriverCreds;
+
+static int read_driver_creds(sd_bus_message *m, const char *key, void *userdata) {
+        DriverCreds *c = userdata;
+        int r;
+
+        if (streq(key, "UnixUserID")) {
+                r = sd_bus_message_read(m, "v", "u", &c->uid);
+                c->have_uid = r >= 0;
+        } else if (streq(key, "ProcessID")) {
+                r = sd_bus_message_read(m, "v", "u", &c->pid);
+                c->have_pid = r >= 0;
+        } else
+                return 0;
+        return r < 0 ? r : 1;
+}
+
 static int query_creds(sd_bus *bus, const char *sender, SenderCreds *ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        bool have_uid = false, have_pid = false;
-        uint32_t uid = 0, pid = 0;
+        DriverCreds c = {};
         int r;
 
         r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                "GetConnectionCredentials", NULL, &reply, "s", sender);
         if (r < 0)
                 return r;
-        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        r = bus_message_read_dict(reply, read_driver_creds, &c);
         if (r < 0)
                 return r;
-        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
-                const char *key;
-
-                r = sd_bus_message_read(reply, "s", &key);
-                if (r < 0)
-                        return r;
-                if (streq(key, "UnixUserID")) {
-                        r = sd_bus_message_read(reply, "v", "u", &uid);
-                        have_uid = r >= 0;
-                } else if (streq(key, "ProcessID")) {
-                        r = sd_bus_message_read(reply, "v", "u", &pid);
-                        have_pid = r >= 0;
-                } else
-                        r = sd_bus_message_skip(reply, "v");
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_exit_container(reply);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        if (!have_uid)
+        if (!c.have_uid)
                 return -ENODATA;
-        *ret = (SenderCreds) { .uid = (uid_t) uid, .pid = have_pid ? (pid_t) pid : 0 };
+        *ret = (SenderCreds) { .uid = (uid_t) c.uid, .pid = c.have_pid ? (pid_t) c.pid : 0 };
+        return 0;
+}
+
+/* A direct connection (no bus driver): the peer is whoever connected, as the socket says
+ * (SO_PEERCRED, taken at connect time: still known after the peer hung up). */
+static int peer_creds(sd_bus *bus, SenderCreds *ret) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid;
+        pid_t pid = 0;
+        int r;
+
+        r = sd_bus_get_owner_creds(bus, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID, &creds);
+        if (r < 0)
+                return r;
+        r = sd_bus_creds_get_euid(creds, &uid);
+        if (r < 0)
+                return r;
+        (void) sd_bus_creds_get_pid(creds, &pid);
+        *ret = (SenderCreds) { .uid = uid, .pid = pid };
         return 0;
 }
 
@@ -116,6 +133,8 @@ static int sender_creds(sd_bus_message *m, SenderCreds *ret) {
         SenderCreds *c, q;
         int r;
 
+        if (sd_bus_is_bus_client(sd_bus_message_get_bus(m)) == 0)
+                return peer_creds(sd_bus_message_get_bus(m), ret);
         if (!sender)
                 return -EBADMSG;
         c = cache ? hashmap_get(cache, sender) : NULL;

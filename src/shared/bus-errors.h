@@ -9,6 +9,11 @@
 #define NSM_NAMESPACE_INTERFACE "org.example.NSManager.Namespace"
 #define NSM_NAMESPACE_PATH_PREFIX "/org/example/NSManager/user"
 
+/* nsmanagerd's private socket: the same objects and methods as on the system bus, for root
+ * only (mode 0600), without dbus-daemon in between — root's logins (pam_nsmanager) try it
+ * first, as systemctl does with /run/systemd/private. */
+#define NSM_PRIVATE_SOCKET "/run/nsmanager/private"
+
 #define NSM_ERROR_NO_SUCH_USER "org.example.NSManager.Error.NoSuchUser"
 #define NSM_ERROR_NO_SUCH_NAMESPACE "org.example.NSManager.Error.NoSuchNamespace"
 #define NSM_ERROR_NO_SUCH_SESSION "org.example.NSManager.Error.NoSuchSession"

@@ -310,6 +310,10 @@ int open_path_no_symlinks(const char *path, int *ret_fd) {
         }
         /* RESOLVE_IN_ROOT: relative to the root fd, which is ours, not to the working directory. */
         fd = (int) syscall(SYS_openat2, root, path_skip_root(path), &how, sizeof how);
+        if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+                /* Filtered (systemd 252's RestrictSUIDSGID= filter cannot look into openat2's
+                 * arguments, so it refuses the call) or too old: one component at a time. */
+                return open_path_creating(root, path, PATH_EXISTING, NULL, ret_fd);
         if (fd < 0)
                 return -errno;
         /* With O_PATH|O_NOFOLLOW a trailing symlink is opened itself: refuse it like any other. */

@@ -192,56 +192,64 @@ struct nsm_statmount {
         uint64_t spare[64];      /* room for what newer kernels add */
 };
 
-static int statmount_basic_in(uint64_t unique_id, uint64_t mntns_id, struct nsm_statmount *sm) {
-        struct nsm_mnt_id_req req = { .size = sizeof req, .mnt_id = unique_id, .param = NSM_STATMOUNT_MNT_BASIC,
-                                      .mnt_ns_id = mntns_id };
-        if (syscall(NSM_SYS_statmount, &req, sm, sizeof *sm, 0) < 0)
-                return -errno;
-        if (!(sm->mask & NSM_STATMOUNT_MNT_BASIC))
+/* The fields of STATMOUNT_MNT_BASIC that we read end with mnt_master; every kernel that has
+ * statmount(2) (6.8) writes them all. */
+#define NSM_STATMOUNT_BASIC_END offsetof(struct nsm_statmount, propagate_from)
+
+int mount_info_from_statmount(const void *buf, size_t size, MountInfo *ret, uint64_t *ret_unique_id,
+                              uint64_t *ret_unique_parent_id) {
+        struct nsm_statmount sm;
+
+        if (!buf || size < NSM_STATMOUNT_BASIC_END)
+                return -EBADMSG;
+        memcpy(&sm, buf, NSM_STATMOUNT_BASIC_END);      /* buf need not be aligned */
+        /* What the kernel says it wrote must hold the fields, and fit in what it was given. */
+        if (sm.size < NSM_STATMOUNT_BASIC_END || sm.size > size)
+                return -EBADMSG;
+        if (!(sm.mask & NSM_STATMOUNT_MNT_BASIC))
                 return -EOPNOTSUPP;
+        *ret = (MountInfo) {
+                .id = sm.mnt_id_old,
+                .parent_id = sm.mnt_parent_id_old,
+                .peer_group = sm.mnt_peer_group,
+                .master_group = sm.mnt_master,
+                .propagation = sm.mnt_propagation & (MS_SHARED | MS_SLAVE | MS_UNBINDABLE),
+        };
+        if (ret_unique_id)
+                *ret_unique_id = sm.mnt_id;
+        if (ret_unique_parent_id)
+                *ret_unique_parent_id = sm.mnt_parent_id;
         return 0;
 }
 
-static int statmount_basic(uint64_t unique_id, struct nsm_statmount *sm) {
-        return statmount_basic_in(unique_id, 0, sm);
-}
+static int statmount_basic_in(uint64_t unique_id, uint64_t mntns_id, MountInfo *ret, uint64_t *ret_unique_parent_id) {
+        struct nsm_mnt_id_req req = { .size = sizeof req, .mnt_id = unique_id, .param = NSM_STATMOUNT_MNT_BASIC,
+                                      .mnt_ns_id = mntns_id };
+        struct nsm_statmount sm;
 
-static void mount_info_from_statmount(const struct nsm_statmount *sm, MountInfo *ret) {
-        *ret = (MountInfo) {
-                .id = sm->mnt_id_old,
-                .parent_id = sm->mnt_parent_id_old,
-                .peer_group = sm->mnt_peer_group,
-                .master_group = sm->mnt_master,
-                .propagation = sm->mnt_propagation & (MS_SHARED | MS_SLAVE | MS_UNBINDABLE),
-        };
+        if (syscall(NSM_SYS_statmount, &req, &sm, sizeof sm, 0) < 0)
+                return -errno;
+        return mount_info_from_statmount(&sm, sizeof sm, ret, NULL, ret_unique_parent_id);
 }
 
 static int mount_info_by_statmount(int dirfd, const char *path, MountInfo *ret, MountInfo *ret_parent) {
         struct statx sx = {};
-        struct nsm_statmount sm;
         int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);
+        uint64_t parent;
         int r;
 
         if (statx(dirfd, path ?: "", flags, STATX_MNT_ID_UNIQUE, &sx) < 0)
                 return -errno;
         if (!(sx.stx_mask & STATX_MNT_ID_UNIQUE))
                 return -EOPNOTSUPP;
-        r = statmount_basic(sx.stx_mnt_id, &sm);
-        if (r < 0)
+        r = statmount_basic_in(sx.stx_mnt_id, 0, ret, &parent);
+        if (r < 0 || !ret_parent)
                 return r;
-        mount_info_from_statmount(&sm, ret);
-        if (ret_parent) {
-                if (sm.mnt_parent_id == sm.mnt_id)
-                        *ret_parent = *ret;     /* a namespace's root is its own parent */
-                else {
-                        uint64_t parent = sm.mnt_parent_id;
-                        r = statmount_basic(parent, &sm);
-                        if (r < 0)
-                                return r;
-                        mount_info_from_statmount(&sm, ret_parent);
-                }
+        if (parent == sx.stx_mnt_id) {
+                *ret_parent = *ret;     /* a namespace's root is its own parent */
+                return 0;
         }
-        return 0;
+        return statmount_basic_in(parent, 0, ret_parent, NULL);
 }
 
 static void mount_info_from_entry(const MountEntry *e, MountInfo *ret) {
@@ -417,8 +425,8 @@ int mount_subtree_ids(MountId top, MountId **ret, size_t *ret_n) {
 }
 
 int mount_is_mounted_in(uint64_t unique_id, uint64_t mntns_id) {
-        struct nsm_statmount sm;
-        int r = statmount_basic_in(unique_id, mntns_id, &sm);
+        MountInfo mi;
+        int r = statmount_basic_in(unique_id, mntns_id, &mi, NULL);
         if (r == -ENOENT)
                 return 0;
         if (r == -ENOSYS || r == -EPERM)

@@ -74,6 +74,13 @@ typedef struct MountInfo {
  * /proc/self/mountinfo (kernels before 6.8, seccomp filters that do not know statmount). */
 int mount_info_get(int dirfd, const char *path, MountInfo *ret, MountInfo *ret_parent);
 
+/* A statmount(2) answer (STATMOUNT_MNT_BASIC) as the kernel wrote it into buf (size bytes),
+ * and its unique id and its parent's (either may be NULL). -EBADMSG if it is too short or says
+ * it is longer than buf, -EOPNOTSUPP without the basic fields. Pure: fuzzed
+ * (src/fuzz/fuzz-statmount.c). */
+int mount_info_from_statmount(const void *buf, size_t size, MountInfo *ret, uint64_t *ret_unique_id,
+                              uint64_t *ret_unique_parent_id);
+
 /* Peer group and master of the mount fd refers to, and the peer group of its parent (0: none). */
 int mount_get_groups(int fd, uint64_t *ret_peer, uint64_t *ret_master, uint64_t *ret_parent_peer);
 

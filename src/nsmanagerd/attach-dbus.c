@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Manager.Attach(): read, validate, authorize, act, reply. Who the command runs as comes from
+ * the bus, never from the arguments: the uid the bus authenticated, and that uid's primary
+ * group and supplementary groups in NSS. Nothing is read from /proc: the caller could have
+ * exec'd a setgid program since it sent the call.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attach-process.h"
+#include "attach.h"
+#include "bus-creds.h"
+#include "bus-errors.h"
+#include "bus-polkit.h"
+#include "log.h"
+#include "namespace.h"
+#include "strv.h"
+
+/* The arguments, as read from the message (strings and fds belong to it). */
+typedef struct AttachArgs {
+        const char *user;
+        char **command;
+        char **environment;
+        const char *working_directory;
+        int fds[4];                    /* stdin, stdout, stderr, status */
+} AttachArgs;
+
+static void attach_args_done(AttachArgs *a) {
+        strv_free(a->command);
+        strv_free(a->environment);
+}
+
+static int read_args(sd_bus_message *message, AttachArgs *ret) {
+        int r;
+
+        r = sd_bus_message_read(message, "s", &ret->user);
+        if (r >= 0)
+                r = sd_bus_message_read_strv(message, &ret->command);
+        if (r >= 0)
+                r = sd_bus_message_read_strv(message, &ret->environment);
+        if (r >= 0)
+                r = sd_bus_message_read(message, "shhhh", &ret->working_directory, &ret->fds[0], &ret->fds[1],
+                                        &ret->fds[2], &ret->fds[3]);
+        return r;
+}
+
+/* The caller's stdin/stdout/stderr can be anything it could open; the status fd must be
+ * something we can write a line to: a pipe or a socket, open for writing. */
+static int check_fds(const int fds[4], sd_bus_error *error) {
+        static const char *const names[] = { "stdin", "stdout", "stderr", "status" };
+        struct stat st;
+        int flags;
+
+        for (int i = 0; i < 4; i++)
+                if (fstat(fds[i], &st) < 0)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "The %s fd is not usable: %s",
+                                                 names[i], strerror(errno));
+
+        if (!S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                        "The status fd must be the write end of a pipe or a socket.");
+        flags = fcntl(fds[3], F_GETFL);
+        if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
+                                        "The status fd must be open for writing (the write end of a pipe).");
+        return 0;
+}
+
+static int validate_args(const AttachArgs *a, sd_bus_error *error) {
+        const char *c = a->command ? a->command[0] : NULL;
+
+        if (!c || !c[0])
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "No command given.");
+        if (strchr(c, '/') && c[0] != '/')
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Command '%s' must be an absolute path or a name looked up in $PATH.", c);
+        for (char **e = a->environment; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+                if (!eq || eq == *e)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Environment entry '%s' is not of the form KEY=VALUE.", *e);
+        }
+        if (a->working_directory[0] && a->working_directory[0] != '/')
+                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH, "Working directory '%s' is not an absolute path.",
+                                         a->working_directory);
+        return check_fds(a->fds, error);
+}
+
+/* The uid the bus authenticated when the caller connected (bus-creds.h). */
+static int caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error) {
+        int r = bus_message_get_sender_uid(message, ret);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller's user: %s",
+                                         strerror(-r));
+        return 0;
+}
+
+/* AttachTasksMax=: every task of the caller's attached commands counts, their descendants too
+ * where systemd runs them. Root is not limited. */
+static int check_limit(Manager *m, uid_t uid, sd_bus_error *error) {
+        unsigned n, max = m->config.attach_tasks_max;
+
+        if (uid == 0)
+                return 0;
+        n = attach_tasks_of_uid(m, uid);
+        if (n >= max)
+                return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                         "The commands uid %u attached still run %u tasks (AttachTasksMax=%u).",
+                                         (unsigned) uid, n, max);
+        return 0;
+}
+
+/* Act: the caller in NSS, then the command started one way or the other. Returns 1 when
+ * attach_unit_start() answers the call later, 0 when the caller is to reply with p->pid. */
+static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Namespace *ns, uid_t uid,
+                 AttachProcess **ret, sd_bus_error *error) {
+        _cleanup_(attach_process_freep) AttachProcess *p = NULL;
+        _cleanup_(user_record_done) UserRecord record = {};
+        _cleanup_(credentials_done) Credentials caller = {};
+        _cleanup_close_ int status_fd = -EBADF;
+        AttachRequest req;
+        int r;
+
+        r = user_record_by_uid(uid, &record);
+        if (r >= 0)
+                r = user_credentials_by_uid(uid, &caller);
+        if (r == -ESRCH)
+                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "uid %u has no user record (NSS).", (unsigned) uid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Failed to look up uid %u and its groups: %m", (unsigned) uid);
+
+        status_fd = fcntl(a->fds[3], F_DUPFD_CLOEXEC, 3);
+        if (status_fd < 0)
+                return sd_bus_error_set_errnof(error, errno, "Failed to duplicate the status fd: %m");
+        r = attach_process_new(m, uid, ns->name, a->command[0], TAKE_FD(status_fd), &p);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Failed to set up the status fd: %m");
+
+        req = (AttachRequest) {
+                .user = ns->name,
+                .mntns_fd = ns->mntns_fd,
+                .uid = uid,
+                .caller = &caller,
+                .home = record.home,
+                .command = a->command,
+                .environment = a->environment,
+                .working_directory = a->working_directory[0] ? a->working_directory : NULL,
+                .fds = { a->fds[0], a->fds[1], a->fds[2] },
+        };
+        if (attach_unit_available()) {
+                r = attach_unit_start(p, &req, message, error);
+                if (r < 0)
+                        return r;
+                TAKE_PTR(p);
+                return 1;
+        }
+        r = attach_fork_start(p, &req, error);
+        if (r < 0)
+                return r;
+        log_info("Started '%s' as uid %u in the namespace of '%s' (PID %d).", a->command[0], (unsigned) uid,
+                 ns->name, (int) p->pid);
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        _cleanup_(attach_args_done) AttachArgs a = {};
+        const char *details[] = { "user", NULL, NULL };
+        Manager *m = userdata;
+        AttachProcess *p = NULL;
+        Namespace *ns;
+        uid_t uid;
+        int r;
+
+        /* Read */
+        r = read_args(message, &a);
+        if (r < 0)
+                return r;
+
+        /* Validate */
+        r = validate_args(&a, error);
+        if (r < 0)
+                return r;
+        ns = manager_get_namespace(m, a.user);
+        if (!ns || !ns->ready)
+                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", a.user);
+        r = caller_uid(message, &uid, error);
+        if (r < 0)
+                return r;
+
+        /* Authorize */
+        details[1] = a.user;
+        r = bus_verify_polkit_async(message,
+                                    uid == ns->uid ? "org.example.NSManager.attach-own" : "org.example.NSManager.attach",
+                                    details, &m->polkit_registry, error);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return 1; /* polkit is asking; we are called again */
+        r = check_limit(m, uid, error);
+        if (r < 0)
+                return r;
+        /* Counted once authorized: a call that waited for polkit is dispatched twice. */
+        if (uid != 0 && manager_rate_limit(m, uid) < 0)
+                return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                         "Too many calls from UID %u (RateLimitBurst=%u per RateLimitIntervalSec=); try again later.",
+                                         (unsigned) uid, m->config.rate_limit_burst);
+
+        /* Act */
+        r = start(m, message, &a, ns, uid, &p, error);
+        if (r != 0)
+                return r;
+
+        /* Reply */
+        return sd_bus_reply_method_return(message, "u", (uint32_t) p->pid);
+}

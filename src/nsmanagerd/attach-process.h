@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The commands Attach() started and has not seen end yet, whichever way they were started:
+ * by systemd as a transient service (attach-unit.c), or forked by the daemon where systemd is
+ * not PID 1 (attach-fork.c). The list belongs to the Manager (Manager.attach_processes). */
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "manager.h"
+#include "user-util.h"
+
+/* What the command is to be, as the bus handler checked it. The strings and fds belong to the
+ * call's message (or the handler) and live as long as the handler runs. */
+typedef struct AttachRequest {
+        const char *user;              /* the namespace's owner */
+        int mntns_fd;                  /* the namespace */
+        uid_t uid;                     /* the caller, as the bus authenticated it */
+        const Credentials *caller;     /* its gid and groups from NSS (never /proc) */
+        const char *home;              /* its home, from NSS */
+        char **command;
+        char **environment;
+        const char *working_directory; /* NULL or absolute */
+        int fds[3];                    /* stdin, stdout, stderr */
+} AttachRequest;
+
+struct AttachProcess {
+        Manager *manager;
+        AttachProcess *next;
+
+        uid_t uid;                     /* the caller's */
+        char *user;                    /* the namespace's owner */
+        char *command;                 /* argv[0], for the logs */
+        pid_t pid;                     /* 0 until it runs */
+        int status_fd;                 /* where "EXITED n" / "KILLED n" goes */
+        sd_event_source *hangup_source; /* the client closed its end of the status pipe */
+        void (*on_client_gone)(AttachProcess *p);
+
+        /* Forked by the daemon (attach-fork.c). */
+        sd_event_source *child_source;
+
+        /* Started by systemd (attach-unit.c). */
+        sd_bus_message *call;          /* the Attach() call, until it is answered */
+        char *unit;                    /* nsmanager-attach-UID-RANDOM.service */
+        char *job;                     /* the start job's object path */
+        char *job_result;              /* from JobRemoved: "done", "failed", … */
+        char *cgroup;                  /* the unit's control group, once it runs */
+        char *env_file;                /* the environment, until systemd has read it */
+        sd_bus_slot *start_slot, *job_slot, *properties_slot, *call_slot;
+        bool refresh_again;            /* something changed while properties were read */
+};
+
+/* Allocates the process record of a command about to start and links it into the Manager's
+ * list. Takes 'status_fd' (made non-blocking here): freeing the record closes it. */
+int attach_process_new(Manager *m, uid_t uid, const char *user, const char *command, int status_fd,
+                       AttachProcess **ret);
+/* Unlinks and frees: closes the status fd without a status line, drops event sources, bus
+ * slots and the unanswered call, removes the environment file. The command itself goes on. */
+AttachProcess *attach_process_free(AttachProcess *p);
+static inline void attach_process_freep(AttachProcess **p) {
+        attach_process_free(*p);
+}
+
+/* Writes "EXITED <status>" (code CLD_EXITED) or "KILLED <signo>" to the status fd, without
+ * blocking and without dying of SIGPIPE when the client is gone. */
+void attach_process_report(AttachProcess *p, int code, int status);
+
+/* Calls on_gone(p) once when the client closes its end of the status fd. */
+int attach_process_watch_client(AttachProcess *p, void (*on_gone)(AttachProcess *p));
+
+/* Tasks (threads) of every command of 'uid' still running through us, descendants included
+ * where systemd runs them (their units' control groups); a command whose start is still in
+ * progress counts 1. */
+unsigned attach_tasks_of_uid(Manager *m, uid_t uid);
+
+/* The two ways of starting. Both return 0 once the command is on its way, or a negative errno
+ * with 'error' set; on error the caller frees 'p'.
+ *
+ * attach_fork_start(): forks and execs now; p->pid is set, the caller replies.
+ * attach_unit_start(): asks systemd for a transient service and answers 'message' itself once
+ * the command runs (or could not be started, then it also frees 'p'). */
+int attach_fork_start(AttachProcess *p, const AttachRequest *req, sd_bus_error *error);
+int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, sd_bus_error *error);
+/* Whether Attach() goes through systemd: it is PID 1 (sd_booted()). */
+bool attach_unit_available(void);
+/* Tasks in the unit's control group (1 while it starts). */
+unsigned attach_unit_tasks(AttachProcess *p);

@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Attach() where systemd is PID 1: systemd starts the command, as a transient service in the
+ * caller's slice, the way `systemd-run --uid=… --wait` would. So the command is a process of
+ * the user like a login's, not a child of the daemon:
+ *
+ *   - User=UID: systemd takes gid and supplementary groups from NSS (initgroups);
+ *   - Slice=user-UID.slice: the user's TasksMax= and memory limits, not the daemon's;
+ *   - PAMName=nsmanager-attach (/usr/lib/pam.d/nsmanager-attach): pam_loginuid sets the
+ *     loginuid, pam_limits the limits a login gets, and pam_nsmanager enters the namespace
+ *     named by NSMANAGER_ATTACH_NAMESPACE= (set here, never taken from the caller), the way
+ *     user@.service enters its user's;
+ *   - none of the daemon's hardening (seccomp, NoNewPrivileges, bounding set) is inherited.
+ *
+ * Everything is asynchronous: the event loop never waits for systemd. The steps:
+ *   1. subscribe to JobRemoved and to PropertiesChanged of the unit's object, then
+ *      StartTransientUnit (Type=simple: the start job is done once systemd forked);
+ *   2. the job is removed: read the service's properties (ExecMainPID, …) and answer the
+ *      call with the PID, or with an error if the job failed;
+ *   3. on every PropertiesChanged, read them again: once ExecMainCode is set the command has
+ *      ended: write its status, drop our reference to the unit (AddRef=yes kept it loaded).
+ *
+ * The caller's environment is handed over in an EnvironmentFile= that only root can read,
+ * removed as soon as the job is done: a unit's Environment= is a property every user can
+ * read on the bus.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "attach-process.h"
+#include "bus-util.h"
+#include "log.h"
+
+#define SYSTEMD_BUS_NAME "org.freedesktop.systemd1"
+#define SYSTEMD_PATH "/org/freedesktop/systemd1"
+#define SYSTEMD_MANAGER_INTERFACE "org.freedesktop.systemd1.Manager"
+#define SYSTEMD_SERVICE_INTERFACE "org.freedesktop.systemd1.Service"
+#define SYSTEMD_UNIT_PATH_PREFIX "/org/freedesktop/systemd1/unit"
+
+/* The PAM service the package ships (pam.d/nsmanager-attach), and the variable by which its
+ * pam_nsmanager learns which namespace to enter. */
+#define ATTACH_PAM_SERVICE "nsmanager-attach"
+#define ATTACH_NAMESPACE_ENV "NSMANAGER_ATTACH_NAMESPACE"
+
+bool attach_unit_available(void) {
+        return sd_booted() > 0;
+}
+
+/* --- the environment file ------------------------------------------------------------ */
+
+static bool utf8_is_valid(const char *s) {
+        const unsigned char *p = (const unsigned char *) s;
+
+        while (*p) {
+                int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
+                if (n < 0 || (n == 1 && *p < 0xc2))
+                        return false;
+                p++;
+                for (int i = 0; i < n; i++, p++)
+                        if ((*p & 0xc0) != 0x80)
+                                return false;
+        }
+        return true;
+}
+
+/* What systemd accepts in an environment file (env_assignment_is_valid()): a name of letters,
+ * digits and '_' not starting with a digit, and a UTF-8 value. The rest cannot be passed. */
+static bool environment_entry_passes(const char *e) {
+        const char *eq = strchr(e, '=');
+
+        if (!eq || eq == e || (*e >= '0' && *e <= '9'))
+                return false;
+        for (const char *c = e; c < eq; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+                        return false;
+        /* Ours to set: the caller's would choose the namespace. */
+        if ((size_t) (eq - e) == strlen(ATTACH_NAMESPACE_ENV) && strncmp(e, ATTACH_NAMESPACE_ENV, eq - e) == 0)
+                return false;
+        return utf8_is_valid(eq + 1);
+}
+
+/* NAME="VALUE" per line. Inside double quotes systemd's parser keeps every character
+ * (newlines too) except '"' and '\', and unescapes \" \\ \` \$: escape those four. */
+static int write_environment(FILE *f, char **environment) {
+        for (char **e = environment; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+
+                if (!environment_entry_passes(*e)) {
+                        log_debug("Environment entry '%.*s' cannot be passed through systemd, leaving it out.",
+                                  eq ? (int) (eq - *e) : (int) strlen(*e), *e);
+                        continue;
+                }
+                fprintf(f, "%.*s=\"", (int) (eq - *e), *e);
+                for (const char *c = eq + 1; *c; c++) {
+                        if (strchr("\"\\`$", *c))
+                                fputc('\\', f);
+                        fputc(*c, f);
+                }
+                fputs("\"\n", f);
+        }
+        return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+}
+
+/* <StateDirectory>/attach/, root's only; emptied the first time in this process (files of a
+ * daemon that died before systemd read them). */
+static int environment_directory(Manager *m, char **ret) {
+        static bool cleaned = false;
+        _cleanup_free_ char *dir = strdup(m->state.attach);
+
+        if (!dir)
+                return -ENOMEM;
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        if (!cleaned) {
+                DIR *d = opendir(dir);
+                struct dirent *de;
+
+                if (!d)
+                        return -errno;
+                while ((de = readdir(d)))
+                        if (de->d_type == DT_REG)
+                                (void) unlinkat(dirfd(d), de->d_name, 0);
+                closedir(d);
+                cleaned = true;
+        }
+        *ret = TAKE_PTR(dir);
+        return 0;
+}
+
+static int environment_file_create(AttachProcess *p, char **environment) {
+        _cleanup_free_ char *dir = NULL, *path = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        int fd, r;
+
+        r = environment_directory(p->manager, &dir);
+        if (r < 0)
+                return r;
+        if (asprintf(&path, "%s/%s.env", dir, p->unit) < 0)
+                return -ENOMEM;
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        p->env_file = TAKE_PTR(path);
+        f = fdopen(fd, "w");
+        if (!f) {
+                safe_close(fd);
+                return -errno;
+        }
+        return write_environment(f, environment);
+}
+
+static void environment_file_remove(AttachProcess *p) {
+        if (p->env_file && unlink(p->env_file) < 0 && errno != ENOENT)
+                log_warning_errno(-errno, "Failed to remove '%s', ignoring: %m", p->env_file);
+        free(p->env_file);
+        p->env_file = NULL;
+}
+
+/* --- the control group ------------------------------------------------------------- */
+
+/* Threads in the unit's control group, from whichever hierarchy systemd keeps: unified
+ * (cgroup v2 on /sys/fs/cgroup), hybrid (/sys/fs/cgroup/unified) or legacy (name=systemd). */
+static int cgroup_count_tasks(const char *cgroup, unsigned *ret) {
+        static const struct {
+                const char *root, *file;
+        } places[] = {
+                { "/sys/fs/cgroup",         "cgroup.threads" },
+                { "/sys/fs/cgroup/unified", "cgroup.threads" },
+                { "/sys/fs/cgroup/systemd", "tasks" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(places); i++) {
+                _cleanup_free_ char *path = NULL;
+                _cleanup_fclose_ FILE *f = NULL;
+                unsigned n = 0;
+                int c;
+
+                if (asprintf(&path, "%s%s/%s", places[i].root, cgroup, places[i].file) < 0)
+                        return -ENOMEM;
+                f = fopen(path, "re");
+                if (!f)
+                        continue;
+                while ((c = fgetc(f)) != EOF)
+                        n += c == '\n';
+                *ret = n;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+unsigned attach_unit_tasks(AttachProcess *p) {
+        unsigned n;
+
+        if (!p->cgroup || cgroup_count_tasks(p->cgroup, &n) < 0 || n == 0)
+                return 1;
+        return n;
+}
+
+/* --- talking to systemd ------------------------------------------------------------- */
+
+static void unit_call_async(AttachProcess *p, const char *method, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(p->manager->bus, &m, SYSTEMD_BUS_NAME, SYSTEMD_PATH,
+                                           SYSTEMD_MANAGER_INTERFACE, method);
+        if (r >= 0) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(m, types, ap);
+                va_end(ap);
+        }
+        if (r >= 0)
+                r = sd_bus_message_set_expect_reply(m, false);
+        if (r >= 0)
+                r = sd_bus_send(p->manager->bus, m, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to call %s for %s, ignoring: %m", method, p->unit);
+}
+
+/* The client hung up: SIGHUP to the command, as a terminal hangup would. Only to the main
+ * process: systemd's PAM helper (sd-pam) in the same unit would die of it and skip
+ * pam_close_session. */
+static void hang_up(AttachProcess *p) {
+        unit_call_async(p, "KillUnit", "ssi", p->unit, "main", (int32_t) SIGHUP);
+}
+
+/* Done with the unit: it ended, or never started. CollectMode=inactive-or-failed lets systemd
+ * forget it once our reference is gone. */
+static void finish(AttachProcess *p) {
+        unit_call_async(p, "UnrefUnit", "s", p->unit);
+        attach_process_free(p);
+}
+
+static void reply_error(AttachProcess *p, const char *name, const char *format, ...) _printf_(3, 4);
+static void reply_error(AttachProcess *p, const char *name, const char *format, ...) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, format);
+        (void) sd_bus_error_setfv(&e, name, format, ap);
+        va_end(ap);
+        log_info("Attach of '%s' by uid %u to the namespace of '%s' failed: %s", p->command, (unsigned) p->uid,
+                 p->user, e.message ?: e.name);
+        r = sd_bus_reply_method_error(p->call, &e);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
+        p->call = sd_bus_message_unref(p->call);
+}
+
+typedef struct ServiceState {
+        uint32_t exec_main_pid;
+        int32_t exec_main_code;        /* CLD_EXITED, CLD_KILLED, CLD_DUMPED; 0 while it runs */
+        int32_t exec_main_status;
+        const char *result;
+        const char *control_group;
+} ServiceState;
+
+/* After the start job: answer the call with the PID (or an error if systemd could not even
+ * fork it). Returns 1 if the command runs (or ran), 0 if it never did and 'p' is gone. */
+static int answer_call(AttachProcess *p, const ServiceState *st) {
+        int r;
+
+        if (!streq(p->job_result, "done")) {
+                reply_error(p, SD_BUS_ERROR_FAILED, "systemd could not start '%s' in the namespace of '%s' (job %s, "
+                            "result '%s'; see journalctl -u %s).", p->command, p->user, p->job_result,
+                            st->result ?: "unknown", p->unit);
+                finish(p);
+                return 0;
+        }
+
+        p->pid = (pid_t) st->exec_main_pid;
+        r = sd_bus_reply_method_return(p->call, "u", st->exec_main_pid);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
+        p->call = sd_bus_message_unref(p->call);
+        log_info("Started '%s' as uid %u in the namespace of '%s' (%s, PID %d).", p->command, (unsigned) p->uid,
+                 p->user, p->unit, (int) p->pid);
+        return 1;
+}
+
+static int read_service_property(sd_bus_message *m, const char *name, void *userdata) {
+        ServiceState *st = userdata;
+        int r;
+
+        if (streq(name, "ExecMainPID"))
+                r = sd_bus_message_read(m, "v", "u", &st->exec_main_pid);
+        else if (streq(name, "ExecMainCode"))
+                r = sd_bus_message_read(m, "v", "i", &st->exec_main_code);
+        else if (streq(name, "ExecMainStatus"))
+                r = sd_bus_message_read(m, "v", "i", &st->exec_main_status);
+        else if (streq(name, "Result"))
+                r = sd_bus_message_read(m, "v", "s", &st->result);
+        else if (streq(name, "ControlGroup"))
+                r = sd_bus_message_read(m, "v", "s", &st->control_group);
+        else
+                return 0;
+        return r < 0 ? r : 1;
+}
+
+static void refresh(AttachProcess *p);
+
+/* Where the unit is now: started (answer the call), ended (report the status). Returns 0 if
+ * 'p' is gone, 1 if it waits for more. */
+static int advance(AttachProcess *p, const ServiceState *st) {
+        if (p->call) {
+                if (!p->job_result)
+                        return 1;                          /* still starting */
+                environment_file_remove(p);                /* systemd has read it */
+                if (answer_call(p, st) == 0)
+                        return 0;
+        }
+        if (st->exec_main_code <= 0)
+                return 1;                                  /* still running */
+
+        attach_process_report(p, st->exec_main_code == CLD_EXITED ? CLD_EXITED : CLD_KILLED, st->exec_main_status);
+        finish(p);
+        return 0;
+}
+
+static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        AttachProcess *p = userdata;
+        ServiceState st = {};
+        int r;
+
+        p->call_slot = sd_bus_slot_unref(p->call_slot);
+        r = sd_bus_message_get_errno(reply);
+        if (r == 0)
+                r = bus_message_read_dict(reply, read_service_property, &st);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read the state of %s: %m", p->unit);
+                if (p->call)
+                        reply_error(p, SD_BUS_ERROR_FAILED, "Failed to learn whether %s started: %s", p->unit,
+                                    strerror(-r));
+                finish(p);
+                return 0;
+        }
+
+        if (st.control_group && st.control_group[0] && !p->cgroup)
+                p->cgroup = strdup(st.control_group);      /* without it, it counts 1 */
+
+        if (advance(p, &st) > 0 && p->refresh_again)
+                refresh(p);
+        return 0;
+}
+
+/* Reads the service's properties, one request at a time; a change meanwhile reads again. */
+static void refresh(AttachProcess *p) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (p->call_slot) {
+                p->refresh_again = true;
+                return;
+        }
+        p->refresh_again = false;
+
+        r = sd_bus_path_encode(SYSTEMD_UNIT_PATH_PREFIX, p->unit, &path);
+        if (r >= 0)
+                r = sd_bus_call_method_async(p->manager->bus, &p->call_slot, SYSTEMD_BUS_NAME, path,
+                                             "org.freedesktop.DBus.Properties", "GetAll", on_service_state, p,
+                                             "s", SYSTEMD_SERVICE_INTERFACE);
+        if (r < 0)
+                log_warning_errno(r, "Failed to ask systemd about %s, ignoring: %m", p->unit);
+}
+
+static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        AttachProcess *p = userdata;
+        const char *job, *unit, *result;
+        uint32_t id;
+
+        if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) < 0 || !streq(unit, p->unit))
+                return 0;
+        if (p->job && !streq(job, p->job))
+                return 0;
+        free(p->job_result);
+        p->job_result = strdup(result);
+        if (!p->job_result)
+                return log_oom();
+        refresh(p);
+        return 0;
+}
+
+static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        refresh(userdata);
+        return 0;
+}
+
+static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        AttachProcess *p = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        const char *job;
+
+        p->start_slot = sd_bus_slot_unref(p->start_slot);
+        if (e) {
+                reply_error(p, e->name, "systemd refused to start '%s': %s", p->command, e->message ?: e->name);
+                attach_process_free(p);
+                return 0;
+        }
+        if (sd_bus_message_read(reply, "o", &job) >= 0 && !(p->job = strdup(job)))
+                return log_oom();
+        return 0;
+}
+
+/* --- the transient unit -------------------------------------------------------------- */
+
+/* ExecStart=/bin/sh -c 'exec "$@"' sh COMMAND…, in the view: the shell looks COMMAND up in the
+ * caller's $PATH and replaces itself with it, so the command is the unit's main process (its
+ * PID is the one Attach() returns). If it cannot be executed, the shell says why on the
+ * command's stderr and exits 127 or 126, as a shell does: systemd itself would only log
+ * that, and with PAMName= systemd 252 cannot tell the job when execve() succeeded (Type=exec
+ * hangs: its sd-pam helper keeps the exec fd open), so the job is done at the fork.
+ * no-env-expand: the argv is the caller's, "$HOME" stays "$HOME". */
+static int append_exec_start(sd_bus_message *m, char **command) {
+        int r;
+
+        r = sd_bus_message_open_container(m, 'r', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "ExecStartEx");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "a(sasas)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(sasas)");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'r', "sasas");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "/bin/sh");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "s");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ssss", "/bin/sh", "-c", "exec \"$@\"", "sh");
+        for (char **c = command; r >= 0 && *c; c++)
+                r = sd_bus_message_append(m, "s", *c);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "as", 1, "no-env-expand");
+        for (int i = 0; r >= 0 && i < 4; i++)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+static int append_properties(sd_bus_message *m, AttachProcess *p, const AttachRequest *req) {
+        _cleanup_free_ char *description = NULL, *slice = NULL, *user = NULL, *env = NULL, *wd = NULL;
+        int r;
+
+        if (asprintf(&description, "'%s' attached by uid %u to the namespace of '%s'", req->command[0],
+                     (unsigned) req->uid, req->user) < 0 ||
+            asprintf(&slice, "user-%u.slice", (unsigned) req->uid) < 0 ||
+            asprintf(&user, "%u", (unsigned) req->uid) < 0 ||
+            asprintf(&env, ATTACH_NAMESPACE_ENV "=%s", req->user) < 0 ||
+            /* systemd changes directory as the user, after PAM entered the view; "-": a
+             * directory the view lacks leaves the command where pam_nsmanager put it, the
+             * caller's home (else /). */
+            asprintf(&wd, "-%s", req->working_directory ?: "~") < 0)
+                return -ENOMEM;
+
+        r = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
+                                          "Description", "s", description,
+                                          "Type", "s", "simple",
+                                          "Slice", "s", slice,
+                                          "User", "s", user,
+                                          "PAMName", "s", ATTACH_PAM_SERVICE,
+                                          "Environment", "as", 1, env,
+                                          "EnvironmentFiles", "a(sb)", 1, p->env_file, false,
+                                          "WorkingDirectory", "s", wd);
+        if (r >= 0)
+                r = append_exec_start(m, req->command);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
+                                          "StandardInputFileDescriptor", "h", req->fds[0],
+                                          "StandardOutputFileDescriptor", "h", req->fds[1],
+                                          "StandardErrorFileDescriptor", "h", req->fds[2],
+                                          /* As after a login: default dispositions, and a
+                                           * shell that ignores SIGTERM still goes on stop. */
+                                          "IgnoreSIGPIPE", "b", false,
+                                          "SendSIGHUP", "b", true,
+                                          "TasksMax", "t", (uint64_t) p->manager->config.attach_tasks_max,
+                                          "CollectMode", "s", "inactive-or-failed",
+                                          "AddRef", "b", true);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+static int unit_name(uid_t uid, char **ret) {
+        uint64_t random;
+
+        if (getrandom(&random, sizeof random, 0) != sizeof random)
+                return -errno;
+        return asprintf(ret, "nsmanager-attach-%u-%016" PRIx64 ".service", (unsigned) uid, random) < 0 ? -ENOMEM : 0;
+}
+
+static int subscribe(AttachProcess *p) {
+        _cleanup_free_ char *path = NULL, *job_match = NULL, *properties_match = NULL;
+        int r;
+
+        r = sd_bus_path_encode(SYSTEMD_UNIT_PATH_PREFIX, p->unit, &path);
+        if (r < 0)
+                return r;
+        /* Every JobRemoved: an arg2='UNIT' match would do on the bus, but sd-bus (252) counts
+         * only string arguments when it checks argN itself, and "uoss" has its unit third among
+         * those. on_job_removed() picks ours. */
+        job_match = strdup("type='signal',sender='" SYSTEMD_BUS_NAME "',path='" SYSTEMD_PATH "',"
+                           "interface='" SYSTEMD_MANAGER_INTERFACE "',member='JobRemoved'");
+        if (!job_match ||
+            asprintf(&properties_match,
+                     "type='signal',sender='" SYSTEMD_BUS_NAME "',path='%s',"
+                     "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'", path) < 0)
+                return -ENOMEM;
+
+        /* Asynchronously, but sent before the start: the bus applies them first. */
+        r = sd_bus_add_match_async(p->manager->bus, &p->job_slot, job_match, on_job_removed, NULL, p);
+        if (r < 0)
+                return r;
+        return sd_bus_add_match_async(p->manager->bus, &p->properties_slot, properties_match, on_properties_changed,
+                                      NULL, p);
+}
+
+int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r;
+
+        r = unit_name(req->uid, &p->unit);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Failed to name the unit: %m");
+        r = environment_file_create(p, req->environment);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Failed to write the environment for systemd: %m");
+        r = subscribe(p);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Failed to watch %s: %m", p->unit);
+
+        r = sd_bus_message_new_method_call(p->manager->bus, &m, SYSTEMD_BUS_NAME, SYSTEMD_PATH,
+                                           SYSTEMD_MANAGER_INTERFACE, "StartTransientUnit");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "ss", p->unit, "fail");
+        if (r >= 0)
+                r = append_properties(m, p, req);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "a(sa(sv))", 0);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Failed to build the StartTransientUnit call: %m");
+
+        r = sd_bus_call_async(p->manager->bus, &p->start_slot, m, on_start_reply, p, 0);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, -r, "Failed to call StartTransientUnit: %m");
+
+        p->call = sd_bus_message_ref(message);
+        r = attach_process_watch_client(p, hang_up);
+        if (r < 0)
+                log_warning_errno(r, "Cannot watch the client of %s, ignoring: %m", p->unit);
+        return 0;
+}

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+/* Reads a dictionary a{sv} (the reply of Properties.GetAll, of GetConnectionCredentials):
+ * read_entry(m, key, userdata) is called for each entry with the message at its variant; it
+ * reads the variant and returns 1, or returns 0 to have it skipped, or a negative errno,
+ * which ends the reading. */
+int bus_message_read_dict(sd_bus_message *m, int (*read_entry)(sd_bus_message *m, const char *key, void *userdata),
+                          void *userdata);

@@ -1,0 +1,407 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""`nsctl attach` on a Debian 12 booted with systemd, the package installed from the .deb
+(issue 11): systemd starts the attached command as a transient service in the caller's
+user-UID.slice through the PAM service nsmanager-attach, so it is a process of the user
+like a login's; and nsmanagerd.service, which no longer starts users' programs, is
+hardened.
+
+The container is a fresh copy of tools/nspawn-image's Debian 12 booted with
+tests/machine.py (booted()), the package built by test_deb.py's `deb` fixture. Into it, as
+an administrator: `apt-get install ./nsmanager_*.deb`, the users alice (2001) and bob
+(2002), `pam-auth-update --enable nsmanager`, and a limits.d file that gives alice a
+distinctive fd limit. The module's tests share that container; each leaves it as it found
+it."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import wait_until
+from machine import CONTAINER_ENV, UNIT, Machine, booted, ns_id_of
+from sandbox import TEST_USERS, timeout
+from test_deb import deb  # noqa: F401  (the package, built once for this module)
+
+ALICE, BOB = TEST_USERS["alice"], TEST_USERS["bob"]
+PAM_SERVICE = "nsmanager-attach"
+# alice's fd limit from limits.d, neither the daemon's (LimitNOFILE=524288) nor systemd's
+# default for services (1024:524288), nor anything a shell starts with.
+ALICE_NOFILE = ("1717", "1818")
+# At most this exposure (systemd-analyze security, 0-100 as --threshold= takes it: 4.0).
+EXPOSURE_MAX = 40
+
+
+@pytest.fixture(scope="module")
+def machine(deb, tmp_path_factory):
+    """The container with the package installed and configured (conftest.py attaches its
+    console and journal to a failed test's report)."""
+    package = "/root/" + deb.path.name      # (not /tmp: nspawn mounts a tmpfs there)
+
+    def copy_package(m: Machine) -> None:
+        m.root_path(package).write_bytes(deb.path.read_bytes())
+
+    with booted(tmp_path_factory.mktemp("nspawn-attach"), prepare=copy_package) as m:
+        m.exec(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-y", "--no-install-recommends",
+                "install", package], wait=300, what=f"apt-get install {package}")
+        for u in (ALICE, BOB):
+            m.exec(["useradd", "--create-home", "--uid", str(u.uid), "--user-group", "--shell", "/bin/bash",
+                    u.name], what=f"useradd {u.name}")
+        m.exec(["sh", "-c", f"printf 'alice soft nofile {ALICE_NOFILE[0]}\\nalice hard nofile {ALICE_NOFILE[1]}\\n'"
+                            " > /etc/security/limits.d/90-nsmtest-alice.conf"])
+        m.exec(["env", "DEBIAN_FRONTEND=noninteractive", "pam-auth-update", "--enable", "nsmanager"],
+               what="pam-auth-update --enable nsmanager")
+        yield m
+
+
+def poll(predicate, wait: float, what: str, interval: float = 0.1, diag=None):
+    return wait_until(predicate, what, wait=wait, interval=interval, diag=diag)
+
+
+def su(m: Machine, user, command: str, **kw) -> subprocess.CompletedProcess:
+    """A login of user (su -l: logind session, pam_nsmanager) running command."""
+    kw.setdefault("what", f"su -l {user.name} -c {command!r}")
+    return m.exec(["su", "-l", user.name, "-c", command], **kw)
+
+
+def ns_link(m: Machine, user) -> str:
+    return su(m, user, "readlink /proc/self/ns/mnt").stdout.strip()
+
+
+def attach_units(m: Machine) -> list[str]:
+    out = m.exec(["systemctl", "list-units", "--all", "--plain", "--no-legend", "nsmanager-attach-*"]).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def pids_controller(m: Machine) -> bool:
+    """Whether the container's systemd can enforce TasksMax=: the pids controller is on
+    the unified hierarchy (cgroup v2) or writable in its own v1 hierarchy."""
+    unified = m.exec(["sh", "-c", "cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null || "
+                                  "cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null"], check=False).stdout
+    if "pids" in unified.split():
+        return True
+    return m.exec(["sh", "-c", "test -w /sys/fs/cgroup/pids/user.slice"], check=False).returncode == 0
+
+
+# ---------------------------------------------------------------------------------------
+
+PROBE = ("readlink /proc/self/ns/mnt; cat /proc/self/loginuid; echo; grep '^0::' /proc/self/cgroup; "
+         "ulimit -Sn; ulimit -Hn; id -u; id -g; id -G; pwd")
+
+
+def test_attach_is_a_login_of_the_user(machine):
+    """su -l alice -c 'nsctl attach alice -- …': the command runs in alice's namespace, in
+    her user-2001.slice (a transient nsmanager-attach-2001-….service), with loginuid 2001
+    and the fd limit limits.d gives her logins — not the daemon's, nor the caller's own
+    (lowered before the call). Its groups are hers from NSS. libpam found the PAM service
+    in /usr/lib/pam.d: /etc/pam.d has none."""
+    m = machine
+    assert m.exec(["test", "-e", f"/etc/pam.d/{PAM_SERVICE}"], check=False).returncode != 0, \
+        f"/etc/pam.d/{PAM_SERVICE} exists: the test would not show that libpam reads /usr/lib/pam.d"
+    assert m.exec(["test", "-f", f"/usr/lib/pam.d/{PAM_SERVICE}"], check=False).returncode == 0
+    link = ns_link(m, ALICE)
+    assert link != m.mntns(1), "alice's login is not in a namespace of her own"
+
+    p = su(m, ALICE, f"ulimit -Sn 200; nsctl attach alice -- sh -c {PROBE!r}")
+    lines = p.stdout.splitlines()
+    print(p.stdout)
+    ns, loginuid, cgroup, soft, hard, uid, gid, groups, cwd = lines[:9]
+    assert ns == link, f"the attached command is in {ns}, alice's namespace is {link}"
+    assert loginuid == str(ALICE.uid), f"loginuid {loginuid}"
+    assert re.fullmatch(rf"0::/user\.slice/user-{ALICE.uid}\.slice/nsmanager-attach-{ALICE.uid}-[0-9a-f]+\.service",
+                        cgroup), cgroup
+    assert (soft, hard) == ALICE_NOFILE, f"ulimit -n {soft}:{hard}, limits.d says {ALICE_NOFILE}"
+    assert (uid, gid, groups) == (str(ALICE.uid), str(ALICE.uid), str(ALICE.uid)), (uid, gid, groups)
+    assert cwd == f"/home/{ALICE.name}", f"the command started in {cwd}, su -l's directory is alice's home"
+    daemon = m.proc_status(int(m.systemctl_value("MainPID")))
+    assert daemon["NoNewPrivs"] == "1"
+    # Collected once it ended: nothing stays loaded.
+    poll(lambda: not attach_units(m), 10, "the attach unit to be collected", diag=m.diag)
+
+
+def test_attach_environment_exit_status_and_errors(machine):
+    """What the fork path did, through systemd: the caller's environment as given (quotes,
+    $, backslashes, newlines; no expansion of $VAR in the argv), stdin and the exit status
+    or signal; a command that is not there ends with 127 and says so, as in a shell."""
+    m = machine
+    value = "a 'b' \"c\" $HOME \\d `e`\nline2"
+    script = m.root_path("/usr/local/bin/nsmtest-environment")
+    script.write_text("#!/bin/sh\n"
+                      "NSM_VALUE=$(printf 'a %sb%s \"c\" $HOME \\\\d `e`\\nline2' \"'\" \"'\")\n"
+                      "export NSM_VALUE\n"
+                      "nsctl attach alice -- printenv NSM_VALUE\n"
+                      "nsctl attach alice -- echo '$HOME'\n")
+    script.chmod(0o755)
+    p = su(m, ALICE, "nsmtest-environment")
+    assert p.stdout == value + "\n$HOME\n", repr(p.stdout)
+
+    p = su(m, ALICE, "echo hello | nsctl attach alice -- cat")
+    assert p.stdout == "hello\n"
+    for command, status in (("exit 7", 7), ("kill -TERM $$", 143), ("kill -KILL $$", 137)):
+        p = su(m, ALICE, f"nsctl attach alice -- sh -c {command!r}", check=False)
+        assert p.returncode == status, f"{command}: exit status {p.returncode}, {p.stderr}"
+
+    # As a shell says it: on the command's stderr, exit status 127.
+    p = su(m, ALICE, "nsctl attach alice -- no-such-command-here", check=False)
+    assert p.returncode == 127 and "no-such-command-here" in p.stderr, (p.returncode, p.stderr)
+    poll(lambda: not attach_units(m), 10, "the attach units to be collected", diag=m.diag)
+
+
+def test_root_attach_is_root_in_the_view(machine):
+    """Root's `nsctl attach alice` enters alice's view itself (setns, like nsenter): as
+    root, in her namespace, not in her slice."""
+    m = machine
+    link = ns_link(m, ALICE)
+    p = m.exec(["nsctl", "attach", ALICE.name, "--", "sh", "-c", "id -u; readlink /proc/self/ns/mnt; "
+                "grep '^0::' /proc/self/cgroup"])
+    uid, ns, cgroup = p.stdout.split()
+    assert (uid, ns) == ("0", link)
+    assert f"user-{ALICE.uid}.slice" not in cgroup, cgroup
+
+
+POLKIT_BOB_ATTACHES_ALICE = """
+polkit.addRule(function(action, subject) {
+    if (action.id == "org.example.NSManager.attach" && subject.user == "bob" && action.lookup("user") == "alice")
+        return polkit.Result.YES;
+});
+"""
+
+
+def test_attach_to_another_users_view(machine):
+    """With a polkit rule that lets bob attach to alice's namespace: bob's command runs as
+    bob, in alice's namespace (pam_nsmanager's "attach" takes the namespace from the unit),
+    in bob's slice."""
+    m = machine
+    link = ns_link(m, ALICE)
+    rule = Path(m.root_path("/etc/polkit-1/rules.d/50-nsmtest.rules"))
+    rule.write_text(POLKIT_BOB_ATTACHES_ALICE)
+    try:
+        def allowed():
+            p = su(m, BOB, "nsctl attach alice -- sh -c 'id -u; readlink /proc/self/ns/mnt; "
+                           "grep ^0:: /proc/self/cgroup'", check=False)
+            return p if p.returncode == 0 else None
+        p = poll(allowed, 20, "polkitd to load the rule (it watches rules.d)", interval=0.5, diag=m.diag)
+        uid, ns, cgroup = p.stdout.split()
+        assert uid == str(BOB.uid)
+        assert ns == link, f"bob's command is in {ns}, alice's namespace is {link}"
+        assert f"/user-{BOB.uid}.slice/" in cgroup, cgroup
+    finally:
+        rule.unlink()
+
+
+class Pty:
+    """A terminal for a command run in the container: our pty's slave is its stdin, stdout
+    and stderr, and its controlling terminal."""
+
+    def __init__(self, m: Machine, argv, rows=40, cols=100):
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+        def controlling_tty():
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        self.proc = subprocess.Popen(["nsenter", f"--target={m.leader}", "--all", "--"] + list(argv),
+                                     env=CONTAINER_ENV, stdin=slave, stdout=slave, stderr=slave,
+                                     start_new_session=True, preexec_fn=controlling_tty)
+        os.close(slave)
+        self.out = b""
+
+    def send(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def expect(self, pattern: str, wait: float = 20) -> re.Match:
+        deadline = time.monotonic() + timeout(wait)
+        while True:
+            found = re.search(pattern.encode(), self.out, re.M)
+            if found:
+                self.out = self.out[found.end():]
+                return found
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.master], [], [], left)[0]:
+                pytest.fail(f"no {pattern!r} on the terminal; it shows {self.out[-800:]!r}", pytrace=False)
+            try:
+                self.out += os.read(self.master, 4096).replace(b"\r\n", b"\n")
+            except OSError:
+                pytest.fail(f"the terminal hung up before {pattern!r}; it shows {self.out[-800:]!r}", pytrace=False)
+
+    def close(self) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout(10))
+        os.close(self.master)
+        return self.proc.returncode
+
+
+def test_attach_interactive(machine):
+    """On a terminal: nsctl gives the command a pty of its own, which systemd makes the
+    controlling terminal of the service's session; its size is the terminal's, ^C
+    interrupts the command in the view (not nsctl), and exit hands back the shell's status."""
+    m = machine
+    link = ns_link(m, ALICE)
+    # A login shell of alice on the terminal (su -l without -c keeps the controlling
+    # terminal; with -c it starts the command in a session of its own), where she types.
+    t = Pty(m, ["su", "-l", ALICE.name])
+    try:
+        t.send(b"PS1='OUTER$ '\n")
+        t.expect(r"^OUTER\$ $")
+        t.send(b"nsctl attach alice; echo RC=$?\n")
+        time.sleep(1)
+        t.send(b"PS1='INNER$ '\n")
+        t.expect(r"^INNER\$ $")
+        t.send(b"tty; stty size; readlink /proc/self/ns/mnt; cut -d' ' -f7 /proc/self/stat\n")
+        found = t.expect(r"^(/dev/pts/\d+)\n(\d+ \d+)\n(mnt:\[\d+\])\n(\d+)\nINNER\$ $")
+        assert found.group(2) == b"40 100", found.group(0)
+        assert found.group(3).decode() == link
+        assert found.group(4) != b"0", "the pty is not the controlling terminal (tty_nr 0)"
+        t.send(b"sleep 100\n")
+        time.sleep(0.5)
+        t.send(b"\x03")
+        t.expect(r"^INNER\$ $")
+        t.send(b"echo status=$?\n")
+        t.expect(r"^status=130\nINNER\$ $")
+        t.send(b"exit 3\n")
+        t.expect(r"^RC=3\nOUTER\$ $")
+        t.send(b"exit\n")
+    finally:
+        t.close()
+
+
+def _uid_processes(uid: int) -> int:
+    n = 0
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and Path(f"/proc/{d}/status").read_text().split("\nUid:\t", 1)[1].split()[0] == str(uid):
+                n += 1
+        except (OSError, IndexError):
+            pass
+    return n
+
+
+def _cgroup_procs(m: Machine, cgroup: str) -> list[str]:
+    return m.exec(["sh", "-c", f"cat /sys/fs/cgroup/unified{cgroup}/cgroup.procs 2>/dev/null || "
+                               f"cat /sys/fs/cgroup{cgroup}/cgroup.procs"], check=False).stdout.split()
+
+
+def test_runaway_does_not_starve_the_daemon(machine):
+    """A runaway inside an attach: xargs starts `sleep`s until alice may not fork any more,
+    then waits. It is bounded by RLIMIT_NPROC (these machines share one pid space: the
+    limit counts all of uid 2001's processes here, so it is set to what there is plus 150,
+    and xargs waits instead of retrying). Its processes are all in alice's slice, none in
+    the daemon's cgroup, and meanwhile the daemon serves bob's login. Where the pids
+    controller works, user-2001.slice's TasksMax= caps it below the NPROC bound."""
+    m = machine
+    cap = 60
+    pids = pids_controller(m)
+    if pids:
+        m.exec(["systemctl", "set-property", "--runtime", f"user-{ALICE.uid}.slice", f"TasksMax={cap}"])
+    else:
+        print("the pids controller is not available in this container (cgroup v1 without a delegated pids "
+              "hierarchy): the slice's TasksMax= cannot be enforced here, its assertion is skipped")
+    nproc = _uid_processes(ALICE.uid) + 150
+    bomb = f"ulimit -u {nproc}; yes 300 | head -n 1000 | xargs -P 1000 -n 1 sleep 2>/dev/null"
+    runaway = m.popen(["su", "-l", ALICE.name, "-c", f"nsctl attach alice -- bash -c {bomb!r}"])
+    try:
+        unit = poll(lambda: (attach_units(m) or [None])[0], 20, "the runaway's unit", diag=m.diag)
+        cgroup = m.systemctl_value("ControlGroup", unit)
+        assert f"/user-{ALICE.uid}.slice/" in cgroup, cgroup
+        counts = []
+
+        def settled():
+            counts.append(len(_cgroup_procs(m, cgroup)))
+            return len(counts) > 5 and counts[-1] == counts[-5] and counts[-1] > 10
+        poll(settled, 60, "the runaway to reach its bound", interval=0.3, diag=m.diag)
+        in_unit = counts[-1]
+        in_daemon = _cgroup_procs(m, m.systemctl_value("ControlGroup"))
+        daemon_uids = m.exec(["sh", "-c", " ".join(f"sed -n 's/^Uid:[[:space:]]*\\([0-9]*\\).*/\\1/p' /proc/{p}/status;"
+                                                   for p in in_daemon)], check=False).stdout.split()
+        print(f"runaway: {in_unit} processes in {unit} (RLIMIT_NPROC {nproc} for all of uid {ALICE.uid}); "
+              f"{len(in_daemon)} in {UNIT}'s cgroup")
+        if pids:
+            tasks = int(m.systemctl_value("TasksCurrent", f"user-{ALICE.uid}.slice"))
+            assert tasks <= cap, f"user-{ALICE.uid}.slice runs {tasks} tasks, TasksMax={cap}"
+        else:
+            assert in_unit >= 100, f"the runaway ran only {in_unit} processes"
+        assert in_daemon and set(daemon_uids) == {"0"}, f"{UNIT}'s cgroup holds {in_daemon}, uids {daemon_uids}"
+
+        # Meanwhile another user's login is served.
+        link = ns_link(m, BOB)
+        assert link != m.mntns(1), "bob's login fell back to the machine's namespace"
+        assert ns_id_of(link) == m.busctl("get-property", "org.example.NSManager",
+                                        f"/org/example/NSManager/user/_{BOB.uid}",
+                                        "org.example.NSManager.Namespace", "MountNamespaceId")
+    finally:
+        for u in attach_units(m):
+            m.exec(["systemctl", "stop", u], check=False)
+        runaway.kill()
+        runaway.wait(timeout(10))
+        if pids:
+            m.exec(["systemctl", "set-property", "--runtime", f"user-{ALICE.uid}.slice", "TasksMax=33%"],
+                   check=False)
+    poll(lambda: not attach_units(m), 20, "the runaway's unit to go", diag=m.diag)
+
+
+def test_tasks_max_counts_descendants(machine):
+    """AttachTasksMax= counts every task of the user's attached commands, what they forked
+    included: with AttachTasksMax=20 and one command that started 25 sleeps, alice's next
+    Attach is refused (LimitExceeded); once it ended, the next one runs. The setting takes
+    effect with `systemctl reload`."""
+    m = machine
+    dropin = m.root_path("/etc/nsmanager/nsmanagerd.conf.d/50-nsmtest-tasks.conf")
+    dropin.write_text("[Manager]\nAttachTasksMax=20\n")
+    m.exec(["systemctl", "reload", UNIT])
+    busy = m.popen(["su", "-l", ALICE.name, "-c",
+                    "nsctl attach alice -- sh -c 'for i in $(seq 25); do sleep 100 & done; wait'"])
+    try:
+        unit = poll(lambda: (attach_units(m) or [None])[0], 20, "the busy unit", diag=m.diag)
+        cgroup = m.systemctl_value("ControlGroup", unit)
+        poll(lambda: len(_cgroup_procs(m, cgroup)) >= 20, 20, "25 sleeps", diag=m.diag)
+        p = su(m, ALICE, "nsctl attach alice -- true", check=False)
+        assert p.returncode == 1 and "AttachTasksMax=20" in p.stderr, (p.returncode, p.stderr)
+        m.exec(["systemctl", "stop", unit])
+        p = su(m, ALICE, "nsctl attach alice -- true", check=False)
+        assert p.returncode == 0, p.stderr
+    finally:
+        for u in attach_units(m):
+            m.exec(["systemctl", "stop", u], check=False)
+        busy.kill()
+        busy.wait(timeout(10))
+        dropin.unlink()
+        m.exec(["systemctl", "reload", UNIT])
+
+
+def _exposure(m: Machine, unit: str) -> str:
+    out = m.exec(["systemd-analyze", "security", "--no-pager", unit]).stdout
+    found = re.search(r"Overall exposure level for \S+: (\d+\.\d+ \S+)", out)
+    assert found, out[-500:]
+    return found.group(1)
+
+
+def test_unit_hardened(machine):
+    """nsmanagerd.service rates at most 4.0 in `systemd-analyze security` (checked with
+    --threshold=), runs with NoNewPrivileges and in the machine's own mount namespace, and
+    did its whole job above under that: views, sessions, attach. Prints its exposure next
+    to systemd-logind's."""
+    m = machine
+    # Its job, under the unit, whatever ran before: a view built (D-Bus activation if need be)
+    # and read, with a bind and a propagation change in it.
+    m.busctl("call", "org.example.NSManager", "/org/example/NSManager", "org.example.NSManager.Manager",
+             "CreateNamespace", "s", "alice")
+    m.exec(["nsctl", "bind", "alice", "/usr/share/doc", "/srv/nsm-hardened-doc", "--read-only", "--mkdir"])
+    m.exec(["nsctl", "propagation", "alice", "/srv/nsm-hardened-doc", "private"])
+    m.exec(["nsctl", "mounts", "alice"])
+    ours, logind = _exposure(m, UNIT), _exposure(m, "systemd-logind.service")
+    print(f"systemd-analyze security: {UNIT} {ours}, systemd-logind.service {logind}")
+    p = m.exec(["systemd-analyze", "security", "--no-pager", f"--threshold={EXPOSURE_MAX}", UNIT], check=False)
+    assert p.returncode == 0, f"{UNIT} is above {EXPOSURE_MAX / 10:.1f}: {ours}\n{p.stdout[-3000:]}"
+    pid = int(m.systemctl_value("MainPID"))
+    assert m.mntns(pid) == m.mntns(1), "nsmanagerd does not run in the machine's mount namespace"
+    errors = m.journal("-u", UNIT, "-p", "err", lines=50)
+    assert "-- No entries --" in errors, f"errors of {UNIT}:\n{errors}"
