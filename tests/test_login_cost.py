@@ -7,20 +7,24 @@ these tests check, with strace, that the work is gone, never how fast anything i
   - no group lookup when no group has a [View] policy (group.d/GROUP.conf): NSS's initgroups
     reads all of /etc/group, then asks every other source of groups;
   - a view builder that stops answering is replaced at the deadline of what it works on,
-    not earlier (its timer stays armed across requests).
+    not earlier (its timer stays armed across requests);
+  - a burst of logins on the private socket, beyond the connections the daemon serves at
+    once, is answered in full.
 """
 
+import collections
 import contextlib
 import os
 import re
 import signal
+import subprocess
 import time
 
 import dbus
 import pytest
 
 from helpers import E_TIMED_OUT, daemon_syscalls, expect_error, wait_until
-from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, SYSTEM_BUS_ADDRESS, timeout
+from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, SYSTEM_BUS_ADDRESS, build_dir, timeout
 
 
 def private_manager():
@@ -87,3 +91,18 @@ def test_a_stuck_builder_is_replaced_at_the_deadline(daemon):
                "the stuck builder to be replaced", timeout(10))
     mgr.CreateNamespace("bob")
     assert sb.mount_count("alice") > 0 and sb.mount_count("bob") > 0
+
+
+def test_a_burst_of_logins_on_the_private_socket(daemon):
+    """More logins at once than the daemon serves on its private socket (it takes the rest
+    from the listen backlog as connections go): every one is answered, with its namespace."""
+    sb = daemon
+    burst = build_dir() / "bench" / "nsm-burst"
+    assert burst.exists(), f"{burst} is not built"
+    users = ["alice", "bob", "carol", "dave"] * 50
+    p = subprocess.run([str(burst), "--private", "--concurrency", "200", "OpenSession"],
+                       input="\n".join(users) + "\n", capture_output=True, text=True, check=True,
+                       timeout=timeout(120))
+    results = collections.Counter(line.split()[3] for line in p.stdout.splitlines())
+    assert results == {"ok": len(users)}, f"not every login was answered: {dict(results)}"
+    assert sorted(str(u) for u, *_ in sb.manager().ListNamespaces()) == ["alice", "bob", "carol", "dave"]
