@@ -1,21 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A burst of logins as pam_nsmanager makes them: each one a connection of its own to the
- * system bus (sd_bus_open_system), one call, and the connection closed.
+/* A burst of logins as pam_nsmanager makes them: each one a connection of its own, one
+ * call, and the connection closed. The connection is to the system bus (sd_bus_open_system),
+ * or with --private to nsmanagerd's private socket (NSM_PRIVATE_SOCKET, root only, peer to
+ * peer), which the module tries first.
  *
- *   nsm-burst [--concurrency C] [--timeout SEC] OpenSession|CreateNamespace < USERS
+ *   nsm-burst [--private] [--concurrency C] [--timeout SEC] OpenSession|CreateNamespace < USERS
  *
  * reads one user name a line and makes one call per line, C at a time (C threads, which
  * start together). OpenSession gets the session id "burst-LINE". Prints one line per call:
  *
  *   LINE CONNECT_US CALL_US RESULT
  *
- * CONNECT_US is the time sd_bus_open_system took, CALL_US the rest until the reply (the
- * bus's Hello, which sd-bus sends first, the call and the daemon's work), RESULT "ok", the
+ * CONNECT_US is the time setting up the connection took (connect(); sd-bus authenticates
+ * later), CALL_US the rest until the reply (the authentication, the bus's Hello, the call and
+ * the daemon's work), RESULT "ok", the
  * D-Bus error's name, or "errno:NAME" where the connection failed. Exit status 0 if every
  * call was made (whatever its answer), 1 on a failure of the tool itself, 2 on bad usage. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +28,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bench-util.h"
+#include "bus-errors.h"
 
 typedef struct Call {
         char *user;
@@ -35,6 +40,7 @@ static Call *calls;
 static size_t n_calls;
 static atomic_size_t next_call;
 static const char *method;
+static bool private_socket;
 static uint64_t timeout_usec = 120 * 1000000ULL;
 static pthread_barrier_t start;
 
@@ -53,7 +59,18 @@ static void one_call(size_t i) {
         int r;
 
         t0 = now_us();
-        r = sd_bus_open_system(&bus);
+        if (private_socket) {
+                r = sd_bus_new(&bus);
+                if (r >= 0)
+                        r = sd_bus_set_address(bus, "unix:path=" NSM_PRIVATE_SOCKET);
+                if (r >= 0)
+                        r = sd_bus_negotiate_fds(bus, true);
+                if (r >= 0)
+                        r = sd_bus_start(bus);
+                if (r < 0)
+                        bus = sd_bus_unref(bus);
+        } else
+                r = sd_bus_open_system(&bus);
         t1 = now_us();
         c->connect_us = t1 - t0;
         if (r < 0) {
@@ -63,13 +80,11 @@ static void one_call(size_t i) {
         (void) sd_bus_set_method_call_timeout(bus, timeout_usec);
         snprintf(session, sizeof session, "burst-%zu", i + 1);
         if (strcmp(method, "OpenSession") == 0)
-                r = sd_bus_call_method(bus, "org.example.NSManager", "/org/example/NSManager",
-                                       "org.example.NSManager.Manager", "OpenSession", &error, &reply, "ss",
-                                       c->user, session);
+                r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "OpenSession",
+                                       &error, &reply, "ss", c->user, session);
         else
-                r = sd_bus_call_method(bus, "org.example.NSManager", "/org/example/NSManager",
-                                       "org.example.NSManager.Manager", "CreateNamespace", &error, &reply, "s",
-                                       c->user);
+                r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "CreateNamespace",
+                                       &error, &reply, "s", c->user);
         c->call_us = now_us() - t1;
         if (r >= 0)
                 snprintf(c->result, sizeof c->result, "ok");
@@ -124,17 +139,20 @@ int main(int argc, char *argv[]) {
         pthread_t *threads;
         int i;
 
-        for (i = 1; i < argc - 1; i += 2) {
-                if (strcmp(argv[i], "--concurrency") == 0)
-                        concurrency = (unsigned) atoi(argv[i + 1]);
-                else if (strcmp(argv[i], "--timeout") == 0)
-                        timeout_usec = (uint64_t) atoi(argv[i + 1]) * 1000000ULL;
+        for (i = 1; i < argc - 1; i++) {
+                if (strcmp(argv[i], "--private") == 0)
+                        private_socket = true;
+                else if (strcmp(argv[i], "--concurrency") == 0 && i + 2 < argc)
+                        concurrency = (unsigned) atoi(argv[++i]);
+                else if (strcmp(argv[i], "--timeout") == 0 && i + 2 < argc)
+                        timeout_usec = (uint64_t) atoi(argv[++i]) * 1000000ULL;
                 else
                         break;
         }
         if (i != argc - 1 || concurrency == 0 ||
             (strcmp(argv[i], "OpenSession") != 0 && strcmp(argv[i], "CreateNamespace") != 0)) {
-                fprintf(stderr, "usage: nsm-burst [--concurrency C] [--timeout SEC] OpenSession|CreateNamespace < USERS\n");
+                fprintf(stderr, "usage: nsm-burst [--private] [--concurrency C] [--timeout SEC] "
+                                "OpenSession|CreateNamespace < USERS\n");
                 return 2;
         }
         method = argv[i];
