@@ -79,3 +79,54 @@ def test_bind_over_proc_pid_mounts_cannot_unmount_the_hosts_mounts(own):
     refused(result, "alice binds over /proc/PID/mounts")
     assert is_mount_point(sb, None, "/mnt/data"), "root's /mnt/data was unmounted on the host"
     assert is_mount_point(sb, "bob", "/mnt/data")
+
+
+# ---- Attach: the caller's groups ----
+
+# Run as alice: connects to the bus (the bus driver now names this pid as the sender), then
+# forks. The parent execs the setgid-shadow unix_chkpwd, which waits on a pipe; the child
+# asks for Attach on the inherited connection and reports what the attached command printed.
+ATTACH_AFTER_SETGID = r"""
+import os, sys, time
+import dbus, dbus.lowlevel
+out_path, unix_chkpwd = sys.argv[1:3]
+bus = dbus.SystemBus()
+hold_r, hold_w = os.pipe()
+status_r, status_w = os.pipe()
+if os.fork() > 0:
+    os.dup2(hold_r, 0)
+    os.execv(unix_chkpwd, [unix_chkpwd, "alice", "nullok"])
+os.close(hold_r)
+time.sleep(0.5)   # the parent is unix_chkpwd by now: egid shadow
+out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+null = os.open("/dev/null", os.O_RDONLY)
+msg = dbus.lowlevel.MethodCallMessage("org.example.NSManager", "/org/example/NSManager",
+                                      "org.example.NSManager.Manager", "Attach")
+msg.append("alice", ["sh", "-c", "id -g; cat /etc/shadow"], [], "/",
+           dbus.types.UnixFd(null), dbus.types.UnixFd(out), dbus.types.UnixFd(out),
+           dbus.types.UnixFd(status_w), signature="sasasshhhh")
+try:
+    bus.send_message_with_reply_and_block(msg, 30)
+    os.close(status_w)
+    os.read(status_r, 100)   # the command's exit status: it has ended
+except dbus.exceptions.DBusException as e:
+    os.write(out, ("error " + e.get_dbus_name() + "\n").encode())
+os.close(hold_w)          # unix_chkpwd reads EOF and exits
+"""
+
+
+def test_attach_takes_groups_from_nss_not_from_a_setgid_program(own):
+    """The contract: Attach runs the command with the uid from the bus and the gid and
+    groups NSS gives for it, never re-read from /proc — the caller can exec a setgid program
+    meanwhile. With /proc's, alice's command ran as group shadow and read /etc/shadow."""
+    sb = own
+    out = sb.scratch["alice"] / "attach-out"
+    shadow_gid = os.stat("/etc/shadow").st_gid
+    assert shadow_gid != 0 and os.stat("/usr/sbin/unix_chkpwd").st_gid == shadow_gid
+    p = as_user(sb, "alice", "/usr/bin/python3", "-c", ATTACH_AFTER_SETGID, str(out), "/usr/sbin/unix_chkpwd",
+                check=False)
+    text = out.read_text() if out.exists() else ""
+    assert text, f"the attach client reported nothing: {p.stdout} {p.stderr}"
+    assert not text.startswith("error"), text
+    assert text.splitlines()[0] == str(ALICE.gid), f"the command ran with gid {text.splitlines()[0]}"
+    assert "root:" not in text, "alice's attached command read /etc/shadow"
