@@ -130,3 +130,38 @@ def test_attach_takes_groups_from_nss_not_from_a_setgid_program(own):
     assert not text.startswith("error"), text
     assert text.splitlines()[0] == str(ALICE.gid), f"the command ran with gid {text.splitlines()[0]}"
     assert "root:" not in text, "alice's attached command read /etc/shadow"
+
+
+# ---- SetPropagation / EnslaveSubtree on a path that is no mount point ----
+
+def test_propagation_changes_make_no_mounts_on_the_host(own):
+    """Propagation can only be changed on a mount of its own, so the daemon binds a path
+    onto itself first. For alice that made a mount on root's directory under the shared
+    /mnt — on the host and in every view — which root then cannot remove or rename (EBUSY)
+    and which keeps his `umount /mnt/data` busy."""
+    sb = own
+    sb.mount_tmpfs("/mnt/data")
+    for d in ("a", "b", "c"):
+        os.makedirs(f"/mnt/data/{d}")
+    for what, args in (("SetPropagation private", ("SetPropagation", "ssst", "alice", "/mnt/data/a", "private", 0)),
+                       ("SetPropagation shared", ("SetPropagation", "ssst", "alice", "/mnt/data/b", "shared", 0)),
+                       ("EnslaveSubtree", ("EnslaveSubtree", "ss", "alice", "/mnt/data/c"))):
+        call_as(sb, "alice", *args)
+    for d in ("a", "b", "c"):
+        assert not is_mount_point(sb, None, f"/mnt/data/{d}"), f"alice put a mount on the host's /mnt/data/{d}"
+        assert not is_mount_point(sb, "bob", f"/mnt/data/{d}"), f"alice put a mount on bob's /mnt/data/{d}"
+
+
+@pytest.mark.daemon_config(MaxUserMounts="2")
+def test_propagation_changes_do_not_get_around_max_user_mounts(own):
+    """Each directory made a mount point of its own that way was a mount MaxUserMounts=
+    never counted: the view grew without limit (and, under /mnt, the host and every view)."""
+    sb = own
+    before = sb.mount_count("alice")
+    for i in range(6):
+        d = sb.scratch["alice"] / f"p{i}"
+        as_user(sb, "alice", "mkdir", str(d))
+        call_as(sb, "alice", "SetPropagation", "ssst", "alice", str(d), "private", 0)
+        call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", str(d))
+    assert sb.mount_count("alice") <= before + 2, \
+        f"alice's view grew from {before} to {sb.mount_count('alice')} mounts with MaxUserMounts=2"
