@@ -8,6 +8,7 @@ found is told in its docstring.
 """
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from caller import call_as
 from sandbox import TEST_USERS, find_mount
+from test_hung_fs import FuseServer, servers  # noqa: F401 (fixture)
 from test_own_view import (SECRET_POLICY, alice_file, as_user, is_mount_point, own,  # noqa: F401 (fixtures)
                            refused, srv)
 
@@ -165,3 +167,42 @@ def test_propagation_changes_do_not_get_around_max_user_mounts(own):
         call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", str(d))
     assert sb.mount_count("alice") <= before + 2, \
         f"alice's view grew from {before} to {sb.mount_count('alice')} mounts with MaxUserMounts=2"
+
+
+# ---- [View] policy paths: a symlink that says it is root's ----
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=-%h/fuse/link:%h/peek\n"})
+def test_view_policy_does_not_trust_a_users_fuse_mount_saying_root_owns_a_link(daemon, servers):
+    """A [View] path from %h follows only root's symlinks. Who owns a file on alice's FUSE
+    mount is whatever her server says: a link it says is root's, to a directory in bob's
+    0700 home, was followed, and the policy bound bob's directory into her view."""
+    sb = daemon
+    bob_home = Path(TEST_USERS["bob"].home)
+    docs = bob_home / "docs"
+    target = Path(ALICE.home) / "fuse"
+    os.chmod(bob_home, 0o700)
+    try:
+        docs.mkdir()
+        (docs / "secret.txt").write_text("bob's secret\n")
+        target.mkdir()
+        os.chown(target, ALICE.uid, ALICE.gid)
+        # alice's `sshfs -o allow_other`-like mount, made before her view is built (a login
+        # outside it, or before nsmanager was installed): the view is a copy of the host
+        servers.append(FuseServer(sb, "symlink", str(target), ALICE.uid, args=(str(docs),)))
+        assert os.lstat(target / "link").st_uid == 0
+        try:
+            sb.manager().CreateNamespace("alice")
+        except Exception as e:  # noqa: BLE001 — a refusal is one safe outcome
+            assert "symbolic link" in str(e), e
+            return
+        p = sb.in_view("alice", ["cat", f"{ALICE.home}/peek/secret.txt"], as_user="alice")
+        assert "secret" not in p.stdout, "the policy bound bob's directory into alice's view"
+    finally:
+        os.chmod(bob_home, 0o755)
+        shutil.rmtree(docs, ignore_errors=True)
+        for s in servers:
+            s.stop()
+        servers.clear()
+        for leftover in (Path(ALICE.home) / "peek", target):
+            if leftover.is_dir():
+                leftover.rmdir()
