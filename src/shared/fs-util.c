@@ -227,6 +227,11 @@ int open_path_safe(int root_fd, const char *path, int *ret_fd) {
         _cleanup_free_ char *todo = strdup(path_skip_root(path));
         _cleanup_close_ int dir_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
         unsigned links = 0;
+        /* Whether every directory on the way so far is root's. A directory of a user's holds
+         * what they make it hold: a FUSE mount of theirs says any file is root's, and where
+         * fs.protected_hardlinks=0 they can link one of root's symlinks in. Past one, a link
+         * is not followed, whoever it says owns it (systemd's CHASE_SAFE does the same). */
+        bool trusted = true;
 
         if (!todo)
                 return -ENOMEM;
@@ -257,7 +262,7 @@ int open_path_safe(int root_fd, const char *path, int *ret_fd) {
                         char target[PATH_MAX];
                         ssize_t k;
 
-                        if (st.st_uid != 0)
+                        if (st.st_uid != 0 || !trusted)
                                 return -EPERM;
                         if (++links > SYMLINKS_MAX)
                                 return -ELOOP;
@@ -281,6 +286,8 @@ int open_path_safe(int root_fd, const char *path, int *ret_fd) {
                 }
                 if (*p && !S_ISDIR(st.st_mode))
                         return -ENOTDIR;
+                if (st.st_uid != 0)
+                        trusted = false;
                 safe_close(dir_fd);
                 dir_fd = TAKE_FD(fd);
         }
