@@ -272,7 +272,7 @@ int open_path_safe(int root_fd, const char *path, int *ret_fd) {
                         target[k] = 0;
                         /* Continue with the target, then what was left of the path. */
                         char *rest = NULL;
-                        if (asprintf(&rest, "%s/%s", target, p) < 0)
+                        if (asprintf(&rest, "%s%s%s", target, *p ? "/" : "", p) < 0)
                                 return -ENOMEM;
                         free(todo);
                         todo = p = rest;
