@@ -206,3 +206,55 @@ def test_view_policy_does_not_trust_a_users_fuse_mount_saying_root_owns_a_link(d
         for leftover in (Path(ALICE.home) / "peek", target):
             if leftover.is_dir():
                 leftover.rmdir()
+
+
+# ---- Unmount: the name of a mount point, changed from outside the view ----
+
+# Run as alice on the host, where her view's mount points are plain directories: swaps two
+# of her directories' names (renameat2 RENAME_EXCHANGE) until the stop file appears.
+EXCHANGER = r"""
+import ctypes, os, sys
+a, b, stop = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+n = 0
+while n % 1000 or not os.path.exists(stop):
+    libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), RENAME_EXCHANGE)
+    n += 1
+"""
+
+
+def mount_ids(sb, view):
+    return {m.id for m in sb.mountinfo(view)}
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=/home/alice/nsm-own/pol\n"})
+def test_unmount_by_name_cannot_be_redirected_to_a_policy_mount(own):
+    """Unmount checks the mount at the name, then unmounts by name. In her view neither
+    name can change (mount points are busy), but on the host they are plain directories of
+    hers: a process of hers there swaps the name of her bind with the name of the
+    [View] policy's tmpfs, and an Unmount that checked her bind unmounted the policy's."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    pol = scratch / "pol"
+    policy_mount = find_mount(sb.mountinfo("alice"), str(pol))
+    assert policy_mount is not None and policy_mount.fstype == "tmpfs", "the policy's tmpfs is not there"
+    src = scratch / "src"
+    as_user(sb, "alice", "mkdir", str(src), str(scratch / "dst"))
+    stop = scratch / "stop"
+    swapper = sb.run_popen(sb._setpriv("alice") + ["/usr/bin/python3", "-c", EXCHANGER, str(scratch / "dst"),
+                                                   str(pol), str(stop)])
+    outcomes = {"unmounted": 0, "refused": 0}
+    try:
+        deadline = time.monotonic() + 60
+        while outcomes["unmounted"] < 30 and time.monotonic() < deadline:
+            if "ok" in call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), str(scratch / "dst"), 0):
+                while "ok" not in call_as(sb, "alice", "Unmount", "sst", "alice", str(scratch / "dst"), 0):
+                    outcomes["refused"] += 1
+                outcomes["unmounted"] += 1
+            assert policy_mount.id in mount_ids(sb, "alice"), \
+                f"the [View] policy's tmpfs was unmounted after {outcomes}"
+    finally:
+        stop.touch()
+        swapper.wait(timeout=30)
+    assert outcomes["unmounted"] > 0 and outcomes["refused"] > 0, f"the race never ran: {outcomes}"
