@@ -521,6 +521,29 @@ static int bind_mount(int sock, const ViewOp *op) {
 
 /* ---- Unmount ---- */
 
+/* A user's own bind goes by the fd that was checked, never by name: on the host (or in a
+ * view where they are no mount points) the names of her mount points are hers to swap, and
+ * an umount2() by name could meet another mount (the [View] policy's) than the one checked.
+ * An fd keeps a mount busy, so this can only detach: without the detach flag, a bind with
+ * mounts below it is still refused as busy; one merely in use goes once nothing uses it. */
+static int unmount_own(int sock, const ViewOp *op, int fd, ViewOpResult *result) {
+        _cleanup_free_ MountId *below = NULL;
+        size_t n_below = 0;
+        int r;
+
+        if (!op->recursive) {
+                r = mount_subtree_ids(result->replaced, &below, &n_below);
+                if (r < 0)
+                        return reply_error(sock, r, "Failed to read the mounts below '%s': %s.", op->path, strerror(-r));
+                if (n_below > 1)
+                        return reply_error(sock, -EBUSY, "'%s' has mounts below it; detach it instead.", op->path);
+        }
+        r = umount2_fd(fd);
+        if (r < 0)
+                return reply_error(sock, r, "Failed to unmount '%s': %s.", op->path, strerror(-r));
+        return reply_ok(sock, result);
+}
+
 static int unmount_mount(int sock, const ViewOp *op) {
         _cleanup_close_ int fd = -EBADF, parent = -EBADF, root = -EBADF;
         _cleanup_free_ char *dir = NULL;
@@ -548,6 +571,7 @@ static int unmount_mount(int sock, const ViewOp *op) {
                 r = own_view_check_unmount(op->path, result.replaced, op->own_mounts, op->n_own_mounts, &reason);
                 if (r < 0)
                         return reply_refusal(sock, r, reason, "Path", op->path);
+                return unmount_own(sock, op, fd, &result);
         }
 
         /* Any fd on the mount, even O_PATH, keeps it busy: let go of it and unmount by name from
