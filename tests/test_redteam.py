@@ -17,7 +17,7 @@ import pytest
 
 from caller import call_as
 from sandbox import TEST_USERS, find_mount
-from test_hung_fs import FuseServer, servers  # noqa: F401 (fixture)
+from test_hung_fs import FuseServer, others_are_served, servers  # noqa: F401 (fixture)
 from test_own_view import (SECRET_POLICY, alice_file, as_user, is_mount_point, own,  # noqa: F401 (fixtures)
                            refused, srv)
 
@@ -258,3 +258,29 @@ def test_unmount_by_name_cannot_be_redirected_to_a_policy_mount(own):
         stop.touch()
         swapper.wait(timeout=30)
     assert outcomes["unmounted"] > 0 and outcomes["refused"] > 0, f"the race never ran: {outcomes}"
+
+
+# ---- a hung FUSE mount of hers where the builder looks ----
+
+@pytest.mark.daemon_config(OperationTimeoutSec="2s")
+def test_a_hung_fuse_mount_on_a_shared_subtree_stalls_no_login(daemon, servers):
+    """Root shares alice's /srv/alice with everybody (ShareSubtree("", …)); she mounts a
+    FUSE file system that never answers (allow_other, as sshfs users do) on it in her view,
+    and it propagates to the host, covering the shared path. Every login's view is built
+    by asking about that path: nobody else's login may wait on her server."""
+    sb = daemon
+    sb.mount_tmpfs("/srv")
+    shared = Path("/srv/alice")
+    shared.mkdir()
+    os.chown(shared, ALICE.uid, ALICE.gid)
+    mgr = sb.manager()
+    mgr.ShareSubtree("", str(shared))
+    mgr.CreateNamespace("alice")
+    servers.append(FuseServer(sb, "read-no-reply", str(shared), ALICE.uid, view="alice"))
+    host = find_mount(sb.mountinfo(), str(shared))
+    assert host is not None and host.fstype.startswith("fuse"), "her FUSE mount did not reach the host"
+    others_are_served(sb)
+    # …nor a start of the daemon, which makes sure every shared subtree is a shared mount
+    sb.stop_daemon()
+    sb.start_daemon(write=False, wait=10)
+    others_are_served(sb)
