@@ -171,7 +171,7 @@ def test_propagation_changes_do_not_get_around_max_user_mounts(own):
 
 # ---- [View] policy paths: a symlink that says it is root's ----
 
-@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=-%h/fuse/link:%h/peek\n"})
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=-%h/rt-fuse/link:%h/peek\n"})
 def test_view_policy_does_not_trust_a_users_fuse_mount_saying_root_owns_a_link(daemon, servers):
     """A [View] path from %h follows only root's symlinks. Who owns a file on alice's FUSE
     mount is whatever her server says: a link it says is root's, to a directory in bob's
@@ -179,7 +179,7 @@ def test_view_policy_does_not_trust_a_users_fuse_mount_saying_root_owns_a_link(d
     sb = daemon
     bob_home = Path(TEST_USERS["bob"].home)
     docs = bob_home / "docs"
-    target = Path(ALICE.home) / "fuse"
+    target = Path(ALICE.home) / "rt-fuse"
     os.chmod(bob_home, 0o700)
     try:
         docs.mkdir()
