@@ -125,9 +125,12 @@ int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret) {
 
 int path_is_mount_point(int dirfd, const char *path) {
         struct statx sx = {};
-        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);
+        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | (path && *path ? 0 : AT_EMPTY_PATH);
 
-        if (statx(dirfd, path ?: "", flags, STATX_BASIC_STATS, &sx) < 0)
+        /* The VFS knows whether it is a mount's root: ask the file system for nothing, and not
+         * to sync, so that a FUSE server (or NFS server) that never answers is never asked.
+         * The builder asks this of every shared subtree, which a user's mount may cover. */
+        if (statx(dirfd, path ?: "", flags, 0, &sx) < 0)
                 return -errno;
         if (!(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
                 return -EOPNOTSUPP;

@@ -57,7 +57,8 @@ int mntns_count_mounts(uint64_t mntns_id, size_t *ret_n);
 
 /* Mount id (statx STATX_MNT_ID) of whatever 'fd' (or fd+path) refers to. */
 int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret);
-/* 1 if path is the root of a mount, 0 if not. Symlinks are not followed. */
+/* 1 if path is the root of a mount, 0 if not. Symlinks are not followed, and the file system
+ * is asked nothing (a hung FUSE or NFS server does not make this wait). */
 int path_is_mount_point(int dirfd, const char *path);
 
 /* What one mount is: ids as /proc/self/mountinfo numbers them, and its propagation. */
