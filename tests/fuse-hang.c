@@ -16,8 +16,9 @@
  *                                           steering a path the daemon resolves)
  *
  * Mounted as the caller (root, with CAP_SYS_ADMIN in the current mount namespace) with
- * allow_other and user_id=UID, as `sshfs -o allow_other` of that user would be. Prints
- * "ready" once mounted; runs until killed. */
+ * allow_other and user_id=UID, as `sshfs -o allow_other` of that user would be; with
+ * 'private', without allow_other, as any user's fusermount3 mount is (nobody else, root
+ * included, may look inside). Prints "ready" once mounted; runs until killed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
@@ -143,9 +144,11 @@ int main(int argc, char *argv[]) {
         int fd;
 
         bool symlink_mode = argc == 5 && strcmp(argv[1], "symlink") == 0;
+        bool private_mode = argc == 5 && strcmp(argv[4], "private") == 0;
 
-        if (!symlink_mode && (argc != 4 || (strcmp(argv[1], "never-read") != 0 && strcmp(argv[1], "read-no-reply") != 0))) {
-                fprintf(stderr, "usage: fuse-hang never-read|read-no-reply MOUNTPOINT UID\n"
+        if (!symlink_mode && ((argc != 4 && !private_mode) ||
+                              (strcmp(argv[1], "never-read") != 0 && strcmp(argv[1], "read-no-reply") != 0))) {
+                fprintf(stderr, "usage: fuse-hang never-read|read-no-reply MOUNTPOINT UID [private]\n"
                                 "       fuse-hang symlink MOUNTPOINT UID TARGET\n");
                 return 2;
         }
@@ -154,7 +157,8 @@ int main(int argc, char *argv[]) {
                 perror("/dev/fuse");
                 return 1;
         }
-        snprintf(opts, sizeof opts, "fd=%d,rootmode=40755,user_id=%s,group_id=%s,allow_other", fd, argv[3], argv[3]);
+        snprintf(opts, sizeof opts, "fd=%d,rootmode=40755,user_id=%s,group_id=%s%s", fd, argv[3], argv[3],
+                 private_mode ? "" : ",allow_other");
         if (mount("fuse-hang", argv[2], "fuse.hang", MS_NOSUID | MS_NODEV, opts) < 0) {
                 perror("mount");
                 return 1;

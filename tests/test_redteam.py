@@ -262,12 +262,14 @@ def test_unmount_by_name_cannot_be_redirected_to_a_policy_mount(own):
 
 # ---- a hung FUSE mount of hers where the builder looks ----
 
+@pytest.mark.parametrize("private", [False, True], ids=["allow_other", "private"])
 @pytest.mark.daemon_config(OperationTimeoutSec="2s")
-def test_a_hung_fuse_mount_on_a_shared_subtree_stalls_no_login(daemon, servers):
+def test_a_hung_fuse_mount_on_a_shared_subtree_stalls_no_login(daemon, servers, private):
     """Root shares alice's /srv/alice with everybody (ShareSubtree("", …)); she mounts a
     FUSE file system that never answers (allow_other, as sshfs users do) on it in her view,
     and it propagates to the host, covering the shared path. Every login's view is built
-    by asking about that path: nobody else's login may wait on her server."""
+    by asking about that path: nobody else's login may wait on her server. Without
+    allow_other (any user's plain fusermount3) root may not even look at it."""
     sb = daemon
     sb.mount_tmpfs("/srv")
     shared = Path("/srv/alice")
@@ -276,7 +278,8 @@ def test_a_hung_fuse_mount_on_a_shared_subtree_stalls_no_login(daemon, servers):
     mgr = sb.manager()
     mgr.ShareSubtree("", str(shared))
     mgr.CreateNamespace("alice")
-    servers.append(FuseServer(sb, "read-no-reply", str(shared), ALICE.uid, view="alice"))
+    servers.append(FuseServer(sb, "read-no-reply", str(shared), ALICE.uid, view="alice",
+                              args=("private",) if private else ()))
     host = find_mount(sb.mountinfo(), str(shared))
     assert host is not None and host.fstype.startswith("fuse"), "her FUSE mount did not reach the host"
     others_are_served(sb)
@@ -284,3 +287,6 @@ def test_a_hung_fuse_mount_on_a_shared_subtree_stalls_no_login(daemon, servers):
     sb.stop_daemon()
     sb.start_daemon(write=False, wait=10)
     others_are_served(sb)
+    # …and root's share stays: her mount on it is no reason to forget it
+    assert str(shared) in [str(p) for p in sb.properties()["SharedSubtrees"]], \
+        "the daemon dropped root's share of /srv/alice at its start"
