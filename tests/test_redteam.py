@@ -290,3 +290,35 @@ def test_a_hung_fuse_mount_on_a_shared_subtree_stalls_no_login(daemon, servers, 
     # …and root's share stays: her mount on it is no reason to forget it
     assert str(shared) in [str(p) for p in sb.properties()["SharedSubtrees"]], \
         "the daemon dropped root's share of /srv/alice at its start"
+
+
+@pytest.mark.parametrize("private", [False, True], ids=["allow_other", "private"])
+@pytest.mark.daemon_config(OperationTimeoutSec="2s")
+def test_a_fuse_mount_above_a_shared_subtree_stalls_no_login(daemon, servers, private):
+    """Root shares /mnt/rt-alice/pub, below a directory of alice's under the shared /mnt.
+    She mounts a FUSE file system that never answers on /mnt/rt-alice in her view; it
+    reaches the host and every view, and the shared path now leads through her server —
+    or, without allow_other, to a file system where root may not look."""
+    sb = daemon
+    mine = Path("/mnt/rt-alice")
+    try:
+        (mine / "pub").mkdir(parents=True)
+        os.chown(mine, ALICE.uid, ALICE.gid)
+        mgr = sb.manager()
+        mgr.ShareSubtree("", str(mine / "pub"))
+        sb.track_mount(str(mine / "pub"))    # the host's bind of it onto itself
+        mgr.CreateNamespace("alice")
+        servers.append(FuseServer(sb, "read-no-reply", str(mine), ALICE.uid, view="alice",
+                                  args=("private",) if private else ()))
+        host = find_mount(sb.mountinfo(), str(mine))
+        assert host is not None and host.fstype.startswith("fuse"), "her FUSE mount did not reach the host"
+        others_are_served(sb)
+        sb.stop_daemon()
+        sb.start_daemon(write=False, wait=10)
+        others_are_served(sb)
+    finally:
+        for s in servers:
+            s.stop()
+        servers.clear()
+        subprocess.run(["umount", "-l", str(mine / "pub")], capture_output=True)
+        shutil.rmtree(mine, ignore_errors=True)
