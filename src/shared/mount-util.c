@@ -111,6 +111,21 @@ int mount_table_read_self(MountEntry **ret, size_t *ret_n) {
         return mount_table_read(f, ret, ret_n);
 }
 
+bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *path) {
+        for (size_t i = 0; i < n; i++) {
+                const char *t = table[i].target, *type = table[i].fstype;
+                size_t len = strlen(t);
+
+                if (!streq(type, "fuse") && !streq(type, "fuseblk") && strncmp(type, "fuse.", 5) != 0 &&
+                    strncmp(type, "fuseblk.", 8) != 0)
+                        continue;
+                /* strictly above: "/" is above everything else, "/a" above "/a/b" */
+                if (streq(t, "/") ? !streq(path, "/") : strncmp(path, t, len) == 0 && path[len] == '/')
+                        return true;
+        }
+        return false;
+}
+
 int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret) {
         struct statx sx = {};
         int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | (path && *path ? 0 : AT_EMPTY_PATH);
