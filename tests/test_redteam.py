@@ -322,3 +322,91 @@ def test_a_fuse_mount_above_a_shared_subtree_stalls_no_login(daemon, servers, pr
         servers.clear()
         subprocess.run(["umount", "-l", str(mine / "pub")], capture_output=True)
         shutil.rmtree(mine, ignore_errors=True)
+
+
+# ---- reading mount tables: hung file systems, floods ----
+
+@pytest.mark.daemon_config(OperationTimeoutSec="2s")
+def test_reading_a_view_with_a_hung_fuse_mount_waits_for_nothing(daemon, servers):
+    """GetMounts and NMounts of alice's view while it holds a FUSE mount that never answers:
+    mountinfo is read without asking any file system."""
+    sb = daemon
+    mgr = sb.manager()
+    mgr.CreateNamespace("alice")
+    target = Path(ALICE.home) / "rt-hang"
+    target.mkdir(exist_ok=True)
+    os.chown(target, ALICE.uid, ALICE.gid)
+    try:
+        servers.append(FuseServer(sb, "read-no-reply", str(target), ALICE.uid, view="alice"))
+        for who in ("bob", "root"):
+            t = time.monotonic()
+            r = call_as(sb, who, "GetMounts", "s", "alice")
+            assert "ok" in r and any(m[4] == str(target) for m in r["ok"][0]), r
+            assert time.monotonic() - t < 5
+        t = time.monotonic()
+        sb.properties(f"/org/example/NSManager/user/_{ALICE.uid}")["NMounts"]
+        assert time.monotonic() - t < 1
+        others_are_served(sb)
+    finally:
+        for s in servers:
+            s.stop()
+        servers.clear()
+        target.rmdir()
+
+
+# As bob: the whole burst the rate limit allows, at once, without waiting for answers.
+GET_MOUNTS_FLOOD = r"""
+import sys
+import dbus
+from dbus.mainloop.glib import DBusGMainLoop
+from gi.repository import GLib
+n = int(sys.argv[1])
+DBusGMainLoop(set_as_default=True)
+bus = dbus.SystemBus()
+mgr = dbus.Interface(bus.get_object("org.example.NSManager", "/org/example/NSManager"),
+                     "org.example.NSManager.Manager")
+loop = GLib.MainLoop()
+left = [n]
+def done(*a):
+    left[0] -= 1
+    if left[0] == 0:
+        loop.quit()
+for _ in range(n):
+    mgr.GetMounts("", reply_handler=done, error_handler=done, timeout=60)
+print("sent", flush=True)
+loop.run()
+"""
+
+
+@pytest.mark.daemon_config(MaxUserMounts="64")
+def test_a_get_mounts_flood_does_not_stall_logins(own):
+    """GetMounts is open to everyone and each call is a request to the one view builder,
+    which every login also waits for. bob sends the whole burst RateLimitBurst= allows at
+    once: carol's login must not wait behind it. The host's table is made bigger first
+    by alice's binds under the shared /mnt (each one is on the host too)."""
+    sb = own
+    mine = Path("/mnt/rt-alice")
+    try:
+        mine.mkdir()
+        os.chown(mine, ALICE.uid, ALICE.gid)
+        src = sb.scratch["alice"] / "src"
+        as_user(sb, "alice", "mkdir", str(src))
+        for i in range(60):
+            assert "ok" in call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), f"{mine}/{i}", 2)
+        assert sb.mount_count() > 60
+        sb.manager().RemoveNamespace("carol")
+        flood = sb.run_popen(sb._setpriv("bob") + ["/usr/bin/python3", "-c", GET_MOUNTS_FLOOD, "200"],
+                             stdout=subprocess.PIPE, text=True, env=sb.user_env("bob"))
+        assert flood.stdout.readline().strip() == "sent"
+        t = time.monotonic()
+        session = f"rt-{time.monotonic_ns()}"
+        (_, fd) = sb.manager().OpenSession("carol", session)
+        took = time.monotonic() - t
+        os.close(fd.take())
+        sb.manager().CloseSession("carol", session)
+        flood.wait(timeout=60)
+        assert took < 1, f"carol's login waited {took:.2f}s behind bob's GetMounts"
+    finally:
+        for m in sorted((m.target for m in sb.mountinfo() if m.target.startswith(f"{mine}/")), reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True)
+        shutil.rmtree(mine, ignore_errors=True)
