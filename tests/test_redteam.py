@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from caller import call_as
+from helpers import E_LIMIT_EXCEEDED
 from sandbox import TEST_USERS, find_mount
 from test_hung_fs import FuseServer, others_are_served, servers  # noqa: F401 (fixture)
 from test_own_view import (SECRET_POLICY, alice_file, as_user, is_mount_point, own,  # noqa: F401 (fixtures)
@@ -406,6 +407,34 @@ def test_a_get_mounts_flood_does_not_stall_logins(own):
         sb.manager().CloseSession("carol", session)
         flood.wait(timeout=60)
         assert took < 1, f"carol's login waited {took:.2f}s behind bob's GetMounts"
+    finally:
+        for m in sorted((m.target for m in sb.mountinfo() if m.target.startswith(f"{mine}/")), reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True)
+        shutil.rmtree(mine, ignore_errors=True)
+
+
+@pytest.mark.daemon_config(MaxUserMounts="2")
+def test_binds_under_the_shared_mnt_do_not_outlive_their_view(own):
+    """alice's binds under the shared /mnt are on the host and in every view too. Removing
+    her namespace (her last session closes) ends her view; if the host's copies stayed,
+    each login of hers could add MaxUserMounts= more to the host's table — and to every
+    view built afterwards — without end."""
+    sb = own
+    mine = Path("/mnt/rt-alice")
+    try:
+        mine.mkdir()
+        os.chown(mine, ALICE.uid, ALICE.gid)
+        src = sb.scratch["alice"] / "src"
+        as_user(sb, "alice", "mkdir", str(src))
+        before = sb.mount_count()
+        for login in range(3):
+            for i in range(2):
+                r = call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), f"{mine}/{login}-{i}", 2)
+                assert "ok" in r or r.get("error") == E_LIMIT_EXCEEDED, r
+            sb.manager().RemoveNamespace("alice")
+            sb.manager().CreateNamespace("alice")
+        assert sb.mount_count() <= before + 2, \
+            f"the host's table grew from {before} to {sb.mount_count()} mounts with MaxUserMounts=2"
     finally:
         for m in sorted((m.target for m in sb.mountinfo() if m.target.startswith(f"{mine}/")), reverse=True):
             subprocess.run(["umount", "-l", m], capture_output=True)
