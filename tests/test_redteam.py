@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from caller import call_as
-from helpers import E_LIMIT_EXCEEDED
+from helpers import E_ACCESS_DENIED, E_LIMIT_EXCEEDED
 from sandbox import TEST_USERS, find_mount
 from test_hung_fs import FuseServer, others_are_served, servers  # noqa: F401 (fixture)
 from test_own_view import (SECRET_POLICY, alice_file, as_user, is_mount_point, own,  # noqa: F401 (fixtures)
@@ -379,38 +379,27 @@ loop.run()
 """
 
 
-@pytest.mark.daemon_config(MaxUserMounts="64")
 def test_a_get_mounts_flood_does_not_stall_logins(own):
     """GetMounts is open to everyone and each call is a request to the one view builder,
     which every login also waits for. bob sends the whole burst RateLimitBurst= allows at
-    once: carol's login must not wait behind it. The host's table is made bigger first
-    by alice's binds under the shared /mnt (each one is on the host too)."""
+    once: carol's login must not wait behind it. The host's table is made bigger first."""
     sb = own
-    mine = Path("/mnt/rt-alice")
-    try:
-        mine.mkdir()
-        os.chown(mine, ALICE.uid, ALICE.gid)
-        src = sb.scratch["alice"] / "src"
-        as_user(sb, "alice", "mkdir", str(src))
-        for i in range(60):
-            assert "ok" in call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), f"{mine}/{i}", 2)
-        assert sb.mount_count() > 60
-        sb.manager().RemoveNamespace("carol")
-        flood = sb.run_popen(sb._setpriv("bob") + ["/usr/bin/python3", "-c", GET_MOUNTS_FLOOD, "200"],
-                             stdout=subprocess.PIPE, text=True, env=sb.user_env("bob"))
-        assert flood.stdout.readline().strip() == "sent"
-        t = time.monotonic()
-        session = f"rt-{time.monotonic_ns()}"
-        (_, fd) = sb.manager().OpenSession("carol", session)
-        took = time.monotonic() - t
-        os.close(fd.take())
-        sb.manager().CloseSession("carol", session)
-        flood.wait(timeout=60)
-        assert took < 1, f"carol's login waited {took:.2f}s behind bob's GetMounts"
-    finally:
-        for m in sorted((m.target for m in sb.mountinfo() if m.target.startswith(f"{mine}/")), reverse=True):
-            subprocess.run(["umount", "-l", m], capture_output=True)
-        shutil.rmtree(mine, ignore_errors=True)
+    sb.mount_tmpfs("/srv")
+    for i in range(60):
+        sb.mount_tmpfs(f"/srv/{i}")
+    assert sb.mount_count() > 60
+    sb.manager().RemoveNamespace("carol")
+    flood = sb.run_popen(sb._setpriv("bob") + ["/usr/bin/python3", "-c", GET_MOUNTS_FLOOD, "200"],
+                         stdout=subprocess.PIPE, text=True, env=sb.user_env("bob"))
+    assert flood.stdout.readline().strip() == "sent"
+    t = time.monotonic()
+    session = f"rt-{time.monotonic_ns()}"
+    (_, fd) = sb.manager().OpenSession("carol", session)
+    took = time.monotonic() - t
+    os.close(fd.take())
+    sb.manager().CloseSession("carol", session)
+    flood.wait(timeout=60)
+    assert took < 1, f"carol's login waited {took:.2f}s behind bob's GetMounts"
 
 
 @pytest.mark.daemon_config(MaxUserMounts="2")
@@ -430,7 +419,7 @@ def test_binds_under_the_shared_mnt_do_not_outlive_their_view(own):
         for login in range(3):
             for i in range(2):
                 r = call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), f"{mine}/{login}-{i}", 2)
-                assert "ok" in r or r.get("error") == E_LIMIT_EXCEEDED, r
+                assert "ok" in r or r.get("error") in (E_LIMIT_EXCEEDED, E_ACCESS_DENIED), r
             sb.manager().RemoveNamespace("alice")
             sb.manager().CreateNamespace("alice")
         assert sb.mount_count() <= before + 2, \
