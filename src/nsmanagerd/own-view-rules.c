@@ -174,6 +174,7 @@ static int check_data_fs(int fd, const char *path, char **ret_reason) {
 int own_view_open_destination(const Credentials *c, const char *path, bool create, PathKind kind, const MountId *own,
                               size_t n_own, CreatedPaths *created, int *ret_fd, bool *ret_replace, char **ret_reason) {
         _cleanup_close_ int fd = -EBADF;
+        uint64_t peer, master, parent_peer;
         struct stat st;
         MountId id;
         int r, k;
@@ -210,6 +211,17 @@ int own_view_open_destination(const Credentials *c, const char *path, bool creat
                                       "caller's own binds.", path);
                 *ret_replace = true;
         }
+        /* The mount the bind goes onto (for a replacement: beneath the earlier bind, onto its
+         * parent) must not be shared: a mount attached there appears at every peer, on the host
+         * and in every view, and those copies outlive the view — no record, no limit, and each
+         * login of hers could add MaxUserMounts= more to every view built afterwards. */
+        r = mount_get_groups(fd, &peer, &master, &parent_peer);
+        if (r < 0)
+                return r;
+        if ((*ret_replace ? parent_peer : peer) != 0)
+                return refuse(ret_reason, -EACCES, "Destination '%s' is on a shared mount (below a SharedSubtrees= path, "
+                              "or with ViewPropagation=shared): a bind made for the caller there would reach the host and "
+                              "every view, and outlive their own.", path);
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
