@@ -428,3 +428,53 @@ def test_binds_under_the_shared_mnt_do_not_outlive_their_view(own):
         for m in sorted((m.target for m in sb.mountinfo() if m.target.startswith(f"{mine}/")), reverse=True):
             subprocess.run(["umount", "-l", m], capture_output=True)
         shutil.rmtree(mine, ignore_errors=True)
+
+
+# ---- the state file: records across a restart, odd characters ----
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=/home/alice/nsm-own/pol\n"})
+def test_records_survive_a_restart_and_a_path_cannot_write_one(own):
+    """The records that decide what alice may unmount are kept in a state file, one line
+    each, her destination path among them. A path with a newline and a record of its own
+    (a session, a bind of hers naming the policy's tmpfs) written into it must stay one
+    escaped path: after a restart she still may unmount her bind and still may not
+    unmount the policy's mount."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    pol = find_mount(sb.mountinfo("alice"), f"{scratch}/pol")
+    assert pol is not None
+    src = scratch / "src"
+    as_user(sb, "alice", "mkdir", str(src))
+    odd = f"{scratch}/x\nSESSION=evil 1 1\nBIND={pol.id} {pol.id} user {scratch}/pol\\x41 \\ end"
+    r = call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), odd, 2)
+    assert "ok" in r, r
+    sb.stop_daemon()
+    state = (Path(sb.state_dir) / "namespaces" / "alice").read_text()
+    assert "SESSION=evil" not in state.splitlines() and "\nBIND=" + str(pol.id) not in state, state
+    sb.start_daemon(write=False)
+    assert [str(s) for s in sb.properties(f"/org/example/NSManager/user/_{ALICE.uid}")["Sessions"]] == []
+    refused(call_as(sb, "alice", "Unmount", "sst", "alice", f"{scratch}/pol", 0), "Unmount of the policy's tmpfs")
+    assert find_mount(sb.mountinfo("alice"), f"{scratch}/pol") is not None
+    r = call_as(sb, "alice", "Unmount", "sst", "alice", odd, 0)
+    assert "ok" in r, r
+
+
+# ---- MaxUserMounts=: what a bind brings along ----
+
+@pytest.mark.daemon_config(MaxUserMounts="8")
+def test_recursive_binds_of_binds_stay_within_max_user_mounts(own):
+    """A bind copies the source's whole tree (recursively, so that the [View] policy's
+    covers come along): binding a directory onto a place inside itself, again and again,
+    copies every earlier bind each time — the view doubles with each call, and ~17 calls
+    reach the kernel's limit for a namespace (fs.mount-max), with a huge table for
+    everyone's GetMounts to read. MaxUserMounts= must bound the mounts, not the calls."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    tree = scratch / "tree"
+    as_user(sb, "alice", "mkdir", str(tree))
+    before = sb.mount_count("alice")
+    for i in range(12):
+        r = call_as(sb, "alice", "BindMount", "ssst", "alice", str(tree), f"{tree}/d{i}", 2)
+        assert "ok" in r or r.get("error") == E_LIMIT_EXCEEDED, r
+    grown = sb.mount_count("alice") - before
+    assert grown <= 8, f"alice's view grew by {grown} mounts with MaxUserMounts=8"
