@@ -126,6 +126,50 @@ bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *p
         return false;
 }
 
+static int compare_entry_ids(const void *a, const void *b) {
+        const MountEntry *x = *(const MountEntry *const *) a, *y = *(const MountEntry *const *) b;
+        return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static bool id_in(uint64_t id, const uint64_t *ids, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (ids[i] == id)
+                        return true;
+        return false;
+}
+
+size_t mount_table_count_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops) {
+        _cleanup_free_ const MountEntry **by_id = calloc(n + 1, sizeof(MountEntry *));
+        size_t count = 0;
+
+        if (!by_id)
+                return SIZE_MAX;   /* counted as too many */
+        for (size_t i = 0; i < n; i++)
+                by_id[i] = &table[i];
+        qsort(by_id, n, sizeof(MountEntry *), compare_entry_ids);
+        /* Up from each mount to the root (its own parent), looking for a top on the way. */
+        for (size_t i = 0; i < n; i++)
+                for (const MountEntry *e = &table[i], **p; e; e = p ? *p : NULL) {
+                        MountEntry key = { .id = e->parent_id }, *k = &key;
+                        if (id_in(e->id, tops, n_tops)) {
+                                count++;
+                                break;
+                        }
+                        p = e->parent_id == e->id ? NULL : bsearch(&k, by_id, n, sizeof(MountEntry *), compare_entry_ids);
+                }
+        return count;
+}
+
+size_t mount_table_count_clone(const MountEntry *table, size_t n, const char *path) {
+        size_t len = strlen(path), count = 1;
+
+        for (size_t i = 0; i < n; i++)
+                if (streq(path, "/") ? !streq(table[i].target, "/") :
+                    strncmp(table[i].target, path, len) == 0 && table[i].target[len] == '/')
+                        count++;
+        return count;
+}
+
 int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret) {
         struct statx sx = {};
         int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | (path && *path ? 0 : AT_EMPTY_PATH);

@@ -61,6 +61,13 @@ int mntns_count_mounts(uint64_t mntns_id, size_t *ret_n);
  * alone: no file system is asked. */
 bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *path);
 
+/* How many mounts of 'table' are one of 'tops' (mountinfo ids) or below one, each counted
+ * once. */
+size_t mount_table_count_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops);
+/* How many mounts a recursive clone of 'path' copies, at most: the one 'path' is on, and
+ * every mount of 'table' below 'path' (covered ones too: an estimate from above). */
+size_t mount_table_count_clone(const MountEntry *table, size_t n, const char *path);
+
 /* Mount id (statx STATX_MNT_ID) of whatever 'fd' (or fd+path) refers to. */
 int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret);
 /* 1 if path is the root of a mount, 0 if not. Symlinks are not followed, and the file system
