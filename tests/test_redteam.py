@@ -478,3 +478,24 @@ def test_recursive_binds_of_binds_stay_within_max_user_mounts(own):
         assert "ok" in r or r.get("error") == E_LIMIT_EXCEEDED, r
     grown = sb.mount_count("alice") - before
     assert grown <= 8, f"alice's view grew by {grown} mounts with MaxUserMounts=8"
+
+
+@pytest.mark.daemon_config(MaxUserMounts="2")
+def test_propagation_choices_do_not_pile_up_in_the_state(own):
+    """Each SetPropagation is remembered in the namespace's state (so that a later
+    ShareSubtree("") leaves it alone), by path. Bind, change, unmount, on a new path each
+    time: the records of paths that are no mounts any more must not pile up — the daemon
+    rewrites the whole file on every change, paths may be 4 kB long, and the rate limit
+    allows 72000 calls an hour."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    src = scratch / "src"
+    as_user(sb, "alice", "mkdir", str(src))
+    for i in range(12):
+        d = f"{scratch}/c{i}"
+        assert "ok" in call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), d, 2)
+        assert "ok" in call_as(sb, "alice", "SetPropagation", "ssst", "alice", d, "private", 0)
+        assert "ok" in call_as(sb, "alice", "Unmount", "sst", "alice", d, 0)
+    state = (Path(sb.state_dir) / "namespaces" / "alice").read_text()
+    choices = [line for line in state.splitlines() if line.startswith("CHOICE=")]
+    assert len(choices) <= 2, f"{len(choices)} records of propagation choices for paths that are gone"
