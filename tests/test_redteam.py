@@ -499,3 +499,34 @@ def test_propagation_choices_do_not_pile_up_in_the_state(own):
     state = (Path(sb.state_dir) / "namespaces" / "alice").read_text()
     choices = [line for line in state.splitlines() if line.startswith("CHOICE=")]
     assert len(choices) <= 2, f"{len(choices)} records of propagation choices for paths that are gone"
+
+
+# ---- the daemon's log ----
+
+ATTACH_NAMED = r"""
+import os, sys
+import dbus, dbus.lowlevel
+name = sys.argv[1]
+status_r, status_w = os.pipe()
+null = os.open("/dev/null", os.O_RDWR)
+msg = dbus.lowlevel.MethodCallMessage("org.example.NSManager", "/org/example/NSManager",
+                                      "org.example.NSManager.Manager", "Attach")
+msg.append("alice", [name], [], "/", dbus.types.UnixFd(null), dbus.types.UnixFd(null),
+           dbus.types.UnixFd(null), dbus.types.UnixFd(status_w), signature="sasasshhhh")
+dbus.SystemBus().send_message_with_reply_and_block(msg, 30)
+os.close(status_w)
+os.read(status_r, 100)
+"""
+
+
+def test_a_user_cannot_write_lines_into_the_daemons_log(own):
+    """The daemon logs what a user named (Attach's command, the paths of an operation that
+    timed out) one line per message, with journald's "<N>" priority prefix on stderr. A
+    newline in a name started a line of the user's own, at any priority she liked."""
+    sb = own
+    as_user(sb, "alice", "/usr/bin/python3", "-c", ATTACH_NAMED, "/nonexistent\n<0>nsmanagerd: forged by alice",
+            check=True)
+    lines = sb.daemon_log_text().splitlines()
+    assert any("nonexistent" in line for line in lines), "the Attach was not logged"
+    assert not any(line.startswith(("<0>nsmanagerd: forged", "nsmanagerd: forged")) for line in lines), \
+        "alice wrote a line of her own into the daemon's log"
