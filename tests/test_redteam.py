@@ -263,6 +263,24 @@ def test_unmount_by_name_cannot_be_redirected_to_a_policy_mount(own):
 
 # ---- a hung FUSE mount of hers where the builder looks ----
 
+def hang_alices_fuse_over_a_share(sb, servers, share, target, private):
+    """Root shares `share` host-wide; alice mounts a FUSE server that never answers on
+    `target` in her view (allow_other unless `private`), which reaches the host. Then
+    nobody else's login waits, nor does the daemon's next start."""
+    mgr = sb.manager()
+    mgr.ShareSubtree("", share)
+    mgr.CreateNamespace("alice")
+    servers.append(FuseServer(sb, "read-no-reply", target, ALICE.uid, view="alice",
+                              args=("private",) if private else ()))
+    host = find_mount(sb.mountinfo(), target)
+    assert host is not None and host.fstype.startswith("fuse"), "her FUSE mount did not reach the host"
+    others_are_served(sb)
+    # …nor a start of the daemon, which makes sure every shared subtree is a shared mount
+    sb.stop_daemon()
+    sb.start_daemon(write=False, wait=10)
+    others_are_served(sb)
+
+
 @pytest.mark.parametrize("private", [False, True], ids=["allow_other", "private"])
 @pytest.mark.daemon_config(OperationTimeoutSec="2s")
 def test_a_hung_fuse_mount_on_a_shared_subtree_stalls_no_login(daemon, servers, private):
@@ -276,18 +294,7 @@ def test_a_hung_fuse_mount_on_a_shared_subtree_stalls_no_login(daemon, servers, 
     shared = Path("/srv/alice")
     shared.mkdir()
     os.chown(shared, ALICE.uid, ALICE.gid)
-    mgr = sb.manager()
-    mgr.ShareSubtree("", str(shared))
-    mgr.CreateNamespace("alice")
-    servers.append(FuseServer(sb, "read-no-reply", str(shared), ALICE.uid, view="alice",
-                              args=("private",) if private else ()))
-    host = find_mount(sb.mountinfo(), str(shared))
-    assert host is not None and host.fstype.startswith("fuse"), "her FUSE mount did not reach the host"
-    others_are_served(sb)
-    # …nor a start of the daemon, which makes sure every shared subtree is a shared mount
-    sb.stop_daemon()
-    sb.start_daemon(write=False, wait=10)
-    others_are_served(sb)
+    hang_alices_fuse_over_a_share(sb, servers, str(shared), str(shared), private)
     # …and root's share stays: her mount on it is no reason to forget it
     assert str(shared) in [str(p) for p in sb.properties()["SharedSubtrees"]], \
         "the daemon dropped root's share of /srv/alice at its start"
@@ -305,18 +312,8 @@ def test_a_fuse_mount_above_a_shared_subtree_stalls_no_login(daemon, servers, pr
     try:
         (mine / "pub").mkdir(parents=True)
         os.chown(mine, ALICE.uid, ALICE.gid)
-        mgr = sb.manager()
-        mgr.ShareSubtree("", str(mine / "pub"))
         sb.track_mount(str(mine / "pub"))    # the host's bind of it onto itself
-        mgr.CreateNamespace("alice")
-        servers.append(FuseServer(sb, "read-no-reply", str(mine), ALICE.uid, view="alice",
-                                  args=("private",) if private else ()))
-        host = find_mount(sb.mountinfo(), str(mine))
-        assert host is not None and host.fstype.startswith("fuse"), "her FUSE mount did not reach the host"
-        others_are_served(sb)
-        sb.stop_daemon()
-        sb.start_daemon(write=False, wait=10)
-        others_are_served(sb)
+        hang_alices_fuse_over_a_share(sb, servers, str(mine / "pub"), str(mine), private)
     finally:
         for s in servers:
             s.stop()
