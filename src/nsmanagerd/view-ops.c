@@ -593,9 +593,16 @@ static int unmount_mount(int sock, const ViewOp *op) {
                 return unmount_own(sock, op, fd, &result);
         }
 
-        /* Any fd on the mount, even O_PATH, keeps it busy: let go of it and unmount by name from
-         * inside the parent directory, opened without following links, so that nothing renamed
-         * meanwhile redirects umount2() elsewhere; the name must still be that mount. */
+        /* Detaching goes through the fd that was checked: no name is looked up again, so no
+         * rename (RENAME_EXCHANGE in a directory a user can write) redirects it. */
+        if (op->recursive)
+                return unmount_own(sock, op, fd, &result);
+
+        /* A plain unmount must fail while the mount is in use, and any fd on it, even O_PATH,
+         * keeps it busy: let go of it and unmount by name from inside the parent directory,
+         * opened without following links; the name must still be that mount. (Between that
+         * check and umount2() a user who can write the parent could swap names: only root and
+         * manage callers come here, and their detach does not have that window.) */
         fd = safe_close(fd);
         base = strrchr(op->path, '/') + 1;
         dir = strndup(op->path, base - op->path);
