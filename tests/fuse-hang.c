@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A FUSE server that never answers, standing in for a hung network file system in the tests
- * (tests/test_hung_fs.py):
+/* The tests' FUSE servers. Two never answer, standing in for a hung network file system
+ * (tests/test_hung_fs.py); one answers with lies:
  *
  *   fuse-hang never-read MOUNTPOINT UID     mounts, then never reads /dev/fuse: a process that
  *                                           touches the mount waits, killably (the request was
@@ -9,18 +9,27 @@
  *                                           never replies: a process waiting for one cannot be
  *                                           killed until this server dies (the connection is
  *                                           aborted)
+ *   fuse-hang symlink MOUNTPOINT UID TARGET answers, and lies as any FUSE server may: its root
+ *                                           directory and the one entry in it, 'link', a
+ *                                           symlink to TARGET, are owned by root, it says
+ *                                           (tests/test_redteam.py: a user's FUSE mount
+ *                                           steering a path the daemon resolves)
  *
  * Mounted as the caller (root, with CAP_SYS_ADMIN in the current mount namespace) with
- * allow_other and user_id=UID, as `sshfs -o allow_other` of that user would be. Prints
- * "ready" once mounted; runs until killed. */
+ * allow_other and user_id=UID, as `sshfs -o allow_other` of that user would be; with
+ * 'private', without allow_other, as any user's fusermount3 mount is (nobody else, root
+ * included, may look inside). Prints "ready" once mounted; runs until killed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define BUFSIZE (1024 * 1024)
@@ -49,13 +58,98 @@ static int answer_init(int fd, char *buf) {
         return 0;
 }
 
+#define LINK_NODEID 2
+
+static void fill_attr(struct fuse_attr *a, uint64_t nodeid, const char *target) {
+        *a = (struct fuse_attr) { .ino = nodeid, .nlink = 1, .blksize = 4096, .uid = 0, .gid = 0 };
+        if (nodeid == FUSE_ROOT_ID) {
+                a->mode = S_IFDIR | 0755;
+                a->nlink = 2;
+        } else {
+                a->mode = S_IFLNK | 0777;
+                a->size = strlen(target);
+        }
+}
+
+static int reply(int fd, uint64_t unique, int error, const void *data, size_t size) {
+        struct fuse_out_header h = { .len = sizeof h + size, .error = error, .unique = unique };
+        struct iovec iov[2] = { { &h, sizeof h }, { (void *) data, size } };
+        return writev(fd, iov, data ? 2 : 1) < 0 ? -errno : 0;
+}
+
+/* The symlink mode: a root directory holding 'link', all of it root's, it says. */
+static int serve_symlink(int fd, char *buf, const char *target) {
+        for (;;) {
+                ssize_t n = read(fd, buf, BUFSIZE);
+                const struct fuse_in_header *in = (const struct fuse_in_header *) buf;
+                const char *arg = buf + sizeof *in;
+
+                if (n < 0) {
+                        if (errno == EINTR || errno == EAGAIN || errno == ENOENT)
+                                continue;
+                        return errno == ENODEV ? 0 : 1;
+                }
+                if (n < (ssize_t) sizeof *in)
+                        return 1;
+                switch (in->opcode) {
+                case FUSE_GETATTR: {
+                        struct fuse_attr_out out = { .attr_valid = 1 };
+                        fill_attr(&out.attr, in->nodeid, target);
+                        (void) reply(fd, in->unique, 0, &out, sizeof out);
+                        break;
+                }
+                case FUSE_LOOKUP: {
+                        struct fuse_entry_out out = { .nodeid = LINK_NODEID, .generation = 1, .entry_valid = 1,
+                                                      .attr_valid = 1 };
+                        if (in->nodeid != FUSE_ROOT_ID || strcmp(arg, "link") != 0) {
+                                (void) reply(fd, in->unique, -ENOENT, NULL, 0);
+                                break;
+                        }
+                        fill_attr(&out.attr, LINK_NODEID, target);
+                        (void) reply(fd, in->unique, 0, &out, sizeof out);
+                        break;
+                }
+                case FUSE_READLINK:
+                        (void) reply(fd, in->unique, 0, target, strlen(target));
+                        break;
+                case FUSE_OPENDIR: {
+                        struct fuse_open_out out = {};
+                        (void) reply(fd, in->unique, 0, &out, sizeof out);
+                        break;
+                }
+                case FUSE_READDIR:
+                case FUSE_RELEASEDIR:
+                case FUSE_ACCESS:
+                case FUSE_DESTROY:
+                        (void) reply(fd, in->unique, 0, in->opcode == FUSE_READDIR ? "" : NULL, 0);
+                        break;
+                case FUSE_STATFS: {
+                        struct fuse_statfs_out out = { .st = { .bsize = 4096, .namelen = 255 } };
+                        (void) reply(fd, in->unique, 0, &out, sizeof out);
+                        break;
+                }
+                case FUSE_FORGET:
+                case FUSE_BATCH_FORGET:
+                case FUSE_INTERRUPT:
+                        break;   /* no answer expected */
+                default:
+                        (void) reply(fd, in->unique, -ENOSYS, NULL, 0);
+                }
+        }
+}
+
 int main(int argc, char *argv[]) {
         char opts[256];
         char *buf;
         int fd;
 
-        if (argc != 4 || (strcmp(argv[1], "never-read") != 0 && strcmp(argv[1], "read-no-reply") != 0)) {
-                fprintf(stderr, "usage: fuse-hang never-read|read-no-reply MOUNTPOINT UID\n");
+        bool symlink_mode = argc == 5 && strcmp(argv[1], "symlink") == 0;
+        bool private_mode = argc == 5 && strcmp(argv[4], "private") == 0;
+
+        if (!symlink_mode && ((argc != 4 && !private_mode) ||
+                              (strcmp(argv[1], "never-read") != 0 && strcmp(argv[1], "read-no-reply") != 0))) {
+                fprintf(stderr, "usage: fuse-hang never-read|read-no-reply MOUNTPOINT UID [private]\n"
+                                "       fuse-hang symlink MOUNTPOINT UID TARGET\n");
                 return 2;
         }
         fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
@@ -63,7 +157,8 @@ int main(int argc, char *argv[]) {
                 perror("/dev/fuse");
                 return 1;
         }
-        snprintf(opts, sizeof opts, "fd=%d,rootmode=40755,user_id=%s,group_id=%s,allow_other", fd, argv[3], argv[3]);
+        snprintf(opts, sizeof opts, "fd=%d,rootmode=40755,user_id=%s,group_id=%s%s", fd, argv[3], argv[3],
+                 private_mode ? "" : ",allow_other");
         if (mount("fuse-hang", argv[2], "fuse.hang", MS_NOSUID | MS_NODEV, opts) < 0) {
                 perror("mount");
                 return 1;
@@ -71,12 +166,14 @@ int main(int argc, char *argv[]) {
         buf = malloc(BUFSIZE);
         if (!buf)
                 return 1;
-        if (strcmp(argv[1], "read-no-reply") == 0 && answer_init(fd, buf) < 0) {
+        if (strcmp(argv[1], "never-read") != 0 && answer_init(fd, buf) < 0) {
                 fprintf(stderr, "FUSE_INIT failed\n");
                 return 1;
         }
         printf("ready\n");
         fflush(stdout);
+        if (symlink_mode)
+                return serve_symlink(fd, buf, argv[4]);
         if (strcmp(argv[1], "never-read") == 0)
                 for (;;)
                         pause();

@@ -41,13 +41,14 @@ polkit.addRule(function(action, subject) {
 
 
 class FuseServer:
-    """tests/fuse-hang: mounted at target (in the view of `view`, or on the host), for uid."""
+    """tests/fuse-hang: mounted at target (in the view of `view`, or on the host), for uid;
+    args: what the mode takes besides (the symlink mode's target)."""
 
-    def __init__(self, sb, mode, target, uid, view=None):
+    def __init__(self, sb, mode, target, uid, view=None, args=()):
         self.sb, self.target, self.view = sb, target, view
         binary = build_dir() / "tests/fuse-hang"
         assert binary.exists(), f"{binary} is not built"
-        argv = [str(binary), mode, target, str(uid)]
+        argv = [str(binary), mode, target, str(uid), *args]
         # The view's fd is kept: the mount is taken away through it, whatever the daemon does.
         self.fd = sb.open_view_fd(view) if view is not None else None
         if self.fd is not None:

@@ -269,6 +269,16 @@ def test_view_policy_follows_roots_symlinks(srv, daemon):
     assert sb.in_view("alice", ["cat", "/srv/peek/hello"]).stdout == "hello\n"
 
 
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=/srv/link:/srv/peek\n"})
+def test_view_policy_follows_roots_symlink_to_a_file(srv, daemon):
+    sb = daemon
+    Path("/srv/hello").write_text("hello\n")
+    Path("/srv/peek").write_text("")
+    os.symlink("/srv/hello", "/srv/link")   # root's, to a file: the last component
+    sb.manager().CreateNamespace("alice")
+    assert sb.in_view("alice", ["cat", "/srv/peek"]).stdout == "hello\n"
+
+
 # ---- legitimate uses ----
 
 def mount_options(sb, view, path):

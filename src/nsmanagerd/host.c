@@ -6,6 +6,7 @@
 
 #include "fs-util.h"
 #include "host.h"
+#include "log.h"
 #include "mount-util.h"
 
 static _printf_(3, 4) int host_fail(char **ret_message, int r, const char *fmt, ...) {
@@ -52,9 +53,19 @@ int host_prepare(const char *subtree_root, const char *state_dir, char *const *s
         if (r < 0)
                 return host_fail(ret_message, r, "Failed to make StateDirectory '%s' an unbindable mount: %m", state_dir);
         for (char *const *p = shared_subtrees; p && *p; p++) {
-                r = host_share_path(*p, ret_message);
-                if (r < 0)
+                _cleanup_free_ char *why = NULL;
+
+                r = host_share_path(*p, &why);
+                if (r == -EAGAIN) {
+                        /* A user's mount must not keep the daemon from starting. */
+                        log_warning("%s", why);
+                        continue;
+                }
+                if (r < 0) {
+                        if (ret_message)
+                                *ret_message = TAKE_PTR(why);
                         return r;
+                }
         }
         return 0;
 }
@@ -63,8 +74,19 @@ int host_share_path(const char *path, char **ret_message) {
         _cleanup_close_ int fd = -EBADF;
         struct mount_attr attr = {};
         uint64_t peer = 0, master = 0, parent_peer = 0;
+        MountEntry *table = NULL;
+        size_t n_table = 0;
+        bool below_fuse;
         int r;
 
+        r = mount_table_read_self(&table, &n_table);
+        if (r < 0)
+                return host_fail(ret_message, r, "Failed to read the mount table: %m.");
+        below_fuse = mount_table_has_fuse_above(table, n_table, path);
+        mount_entries_free(table, n_table);
+        if (below_fuse)
+                return host_fail(ret_message, -EAGAIN, "'%s' lies below a FUSE mount, whose server (a user's, maybe) "
+                                 "may never answer: not shared now, nor joined by views built meanwhile.", path);
         if (mkdir(path, 0755) < 0 && errno != EEXIST)
                 return host_fail(ret_message, -errno, "Failed to create '%s': %m.", path);
         r = open_path_no_symlinks(path, &fd);

@@ -9,11 +9,14 @@
 /* '/' shared (views follow the host through peer groups; systemd does it at boot, elsewhere
  * we do), SubtreeRoot and StateDirectory bound onto themselves and unbindable (a recursive
  * clone of '/' prunes them: no view holds another's tree or a pin), every SharedSubtrees
- * path shared in a peer group of its own. *ret_message names what failed. */
+ * path shared in a peer group of its own (but one below a FUSE mount: skipped, with a
+ * warning, until a later start). *ret_message names what failed. */
 int host_prepare(const char *subtree_root, const char *state_dir, char *const *shared_subtrees, char **ret_message);
 
 /* One path shared in a peer group of its own: created and bound onto itself if needed, kept
- * as it is if it is shared in a group of its own already (views may be its peers). */
+ * as it is if it is shared in a group of its own already (views may be its peers). -EAGAIN,
+ * touching nothing, for a path below a FUSE mount: looking it up would ask a server a user
+ * may run, which may never answer (the view builder skips such a path too). */
 int host_share_path(const char *path, char **ret_message);
 
 /* SubtreeRoot and StateDirectory (the 'reserved' list) must stay unbindable, or every view

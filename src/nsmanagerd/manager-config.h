@@ -39,7 +39,7 @@ typedef struct ManagerConfig {
         uint64_t operation_timeout_usec; /* OperationTimeoutSec= (5s): deadline of every mount operation */
         unsigned max_stuck_operations; /* MaxStuckOperations= (4): per user, operations past their deadline that
                                         * could not be killed (a hung file system); 0: no limit */
-        unsigned max_user_mounts;      /* MaxUserMounts= (64): BindMount destinations per unprivileged user */
+        unsigned max_user_mounts;      /* MaxUserMounts= (64): mounts an unprivileged user's binds hold in their view */
         uint64_t rate_limit_interval_usec; /* RateLimitIntervalSec= (10s) … */
         unsigned rate_limit_burst;     /* RateLimitBurst= (200): calls per interval per unprivileged caller */
         unsigned attach_tasks_max;     /* AttachTasksMax= (4096): tasks of one uid's attached commands */

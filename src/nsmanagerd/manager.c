@@ -215,7 +215,10 @@ static void manager_load_shared(Manager *m) {
                     strv_contains((const char *const *) m->config.shared_subtrees, path))
                         continue;
                 r = host_share_path(path, &why);
-                if (r < 0) {
+                if (r == -EAGAIN)
+                        /* Covered by a user's mount for now: kept, tried again at the next start. */
+                        log_warning("%s", why);
+                else if (r < 0) {
                         log_warning_errno(r, "%s Dropping '%s' from the subtrees shared at run time.", why ?: "", path);
                         dropped = true;
                         continue;

@@ -625,9 +625,30 @@ int namespace_record_bind(Namespace *ns, MountId id, const char *destination, bo
         return 0;
 }
 
+static bool path_is_at_or_below(const char *path, const char *top) {
+        size_t n = strlen(top);
+        if (streq(top, "/"))
+                return true;
+        return strncmp(path, top, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+/* The choices recorded for 'path' (and, with 'below', for every path below it). */
+static void clear_choices(Namespace *ns, const char *path, bool below) {
+        for (size_t i = 0; i < ns->n_choices;)
+                if (below ? path_is_at_or_below(ns->choices[i].path, path) : streq(ns->choices[i].path, path)) {
+                        free(ns->choices[i].path);
+                        free(ns->choices[i].mode);
+                        ns->choices[i] = ns->choices[--ns->n_choices];
+                } else
+                        i++;
+}
+
 void namespace_forget_mount(Namespace *ns, MountId id) {
         for (size_t i = 0; i < ns->n_binds;)
                 if (mount_id_equal(ns->binds[i].id, id)) {
+                        /* What was chosen for it (and for what it held) went with it: kept, such
+                         * records would grow with every path ever bound. */
+                        clear_choices(ns, ns->binds[i].destination, true);
                         free(ns->binds[i].destination);
                         ns->binds[i] = ns->binds[--ns->n_binds];
                 } else
@@ -653,20 +674,7 @@ int namespace_record_choice(Namespace *ns, const char *path, const char *mode, b
 }
 
 void namespace_clear_choice(Namespace *ns, const char *path) {
-        for (size_t i = 0; i < ns->n_choices;)
-                if (streq(ns->choices[i].path, path)) {
-                        free(ns->choices[i].path);
-                        free(ns->choices[i].mode);
-                        ns->choices[i] = ns->choices[--ns->n_choices];
-                } else
-                        i++;
-}
-
-static bool path_is_at_or_below(const char *path, const char *top) {
-        size_t n = strlen(top);
-        if (streq(top, "/"))
-                return true;
-        return strncmp(path, top, n) == 0 && (path[n] == 0 || path[n] == '/');
+        clear_choices(ns, path, false);
 }
 
 bool namespace_has_choice(Namespace *ns, const char *path) {

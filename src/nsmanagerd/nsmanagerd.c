@@ -119,13 +119,14 @@ int main(int argc, char *argv[]) {
         (void) sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, &asked_to_exit);
         (void) sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
 
-        r = manager_connect_bus(m);
-        if (r < 0)
-                return EXIT_FAILURE;
-        /* Without it logins take the system bus: slower, not broken. */
+        /* Without it logins take the system bus: slower, not broken. Before the bus name is
+         * ours, so that whoever sees the name finds the socket too. */
         r = private_bus_listen(m);
         if (r < 0)
                 log_warning_errno(r, "Failed to listen on %s, ignoring (logins use the system bus): %m", NSM_PRIVATE_SOCKET);
+        r = manager_connect_bus(m);
+        if (r < 0)
+                return EXIT_FAILURE;
 
         (void) sd_notify(false, "READY=1\nSTATUS=Managing user mount namespaces.");
         log_info("nsmanagerd %s running; SubtreeRoot=%s, StateDirectory=%s.", PACKAGE_VERSION, m->config.subtree_root,

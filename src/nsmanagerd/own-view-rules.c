@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 
 #include "own-view-rules.h"
@@ -142,9 +144,37 @@ static int walk_destination(const Credentials *c, const char *path, bool create,
         return open_path_creating(root, path, kind, created, ret_fd);
 }
 
+/* File systems that hold files, as a user's data lives on them. Not /proc, /sys, cgroupfs,
+ * devpts and the like: files there can be the user's (/proc/PID/ of their own processes) and
+ * still be what root trusts — a setuid program the process execs reads its /proc/self/mounts
+ * (/etc/mtab), and fusermount3 then unmounts whatever that says is the user's. fusermount3
+ * keeps a list of file systems it mounts over for the same reason; an unknown type is
+ * refused rather than trusted. */
+static const unsigned long data_fs_types[] = {
+        EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, BTRFS_SUPER_MAGIC, F2FS_SUPER_MAGIC, NILFS_SUPER_MAGIC,
+        REISERFS_SUPER_MAGIC, MSDOS_SUPER_MAGIC, EXFAT_SUPER_MAGIC, SQUASHFS_MAGIC, TMPFS_MAGIC,
+        RAMFS_MAGIC, OVERLAYFS_SUPER_MAGIC, ECRYPTFS_SUPER_MAGIC, FUSE_SUPER_MAGIC, NFS_SUPER_MAGIC,
+        CIFS_SUPER_MAGIC, SMB2_SUPER_MAGIC, V9FS_MAGIC, CEPH_SUPER_MAGIC, AFS_FS_MAGIC, AFS_SUPER_MAGIC,
+        0x2fc12fc1 /* zfs */, 0xca451a4e /* bcachefs */, 0x7366746e /* ntfs3 */, 0x01161970 /* gfs2 */,
+};
+
+static int check_data_fs(int fd, const char *path, char **ret_reason) {
+        struct statfs sfs;
+
+        if (fstatfs(fd, &sfs) < 0)
+                return -errno;
+        for (size_t i = 0; i < ELEMENTSOF(data_fs_types); i++)
+                if ((unsigned long) sfs.f_type == data_fs_types[i])
+                        return 0;
+        return refuse(ret_reason, -EACCES, "Destination '%s' is on a file system of type 0x%lx, not one that holds "
+                      "files: a user may not bind over /proc, /sys and the like, where a file owned by them is still "
+                      "what root trusts.", path, (unsigned long) sfs.f_type);
+}
+
 int own_view_open_destination(const Credentials *c, const char *path, bool create, PathKind kind, const MountId *own,
                               size_t n_own, CreatedPaths *created, int *ret_fd, bool *ret_replace, char **ret_reason) {
         _cleanup_close_ int fd = -EBADF;
+        uint64_t peer, master, parent_peer;
         struct stat st;
         MountId id;
         int r, k;
@@ -165,6 +195,9 @@ int own_view_open_destination(const Credentials *c, const char *path, bool creat
         if (st.st_uid != c->uid)
                 return refuse(ret_reason, -EACCES, "Destination '%s' is not owned by the caller (UID %u): a user may "
                               "bind only onto their own files and directories.", path, (unsigned) c->uid);
+        r = check_data_fs(fd, path, ret_reason);
+        if (r < 0)
+                return r;
         r = path_is_mount_point(fd, "");
         if (r < 0)
                 return r;
@@ -178,6 +211,17 @@ int own_view_open_destination(const Credentials *c, const char *path, bool creat
                                       "caller's own binds.", path);
                 *ret_replace = true;
         }
+        /* The mount the bind goes onto (for a replacement: beneath the earlier bind, onto its
+         * parent) must not be shared: a mount attached there appears at every peer, on the host
+         * and in every view, and those copies outlive the view — no record, no limit, and each
+         * login of hers could add MaxUserMounts= more to every view built afterwards. */
+        r = mount_get_groups(fd, &peer, &master, &parent_peer);
+        if (r < 0)
+                return r;
+        if ((*ret_replace ? parent_peer : peer) != 0)
+                return refuse(ret_reason, -EACCES, "Destination '%s' is on a shared mount (below a SharedSubtrees= path, "
+                              "or with ViewPropagation=shared): a bind made for the caller there would reach the host and "
+                              "every view, and outlive their own.", path);
         *ret_fd = TAKE_FD(fd);
         return 0;
 }

@@ -35,19 +35,25 @@ static void fd_array_done(FdArray *a) {
 }
 
 /* Fds of the host's shared subtrees, opened in the host before anything else: they are the
- * peer groups the view's copies rejoin after the unshare. */
+ * peer groups the view's copies rejoin after the unshare. The builder never looks a path up
+ * inside a user's FUSE mount (its server may never answer, or refuse root): a shared subtree
+ * below one is skipped (-EBADF), as is one that cannot be opened — the view's copy then
+ * follows the host one way there, rather than every login failing or waiting. */
 static int open_host_shared(char *const *paths, FdArray *ret) {
-        size_t n = strv_length(paths);
+        MountEntry *table = NULL;
+        size_t n = strv_length(paths), n_table = 0;
+        int r;
 
         ret->fds = calloc(n + 1, sizeof(int));
         if (!ret->fds)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                int fd = open_path_fd(AT_FDCWD, paths[i]);
-                if (fd < 0)
-                        return fd;
-                ret->fds[ret->n++] = fd;
-        }
+        r = mount_table_read_self(&table, &n_table);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                ret->fds[ret->n++] = mount_table_has_fuse_above(table, n_table, paths[i]) ? -EBADF :
+                                     open_path_fd(AT_FDCWD, paths[i]);
+        mount_entries_free(table, n_table);
         return 0;
 }
 
@@ -66,6 +72,8 @@ static int rejoin_shared(const char *where, char *const *paths, const FdArray *h
                 _cleanup_close_ int sub_fd = -EBADF;
                 uint64_t sub_id;
 
+                if (host_fds->fds[i] < 0)
+                        continue;
                 if (asprintf(&sub, "%s%s", where, paths[i]) < 0)
                         return -ENOMEM;
                 sub_fd = open_path_fd(AT_FDCWD, sub);

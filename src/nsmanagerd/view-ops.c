@@ -458,18 +458,37 @@ static int bind_replace(int tree, int dest, MountId *ret_replaced) {
         return umount2_fd(dest);
 }
 
-/* MaxUserMounts=: the caller's binds that are still mounted, a replaced one not counted. */
-static int check_bind_limit(int sock, const ViewOp *op, const ViewOpResult *result, bool replace) {
-        size_t live = 0;
+/* MaxUserMounts=: the mounts the caller's binds hold in this view — each bind with everything
+ * below it, the copies a recursive clone brought along included (or a bind of a directory
+ * into itself doubles the view with each call) — plus what this one brings; a bind it
+ * replaces is not counted. */
+static int check_bind_limit(int sock, const ViewOp *op, const ViewOpResult *result, int dest) {
+        _cleanup_free_ uint64_t *tops = NULL;
+        MountEntry *table = NULL;
+        size_t n_table = 0, n_tops = 0, held, adds;
+        MountId replaced = {};
+        int r;
 
-        if (!op->caller || op->max_own_binds == 0 || replace)   /* only a user's own binds count */
+        if (!op->caller || op->max_own_binds == 0)
                 return 0;
+        if (path_is_mount_point(dest, "") > 0)
+                (void) fd_get_mount_ids(dest, "", &replaced);
+        tops = calloc(op->n_own_mounts + 1, sizeof(uint64_t));
+        if (!tops)
+                return reply_error(sock, -ENOMEM, "Out of memory.");
         for (size_t i = 0; i < op->n_own_mounts; i++)
-                if (!is_gone(result, op->own_mounts[i]))
-                        live++;
-        if (live >= op->max_own_binds)
-                return reply_error(sock, -EDQUOT, "The caller has %zu binds of their own in this view (MaxUserMounts=%u): "
-                                   "unmount one first, or bind onto one of them to replace it.", live, op->max_own_binds);
+                if (!is_gone(result, op->own_mounts[i]) && !mount_id_equal(op->own_mounts[i], replaced))
+                        tops[n_tops++] = op->own_mounts[i].old;
+        r = mount_table_read_self(&table, &n_table);
+        if (r < 0)
+                return reply_error(sock, r, "Failed to read the view's mount table: %s.", strerror(-r));
+        held = mount_table_count_below(table, n_table, tops, n_tops);
+        adds = mount_table_count_clone(table, n_table, op->source);
+        mount_entries_free(table, n_table);
+        if (held >= op->max_own_binds || adds > op->max_own_binds - held)
+                return reply_error(sock, -EDQUOT, "The caller's binds hold %zu mounts in this view and this one would add "
+                                   "%zu (MaxUserMounts=%u, every mount below a bind counted): unmount one first, or "
+                                   "bind onto one of them to replace it.", held, adds, op->max_own_binds);
         return 0;
 }
 
@@ -497,7 +516,7 @@ static int bind_mount(int sock, const ViewOp *op) {
         }
         r = bind_open_destination(sock, op, S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE, &created, &dest, &replace);
         if (r >= 0)
-                r = check_bind_limit(sock, op, &result, replace);
+                r = check_bind_limit(sock, op, &result, dest);
         if (r < 0) {
                 created_paths_undo(&created);
                 return r;
@@ -520,6 +539,29 @@ static int bind_mount(int sock, const ViewOp *op) {
 }
 
 /* ---- Unmount ---- */
+
+/* A user's own bind goes by the fd that was checked, never by name: on the host (or in a
+ * view where they are no mount points) the names of her mount points are hers to swap, and
+ * an umount2() by name could meet another mount (the [View] policy's) than the one checked.
+ * An fd keeps a mount busy, so this can only detach: without the detach flag, a bind with
+ * mounts below it is still refused as busy; one merely in use goes once nothing uses it. */
+static int unmount_own(int sock, const ViewOp *op, int fd, ViewOpResult *result) {
+        _cleanup_free_ MountId *below = NULL;
+        size_t n_below = 0;
+        int r;
+
+        if (!op->recursive) {
+                r = mount_subtree_ids(result->replaced, &below, &n_below);
+                if (r < 0)
+                        return reply_error(sock, r, "Failed to read the mounts below '%s': %s.", op->path, strerror(-r));
+                if (n_below > 1)
+                        return reply_error(sock, -EBUSY, "'%s' has mounts below it; detach it instead.", op->path);
+        }
+        r = umount2_fd(fd);
+        if (r < 0)
+                return reply_error(sock, r, "Failed to unmount '%s': %s.", op->path, strerror(-r));
+        return reply_ok(sock, result);
+}
 
 static int unmount_mount(int sock, const ViewOp *op) {
         _cleanup_close_ int fd = -EBADF, parent = -EBADF, root = -EBADF;
@@ -548,11 +590,19 @@ static int unmount_mount(int sock, const ViewOp *op) {
                 r = own_view_check_unmount(op->path, result.replaced, op->own_mounts, op->n_own_mounts, &reason);
                 if (r < 0)
                         return reply_refusal(sock, r, reason, "Path", op->path);
+                return unmount_own(sock, op, fd, &result);
         }
 
-        /* Any fd on the mount, even O_PATH, keeps it busy: let go of it and unmount by name from
-         * inside the parent directory, opened without following links, so that nothing renamed
-         * meanwhile redirects umount2() elsewhere; the name must still be that mount. */
+        /* Detaching goes through the fd that was checked: no name is looked up again, so no
+         * rename (RENAME_EXCHANGE in a directory a user can write) redirects it. */
+        if (op->recursive)
+                return unmount_own(sock, op, fd, &result);
+
+        /* A plain unmount must fail while the mount is in use, and any fd on it, even O_PATH,
+         * keeps it busy: let go of it and unmount by name from inside the parent directory,
+         * opened without following links; the name must still be that mount. (Between that
+         * check and umount2() a user who can write the parent could swap names: only root and
+         * manage callers come here, and their detach does not have that window.) */
         fd = safe_close(fd);
         base = strrchr(op->path, '/') + 1;
         dir = strndup(op->path, base - op->path);

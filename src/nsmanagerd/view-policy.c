@@ -648,16 +648,17 @@ static int clone_bind_sources(PolicyContext *c, PolicyPlan *plan) {
                 _cleanup_close_ int src_fd = -EBADF;
                 int r;
 
-                /* Only root's symlinks are followed: the source may come from %h or lie in a
-                 * directory a user can write, and a user's link must never steer a bind (to a
-                 * file in another's 0700 home, say: a bind shows what a parent's permissions
-                 * deny). */
+                /* Only root's symlinks in root's directories are followed: the source may come
+                 * from %h or lie in a directory a user can write, and a user's link must never
+                 * steer a bind (to a file in another's 0700 home, say: a bind shows what a
+                 * parent's permissions deny). */
                 r = open_path_safe(c->root_fd, b->source, &src_fd);
                 if (r == -ENOENT && b->ignore_missing)
                         continue;
                 if (r == -EPERM)
-                        return policy_fail(c, r, "%s=%s: source '%s' goes through a symbolic link that is not owned by root; "
-                                           "such links are not followed", b->setting, b->entry, b->source);
+                        return policy_fail(c, r, "%s=%s: source '%s' goes through a symbolic link that is not owned by root, "
+                                           "or lies in a directory that is not; such links are not followed", b->setting,
+                                           b->entry, b->source);
                 if (r < 0)
                         return policy_fail(c, r, "%s=%s: failed to open source '%s': %m", b->setting, b->entry, b->source);
 

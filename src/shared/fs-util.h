@@ -50,10 +50,11 @@ int mkdir_parents(const char *path, mode_t mode);
 #define WRITE_FILE_SYNC 0x1
 int write_file_atomic(const char *path, const char *contents, size_t size, int flags);
 
-/* Opens the absolute 'path' below root_fd (O_PATH), following only symlinks owned by root, as
- * systemd's CHASE_SAFE does in spirit: for paths that come from a user's data or lie where a
- * user can write, so that no link of theirs steers the daemon. -EPERM for a link owned by
- * anybody else, -ELOOP for too many links. */
+/* Opens the absolute 'path' below root_fd (O_PATH), following only symlinks owned by root in
+ * directories all owned by root, as systemd's CHASE_SAFE does in spirit: for paths that come
+ * from a user's data or lie where a user can write, so that no link of theirs steers the
+ * daemon. -EPERM for a link owned by anybody else, or reached through a directory of anybody
+ * else's, -ELOOP for too many links. */
 int open_path_safe(int root_fd, const char *path, int *ret_fd);
 
 /* Detaches the mount fd refers to (umount2 of /proc/self/fd/N, MNT_DETACH). */

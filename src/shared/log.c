@@ -21,6 +21,11 @@ int log_internalv(int level, int error, const char *fmt, va_list ap) {
 
                 errno = e;
                 (void) vsnprintf(buf, sizeof buf, fmt, ap);
+                /* One message, one line: a newline in something a user named (a path, a command)
+                 * would start a line of theirs, with a "<N>" priority of their choice. */
+                for (char *c = buf; *c; c++)
+                        if ((unsigned char) *c < ' ' && *c != '\t')
+                                *c = '?';
                 if (log_target == LOG_TARGET_CONSOLE)
                         fprintf(stderr, "%s\n", buf);
                 else

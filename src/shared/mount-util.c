@@ -111,11 +111,73 @@ int mount_table_read_self(MountEntry **ret, size_t *ret_n) {
         return mount_table_read(f, ret, ret_n);
 }
 
+bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *path) {
+        for (size_t i = 0; i < n; i++) {
+                const char *t = table[i].target, *type = table[i].fstype;
+                size_t len = strlen(t);
+
+                if (!streq(type, "fuse") && !streq(type, "fuseblk") && strncmp(type, "fuse.", 5) != 0 &&
+                    strncmp(type, "fuseblk.", 8) != 0)
+                        continue;
+                /* strictly above: "/" is above everything else, "/a" above "/a/b" */
+                if (streq(t, "/") ? !streq(path, "/") : strncmp(path, t, len) == 0 && path[len] == '/')
+                        return true;
+        }
+        return false;
+}
+
+static int compare_entry_ids(const void *a, const void *b) {
+        const MountEntry *x = *(const MountEntry *const *) a, *y = *(const MountEntry *const *) b;
+        return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static bool id_in(uint64_t id, const uint64_t *ids, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (ids[i] == id)
+                        return true;
+        return false;
+}
+
+size_t mount_table_count_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops) {
+        _cleanup_free_ const MountEntry **by_id = calloc(n + 1, sizeof(MountEntry *));
+        size_t count = 0;
+
+        if (!by_id)
+                return SIZE_MAX;   /* counted as too many */
+        for (size_t i = 0; i < n; i++)
+                by_id[i] = &table[i];
+        qsort(by_id, n, sizeof(MountEntry *), compare_entry_ids);
+        /* Up from each mount to the root (its own parent), looking for a top on the way. */
+        for (size_t i = 0; i < n; i++)
+                for (const MountEntry *e = &table[i], **p; e; e = p ? *p : NULL) {
+                        MountEntry key = { .id = e->parent_id }, *k = &key;
+                        if (id_in(e->id, tops, n_tops)) {
+                                count++;
+                                break;
+                        }
+                        p = e->parent_id == e->id ? NULL : bsearch(&k, by_id, n, sizeof(MountEntry *), compare_entry_ids);
+                }
+        return count;
+}
+
+size_t mount_table_count_clone(const MountEntry *table, size_t n, const char *path) {
+        size_t len = strlen(path), count = 1;
+
+        for (size_t i = 0; i < n; i++)
+                if (streq(path, "/") ? !streq(table[i].target, "/") :
+                    strncmp(table[i].target, path, len) == 0 && table[i].target[len] == '/')
+                        count++;
+        return count;
+}
+
 int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret) {
         struct statx sx = {};
-        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);
+        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | (path && *path ? 0 : AT_EMPTY_PATH);
 
-        if (statx(dirfd, path ?: "", flags, STATX_MNT_ID, &sx) < 0)
+        /* The VFS fills in the mount id whatever was asked: asking the file system for nothing
+         * also works on a user's FUSE mount without allow_other, which refuses root anything
+         * else (EACCES), and never waits for its server. */
+        if (statx(dirfd, path ?: "", flags, 0, &sx) < 0)
                 return -errno;
         if (!(sx.stx_mask & STATX_MNT_ID))
                 return -EOPNOTSUPP;
@@ -125,9 +187,12 @@ int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret) {
 
 int path_is_mount_point(int dirfd, const char *path) {
         struct statx sx = {};
-        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);
+        int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | (path && *path ? 0 : AT_EMPTY_PATH);
 
-        if (statx(dirfd, path ?: "", flags, STATX_BASIC_STATS, &sx) < 0)
+        /* The VFS knows whether it is a mount's root: ask the file system for nothing, and not
+         * to sync, so that a FUSE server (or NFS server) that never answers is never asked.
+         * The builder asks this of every shared subtree, which a user's mount may cover. */
+        if (statx(dirfd, path ?: "", flags, 0, &sx) < 0)
                 return -errno;
         if (!(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
                 return -EOPNOTSUPP;

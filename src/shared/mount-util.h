@@ -55,9 +55,23 @@ int mntns_count_mounts(uint64_t mntns_id, size_t *ret_n);
 #define MOVE_MOUNT_BENEATH 0x00000200   /* Linux 6.5 */
 #endif
 
+/* True if one of the mounts of 'table' is a FUSE file system (fuse, fuseblk, fuse.*) mounted
+ * strictly above 'path': looking 'path' up asks that file system's server, which any user
+ * may run (a mount on 'path' itself is reached without asking it anything). From the table
+ * alone: no file system is asked. */
+bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *path);
+
+/* How many mounts of 'table' are one of 'tops' (mountinfo ids) or below one, each counted
+ * once. */
+size_t mount_table_count_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops);
+/* How many mounts a recursive clone of 'path' copies, at most: the one 'path' is on, and
+ * every mount of 'table' below 'path' (covered ones too: an estimate from above). */
+size_t mount_table_count_clone(const MountEntry *table, size_t n, const char *path);
+
 /* Mount id (statx STATX_MNT_ID) of whatever 'fd' (or fd+path) refers to. */
 int fd_get_mount_id(int dirfd, const char *path, uint64_t *ret);
-/* 1 if path is the root of a mount, 0 if not. Symlinks are not followed. */
+/* 1 if path is the root of a mount, 0 if not. Symlinks are not followed, and the file system
+ * is asked nothing (a hung FUSE or NFS server does not make this wait). */
 int path_is_mount_point(int dirfd, const char *path);
 
 /* What one mount is: ids as /proc/self/mountinfo numbers them, and its propagation. */
