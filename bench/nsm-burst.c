@@ -180,7 +180,12 @@ int main(int argc, char *argv[]) {
         }
         for (unsigned t = 0; t < concurrency; t++)
                 pthread_join(threads[t], NULL);
-        for (size_t k = 0; k < n_calls; k++)
+        free(threads);
+        pthread_barrier_destroy(&start);
+        for (size_t k = 0; k < n_calls; k++) {
                 printf("%zu %.0f %.0f %s\n", k + 1, calls[k].connect_us, calls[k].call_us, calls[k].result);
-        return 0;
+                free(calls[k].user);
+        }
+        free(calls);
+        return fflush(stdout) == 0 ? 0 : 1;
 }
