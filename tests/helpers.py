@@ -10,6 +10,8 @@ wait_until(predicate, what, wait=10, interval=0.02, diag=None) -> predicate()'s 
     true value; fails the test after `wait` (scaled) seconds.
 ns_path(user) -> the object path of the user's namespace; create(sb, *users) ->
     CreateNamespace of each, their paths; processes_of(uid, comm) -> pids.
+daemon_syscalls(sb, action, syscalls) -> strace's log of those syscalls by nsmanagerd and
+    its children while action() ran.
 
 Error names: E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION, E_USER_EXCLUDED,
 E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED (the project's,
@@ -21,6 +23,8 @@ E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, E_INVALID_ARGS and E_FAIL
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -99,3 +103,19 @@ def wait_until(predicate, what: str, wait: float = 10, interval: float = 0.02, d
             pytest.fail(f"timed out after {timeout(wait):.0f} s waiting for {what}"
                         + (f"\n{diag()}" if diag else ""), pytrace=False)
         time.sleep(interval)
+
+
+def daemon_syscalls(sb, action, syscalls: str, strsize: int = 32) -> str:
+    """strace's log of `syscalls` (strace's -e trace= list) made by nsmanagerd and its
+    children while action() ran; strsize is strace's -s (how much of each string shows)."""
+    log = sb.instance / "strace.log"
+    tracer = subprocess.Popen(["strace", "-f", "-e", f"trace={syscalls}", "-s", str(strsize), "-o", str(log),
+                               "-p", str(sb.daemon.pid)], stderr=subprocess.PIPE, text=True)
+    # strace says "Process N attached" on stderr once it is in
+    wait_until(lambda: "attached" in (tracer.stderr.readline() or ""), "strace to attach", 10)
+    try:
+        action()
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout(10))
+    return log.read_text()

@@ -170,12 +170,20 @@ static void test_config_files(void) {
         check(c.stop_delay_usec == 2 * USEC_PER_SEC && c.view_propagation == VIEW_PROPAGATION_PRIVATE, "StopDelaySec=, ViewPropagation=");
         manager_config_done(&c);
 
+        char **with_files = NULL;
+        check(view_policy_groups_with_files(path, &with_files) == 0 && !with_files, "no group.d: no group has a policy");
         snprintf(sub, sizeof sub, "%s/group.d", dir);
         mkdir(sub, 0755);
         snprintf(sub, sizeof sub, "%s/user.d", dir);
         mkdir(sub, 0755);
+        check(view_policy_groups_with_files(path, &with_files) == 0 && !with_files, "an empty group.d: none either");
         snprintf(sub, sizeof sub, "%s/group.d/staff.conf", dir);
         write_file(sub, "[View]\nBindReadOnlyPaths=/srv/project:/project\nHideOtherHomes=yes\n");
+        snprintf(sub, sizeof sub, "%s/group.d/notes.txt", dir);
+        write_file(sub, "[View]\nPrivateTmp=yes\n");
+        check(view_policy_groups_with_files(path, &with_files) == 0 && strv_length(with_files) == 1 &&
+              streq(with_files[0], "staff"), "group.d/staff.conf: staff has a policy, notes.txt is no policy");
+        strv_free(with_files);
         snprintf(sub, sizeof sub, "%s/user.d/alice.conf", dir);
         write_file(sub, "[View]\nPrivateTmp=no\nTmpSize=64M\nInaccessiblePaths=-/secret\n");
         char *groups[] = { "staff", "../../etc", NULL };

@@ -18,7 +18,6 @@ is not a tmpfs), and losing the system bus.
 
 import os
 import re
-import signal
 import subprocess
 import threading
 import time
@@ -27,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from caller import assert_ok, call_as
-from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, expect_error, ns_path,
-                     wait_until)
+from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, daemon_syscalls, expect_error,
+                     ns_path, wait_until)
 from sandbox import TEST_USERS, build_dir, find_mount, timeout
 
 TIMEOUT = 2   # OperationTimeoutSec= of these tests, seconds
@@ -344,15 +343,7 @@ def ext4_instance(instance):
 
 def syscalls_during(sb, action):
     """The fsync/rename calls nsmanagerd (and its children) makes during action()."""
-    log = sb.instance / "strace.log"
-    tracer = subprocess.Popen(["strace", "-f", "-e", "trace=fsync,fdatasync,rename", "-o", str(log),
-                               "-p", str(sb.daemon.pid)], stderr=subprocess.PIPE, text=True)
-    # strace says "Process N attached" on stderr once it is in
-    wait_until(lambda: "attached" in (tracer.stderr.readline() or ""), "strace to attach", 10)
-    action()
-    tracer.send_signal(signal.SIGINT)
-    tracer.wait(timeout(10))
-    return log.read_text()
+    return daemon_syscalls(sb, action, "fsync,fdatasync,rename")
 
 
 def test_state_is_fsynced_where_it_is_not_a_tmpfs(ext4_instance):

@@ -13,6 +13,7 @@ job or an ssh command without a session would get.
 
 Attach (attach-own / attach) is covered by the nsctl tests."""
 
+import collections
 import json
 import os
 import pwd
@@ -24,7 +25,7 @@ import pytest
 from caller import REFUSED, assert_ok, assert_refused, call_as, client_argv, parse_result
 from helpers import E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, ns_path, wait_until
 from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, PROPERTIES_IFACE,
-                     find_mount, sys_mount, sys_umount, timeout, MS_BIND)
+                     build_dir, find_mount, sys_mount, sys_umount, timeout, MS_BIND)
 
 def setpriv_argv(user):
     pw = pwd.getpwnam(user)
@@ -290,6 +291,29 @@ polkit.addRule(function(action, subject) {{
         if slow.poll() is None:
             slow.kill()
             slow.wait()
+
+
+def test_a_burst_of_checks_beyond_the_bus_limit(daemon, polkit_rules):
+    """200 calls at once, each needing polkit: dbus-daemon lets a connection wait for at most
+    128 replies (max_replies_per_connection on the system bus) and refuses its calls beyond,
+    which would deny callers for the bus's sake. The daemon keeps fewer questions in flight
+    and queues the rest: every caller gets polkit's own answer."""
+    sb = daemon
+    polkit_rules("50-alice-manage", """
+polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage" && subject.user == "alice")
+                return polkit.Result.YES;
+});
+""")
+    burst = build_dir() / "bench" / "nsm-burst"
+    assert burst.exists(), f"{burst} is not built"
+    # each call a connection of its own (as alice: 200 of her connections, under 256 per uid)
+    users = ["bob", "carol", "dave"] * 67
+    p = subprocess.run(setpriv_argv("alice") + [str(burst), "--concurrency", "200", "CreateNamespace"],
+                       input="\n".join(users) + "\n", capture_output=True, text=True, check=True,
+                       timeout=timeout(120))
+    results = collections.Counter(line.split()[3] for line in p.stdout.splitlines())
+    assert results == {"ok": len(users)}, f"not every call was authorized: {dict(results)}"
 
 
 def test_polkit_unavailable(daemon, sandbox):

@@ -304,7 +304,9 @@ static void builder_finish(Builder *b, int result, const char *message, int *fd)
                 .n_items = b->n_items,
         };
 
-        b->timer_source = sd_event_source_disable_unref(b->timer_source);
+        /* The timer stays armed: re-arming a timer costs a syscall (and on a VM an exit) each
+         * time, twice per request. It fires at the earliest deadline it was set to and
+         * looks at what runs then (on_builder_timeout). */
         if (q) {
                 q->done(&reply, q->userdata);
                 builder_request_free(q);
@@ -361,9 +363,37 @@ static void builder_fail_running(Builder *b, int r, const char *message) {
         builder_finish(b, r, message, NULL);
 }
 
+/* The timer at the running request's deadline, unless it already fires earlier. */
+static int builder_arm_timer(Builder *b, uint64_t deadline) {
+        uint64_t armed;
+        int enabled = SD_EVENT_OFF, r;
+
+        if (deadline == 0)
+                return 0;
+        if (!b->timer_source)
+                return sd_event_add_time(b->event, &b->timer_source, CLOCK_MONOTONIC, deadline, 0, on_builder_timeout, b);
+        if (sd_event_source_get_enabled(b->timer_source, &enabled) >= 0 && enabled != SD_EVENT_OFF &&
+            sd_event_source_get_time(b->timer_source, &armed) >= 0 && armed <= deadline)
+                return 0;
+        r = sd_event_source_set_time(b->timer_source, deadline);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(b->timer_source, SD_EVENT_ONESHOT);
+}
+
 static int on_builder_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Builder *b = userdata;
+        uint64_t now = 0;
 
+        /* Armed for an earlier request: the one running now may have time left. */
+        (void) sd_event_now(b->event, CLOCK_MONOTONIC, &now);
+        if (!b->running || b->running->deadline == 0)
+                return 0;
+        if (now < b->running->deadline) {
+                if (builder_arm_timer(b, b->running->deadline) < 0)
+                        log_warning("Cannot re-arm the view builder's deadline, ignoring.");
+                return 0;
+        }
         builder_fail_running(b, -ETIMEDOUT, "The view builder did not answer in time (OperationTimeoutSec=).");
         builder_restart(b, "it missed a deadline");
         return 0;
@@ -470,8 +500,8 @@ static int builder_send_next(Builder *b) {
         b->running = q;
 
         r = ipc_send(b->sock, q->type, 0, q->payload, q->size, &q->fd, q->fd >= 0 ? 1 : 0);
-        if (r >= 0 && q->deadline > 0)
-                r = sd_event_add_time(b->event, &b->timer_source, CLOCK_MONOTONIC, q->deadline, 0, on_builder_timeout, b);
+        if (r >= 0)
+                r = builder_arm_timer(b, q->deadline);
         if (r < 0) {
                 builder_fail_running(b, r, "Failed to send the request to the view builder.");
                 builder_restart(b, "a request could not be sent");

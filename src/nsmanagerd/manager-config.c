@@ -120,11 +120,25 @@ int manager_config_load(const char *file, ManagerConfig *c, char **ret_error) {
         return config_parse_file_with_dropins(&ctx, file ?: NSM_CONFIG_FILE, ret_error);
 }
 
+/* The directory of the main file, where group.d/ and user.d/ are. */
+static char *config_dir(const char *file) {
+        const char *slash = strrchr(file, '/');
+        if (!slash)
+                return strdup(".");
+        return slash == file ? strdup("/") : strndup(file, slash - file);
+}
+
+int view_policy_groups_with_files(const char *file, char ***ret) {
+        _cleanup_free_ char *dir = config_dir(file ?: NSM_CONFIG_FILE), *groups = NULL;
+
+        if (!dir || asprintf(&groups, "%s/group.d", dir) < 0)
+                return -ENOMEM;
+        return config_dir_conf_names(groups, ret);
+}
+
 int view_policy_load(const char *file, const char *user, char *const *groups, ViewPolicy *p, char **ret_error) {
         ConfigContext ctx = config_context("View", p);
-        _cleanup_free_ char *copy = NULL, *path = NULL;
-        const char *dir;
-        char *slash;
+        _cleanup_free_ char *dir = NULL, *path = NULL;
         int r;
 
         file = file ?: NSM_CONFIG_FILE;
@@ -132,14 +146,9 @@ int view_policy_load(const char *file, const char *user, char *const *groups, Vi
         if (r < 0)
                 return r;
 
-        copy = strdup(file);
-        if (!copy)
+        dir = config_dir(file);
+        if (!dir)
                 return -ENOMEM;
-        slash = strrchr(copy, '/');
-        if (slash)
-                *slash = 0;
-        dir = slash ? (*copy ? copy : "/") : ".";
-
         for (char *const *g = groups; g && *g; g++) {
                 _cleanup_free_ char *gpath = NULL;
                 if (!filename_is_valid(*g))

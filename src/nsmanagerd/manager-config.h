@@ -71,3 +71,6 @@ int manager_config_load(const char *file, ManagerConfig *c, char **ret_error);
  * each of 'groups' (in the order given), then DIR/user.d/USER.conf, DIR being the main
  * file's directory. */
 int view_policy_load(const char *file, const char *user, char *const *groups, ViewPolicy *p, char **ret_error);
+/* The groups that have a policy of their own (DIR/group.d/GROUP.conf), NULL if none: where
+ * there are none, a user's groups need not be looked up. */
+int view_policy_groups_with_files(const char *file, char ***ret);

@@ -74,6 +74,7 @@ static void on_created(Namespace *ns, int result, const char *message, void *use
 
 static int create_namespace_step(BusRequest *req, sd_bus_error *error) {
         Manager *m = req->manager;
+        _cleanup_(user_record_done) UserRecord u = {};
         _cleanup_free_ char *why = NULL;
         const char *user;
         int r;
@@ -81,14 +82,15 @@ static int create_namespace_step(BusRequest *req, sd_bus_error *error) {
         r = sd_bus_message_read(req->message, "s", &user);
         if (r < 0)
                 return r;
-        r = manager_check_user(m, user, NULL, &why);
+        /* Before polkit, so that an invalid request never prompts anybody. */
+        r = manager_check_user(m, user, &u, &why);
         if (r < 0)
                 return user_error(error, r, why);
         r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", user, NULL }, error);
         if (r <= 0)
                 return r;
         req->pending = true;
-        r = manager_acquire_namespace(m, user, req->deadline, on_created, req, &why);
+        r = manager_acquire_namespace(m, user, &u, req->deadline, on_created, req, &why);
         if (r < 0) {
                 req->pending = false;
                 return user_error(error, r, why);
@@ -273,7 +275,7 @@ static int open_session_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         req->pending = true;
-        r = manager_acquire_namespace(req->manager, user, req->deadline, on_session_namespace, req, &why);
+        r = manager_acquire_namespace(req->manager, user, NULL, req->deadline, on_session_namespace, req, &why);
         if (r < 0) {
                 req->pending = false;
                 return user_error(error, r, why);

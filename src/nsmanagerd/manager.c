@@ -423,7 +423,7 @@ int manager_check_user(Manager *m, const char *user, UserRecord *ret, char **ret
         return 0;
 }
 
-int manager_acquire_namespace(Manager *m, const char *user, uint64_t deadline,
+int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *checked, uint64_t deadline,
                               void (*callback)(Namespace *ns, int result, const char *message, void *userdata),
                               void *userdata, char **ret_message) {
         _cleanup_(user_record_done) UserRecord u = {};
@@ -436,10 +436,13 @@ int manager_acquire_namespace(Manager *m, const char *user, uint64_t deadline,
         if (ns)
                 return namespace_wait_ready(ns, callback, userdata);
 
-        r = manager_check_user(m, user, &u, ret_message);
-        if (r < 0)
-                return r;
-        r = namespace_new(m, &u, &ns);
+        if (!checked) {
+                r = manager_check_user(m, user, &u, ret_message);
+                if (r < 0)
+                        return r;
+                checked = &u;
+        }
+        r = namespace_new(m, checked, &ns);
         if (r < 0)
                 return r;
         r = namespace_wait_ready(ns, callback, userdata);

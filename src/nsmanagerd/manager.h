@@ -81,10 +81,12 @@ Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid);
  * ExcludeUsers=), with a sentence. */
 int manager_check_user(Manager *m, const char *user, UserRecord *ret, char **ret_message);
 
-/* The user's namespace, created if needed; 'callback' learns when it is ready. Errors of the
- * user check are returned at once (and 'callback' is not called). */
-int manager_acquire_namespace(Manager *m, const char *user, uint64_t deadline, void (*callback)(Namespace *ns, int result,
-                              const char *message, void *userdata), void *userdata, char **ret_message);
+/* The user's namespace, created if needed; 'callback' learns when it is ready. 'checked' is
+ * the user's record if the caller checked it already (NULL: checked here). Errors of the user
+ * check are returned at once (and 'callback' is not called). */
+int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *checked, uint64_t deadline,
+                              void (*callback)(Namespace *ns, int result, const char *message, void *userdata),
+                              void *userdata, char **ret_message);
 
 /* Unprivileged callers' calls that cost work, per uid: -EDQUOT once RateLimitBurst= calls came
  * within RateLimitIntervalSec=. */

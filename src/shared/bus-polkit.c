@@ -26,7 +26,12 @@
  *          dispatched).
  *
  * The query is keyed by the message object itself (we hold a reference, so the pointer stays unique),
- * never by anything the client sent. */
+ * never by anything the client sent.
+ *
+ * At most POLKIT_MAX_IN_FLIGHT questions are in flight at once; the others wait their turn, oldest
+ * first. dbus-daemon lets a connection wait for at most 128 replies (max_replies_per_connection on
+ * the system bus), and refuses every call beyond: in a burst of 200 unprivileged calls, 70 would be
+ * denied because of the bus, not polkit. */
 
 #define POLKIT_BUS_NAME "org.freedesktop.PolicyKit1"
 #define POLKIT_OBJECT_PATH "/org/freedesktop/PolicyKit1/Authority"
@@ -34,6 +39,9 @@
 
 /* CheckAuthorization flags, from polkit's D-Bus API */
 #define POLKIT_CHECK_ALLOW_USER_INTERACTION 0x1U
+
+/* Half of dbus-daemon's default max_replies_per_connection: room for the daemon's other calls. */
+#define POLKIT_MAX_IN_FLIGHT 64
 
 typedef enum PolkitVerdict {
         POLKIT_VERDICT_PENDING,
@@ -55,13 +63,17 @@ typedef struct PolkitQuery {
         PolkitRegistry *registry;
         sd_bus_message *request;   /* the method call being authorized */
         sd_bus_slot *slot;         /* the CheckAuthorization call in flight, if any */
-        PolkitCheck *checks;       /* newest first; at most one is pending, and only while 'slot' is set */
+        bool waiting;              /* its question waits for a free slot (in the registry's queue) */
+        PolkitCheck *checks;       /* newest first; at most one is pending, and only while in flight or waiting */
         sd_event_source *release_source;
         struct PolkitQuery *prev, *next;
+        struct PolkitQuery *wait_next;
 } PolkitQuery;
 
 struct PolkitRegistry {
         PolkitQuery *queries;
+        unsigned n_in_flight;
+        PolkitQuery *wait_head, *wait_tail;   /* oldest first */
 };
 
 static PolkitCheck *polkit_check_free(PolkitCheck *c) {
@@ -87,7 +99,21 @@ static PolkitQuery *polkit_query_free(PolkitQuery *q) {
                         q->next->prev = q->prev;
         }
 
+        if (q->waiting && q->registry) {
+                PolkitQuery **p = &q->registry->wait_head, *prev = NULL;
+                while (*p && *p != q) {
+                        prev = *p;
+                        p = &(*p)->wait_next;
+                }
+                if (*p)
+                        *p = q->wait_next;
+                if (q->registry->wait_tail == q)
+                        q->registry->wait_tail = prev;
+        }
+
         /* Dropping the slot cancels a pending reply callback. */
+        if (q->slot && q->registry)
+                q->registry->n_in_flight--;
         sd_bus_slot_unref(q->slot);
         sd_event_source_disable_unref(q->release_source);
         sd_bus_message_unref(q->request);
@@ -204,12 +230,55 @@ static void polkit_check_set_failure(PolkitCheck *c, const sd_bus_error *e) {
                 c->failure = NULL;
 }
 
+static int polkit_query_send(PolkitQuery *q);
+
+/* Run the method handler again from the start; it will find the verdict. */
+static void polkit_query_redispatch(PolkitQuery *q) {
+        int r;
+
+        r = sd_bus_message_rewind(q->request, /* complete= */ true);
+        if (r >= 0)
+                r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(q->request), q->request);
+        if (r < 0) {
+                /* The handler will not run again, so answer here rather than leave the caller hanging. */
+                (void) sd_bus_reply_method_errorf(q->request, SD_BUS_ERROR_ACCESS_DENIED,
+                                                  "Cannot finish the authorization check: %s", strerror(-r));
+                polkit_query_free(q);
+                return;
+        }
+
+        /* Should this fail, the query merely stays until the registry is freed. */
+        (void) polkit_query_arm_release(q);
+}
+
+/* Questions that waited for a free slot, oldest first. */
+static void polkit_registry_send_waiting(PolkitRegistry *registry) {
+        while (registry->wait_head && registry->n_in_flight < POLKIT_MAX_IN_FLIGHT) {
+                PolkitQuery *q = registry->wait_head;
+                int r;
+
+                registry->wait_head = q->wait_next;
+                if (!registry->wait_head)
+                        registry->wait_tail = NULL;
+                q->wait_next = NULL;
+                q->waiting = false;
+                r = polkit_query_send(q);
+                if (r < 0) {
+                        /* The handler answers with the reason. */
+                        polkit_check_set_failure(q->checks, &SD_BUS_ERROR_MAKE_CONST(SD_BUS_ERROR_FAILED, strerror(-r)));
+                        polkit_query_redispatch(q);
+                }
+        }
+}
+
 static int on_check_authorization_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error _unused_) {
         PolkitQuery *q = userdata;
+        PolkitRegistry *registry = q->registry;
         PolkitCheck *c = q->checks;
         int authorized, challenge, r;
 
         q->slot = sd_bus_slot_unref(q->slot);
+        registry->n_in_flight--;
 
         if (sd_bus_message_is_method_error(reply, NULL))
                 polkit_check_set_failure(c, sd_bus_message_get_error(reply));
@@ -226,28 +295,17 @@ static int on_check_authorization_reply(sd_bus_message *reply, void *userdata, s
                                      challenge ? POLKIT_VERDICT_CHALLENGE : POLKIT_VERDICT_NO;
         }
 
-        /* Run the method handler again from the start; it will find the verdict. */
-        r = sd_bus_message_rewind(q->request, /* complete= */ true);
-        if (r >= 0)
-                r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(q->request), q->request);
-        if (r < 0) {
-                /* The handler will not run again, so answer here rather than leave the caller hanging. */
-                (void) sd_bus_reply_method_errorf(q->request, SD_BUS_ERROR_ACCESS_DENIED,
-                                                  "Cannot finish the authorization check: %s", strerror(-r));
-                polkit_query_free(q);
-                return 0;
-        }
-
-        /* Should this fail, the query merely stays until the registry is freed. */
-        (void) polkit_query_arm_release(q);
+        polkit_query_redispatch(q);
+        polkit_registry_send_waiting(registry);
         return 0;
 }
 
-static int polkit_query_start_check(PolkitQuery *q, const char *action, const char **details) {
+/* Sends the question of the query's newest check. */
+static int polkit_query_send(PolkitQuery *q) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
         sd_bus *bus = sd_bus_message_get_bus(q->request);
+        PolkitCheck *c = q->checks;
         const char *sender;
-        PolkitCheck *c;
         unsigned flags = 0;
         int r;
 
@@ -265,14 +323,14 @@ static int polkit_query_start_check(PolkitQuery *q, const char *action, const ch
         if (r < 0)
                 return r;
 
-        r = sd_bus_message_append(call, "(sa{sv})s", "system-bus-name", 1, "name", "s", sender, action);
+        r = sd_bus_message_append(call, "(sa{sv})s", "system-bus-name", 1, "name", "s", sender, c->action);
         if (r < 0)
                 return r;
 
         r = sd_bus_message_open_container(call, 'a', "{ss}");
         if (r < 0)
                 return r;
-        for (const char **k = details; k && k[0] && k[1]; k += 2) {
+        for (char **k = c->details; k[0] && k[1]; k += 2) {
                 r = sd_bus_message_append(call, "{ss}", k[0], k[1]);
                 if (r < 0)
                         return r;
@@ -285,6 +343,20 @@ static int polkit_query_start_check(PolkitQuery *q, const char *action, const ch
         if (r < 0)
                 return r;
 
+        /* Default timeout: an authentication dialog that takes longer would outlast our caller's own
+         * method call timeout anyway. */
+        r = sd_bus_call_async(bus, &q->slot, call, on_check_authorization_reply, q, /* usec= */ 0);
+        if (r < 0)
+                return r;
+        q->registry->n_in_flight++;
+        return 0;
+}
+
+static int polkit_query_start_check(PolkitQuery *q, const char *action, const char **details) {
+        PolkitRegistry *registry = q->registry;
+        PolkitCheck *c;
+        int r;
+
         c = calloc(1, sizeof(PolkitCheck));
         if (!c)
                 return -ENOMEM;
@@ -295,17 +367,24 @@ static int polkit_query_start_check(PolkitQuery *q, const char *action, const ch
                 polkit_check_free(c);
                 return -ENOMEM;
         }
-
-        /* Default timeout: an authentication dialog that takes longer would outlast our caller's own
-         * method call timeout anyway. */
-        r = sd_bus_call_async(bus, &q->slot, call, on_check_authorization_reply, q, /* usec= */ 0);
-        if (r < 0) {
-                polkit_check_free(c);
-                return r;
-        }
-
         c->next = q->checks;
         q->checks = c;
+
+        if (registry->n_in_flight < POLKIT_MAX_IN_FLIGHT) {
+                r = polkit_query_send(q);
+                if (r < 0) {
+                        q->checks = c->next;
+                        polkit_check_free(c);
+                        return r;
+                }
+        } else {
+                q->waiting = true;
+                if (registry->wait_tail)
+                        registry->wait_tail->wait_next = q;
+                else
+                        registry->wait_head = q;
+                registry->wait_tail = q;
+        }
 
         /* A second question about the same message: keep the first answer until this one is in. */
         if (q->release_source)
@@ -371,7 +450,7 @@ int bus_verify_polkit_async(
 
         q = polkit_registry_find(*registry, m);
         if (q) {
-                if (q->slot)
+                if (q->slot || q->waiting)
                         return 0; /* Still waiting for polkit; we will be called again. */
 
                 c = polkit_query_find_check(q, action, details);

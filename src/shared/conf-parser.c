@@ -127,6 +127,31 @@ static int dropin_filter(const struct dirent *de) {
         return de->d_name[0] != '.' && n > 5 && streq(de->d_name + n - 5, ".conf");
 }
 
+int config_dir_conf_names(const char *dir, char ***ret) {
+        _cleanup_strv_free_ char **names = NULL;
+        struct dirent **entries = NULL;
+        int r = 0, n;
+
+        n = scandir(dir, &entries, dropin_filter, alphasort);
+        if (n < 0) {
+                if (errno != ENOENT && errno != ENOTDIR)
+                        return -errno;
+                n = 0;
+        }
+        for (int i = 0; i < n; i++) {
+                if (r >= 0) {
+                        entries[i]->d_name[strlen(entries[i]->d_name) - 5] = 0;   /* drop ".conf" */
+                        r = strv_extend(&names, entries[i]->d_name);
+                }
+                free(entries[i]);
+        }
+        free(entries);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(names);
+        return 0;
+}
+
 int config_parse_file_with_dropins(const ConfigContext *c, const char *path, char **ret_error) {
         _cleanup_free_ char *dir = NULL;
         struct dirent **entries = NULL;

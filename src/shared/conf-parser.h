@@ -38,6 +38,8 @@ typedef struct ConfigContext {
 int config_parse_file(const ConfigContext *c, const char *path, char **ret_error);
 /* path, then path.d/NAME.conf. */
 int config_parse_file_with_dropins(const ConfigContext *c, const char *path, char **ret_error);
+/* The NAME of each NAME.conf in dir, in lexical order; a missing dir has none (*ret = NULL). */
+int config_dir_conf_names(const char *dir, char ***ret);
 
 /* Value parsers for ConfigItem.parse. Lists accumulate across assignments and files, and an
  * empty assignment resets them (systemd's rule); duplicates are dropped. */
