@@ -52,6 +52,22 @@ static int user_error(sd_bus_error *error, int r, const char *message) {
         return bus_error_from_errno(error, r, message);
 }
 
+/* Answers the request when the user's namespace is ready (done replies): 1 while pending,
+ * or the error, named, when it cannot even start. */
+static int acquire_for_request(BusRequest *req, const char *user, const UserRecord *checked,
+                               NamespaceReadyFunc done, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        req->pending = true;
+        r = manager_acquire_namespace(req->manager, user, checked, req->deadline, done, req, &why);
+        if (r < 0) {
+                req->pending = false;
+                return user_error(error, r, why);
+        }
+        return 1;
+}
+
 /* ---- CreateNamespace, RemoveNamespace, Get*, List ---- */
 
 static void on_created(Namespace *ns, int result, const char *message, void *userdata) {
@@ -89,13 +105,7 @@ static int create_namespace_step(BusRequest *req, sd_bus_error *error) {
         r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", user, NULL }, error);
         if (r <= 0)
                 return r;
-        req->pending = true;
-        r = manager_acquire_namespace(m, user, &u, req->deadline, on_created, req, &why);
-        if (r < 0) {
-                req->pending = false;
-                return user_error(error, r, why);
-        }
-        return 1;
+        return acquire_for_request(req, user, &u, on_created, error);
 }
 
 static int method_create_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -261,7 +271,6 @@ static void on_session_namespace(Namespace *ns, int result, const char *message,
 }
 
 static int open_session_step(BusRequest *req, sd_bus_error *error) {
-        _cleanup_free_ char *why = NULL;
         const char *user, *id;
         int r;
 
@@ -274,13 +283,7 @@ static int open_session_step(BusRequest *req, sd_bus_error *error) {
         r = bus_request_require_root(req, "OpenSession", error);
         if (r < 0)
                 return r;
-        req->pending = true;
-        r = manager_acquire_namespace(req->manager, user, NULL, req->deadline, on_session_namespace, req, &why);
-        if (r < 0) {
-                req->pending = false;
-                return user_error(error, r, why);
-        }
-        return 1;
+        return acquire_for_request(req, user, NULL, on_session_namespace, error);
 }
 
 static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
