@@ -121,6 +121,7 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
         _cleanup_(user_record_done) UserRecord record = {};
         _cleanup_(credentials_done) Credentials caller = {};
         _cleanup_close_ int status_fd = -EBADF;
+        const char *what = NULL;
         AttachRequest req;
         int r;
 
@@ -151,19 +152,34 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 .fds = { a->fds[0], a->fds[1], a->fds[2] },
         };
         if (attach_unit_available()) {
-                r = attach_unit_start(p, &req, message, error);
+                r = attach_unit_start(p, &req, message, &what);
                 if (r < 0)
-                        return r;
+                        return sd_bus_error_set_errnof(error, -r, "%s: %m", what);
                 TAKE_PTR(p);
                 return 1;
         }
-        r = attach_fork_start(p, &req, error);
+        r = attach_fork_start(p, &req, &what);
         if (r < 0)
-                return r;
+                return sd_bus_error_set_errnof(error, -r, "%s: %m", what);
         log_info("Started '%s' as uid %u in the namespace of '%s' (PID %d).", a->command[0], (unsigned) uid,
                  ns->name, (int) p->pid);
         *ret = TAKE_PTR(p);
         return 0;
+}
+
+void attach_reply_error(AttachProcess *p, const char *name, const char *message) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (!p->call)
+                return;
+        log_info("Attach of '%s' by uid %u to the namespace of '%s' failed: %s", p->command, (unsigned) p->uid,
+                 p->user, message ?: name);
+        (void) sd_bus_error_set(&e, name, message);
+        r = sd_bus_reply_method_error(p->call, &e);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
+        p->call = sd_bus_message_unref(p->call);
 }
 
 int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {

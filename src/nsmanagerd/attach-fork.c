@@ -155,7 +155,7 @@ static void hang_up(AttachProcess *p) {
                 (void) kill(p->pid, SIGHUP);
 }
 
-int attach_fork_start(AttachProcess *p, const AttachRequest *req, sd_bus_error *error) {
+int attach_fork_start(AttachProcess *p, const AttachRequest *req, const char **ret_what) {
         _cleanup_close_ int fd_in = -EBADF, fd_out = -EBADF, fd_err = -EBADF;
         pid_t pid;
         int r;
@@ -165,12 +165,16 @@ int attach_fork_start(AttachProcess *p, const AttachRequest *req, sd_bus_error *
         fd_in = fcntl(req->fds[0], F_DUPFD_CLOEXEC, 3);
         fd_out = fcntl(req->fds[1], F_DUPFD_CLOEXEC, 3);
         fd_err = fcntl(req->fds[2], F_DUPFD_CLOEXEC, 3);
-        if (fd_in < 0 || fd_out < 0 || fd_err < 0)
-                return sd_bus_error_set_errnof(error, errno, "Failed to duplicate the passed fds: %m");
+        if (fd_in < 0 || fd_out < 0 || fd_err < 0) {
+                *ret_what = "Failed to duplicate the passed fds";
+                return -errno;
+        }
 
         pid = fork();
-        if (pid < 0)
-                return sd_bus_error_set_errnof(error, errno, "Failed to fork: %m");
+        if (pid < 0) {
+                *ret_what = "Failed to fork";
+                return -errno;
+        }
         if (pid == 0) {
                 AttachContext c = {
                         .mntns_fd = req->mntns_fd,
@@ -193,7 +197,8 @@ int attach_fork_start(AttachProcess *p, const AttachRequest *req, sd_bus_error *
                 /* We could never report on it: do not leave it running. */
                 (void) kill(pid, SIGKILL);
                 (void) waitpid(pid, NULL, 0);
-                return sd_bus_error_set_errnof(error, -r, "Failed to watch the new process: %m");
+                *ret_what = "Failed to watch the new process";
+                return r;
         }
 
         r = attach_process_watch_client(p, hang_up);

@@ -246,19 +246,14 @@ static void finish(AttachProcess *p) {
 
 static void reply_error(AttachProcess *p, const char *name, const char *format, ...) _printf_(3, 4);
 static void reply_error(AttachProcess *p, const char *name, const char *format, ...) {
-        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *message = NULL;
         va_list ap;
-        int r;
 
         va_start(ap, format);
-        (void) sd_bus_error_setfv(&e, name, format, ap);
+        if (vasprintf(&message, format, ap) < 0)
+                message = NULL;     /* the error's name alone */
         va_end(ap);
-        log_info("Attach of '%s' by uid %u to the namespace of '%s' failed: %s", p->command, (unsigned) p->uid,
-                 p->user, e.message ?: e.name);
-        r = sd_bus_reply_method_error(p->call, &e);
-        if (r < 0)
-                log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
-        p->call = sd_bus_message_unref(p->call);
+        attach_reply_error(p, name, message);
 }
 
 typedef struct ServiceState {
@@ -341,10 +336,11 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
         if (r == 0)
                 r = bus_message_read_dict(reply, read_service_property, &st);
         if (r < 0) {
-                log_warning_errno(r, "Failed to read the state of %s: %m", p->unit);
                 if (p->call)
                         reply_error(p, SD_BUS_ERROR_FAILED, "Failed to learn whether %s started: %s", p->unit,
                                     strerror(-r));
+                else
+                        log_warning_errno(r, "Failed to read the state of %s, no longer watching it: %m", p->unit);
                 finish(p);
                 return 0;
         }
@@ -532,19 +528,25 @@ static int subscribe(AttachProcess *p) {
                                       NULL, p);
 }
 
-int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, sd_bus_error *error) {
+int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, const char **ret_what) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
         r = unit_name(req->uid, &p->unit);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Failed to name the unit: %m");
+        if (r < 0) {
+                *ret_what = "Failed to name the unit";
+                return r;
+        }
         r = environment_file_create(p, req->environment);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Failed to write the environment for systemd: %m");
+        if (r < 0) {
+                *ret_what = "Failed to write the environment for systemd";
+                return r;
+        }
         r = subscribe(p);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Failed to watch %s: %m", p->unit);
+        if (r < 0) {
+                *ret_what = "Failed to watch the unit";
+                return r;
+        }
 
         r = sd_bus_message_new_method_call(p->manager->bus, &m, SYSTEMD_BUS_NAME, SYSTEMD_PATH,
                                            SYSTEMD_MANAGER_INTERFACE, "StartTransientUnit");
@@ -554,12 +556,16 @@ int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message
                 r = append_properties(m, p, req);
         if (r >= 0)
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Failed to build the StartTransientUnit call: %m");
+        if (r < 0) {
+                *ret_what = "Failed to build the StartTransientUnit call";
+                return r;
+        }
 
         r = sd_bus_call_async(p->manager->bus, &p->start_slot, m, on_start_reply, p, 0);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Failed to call StartTransientUnit: %m");
+        if (r < 0) {
+                *ret_what = "Failed to call StartTransientUnit";
+                return r;
+        }
 
         p->call = sd_bus_message_ref(message);
         r = attach_process_watch_client(p, hang_up);

@@ -187,8 +187,11 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
                         snprintf(why, sizeof why, "exited with status %d", si->si_status);
                 else
                         snprintf(why, sizeof why, "was killed by signal %d", si->si_status);
-                log_warning("%s: the helper process %s without answering.", c->description, why);
-                child_answer(c, -EPROTO, NULL);
+                /* The caller logs or reports it, with this sentence rather than "Protocol error". */
+                _cleanup_free_ char *message = NULL;
+                if (asprintf(&message, "%s: the helper process %s without answering.", c->description, why) < 0)
+                        message = NULL;
+                child_answer(c, -EPROTO, message);
         }
         child_free(c);
         return 0;

@@ -289,23 +289,28 @@ static void remove_strays(Manager *m) {
         }
 }
 
+/* Logs its own failure: the builder's message says more than an errno. */
 static int manager_restore_namespaces(Manager *m) {
         BuilderSync s = { .fd = -EBADF };
         int r;
 
         r = builder_list(m->builder, now_usec(CLOCK_MONOTONIC) + STARTUP_TIMEOUT_USEC, builder_sync_done, &s);
-        if (r < 0)
-                return r;
-        r = builder_sync_wait(m->event, &s);
+        if (r >= 0)
+                r = builder_sync_wait(m->event, &s);
         if (r < 0) {
-                log_error("%s", s.message ?: "Failed to list the pinned namespaces.");
+                if (s.message)
+                        log_error("Failed to restore the namespaces pinned under '%s': %s", m->state.root, s.message);
+                else
+                        log_error_errno(r, "Failed to restore the namespaces pinned under '%s': %m", m->state.root);
                 builder_sync_done_free(&s);
                 return r;
         }
         for (size_t i = 0; i < s.n_items; i++) {
                 r = load_pin(m, s.items[i].name, TAKE_FD(s.items[i].fd));
-                if (r < 0)
+                if (r < 0) {
+                        log_error_errno(r, "Failed to restore the namespace of '%s': %m", s.items[i].name);
                         break;
+                }
         }
         builder_sync_done_free(&s);
         remove_strays(m);
@@ -361,7 +366,7 @@ int manager_startup(Manager *m) {
                 return log_error_errno(r, "Failed to start the view builder: %m");
         r = manager_restore_namespaces(m);
         if (r < 0)
-                return log_error_errno(r, "Failed to restore the namespaces pinned under '%s': %m", m->state.root);
+                return r;
         manager_retry_pending_joins(m);
         return 0;
 }
