@@ -355,23 +355,131 @@ static int open_pty(int *ret_master, int *ret_slave) {
         return 0;
 }
 
-static int attach_via_daemon(sd_bus *bus, const char *user, char **command) {
+/* The signals we handle, blocked from before the command exists (none may get lost) until we
+ * return, and read from a signalfd meanwhile. */
+typedef struct BlockedSignals {
+        sigset_t old_mask;
+        bool blocked;
+} BlockedSignals;
+
+static void blocked_signals_restore(BlockedSignals *b) {
+        if (b->blocked)
+                (void) sigprocmask(SIG_SETMASK, &b->old_mask, NULL);
+}
+
+static int block_signals(BlockedSignals *b, int *ret_fd) {
+        static const int signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
+        sigset_t mask;
+        int fd;
+
+        sigemptyset(&mask);
+        for (size_t i = 0; i < ELEMENTSOF(signals); i++)
+                sigaddset(&mask, signals[i]);
+        if (sigprocmask(SIG_BLOCK, &mask, &b->old_mask) < 0)
+                return log_error_errno(-errno, "Failed to block signals: %m");
+        b->blocked = true;
+        fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (fd < 0)
+                return log_error_errno(-errno, "Failed to create a signalfd: %m");
+        *ret_fd = fd;
+        return 0;
+}
+
+/* Attach(): the command started in USER's view with the given stdio and status pipe; its pid. */
+static int call_attach(sd_bus *bus, const char *user, char **command, const int fds[4], pid_t *ret_pid) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
-        _cleanup_close_ int master = -EBADF, slave = -EBADF, status_read = -EBADF, status_write = -EBADF,
-                            signal_fd = -EBADF;
-        _cleanup_free_ char *cwd = NULL, *shell = NULL;
-        char *default_command[2] = {};
-        bool pty = isatty(STDIN_FILENO);
-        Attach a = {
+        /* Our working directory, if the view has it; else the daemon picks our home. */
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        uint32_t pid;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "Attach");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", user);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, command);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, environ);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "shhhh", cwd ?: "", fds[0], fds[1], fds[2], fds[3]);
+        if (r >= 0)
+                r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the Attach call: %m");
+
+        /* The call itself is short (the daemon replies as soon as the command runs), but an
+         * interactive polkit authorization may take its time. */
+        polkit_agent_open_if_enabled();
+        r = sd_bus_call(bus, m, UINT64_MAX, &error, &reply);
+        polkit_agent_close();
+        if (r < 0)
+                return bus_log_error(&error, r, "Failed to attach to the namespace of '%s'", user);
+        r = sd_bus_message_read(reply, "u", &pid);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse the reply of Attach: %m");
+        *ret_pid = (pid_t) pid;
+        return 0;
+}
+
+/* Relays between our terminal and the command until it has ended: its exit status, 128 + the
+ * signal that made us stop, or a negative errno (logged). */
+static int relay(Attach *a, bool pty) {
+        int sig;
+
+        if (pty && tcgetattr(STDIN_FILENO, &a->saved_termios) >= 0) {
+                struct termios raw = a->saved_termios;
+
+                cfmakeraw(&raw);
+                if (tcsetattr(STDIN_FILENO, TCSANOW, &raw) >= 0)
+                        a->raw = true;
+        }
+        /* Writing to a closed stdout must not kill us in raw mode. */
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        sig = attach_run(a);
+        /* The pty hangs up: the command gets SIGHUP from the kernel if it is still there. */
+        a->master = safe_close(a->master);
+        attach_restore_terminal(a);
+        if (sig > 0)
+                return 128 + sig;
+
+        if (a->exit_status < 0) {
+                /* The daemon went away before the command ended, or wrote nonsense. Without
+                 * a pty, at least wait for the command to finish. */
+                _cleanup_close_ int pidfd = (int) pidfd_open(a->pid, 0);
+
+                if (pidfd >= 0 && !pty) {
+                        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+                        while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+                                ;
+                }
+                return log_error_errno(-EPROTO, "The exit status of the command is unknown (nsmanagerd went away?).");
+        }
+        return a->exit_status;
+}
+
+static void attach_done(Attach *a) {
+        attach_restore_terminal(a);
+        a->master = safe_close(a->master);
+        a->status_fd = safe_close(a->status_fd);
+        a->signal_fd = safe_close(a->signal_fd);
+}
+
+static int attach_via_daemon(sd_bus *bus, const char *user, char **command) {
+        /* Declared first, restored last: the terminal is back before the signals are. */
+        _cleanup_(blocked_signals_restore) BlockedSignals blocked = {};
+        _cleanup_(attach_done) Attach a = {
                 .status_fd = -EBADF,
                 .signal_fd = -EBADF,
                 .master = -EBADF,
                 .exit_status = -1,
         };
-        sigset_t mask, old_mask;
-        int pipefd[2], fd_in, fd_out, fd_err, sig, r;
-        uint32_t pid;
+        _cleanup_close_ int slave = -EBADF, status_write = -EBADF;
+        _cleanup_free_ char *shell = NULL;
+        char *default_command[2] = {};
+        bool pty = isatty(STDIN_FILENO);
+        int pipefd[2], fds[4], r;
 
         if (!command || !command[0]) {
                 struct passwd *pw = getpwnam(user);
@@ -383,125 +491,35 @@ static int attach_via_daemon(sd_bus *bus, const char *user, char **command) {
                 command = default_command;
         }
 
-        /* Our working directory, if the view has it; else the daemon picks our home. */
-        cwd = getcwd(NULL, 0);
-
         if (pipe2(pipefd, O_CLOEXEC) < 0)
                 return log_error_errno(-errno, "Failed to create the status pipe: %m");
-        status_read = pipefd[0];
+        a.status_fd = pipefd[0];
         status_write = pipefd[1];
-
         if (pty) {
-                r = open_pty(&master, &slave);
+                r = open_pty(&a.master, &slave);
                 if (r < 0)
                         return r;
-                fd_in = fd_out = fd_err = slave;
-        } else {
-                fd_in = STDIN_FILENO;
-                fd_out = STDOUT_FILENO;
-                fd_err = STDERR_FILENO;
         }
+        fds[0] = pty ? slave : STDIN_FILENO;
+        fds[1] = pty ? slave : STDOUT_FILENO;
+        fds[2] = pty ? slave : STDERR_FILENO;
+        fds[3] = status_write;
 
-        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH,
-                                           NSM_MANAGER_INTERFACE, "Attach");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", user);
-        if (r >= 0)
-                r = sd_bus_message_append_strv(m, command);
-        if (r >= 0)
-                r = sd_bus_message_append_strv(m, environ);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "shhhh", cwd ?: "", fd_in, fd_out, fd_err, status_write);
-        if (r >= 0)
-                r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
+        r = block_signals(&blocked, &a.signal_fd);
         if (r < 0)
-                return log_error_errno(r, "Failed to build the Attach call: %m");
-
-        /* Block the signals we handle before the command exists: none may get lost. */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGHUP);
-        sigaddset(&mask, SIGQUIT);
-        sigaddset(&mask, SIGWINCH);
-        if (sigprocmask(SIG_BLOCK, &mask, &old_mask) < 0)
-                return log_error_errno(-errno, "Failed to block signals: %m");
-        signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (signal_fd < 0) {
-                r = log_error_errno(-errno, "Failed to create a signalfd: %m");
-                goto finish;
-        }
-
-        /* The call itself is short (the daemon replies as soon as the command runs), but an
-         * interactive polkit authorization may take its time. */
-        polkit_agent_open_if_enabled();
-        r = sd_bus_call(bus, m, UINT64_MAX, &error, &reply);
-        polkit_agent_close();
-        if (r < 0) {
-                r = bus_log_error(&error, r, "Failed to attach to the namespace of '%s'", user);
-                goto finish;
-        }
-
-        r = sd_bus_message_read(reply, "u", &pid);
-        if (r < 0) {
-                r = log_error_errno(r, "Failed to parse the reply of Attach: %m");
-                goto finish;
-        }
+                return r;
+        r = call_attach(bus, user, command, fds, &a.pid);
+        if (r < 0)
+                return r;
 
         /* Only the command may hold the pty's other end and the status pipe's write end now:
          * that is how we learn it has gone. */
         slave = safe_close(slave);
         status_write = safe_close(status_write);
-        if (fcntl(status_read, F_SETFL, O_NONBLOCK) < 0) {
-                r = log_error_errno(-errno, "Failed to make the status pipe non-blocking: %m");
-                goto finish;
-        }
+        if (fcntl(a.status_fd, F_SETFL, O_NONBLOCK) < 0)
+                return log_error_errno(-errno, "Failed to make the status pipe non-blocking: %m");
 
-        a.pid = (pid_t) pid;
-        a.status_fd = status_read;
-        a.signal_fd = signal_fd;
-        a.master = master;
-
-        if (pty && tcgetattr(STDIN_FILENO, &a.saved_termios) >= 0) {
-                struct termios raw = a.saved_termios;
-
-                cfmakeraw(&raw);
-                if (tcsetattr(STDIN_FILENO, TCSANOW, &raw) >= 0)
-                        a.raw = true;
-        }
-        /* Writing to a closed stdout must not kill us in raw mode. */
-        (void) signal(SIGPIPE, SIG_IGN);
-
-        sig = attach_run(&a);
-
-        master = safe_close(master);
-        attach_restore_terminal(&a);
-
-        if (sig > 0) {
-                r = 128 + sig;
-                goto finish;
-        }
-
-        if (a.exit_status < 0) {
-                /* The daemon went away before the command ended, or wrote nonsense. Without
-                 * a pty, at least wait for the command to finish. */
-                _cleanup_close_ int pidfd = (int) pidfd_open(a.pid, 0);
-
-                if (pidfd >= 0 && !pty) {
-                        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-                        while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-                                ;
-                }
-                r = log_error_errno(-EPROTO, "The exit status of the command is unknown (nsmanagerd went away?).");
-                goto finish;
-        }
-
-        r = a.exit_status;
-
-finish:
-        attach_restore_terminal(&a);
-        (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
-        return r;
+        return relay(&a, pty);
 }
 
 int verb_attach(sd_bus *bus, int argc, char **argv) {
