@@ -18,6 +18,7 @@ is not a tmpfs), and losing the system bus.
 
 import os
 import re
+import select
 import subprocess
 import threading
 import time
@@ -220,6 +221,53 @@ def test_get_mounts_is_rate_limited_per_caller(daemon):
     assert_ok(call_as(sb, "carol", "GetMounts", "s", "alice"), "carol's GetMounts")
     for _ in range(10):
         sb.manager().GetMounts("alice")
+
+
+def attach_as(sb, user, target):
+    """user's Attach of `true` to target's namespace, from a process of its own: the result of
+    call_as, and what the daemon wrote to the status pipe (b"" if it never took the pipe)."""
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    r, w = os.pipe()
+    try:
+        result = call_as(sb, user, "Attach", "sasasshhhh", target, ["true"], [], "/",
+                         *[{"fd": null}] * 3, {"fd": w}, pass_fds=(null, w))
+        os.close(w)
+        w = -1
+        status = b""
+        deadline = time.monotonic() + timeout(10)
+        while select.select([r], [], [], max(0, deadline - time.monotonic()))[0]:
+            chunk = os.read(r, 256)
+            if not chunk:
+                return result, status
+            status += chunk
+        pytest.fail(f"the status pipe stayed open; so far {status!r}", pytrace=False)
+    finally:
+        for fd in (null, r, w):
+            if fd >= 0:
+                os.close(fd)
+
+
+@pytest.mark.daemon_config(RateLimitBurst="3", RateLimitIntervalSec="1min")
+def test_attach_is_rate_limited_per_caller(daemon):
+    """alice's Attach to her own namespace beyond RateLimitBurst= is refused with
+    LimitExceeded, and her command does not start; bob's Attach to his, and root's, go on."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    sb.manager().CreateNamespace("bob")
+    for i in range(3):
+        result, status = attach_as(sb, "alice", "alice")
+        assert_ok(result, f"alice's Attach {i}")
+        assert status == b"EXITED 0\n", status
+    result, status = attach_as(sb, "alice", "alice")
+    assert result.get("error") == E_LIMIT_EXCEEDED and "RateLimitBurst" in result["message"], result
+    assert status == b"", f"the refused command ran: {status!r}"
+    # others, and root, are not affected
+    result, status = attach_as(sb, "bob", "bob")
+    assert_ok(result, "bob's Attach")
+    assert status == b"EXITED 0\n", status
+    for i in range(5):
+        result, status = attach_as(sb, "root", "alice")
+        assert_ok(result, f"root's Attach {i}")
 
 
 @pytest.mark.daemon_config(RateLimitBurst="0", MaxStuckOperations="0",
