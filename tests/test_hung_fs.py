@@ -163,6 +163,51 @@ def test_a_hung_fuse_mount_costs_only_its_owner(daemon, polkit_rules, servers, m
     assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "shared", 0), "alice, afterwards")
 
 
+@pytest.mark.daemon_config(OperationTimeoutSec="60s")
+def test_a_queued_call_times_out_from_its_arrival(daemon, polkit_rules, servers):
+    """The deadline counts from a call's arrival, time in its namespace's queue included: a
+    call of alice's waiting behind one stuck on her hung FUSE mount is answered TimedOut at
+    its own deadline, without ever starting, while the stuck one still runs; other users'
+    calls are answered meanwhile. The two calls get different deadlines from a reload of
+    OperationTimeoutSec= between them (it applies to the calls that arrive afterwards)."""
+    sb = daemon
+    polkit_rules("50-alice-own", ALICE_OWN)
+    mgr = sb.manager()
+    mgr.CreateNamespace("alice")
+    target = alice_fuse_dir()
+    servers.append(FuseServer(sb, "never-read", str(target), TEST_USERS["alice"].uid, view="alice"))
+    assert is_peer_of_host(sb, "alice", "/mnt")
+    stuck, queued = {}, {}
+
+    def alices_call(into, path):
+        into["r"], into["took"] = timed(lambda: call_as(sb, "alice", "SetPropagation", "ssst", "alice", path,
+                                                        "private", 0))
+    first = threading.Thread(target=alices_call, args=(stuck, f"{target}/sub"))
+    first.start()
+    wait_until(lambda: len(daemon_children(sb)) == 2, "alice's first call to start its helper")
+    sb.write_config(OperationTimeoutSec=f"{TIMEOUT}s")
+    mgr.ReloadConfig()
+    second = threading.Thread(target=alices_call, args=(queued, "/mnt"))
+    second.start()
+    time.sleep(0.3)
+    others_are_served(sb)          # meanwhile: another user's namespace is served
+    second.join(timeout(TIMEOUT + 15))
+    assert not second.is_alive(), "the queued call was not answered at its deadline"
+    assert queued["r"].get("error") == E_TIMED_OUT and "waited" in queued["r"]["message"], queued
+    assert TIMEOUT <= queued["took"] < TIMEOUT + timeout(2), f"the answer came after {queued['took']:.2f}s"
+    assert first.is_alive(), f"the call in front of it should still be stuck: {stuck}"
+
+    # Once the server is gone the first call ends; the queued one never ran, not even late.
+    for s in servers:
+        s.stop()
+    servers.clear()
+    first.join(timeout(15))
+    assert "error" in stuck.get("r", {}), stuck
+    assert is_peer_of_host(sb, "alice", "/mnt"), "the call that timed out in the queue was applied"
+    assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0), "the same call now")
+    assert find_mount(sb.mountinfo("alice"), "/mnt").propagation == "private"
+
+
 @pytest.mark.daemon_config(MaxStuckOperations="1", **FAST)
 def test_stuck_operations_are_capped_per_user(daemon, polkit_rules, servers):
     sb = daemon
