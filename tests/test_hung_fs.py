@@ -19,17 +19,19 @@ is not a tmpfs), and losing the system bus.
 import os
 import re
 import select
+import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
 
+import dbus
 import pytest
 
 from caller import assert_ok, call_as
 from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, daemon_syscalls, expect_error,
                      ns_path, wait_until)
-from sandbox import TEST_USERS, build_dir, find_mount, timeout
+from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, build_dir, find_mount, timeout
 
 TIMEOUT = 2   # OperationTimeoutSec= of these tests, seconds
 FAST = {"OperationTimeoutSec": f"{TIMEOUT}s"}
@@ -389,28 +391,79 @@ def test_share_survives_a_kill_in_the_middle(daemon, servers):
 
 # ---- crash windows ----
 
-def test_a_restored_session_is_the_same_process(daemon):
-    """After a restart a session is matched by its leader's pid and start time: a pid reused
-    by another process does not keep the namespace alive."""
-    sb = daemon
-    mgr = sb.manager()
-    mgr.CreateNamespace("alice")
-    sleeper = subprocess.Popen(["sleep", "600"])
+# A login's session: OpenSession from a process of its own, its leader, which holds the
+# session until its stdin closes.
+SESSION_HOLDER = r"""
+import os, sys
+import dbus
+bus_name, path, interface, user, session = sys.argv[1:6]
+manager = dbus.Interface(dbus.SystemBus().get_object(bus_name, path), interface)
+_, fd = manager.OpenSession(user, session)
+os.close(fd.take())
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def hold_session(user, session):
+    p = subprocess.Popen(["/usr/bin/python3", "-c", SESSION_HOLDER, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, user,
+                          session], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "open", f"OpenSession({user}, {session}) failed"
+    return p
+
+
+def session_ids(sb, user):
+    return sorted(str(s) for s in sb.properties(ns_path(user))["Sessions"])
+
+
+def namespace_gone(sb, user):
     try:
-        state = Path(sb.state_dir) / "namespaces" / "alice"
-        sb.stop_daemon()
-        # A session whose recorded leader is a live process, but not the one that opened it.
-        text = state.read_text()
-        text += f"SESSION=reused {sleeper.pid} 12345\nSESSION=same {sleeper.pid} {start_time(sleeper.pid)}\n"
-        state.write_text(text)
+        sb.manager().GetNamespace(user)
+    except dbus.exceptions.DBusException as e:
+        assert e.get_dbus_name() == E_NO_SUCH_NAMESPACE, e
+        return True
+    return False
+
+
+def test_a_restored_session_is_the_same_process(daemon):
+    """nsmanagerd is killed (SIGKILL) while two sessions of alice's are open; the leader of
+    one ends while the daemon is down, and its pid goes to an unrelated process (clone3 with
+    set_tid: tests/spawn-at-pid.c). The restarted daemon matches a session by its leader's
+    pid and start time: it closes that session instead of taking the new process for its
+    leader (which would keep the namespace alive as long as that process lives), keeps the
+    other one, and still sees that one's leader end."""
+    sb = daemon
+    gone, alive = hold_session("alice", "gone"), hold_session("alice", "alive")
+    pid, started = gone.pid, start_time(gone.pid)
+    reused = None
+    try:
+        assert session_ids(sb, "alice") == ["alive", "gone"]
+        sb.kill_daemon()
+        gone.stdin.close()
+        gone.wait(timeout(10))
+        reused = subprocess.Popen([str(build_dir() / "tests/spawn-at-pid"), str(pid), "sleep", "600"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert reused.stdout.readline().strip() == "ready", f"pid {pid} could not be had again: {reused.stderr.read()}"
+        assert start_time(pid) != started, "the same start time: not another process"
+
         sb.start_daemon(write=False)
-        sessions = [str(s) for s in sb.properties(ns_path("alice"))["Sessions"]]
-        assert sessions == ["same"], sessions
+        assert session_ids(sb, "alice") == ["alive"], "a reused pid was taken for the session's leader"
+        alive.stdin.close()
+        alive.wait(timeout(10))
+        wait_until(lambda: session_ids(sb, "alice") == [], "the session to end with its leader")
+        wait_until(lambda: namespace_gone(sb, "alice"), "the namespace to go after StopDelaySec=")
+        assert reused.poll() is None, "the process with the reused pid should still run"
     finally:
-        sleeper.kill()
-        sleeper.wait()
-    wait_until(lambda: [str(s) for s in sb.properties(ns_path("alice"))["Sessions"]] == [],
-               "the session to end with its leader")
+        for p in (gone, alive):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if reused is not None:
+            if reused.poll() is None:
+                os.kill(pid, signal.SIGKILL)     # its child, the sleep; then it exits
+            reused.wait(timeout(10))
+            reused.stdout.close()
+            reused.stderr.close()
 
 
 def start_time(pid):
