@@ -5,6 +5,7 @@ knows the caller only from the bus. Shared by the authorization tests.
 
     call_as(sb, "alice", "BindMount", "ssst", "alice", src, dst, 0) -> {"ok": [...]} or
         {"error": name, "message": text}
+    An argument {"fd": N} is passed as a Unix fd: N must be one of pass_fds=.
     assert_ok(result, what), assert_refused(result, what)
 """
 
@@ -37,10 +38,13 @@ def plain(v):
         return [plain(x) for x in v]
     return repr(v)
 
+def arg(v):
+    return dbus.types.UnixFd(v["fd"]) if isinstance(v, dict) and set(v) == {"fd"} else v
+
 dest, path, iface, method, signature, args, interactive = sys.argv[1:8]
 msg = dbus.lowlevel.MethodCallMessage(dest, path, iface, method)
 if signature:
-    msg.append(*json.loads(args), signature=signature)
+    msg.append(*map(arg, json.loads(args)), signature=signature)
 msg.set_allow_interactive_authorization(interactive == "yes")
 try:
     reply = dbus.SystemBus().send_message_with_reply_and_block(msg, 60)
@@ -61,13 +65,13 @@ def parse_result(p):
 
 
 def call_as(sb, user, method, signature="", *args, interactive=False, path=MANAGER_PATH,
-            iface=MANAGER_IFACE):
-    """Call a method as `user` ("root" for root) from a separate process; returns
-    {"ok": [results]} or {"error": name, "message": text}."""
+            iface=MANAGER_IFACE, pass_fds=()):
+    """Call a method as `user` ("root" for root) from a separate process, which inherits
+    pass_fds; returns {"ok": [results]} or {"error": name, "message": text}."""
     argv = client_argv(method, signature, args, interactive, path, iface)
     if user == "root":
-        return parse_result(sb.run(argv, wait=90))
-    return parse_result(sb.run_as(user, argv, wait=90))
+        return parse_result(sb.run(argv, wait=90, pass_fds=pass_fds))
+    return parse_result(sb.run_as(user, argv, wait=90, pass_fds=pass_fds))
 
 
 def assert_refused(result, what):

@@ -2,7 +2,7 @@
 """Manager.Attach in the sandbox, where systemd is not PID 1 and the daemon forks the
 command itself (docs/attach.md): who the command runs as, and AttachTasksMax=.
 
-The credentials race (issue 11): alice sends Attach and, while the call is on its way,
+The credentials race: alice sends Attach and, while the call is on its way,
 execs the setgid unix_chkpwd (group shadow) with her bus connection still open. A daemon
 that takes the caller's groups from /proc when it acts (sd-bus's SD_BUS_CREDS_AUGMENT)
 then starts her command with gid shadow. The race is made deterministic with the real

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""nsmanagerd core (issue 3): start-up, views, propagation, refusals, restart.
+"""nsmanagerd core: start-up, views, propagation, refusals, restart.
 
 Everything goes through the real bus (dbus-python, busctl) to a real nsmanagerd in
 the sandbox of conftest.py; views are entered with the fd of OpenMountNamespace.

@@ -18,17 +18,20 @@ is not a tmpfs), and losing the system bus.
 
 import os
 import re
+import select
+import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
 
+import dbus
 import pytest
 
 from caller import assert_ok, call_as
 from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, daemon_syscalls, expect_error,
                      ns_path, wait_until)
-from sandbox import TEST_USERS, build_dir, find_mount, timeout
+from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, build_dir, find_mount, timeout
 
 TIMEOUT = 2   # OperationTimeoutSec= of these tests, seconds
 FAST = {"OperationTimeoutSec": f"{TIMEOUT}s"}
@@ -162,6 +165,51 @@ def test_a_hung_fuse_mount_costs_only_its_owner(daemon, polkit_rules, servers, m
     assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "shared", 0), "alice, afterwards")
 
 
+@pytest.mark.daemon_config(OperationTimeoutSec="60s")
+def test_a_queued_call_times_out_from_its_arrival(daemon, polkit_rules, servers):
+    """The deadline counts from a call's arrival, time in its namespace's queue included: a
+    call of alice's waiting behind one stuck on her hung FUSE mount is answered TimedOut at
+    its own deadline, without ever starting, while the stuck one still runs; other users'
+    calls are answered meanwhile. The two calls get different deadlines from a reload of
+    OperationTimeoutSec= between them (it applies to the calls that arrive afterwards)."""
+    sb = daemon
+    polkit_rules("50-alice-own", ALICE_OWN)
+    mgr = sb.manager()
+    mgr.CreateNamespace("alice")
+    target = alice_fuse_dir()
+    servers.append(FuseServer(sb, "never-read", str(target), TEST_USERS["alice"].uid, view="alice"))
+    assert is_peer_of_host(sb, "alice", "/mnt")
+    stuck, queued = {}, {}
+
+    def alices_call(into, path):
+        into["r"], into["took"] = timed(lambda: call_as(sb, "alice", "SetPropagation", "ssst", "alice", path,
+                                                        "private", 0))
+    first = threading.Thread(target=alices_call, args=(stuck, f"{target}/sub"))
+    first.start()
+    wait_until(lambda: len(daemon_children(sb)) == 2, "alice's first call to start its helper")
+    sb.write_config(OperationTimeoutSec=f"{TIMEOUT}s")
+    mgr.ReloadConfig()
+    second = threading.Thread(target=alices_call, args=(queued, "/mnt"))
+    second.start()
+    time.sleep(0.3)
+    others_are_served(sb)          # meanwhile: another user's namespace is served
+    second.join(timeout(TIMEOUT + 15))
+    assert not second.is_alive(), "the queued call was not answered at its deadline"
+    assert queued["r"].get("error") == E_TIMED_OUT and "waited" in queued["r"]["message"], queued
+    assert TIMEOUT <= queued["took"] < TIMEOUT + timeout(2), f"the answer came after {queued['took']:.2f}s"
+    assert first.is_alive(), f"the call in front of it should still be stuck: {stuck}"
+
+    # Once the server is gone the first call ends; the queued one never ran, not even late.
+    for s in servers:
+        s.stop()
+    servers.clear()
+    first.join(timeout(15))
+    assert "error" in stuck.get("r", {}), stuck
+    assert is_peer_of_host(sb, "alice", "/mnt"), "the call that timed out in the queue was applied"
+    assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0), "the same call now")
+    assert find_mount(sb.mountinfo("alice"), "/mnt").propagation == "private"
+
+
 @pytest.mark.daemon_config(MaxStuckOperations="1", **FAST)
 def test_stuck_operations_are_capped_per_user(daemon, polkit_rules, servers):
     sb = daemon
@@ -220,6 +268,53 @@ def test_get_mounts_is_rate_limited_per_caller(daemon):
     assert_ok(call_as(sb, "carol", "GetMounts", "s", "alice"), "carol's GetMounts")
     for _ in range(10):
         sb.manager().GetMounts("alice")
+
+
+def attach_as(sb, user, target):
+    """user's Attach of `true` to target's namespace, from a process of its own: the result of
+    call_as, and what the daemon wrote to the status pipe (b"" if it never took the pipe)."""
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    r, w = os.pipe()
+    try:
+        result = call_as(sb, user, "Attach", "sasasshhhh", target, ["true"], [], "/",
+                         *[{"fd": null}] * 3, {"fd": w}, pass_fds=(null, w))
+        os.close(w)
+        w = -1
+        status = b""
+        deadline = time.monotonic() + timeout(10)
+        while select.select([r], [], [], max(0, deadline - time.monotonic()))[0]:
+            chunk = os.read(r, 256)
+            if not chunk:
+                return result, status
+            status += chunk
+        pytest.fail(f"the status pipe stayed open; so far {status!r}", pytrace=False)
+    finally:
+        for fd in (null, r, w):
+            if fd >= 0:
+                os.close(fd)
+
+
+@pytest.mark.daemon_config(RateLimitBurst="3", RateLimitIntervalSec="1min")
+def test_attach_is_rate_limited_per_caller(daemon):
+    """alice's Attach to her own namespace beyond RateLimitBurst= is refused with
+    LimitExceeded, and her command does not start; bob's Attach to his, and root's, go on."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    sb.manager().CreateNamespace("bob")
+    for i in range(3):
+        result, status = attach_as(sb, "alice", "alice")
+        assert_ok(result, f"alice's Attach {i}")
+        assert status == b"EXITED 0\n", status
+    result, status = attach_as(sb, "alice", "alice")
+    assert result.get("error") == E_LIMIT_EXCEEDED and "RateLimitBurst" in result["message"], result
+    assert status == b"", f"the refused command ran: {status!r}"
+    # others, and root, are not affected
+    result, status = attach_as(sb, "bob", "bob")
+    assert_ok(result, "bob's Attach")
+    assert status == b"EXITED 0\n", status
+    for i in range(5):
+        result, status = attach_as(sb, "root", "alice")
+        assert_ok(result, f"root's Attach {i}")
 
 
 @pytest.mark.daemon_config(RateLimitBurst="0", MaxStuckOperations="0",
@@ -296,28 +391,79 @@ def test_share_survives_a_kill_in_the_middle(daemon, servers):
 
 # ---- crash windows ----
 
-def test_a_restored_session_is_the_same_process(daemon):
-    """After a restart a session is matched by its leader's pid and start time: a pid reused
-    by another process does not keep the namespace alive."""
-    sb = daemon
-    mgr = sb.manager()
-    mgr.CreateNamespace("alice")
-    sleeper = subprocess.Popen(["sleep", "600"])
+# A login's session: OpenSession from a process of its own, its leader, which holds the
+# session until its stdin closes.
+SESSION_HOLDER = r"""
+import os, sys
+import dbus
+bus_name, path, interface, user, session = sys.argv[1:6]
+manager = dbus.Interface(dbus.SystemBus().get_object(bus_name, path), interface)
+_, fd = manager.OpenSession(user, session)
+os.close(fd.take())
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def hold_session(user, session):
+    p = subprocess.Popen(["/usr/bin/python3", "-c", SESSION_HOLDER, BUS_NAME, MANAGER_PATH, MANAGER_IFACE, user,
+                          session], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "open", f"OpenSession({user}, {session}) failed"
+    return p
+
+
+def session_ids(sb, user):
+    return sorted(str(s) for s in sb.properties(ns_path(user))["Sessions"])
+
+
+def namespace_gone(sb, user):
     try:
-        state = Path(sb.state_dir) / "namespaces" / "alice"
-        sb.stop_daemon()
-        # A session whose recorded leader is a live process, but not the one that opened it.
-        text = state.read_text()
-        text += f"SESSION=reused {sleeper.pid} 12345\nSESSION=same {sleeper.pid} {start_time(sleeper.pid)}\n"
-        state.write_text(text)
+        sb.manager().GetNamespace(user)
+    except dbus.exceptions.DBusException as e:
+        assert e.get_dbus_name() == E_NO_SUCH_NAMESPACE, e
+        return True
+    return False
+
+
+def test_a_restored_session_is_the_same_process(daemon):
+    """nsmanagerd is killed (SIGKILL) while two sessions of alice's are open; the leader of
+    one ends while the daemon is down, and its pid goes to an unrelated process (clone3 with
+    set_tid: tests/spawn-at-pid.c). The restarted daemon matches a session by its leader's
+    pid and start time: it closes that session instead of taking the new process for its
+    leader (which would keep the namespace alive as long as that process lives), keeps the
+    other one, and still sees that one's leader end."""
+    sb = daemon
+    gone, alive = hold_session("alice", "gone"), hold_session("alice", "alive")
+    pid, started = gone.pid, start_time(gone.pid)
+    reused = None
+    try:
+        assert session_ids(sb, "alice") == ["alive", "gone"]
+        sb.kill_daemon()
+        gone.stdin.close()
+        gone.wait(timeout(10))
+        reused = subprocess.Popen([str(build_dir() / "tests/spawn-at-pid"), str(pid), "sleep", "600"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert reused.stdout.readline().strip() == "ready", f"pid {pid} could not be had again: {reused.stderr.read()}"
+        assert start_time(pid) != started, "the same start time: not another process"
+
         sb.start_daemon(write=False)
-        sessions = [str(s) for s in sb.properties(ns_path("alice"))["Sessions"]]
-        assert sessions == ["same"], sessions
+        assert session_ids(sb, "alice") == ["alive"], "a reused pid was taken for the session's leader"
+        alive.stdin.close()
+        alive.wait(timeout(10))
+        wait_until(lambda: session_ids(sb, "alice") == [], "the session to end with its leader")
+        wait_until(lambda: namespace_gone(sb, "alice"), "the namespace to go after StopDelaySec=")
+        assert reused.poll() is None, "the process with the reused pid should still run"
     finally:
-        sleeper.kill()
-        sleeper.wait()
-    wait_until(lambda: [str(s) for s in sb.properties(ns_path("alice"))["Sessions"]] == [],
-               "the session to end with its leader")
+        for p in (gone, alive):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if reused is not None:
+            if reused.poll() is None:
+                os.kill(pid, signal.SIGKILL)     # its child, the sleep; then it exits
+            reused.wait(timeout(10))
+            reused.stdout.close()
+            reused.stderr.close()
 
 
 def start_time(pid):

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Installation (issue 7): `meson install --destdir` lays every file where Debian expects
+"""Installation: `meson install --destdir` lays every file where Debian expects
 it, and the installed unit passes `systemd-analyze verify`.
 
 The project is configured afresh with --prefix=/usr (the layout of a Debian package) in

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""nsctl and Manager.Attach (issue 6).
+"""nsctl against the real daemon: its verbs, output and refusals, and `nsctl attach`
+(Manager.Attach).
 
 Every command runs the built nsctl against the real nsmanagerd of the sandbox
 (conftest.py): as root, or as a test user through setpriv (uid, gid, groups, no

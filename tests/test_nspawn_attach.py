@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""`nsctl attach` on a Debian 12 booted with systemd, the package installed from the .deb
-(issue 11): systemd starts the attached command as a transient service in the caller's
+"""`nsctl attach` on a Debian 12 booted with systemd, the package installed from the .deb:
+systemd starts the attached command as a transient service in the caller's
 user-UID.slice through the PAM service nsmanager-attach, so it is a process of the user
-like a login's; and nsmanagerd.service, which no longer starts users' programs, is
+like a login's; and nsmanagerd.service, which starts no user's program itself, is
 hardened.
 
 The container is a fresh copy of tools/nspawn-image's Debian 12 booted with

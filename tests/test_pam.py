@@ -525,6 +525,43 @@ def test_users_outside_the_range_cost_no_bus_call(daemon, pam):
             assert p.returncode == 0 and p.stdout.strip() == user, (user, p.stdout, p.stderr)
 
 
+def login_filter() -> dict[str, str]:
+    """/run/nsmanager/login-filter as KEY: VALUE (comments left out)."""
+    lines = sb_module.LOGIN_FILTER.read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+@pytest.mark.parametrize("how", ["ReloadConfig", "SIGHUP"])
+@pytest.mark.daemon_config(ExcludeUsers="dave")
+def test_reload_rewrites_the_login_filter(daemon, pam, how):
+    """A reload publishes the new MinUID= and ExcludeUsers= for the module at once: alice
+    (MinUID= raised above her uid) and carol (now in ExcludeUsers=) log in on the host
+    without a bus call, and dave (no longer excluded) lands in his view."""
+    assert login_filter() == {"MIN_UID": "1000", "EXCLUDE_USERS": "dave"}
+    daemon.write_config(MinUID=2002, ExcludeUsers="carol")
+    want = {"MIN_UID": "2002", "EXCLUDE_USERS": "carol"}
+    if how == "ReloadConfig":
+        daemon.manager().ReloadConfig()
+        assert login_filter() == want, "ReloadConfig answered before the filter was rewritten"
+    else:
+        os.kill(daemon.daemon.pid, signal.SIGHUP)
+        wait_until(lambda: login_filter() == want, "SIGHUP to rewrite the login filter", interval=0.05,
+                   diag=lambda: sb_module.LOGIN_FILTER.read_text())
+
+    # Any bus call would time out and refuse the login (required, timeout=2): none is made.
+    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l-required", "timeout=2"))
+    with stopped(daemon.process("dbus-daemon").pid), stopped(daemon.daemon.pid):
+        for user in ("alice", "carol"):
+            p = runuser(user, "readlink /proc/self/ns/mnt; id -un")
+            assert p.returncode == 0, (user, p.stdout, p.stderr)
+            ns, name = p.stdout.split()
+            assert parse_ns(ns) == host_ns() and name == user, (user, p.stdout)
+    p = runuser("dave", "readlink /proc/self/ns/mnt")
+    assert p.returncode == 0, p.stderr
+    assert parse_ns(p.stdout) == int(namespace_props(daemon, "dave")["MountNamespaceId"]) != host_ns()
+    assert [str(n[0]) for n in daemon.manager().ListNamespaces()] == ["dave"]
+
+
 # ---------------------------------------------------------------------------
 # Desktop: removable media, threaded session workers
 

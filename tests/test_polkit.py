@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Authorization (issue 7): nsmanagerd against Debian's real polkitd.
+"""Authorization: nsmanagerd against Debian's real polkitd.
 
 The sandbox (tests/sandbox.py) runs polkitd on its own system bus with the project's
 policy/org.example.NSManager.policy over /usr/share/polkit-1/actions and a rules

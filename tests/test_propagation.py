@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The propagation API (issue 5): ShareSubtree, EnslaveSubtree, SetPropagation, BindMount,
+"""The propagation API: ShareSubtree, EnslaveSubtree, SetPropagation, BindMount,
 Unmount and GetMounts, live, on running namespaces.
 
 The first tests tell the story of the shared-subtrees article step by step (a CD, alice,

@@ -63,9 +63,10 @@ def fusermount_unmounts(sb, target):
 
 @pytest.mark.daemon_config(files=SECRET_POLICY)
 def test_bind_over_proc_pid_mounts_cannot_undo_the_policy(srv, own):
-    """fusermount3 refuses to mount over procfs: some of its files are the user's without
-    being theirs to fake (issue 10's reference). A bind over /proc/PID/mounts lets the setuid
-    fusermount3 unmount the [View] policy's InaccessiblePaths= cover."""
+    """fusermount3, the reference of what a user may do to their own view (docs/security.md),
+    refuses to mount over procfs: some of its files are the user's without being theirs to
+    fake. A bind over /proc/PID/mounts lets the setuid fusermount3 unmount the [View] policy's
+    InaccessiblePaths= cover."""
     sb = own
     result = fusermount_unmounts(sb, "/srv/secret")
     refused(result, "alice binds over /proc/PID/mounts")

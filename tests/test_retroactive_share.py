@@ -64,10 +64,19 @@ def test_explicit_choices_stay_across_restarts(srv):
     alice = find_mount(sb.mountinfo("alice"), "/srv/media")
     assert alice.slave and not alice.shared and not peer_of_host(sb, "alice", "/srv/media"), \
         f"alice's choice was undone: {alice}"
-    bob = find_mount(sb.mountinfo("bob"), "/srv/other/media")
-    assert bob is None or not peer_of_host(sb, "bob", "/srv/other/media"), "bob's recursive choice was undone"
+    # bob's /srv/other/media is the one his recursive private bind of /srv/other holds: still
+    # there, still private, and what the host mounts below it does not reach him.
+    bobs = sb.mountinfo("bob")
+    bob, bind = find_mount(bobs, "/srv/other/media"), find_mount(bobs, "/srv/other")
+    assert bind is not None and bob is not None and bob.parent == bind.id, f"bob's bind is gone: {bind}, {bob}"
+    assert bob.propagation == "private", f"bob's recursive choice was undone: {bob}"
     assert peer_of_host(sb, "carol", "/srv/media") and peer_of_host(sb, "carol", "/srv/other/media")
     assert peer_of_host(sb, "bob", "/srv/media")
+    sb.mount_tmpfs("/srv/other/media/stick", files={"id": "host's stick\n"})
+    assert sb.in_view("carol", ["cat", "/srv/other/media/stick/id"]).stdout == "host's stick\n"
+    # (the mount point is a directory of the tmpfs bob's path shows too: only the mount must not reach him)
+    assert sb.in_view("bob", ["ls", "/srv/other/media/stick"]).stdout == "", "a host mount reached bob's private path"
+    sb.umount("/srv/other/media/stick")
 
     # ShareSubtree(alice, P) is her undoing it: a peer again, and no longer a choice.
     mgr.ShareSubtree("alice", "/srv/media")
