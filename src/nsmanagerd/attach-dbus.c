@@ -15,6 +15,7 @@
 #include "bus-creds.h"
 #include "bus-errors.h"
 #include "bus-polkit.h"
+#include "bus-request.h"
 #include "log.h"
 #include "namespace.h"
 #include "strv.h"
@@ -220,10 +221,9 @@ int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) 
         if (r < 0)
                 return r;
         /* Counted once authorized: a call that waited for polkit is dispatched twice. */
-        if (uid != 0 && manager_rate_limit(m, uid) < 0)
-                return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                         "Too many calls from UID %u (RateLimitBurst=%u per RateLimitIntervalSec=); try again later.",
-                                         (unsigned) uid, m->config.rate_limit_burst);
+        r = bus_rate_limit_uid(m, uid, error);
+        if (r < 0)
+                return r;
 
         /* Act */
         r = start(m, message, &a, ns, uid, &p, error);

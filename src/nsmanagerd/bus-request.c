@@ -160,16 +160,20 @@ int bus_request_require_root(BusRequest *req, const char *what, sd_bus_error *er
         return 0;
 }
 
+int bus_rate_limit_uid(Manager *m, uid_t uid, sd_bus_error *error) {
+        if (uid == 0 || manager_rate_limit(m, uid) >= 0)
+                return 0;
+        return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                 "Too many calls from UID %u (RateLimitBurst=%u per RateLimitIntervalSec=); try again later.",
+                                 (unsigned) uid, m->config.rate_limit_burst);
+}
+
 int bus_request_rate_limit(BusRequest *req, sd_bus_error *error) {
         uid_t uid;
 
-        if (req->dispatched || bus_request_caller_uid(req, &uid) < 0 || uid == 0)
+        if (req->dispatched || bus_request_caller_uid(req, &uid) < 0)
                 return 0;
-        if (manager_rate_limit(req->manager, uid) < 0)
-                return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                         "Too many calls from UID %u (RateLimitBurst=%u per RateLimitIntervalSec=); try again later.",
-                                         (unsigned) uid, req->manager->config.rate_limit_burst);
-        return 0;
+        return bus_rate_limit_uid(req->manager, uid, error);
 }
 
 int bus_request_authorize(BusRequest *req, const char *action, const char **details, sd_bus_error *error) {

@@ -60,6 +60,9 @@ int bus_request_require_root(BusRequest *req, const char *what, sd_bus_error *er
 /* Unprivileged callers' calls that make the daemon work are rate-limited per uid (at the
  * first dispatch only): LimitExceeded. */
 int bus_request_rate_limit(BusRequest *req, sd_bus_error *error);
+/* The same for a call without a BusRequest (Attach): counts the call of 'uid' (root is not
+ * limited) and sets LimitExceeded beyond the burst. */
+int bus_rate_limit_uid(Manager *m, uid_t uid, sd_bus_error *error);
 
 /* polkit for 'action' (details: key, value, …, NULL). 1: go on; 0: waiting (req->pending
  * set); < 0: refused (error set). Root is always allowed. */
