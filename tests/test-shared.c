@@ -280,6 +280,30 @@ static void test_open_path_creating(void) {
         snprintf(p, sizeof p, "%s/home/a", dir);
         check(lstat(p, &st) < 0, "undo removes what was created");
         created_paths_done(&created);
+
+        /* Creating only in directories of one owner: ours here, as the caller's in the daemon. */
+        char *refused_dir = NULL;
+        uid_t me = geteuid();
+        r = open_path_creating_owned(root, "/home/a/b", PATH_DIRECTORY, me + 1, &created, &refused_dir, &fd);
+        snprintf(p, sizeof p, "%s/home/a", dir);
+        check(r == -EPERM && refused_dir && streq(refused_dir, "/home") && created.n == 0 && lstat(p, &st) < 0,
+              "open_path_creating_owned: nothing created in a directory of another owner, which is named");
+        free(refused_dir);
+        refused_dir = NULL;
+        r = open_path_creating_owned(root, "/top", PATH_FILE, me + 1, &created, &refused_dir, &fd);
+        check(r == -EPERM && refused_dir && streq(refused_dir, "/"), "open_path_creating_owned: the root is named '/'");
+        free(refused_dir);
+        refused_dir = NULL;
+        r = open_path_creating_owned(root, "/home", PATH_DIRECTORY, me + 1, &created, &refused_dir, &fd);
+        check(r == 0 && created.n == 0 && !refused_dir, "open_path_creating_owned: what exists is opened, whoever owns it");
+        if (r == 0)
+                close(fd);
+        r = open_path_creating_owned(root, "/home/a/b", PATH_DIRECTORY, me, &created, &refused_dir, &fd);
+        check(r == 0 && created.n == 2, "open_path_creating_owned: created in a directory of the owner, and on in its own");
+        if (r == 0)
+                close(fd);
+        created_paths_undo(&created);
+        created_paths_done(&created);
         close(root);
 
         char cmd[400];

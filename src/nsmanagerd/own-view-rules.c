@@ -99,49 +99,22 @@ int own_view_open_source(const Credentials *c, const char *path, int *ret_fd, ch
 }
 
 /* Walks 'path' as the caller without following symlinks. Missing last components are created
- * (when 'create') as the caller in the last existing directory, which must be the caller's. */
+ * (when 'create') as the caller, each in a directory that must be the caller's: checked on the
+ * fd the creation uses, in the same walk (a second walk to create could meet another directory
+ * than the one checked: she may rename the ones on the way). */
 static int walk_destination(const Credentials *c, const char *path, bool create, PathKind kind,
                             CreatedPaths *created, int *ret_fd, char **ret_reason) {
         _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_free_ char *parent = NULL;
-        const char *slash;
+        _cleanup_free_ char *dir = NULL;
         int r;
 
         if (root < 0)
                 return -errno;
-        r = open_path_creating(root, path, PATH_EXISTING, NULL, ret_fd);
-        if (r != -ENOENT || !create)
-                return r;
-
-        /* Find the deepest existing directory; it must be the caller's. */
-        parent = strdup(path);
-        if (!parent)
-                return -ENOMEM;
-        for (;;) {
-                _cleanup_close_ int dir = -EBADF;
-                struct stat st;
-
-                slash = strrchr(parent, '/');
-                if (slash == parent)
-                        parent[1] = 0;
-                else
-                        *(char *) slash = 0;
-                r = open_path_creating(root, parent, PATH_EXISTING, NULL, &dir);
-                if (r == -ENOENT && !streq(parent, "/"))
-                        continue;
-                if (r < 0)
-                        return r;
-                if (fstat(dir, &st) < 0)
-                        return -errno;
-                if (!S_ISDIR(st.st_mode))
-                        return -ENOTDIR;
-                if (st.st_uid != c->uid)
-                        return refuse(ret_reason, -EACCES, "'%s' is not owned by the caller (UID %u): a user may create a "
-                                      "destination only inside a directory of their own.", parent, (unsigned) c->uid);
-                break;
-        }
-        /* Created as the caller: owned by them, and only where their permissions allow. */
-        return open_path_creating(root, path, kind, created, ret_fd);
+        r = open_path_creating_owned(root, path, create ? kind : PATH_EXISTING, c->uid, created, &dir, ret_fd);
+        if (r == -EPERM && dir)
+                return refuse(ret_reason, -EACCES, "'%s' is not owned by the caller (UID %u): a user may create a "
+                              "destination only inside a directory of their own.", dir, (unsigned) c->uid);
+        return r;
 }
 
 /* File systems that hold files, as a user's data lives on them. Not /proc, /sys, cgroupfs,
