@@ -311,6 +311,20 @@ static void test_open_path_creating(void) {
         (void) system(cmd);
 }
 
+static void test_mount_table_below(void) {
+        /* 1 is the root; 2 and 5 on it; 3 on 2, 4 on 3. Listed out of order, as a moved mount is. */
+        const MountEntry t[] = { { .id = 4, .parent_id = 3 }, { .id = 1, .parent_id = 1 }, { .id = 2, .parent_id = 1 },
+                                 { .id = 3, .parent_id = 2 }, { .id = 5, .parent_id = 1 } };
+        const uint64_t tops[] = { 2 }, none[] = { 0 };
+        bool below[ELEMENTSOF(t)];
+
+        check(mount_table_mark_below(t, ELEMENTSOF(t), tops, 1, below) == 3 && below[0] && !below[1] && below[2] &&
+              below[3] && !below[4], "mount_table_mark_below: a top and every mount below it, however deep");
+        check(mount_table_mark_below(t, ELEMENTSOF(t), none, 0, below) == 0 && !below[0] && !below[2],
+              "mount_table_mark_below: no tops, nothing below");
+        check(mount_table_count_below(t, ELEMENTSOF(t), tops, 1) == 3, "mount_table_count_below counts the same");
+}
+
 /* statmount(2) and /proc/self/mountinfo must tell the same story (the fallback is the
  * reference: it is what findmnt reads). */
 static void test_mount_info(void) {
@@ -396,6 +410,7 @@ int main(void) {
         test_config_files();
         test_hashmap();
         test_mount_info();
+        test_mount_table_below();
         test_open_path_creating();
         test_state_file();
         test_proc_stat();

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from caller import assert_ok, call_as
-from helpers import E_ACCESS_DENIED, E_INVALID_PATH, E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, expect_error
+from helpers import E_ACCESS_DENIED, E_BUSY, E_INVALID_PATH, E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, expect_error
 from sandbox import TEST_USERS, find_mount
 
 # manage-own for alice and carol stands in for an active local session (the sandbox has no
@@ -231,6 +231,49 @@ def test_a_bind_does_not_reopen_what_the_policy_closed(srv, own):
     refused(call_as(sb, "alice", "BindMount", "ssst", "alice", "/srv/secret/file", peek, 2), "bind /srv/secret/file")
     p = sb.in_view("alice", ["sh", "-c", f"cat {peek}/file {peek}"], as_user="alice")
     assert "secret" not in p.stdout
+
+
+# ---- only the top of each of her binds is hers ----
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=%h/nsm-own/policy-tmp\n"})
+def test_mounts_copied_inside_her_bind_are_not_hers(srv, own):
+    """A bind is recursive: binding a tree of hers that holds a [View] policy mount, or one of
+    root's, copies those inside her bind. Only the bind's top is recorded as hers: the copies
+    are not hers to unmount, nor to change the propagation of, by their paths."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    os.makedirs("/srv/roots")
+    Path("/srv/roots/file").write_text("root's\n")
+    sb.manager().BindMount("alice", "/srv/roots", f"{scratch}/roots-bind", 2)
+    assert is_mount_point(sb, "alice", f"{scratch}/policy-tmp") and is_mount_point(sb, "alice", f"{scratch}/roots-bind")
+
+    copy = f"{scratch}/copy"
+    assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", str(scratch), copy, 2), "alice binds her tree")
+    copies = (f"{copy}/policy-tmp", f"{copy}/roots-bind")
+    for path in copies:
+        assert is_mount_point(sb, "alice", path), f"the recursive bind did not copy {path}"
+        for flags in (0, 1):
+            refused(call_as(sb, "alice", "Unmount", "sst", "alice", path, flags), f"Unmount {path} {flags}")
+        for mode, recursive in (("private", 0), ("shared", 0), ("unbindable", 1)):
+            refused(call_as(sb, "alice", "SetPropagation", "ssst", "alice", path, mode, recursive),
+                    f"SetPropagation {path} {mode} {recursive}")
+        refused(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", path), f"EnslaveSubtree {path}")
+    # As it matters: the copies are there as they were.
+    after = sb.mountinfo("alice")
+    for path in copies:
+        assert find_mount(after, path) is not None, f"{path} was unmounted"
+    assert sb.in_view("alice", ["cat", f"{copy}/roots-bind/file"]).stdout == "root's\n"
+
+    # The top is hers: its propagation is hers to change, but not, recursively, that of the copies.
+    assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", copy, "private", 0), "private, her bind")
+    message = refused(call_as(sb, "alice", "SetPropagation", "ssst", "alice", copy, "private", 1), "recursive, her bind")
+    assert "holds mounts" in message
+    # With what it copied inside, it goes only detached, and takes the copies along.
+    r = call_as(sb, "alice", "Unmount", "sst", "alice", copy, 0)
+    assert r.get("error") == E_BUSY and "mounts below" in r["message"], r
+    assert_ok(call_as(sb, "alice", "Unmount", "sst", "alice", copy, 1), "alice detaches her bind")
+    assert not any(is_mount_point(sb, "alice", p) for p in (copy, *copies))
+    assert is_mount_point(sb, "alice", f"{scratch}/policy-tmp") and is_mount_point(sb, "alice", f"{scratch}/roots-bind")
 
 
 # ---- 6. [View] paths from specifiers never follow a user's symlink ----
