@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from caller import assert_ok, call_as
-from helpers import E_ACCESS_DENIED, E_BUSY, E_INVALID_PATH, E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, expect_error
+from helpers import (E_ACCESS_DENIED, E_BUSY, E_INVALID_PATH, E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, PamServices,
+                     expect_error)
 from sandbox import TEST_USERS, find_mount
 
 # manage-own for alice and carol stands in for an active local session (the sandbox has no
@@ -94,17 +95,48 @@ def alice_dir(sb, name, files=None):
 
 # ---- 1. a user's file over what root trusts ----
 
-def test_bind_over_a_pam_service_is_refused_and_su_stays_root_only(own):
+# The test's own su service, in the sandbox's copy of /etc/pam.d: root's password and nothing
+# else (no pam_rootok, no nullok), so su gives alice uid 0 only if what her view shows at
+# /etc/pam.d/su is not this file.
+SU_SERVICE = "# nsmanager test: su asks for root's password\nauth required pam_unix.so\n" \
+             "account required pam_unix.so\nsession required pam_unix.so\n"
+EVIL_PAM = "auth sufficient pam_permit.so\naccount sufficient pam_permit.so\nsession optional pam_permit.so\n"
+
+
+@pytest.fixture
+def su_service(pam_dir):
+    services = PamServices(pam_dir)
+    services.install("su", text=SU_SERVICE)
+    yield "/etc/pam.d/su"
+    services.restore()
+
+
+def su_uid(sb, nsctl, how):
+    """alice runs `su -c 'id -u' root` in her view, with no password to give: in a process of
+    hers there ("view"), or through `nsctl attach alice -- su …` ("attach": the daemon starts
+    it there as alice). The uid it printed, or None where su asked for root's password."""
+    argv = ["su", "-c", "id -u", "root"]
+    if how == "view":
+        p = sb.in_view("alice", argv, as_user="alice", input="")
+    else:
+        p = nsctl("attach", "alice", "--", *argv, as_user="alice", input="")
+    if p.returncode == 0:
+        return p.stdout.split()[-1]
+    assert "Password:" in p.stderr, f"su ({how}) did not ask for root's password: {p.returncode} {p.stdout} {p.stderr}"
+    return None
+
+
+def test_bind_over_a_pam_service_is_refused_and_su_stays_root_only(own, su_service, nsctl):
     sb = own
-    # Nothing is written to /etc: the bind would only have covered the file in her view.
-    assert os.path.exists("/etc/pam.d/su")
-    evil = alice_file(sb, "su-pam", "auth sufficient pam_permit.so\naccount sufficient pam_permit.so\n"
-                                    "session optional pam_permit.so\n")
-    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", evil, "/etc/pam.d/su", 0), "alice binds over /etc/pam.d/su")
-    assert not is_mount_point(sb, "alice", "/etc/pam.d/su")
-    # As it matters: su in her view still asks for root's password (and gets none).
-    p = sb.in_view("alice", ["su", "-c", "id -u", "root"], as_user="alice", input="")
-    assert p.returncode != 0 and "0" not in p.stdout.split(), f"su gave alice root: {p.stdout} {p.stderr}"
+    evil = alice_file(sb, "su-pam", EVIL_PAM)
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", evil, su_service, 0), f"alice binds over {su_service}")
+    assert not is_mount_point(sb, "alice", su_service)
+    assert sb.in_view("alice", ["cat", su_service]).stdout == SU_SERVICE
+    # As it matters: su in her view, and su she runs there through nsctl attach, still ask for
+    # root's password (and get none). test_root_binds_over_what_root_trusts shows both give
+    # uid 0 once the bind is made.
+    for how in ("view", "attach"):
+        assert su_uid(sb, nsctl, how) is None, f"su ({how}) gave alice root"
 
 
 def test_bind_over_root_directories_and_programs_is_refused(own):
