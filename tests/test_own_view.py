@@ -400,21 +400,136 @@ def test_legitimate_uses(own):
     assert m.shared and m.peer_group == host.peer_group and not m.slave
 
 
-def test_root_keeps_full_power(srv, own):
+# Root does, over the bus, each thing alice is refused above (docs/security.md: root and
+# manage callers keep their full power). Each shows it took effect where alice's attempt
+# would have, and undoes it.
+
+def test_root_shares_outside_shared_subtrees(own):
     sb = own
     mgr = sb.manager()
-    Path("/srv/motd").write_text("root's motd\n")
-    mgr.BindMount("alice", "/srv/motd", "/etc/motd", 0)
-    assert sb.in_view("alice", ["cat", "/etc/motd"]).stdout == "root's motd\n"
     mgr.ShareSubtree("alice", "/home")
     assert find_mount(sb.mountinfo("alice"), "/home").peer_group == find_mount(sb.mountinfo(), "/home").peer_group
     mgr.SetPropagation("alice", "/home", "slave", 0)
-    mgr.BindMount("alice", "/srv", "/run/nsm-root-made/a/b", 2)
-    assert os.path.isdir("/run/nsm-root-made/a/b")
-    mgr.Unmount("alice", "/run/nsm-root-made/a/b", 0)
-    shutil.rmtree("/run/nsm-root-made")
-    mgr.Unmount("alice", "/etc/motd", 0)
-    assert not is_mount_point(sb, "alice", "/etc/motd")
+    assert find_mount(sb.mountinfo("alice"), "/home").master == find_mount(sb.mountinfo(), "/home").peer_group
+
+
+def test_root_binds_over_what_root_trusts(own, su_service, nsctl):
+    sb = own
+    mgr = sb.manager()
+    # alice's file over the test's own PAM service: su in her view, and through her attach,
+    # now gives her uid 0. (The outcome test_bind_over_a_pam_service_is_refused_… looks for.)
+    evil = alice_file(sb, "su-pam", EVIL_PAM)
+    mgr.BindMount("alice", evil, su_service, 0)
+    assert sb.in_view("alice", ["cat", su_service]).stdout == EVIL_PAM
+    for how in ("view", "attach"):
+        assert su_uid(sb, nsctl, how) == "0", f"su ({how}) did not give uid 0 over alice's PAM file"
+    assert not is_mount_point(sb, None, su_service) and not is_mount_point(sb, "bob", su_service)
+    mgr.Unmount("alice", su_service, 0)
+    assert su_uid(sb, nsctl, "view") is None
+
+    # A directory over /etc/update-motd.d, a script over /usr/bin/bash: in her view only.
+    motd = alice_dir(sb, "motd.d", {"00-evil": "#!/bin/sh\necho evil motd\n"})
+    mgr.BindMount("alice", motd, "/etc/update-motd.d", 0)
+    assert sb.in_view("alice", ["ls", "/etc/update-motd.d"]).stdout.split() == ["00-evil"]
+    assert not is_mount_point(sb, None, "/etc/update-motd.d")
+    mgr.Unmount("alice", "/etc/update-motd.d", 0)
+    assert "00-evil" not in sb.in_view("alice", ["ls", "/etc/update-motd.d"]).stdout
+
+    script = alice_file(sb, "bash", "#!/bin/sh\necho pwned\n", 0o755)
+    mgr.BindMount("alice", script, "/usr/bin/bash", 1)
+    try:
+        assert sb.in_view("alice", ["/usr/bin/bash", "-c", "echo fine"]).stdout == "pwned\n"
+        # …and root's `nsctl attach alice` runs her login shell, /bin/bash, as the view shows it.
+        assert nsctl("attach", "alice", input="").stdout == "pwned\n"
+        assert not is_mount_point(sb, None, "/usr/bin/bash")
+    finally:
+        mgr.Unmount("alice", "/usr/bin/bash", 0)
+    assert sb.in_view("alice", ["/usr/bin/bash", "-c", "echo fine"]).stdout == "fine\n"
+
+    # Another user's file, in alice's view.
+    bashrc = alice_file(sb, "bashrc", "echo pwned\n")
+    mgr.BindMount("alice", bashrc, "/home/bob/.bashrc", 2)
+    assert sb.in_view("alice", ["cat", "/home/bob/.bashrc"]).stdout == "echo pwned\n"
+    assert not is_mount_point(sb, None, "/home/bob/.bashrc") and not is_mount_point(sb, "bob", "/home/bob/.bashrc")
+    mgr.Unmount("alice", "/home/bob/.bashrc", 0)
+
+
+def test_root_overmounts_and_unmounts_roots_mounts_under_mnt(own):
+    sb = own
+    mgr = sb.manager()
+    roots = "#!/bin/sh\necho root's backup\n"
+    sb.mount_tmpfs("/mnt/data", files={"backup.sh": roots})
+    other = alice_file(sb, "backup.sh", "#!/bin/sh\necho another backup\n", 0o755)
+    # Under the shared /mnt a bind in alice's view reaches the host and every view.
+    mgr.BindMount("alice", other, "/mnt/data/backup.sh", 0)
+    assert Path("/mnt/data/backup.sh").read_text() == "#!/bin/sh\necho another backup\n"
+    assert is_mount_point(sb, "bob", "/mnt/data/backup.sh")
+    mgr.Unmount("alice", "/mnt/data/backup.sh", 0)
+    assert Path("/mnt/data/backup.sh").read_text() == roots
+    # …and so does an unmount: /mnt/data goes from the host and every view.
+    mgr.Unmount("alice", "/mnt/data", 1)
+    for view in (None, "alice", "bob"):
+        assert not is_mount_point(sb, view, "/mnt/data"), f"/mnt/data is still mounted in {view or 'the host'}"
+
+
+def test_root_creates_where_alice_may_not(own):
+    sb = own
+    mgr = sb.manager()
+    f = alice_file(sb, "empty", "")
+    d = alice_dir(sb, "somedir")
+    os.makedirs("/run/lock", exist_ok=True)
+    made = ("/run/nologin", "/run/lock/a", "/home/bob/newdir")
+    try:
+        # On the sandbox's /run: /run/nologin blocks the sandbox's non-root logins until it goes.
+        mgr.BindMount("alice", f, "/run/nologin", 2)
+        mgr.BindMount("alice", d, "/run/lock/a/b/c", 2)
+        mgr.BindMount("alice", d, "/home/bob/newdir", 2)
+        for path in ("/run/nologin", "/run/lock/a", "/run/lock/a/b/c", "/home/bob/newdir"):
+            assert os.lstat(path).st_uid == 0, f"{path} was not created as root's"
+        assert os.path.isfile("/run/nologin")
+        for path in ("/run/nologin", "/run/lock/a/b/c", "/home/bob/newdir"):
+            assert is_mount_point(sb, "alice", path)
+            mgr.Unmount("alice", path, 0)
+        # What the flag made stays after Unmount: it is on the host's file systems.
+        assert all(os.path.lexists(p) for p in made)
+    finally:
+        for path in made:
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                os.unlink(path)
+
+
+@pytest.mark.daemon_config(files=SECRET_POLICY)
+def test_root_changes_and_unmounts_the_policy_mounts(srv, own):
+    sb = own
+    mgr = sb.manager()
+    for path in ("/home", "/srv/secret"):
+        mgr.SetPropagation("alice", path, "shared", 0)
+        assert find_mount(sb.mountinfo("alice"), path).shared
+    # (EnslaveSubtree of /home is not for root either: the policy's tmpfs there is not the host's
+    # file system, which the view could follow. /srv/secret is no mount point on the host: it
+    # becomes a slave of what it follows now, its own peer group of one, so it sends no more.)
+    mgr.EnslaveSubtree("alice", "/srv/secret")
+    assert not find_mount(sb.mountinfo("alice"), "/srv/secret").shared
+    mgr.SetPropagation("alice", "/", "private", 1)
+    assert all(not m.shared and not m.slave for m in sb.mountinfo("alice"))
+    # Unmounted, the policy no longer applies: alice reads the secret and sees bob's home.
+    mgr.Unmount("alice", "/srv/secret", 0)
+    mgr.Unmount("alice", "/home", 1)
+    assert sb.in_view("alice", ["cat", "/srv/secret/file"], as_user="alice").stdout == "the secret\n"
+    assert sb.in_view("alice", ["test", "-d", "/home/bob"]).returncode == 0
+
+
+@pytest.mark.daemon_config(files=SECRET_POLICY)
+def test_root_binds_what_the_policy_closed(srv, own):
+    sb = own
+    peek = f"{sb.scratch['alice']}/peek"
+    # Root's binds are of host paths: the host's /srv/secret, which her view covers.
+    sb.manager().BindMount("alice", "/srv/secret", peek, 2)
+    assert sb.in_view("alice", ["cat", f"{peek}/file"], as_user="alice").stdout == "the secret\n"
+    p = sb.in_view("alice", ["cat", "/srv/secret/file"], as_user="alice")
+    assert p.returncode != 0, "the policy's cover went"
 
 
 def test_an_administrator_keeps_manage_on_their_own_view(srv, own):
