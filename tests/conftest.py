@@ -57,6 +57,8 @@ nsctl     function(*args, as_user=None, input=None, env=None) -> CompletedProces
           running build/src/nsctl/nsctl on the host (as_user: unprivileged).
 pam_module  Path of build/src/pam/pam_nsmanager.so (fails if not built).
 polkit_rules  function(name, javascript): a polkit rule for this test (removed after it).
+pam_dir   (session) Path of the writable copy of /etc/pam.d bound over the sandbox's; install
+          a test's own PAM services in it with helpers.PamServices.
 dbus_error  function(exc) -> the D-Bus error name of a dbus.exceptions.DBusException.
 machine   (module) a machine.Machine: Debian 12 booted with systemd as PID 1 in
           systemd-nspawn, the build installed as an administrator would
@@ -86,6 +88,7 @@ test leaves for the next.
 
 import contextlib
 import os
+import shutil
 import stat
 import sys
 
@@ -276,6 +279,27 @@ def alice_session(machine, _alice_logins):
     if not _alice_logins or not _alice_logins[-1].alive():
         _alice_logins.append(machine_module.Login(machine))
     return _alice_logins[-1]
+
+
+@pytest.fixture(scope="session")
+def pam_dir(sandbox):
+    """A writable copy of the sandbox's /etc/pam.d, bound over it once, before any daemon
+    instance (so the per-test mount checks do not count it) and undone by the sandbox's
+    teardown. Not sandbox.overlay_dir(): that reuses one source directory per target and
+    deletes it when called again for /etc/pam.d (tests/test_sandbox.py does), which would
+    pull the ground from under this one."""
+    existing = getattr(sandbox, "_nsm_pam_dir", None)
+    if existing is not None:
+        return existing
+    src = sandbox_module.BASE / "test-pam" / "pam.d"
+    if src.exists():
+        shutil.rmtree(src)
+    src.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree("/etc/pam.d", src, symlinks=True)
+    os.chmod(src, 0o755)
+    sandbox._mount(src, "/etc/pam.d", None, sandbox_module.MS_BIND)   # listed for teardown
+    sandbox._nsm_pam_dir = src
+    return src
 
 
 @pytest.fixture

@@ -12,6 +12,10 @@ ns_path(user) -> the object path of the user's namespace; create(sb, *users) ->
     CreateNamespace of each, their paths; processes_of(uid, comm) -> pids.
 daemon_syscalls(sb, action, syscalls) -> strace's log of those syscalls by nsmanagerd and
     its children while action() ran.
+PamServices(pam_dir, module=None): install(service, source=None, text=None) puts a PAM
+    service of the test's own (pam.d/SOURCE of the project with the built module, or
+    `text`) into the sandbox's /etc/pam.d (the pam_dir fixture); restore() puts back what
+    was there.
 
 Error names: E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION, E_USER_EXCLUDED,
 E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED (the project's,
@@ -23,6 +27,7 @@ E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, E_INVALID_ARGS and E_FAIL
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -31,7 +36,7 @@ from pathlib import Path
 import dbus
 import pytest
 
-from sandbox import ERROR_PREFIX, MANAGER_PATH, TEST_USERS, dbus_error_name, timeout
+from sandbox import ERROR_PREFIX, MANAGER_PATH, REPO, TEST_USERS, dbus_error_name, timeout
 
 # The contract's errors (src/shared/bus-errors.h; test_sandbox.py checks the two agree).
 E_NO_SUCH_USER = ERROR_PREFIX + "NoSuchUser"
@@ -119,3 +124,41 @@ def daemon_syscalls(sb, action, syscalls: str, strsize: int = 32) -> str:
         tracer.send_signal(signal.SIGINT)
         tracer.wait(timeout(10))
     return log.read_text()
+
+
+PAM_SRC = REPO / "pam.d"
+
+
+class PamServices:
+    """Installs service files into the sandbox's /etc/pam.d for one test; restores the
+    copies of the machine's files afterwards. `module`: the built pam_nsmanager.so that
+    text_of() puts in the project's files (not needed for a service given as text)."""
+
+    def __init__(self, pam_dir: Path, module: Path | None = None):
+        self.dir = pam_dir
+        self.module_args = f"{module} debug"
+        self._saved: dict[str, str | None] = {}
+
+    def text_of(self, source: str, args: str = "") -> str:
+        """pam.d/SOURCE with the module of the build, "debug" and `args` (e.g. "timeout=2")."""
+        text = (PAM_SRC / source).read_text()
+        assert re.search(r"\bpam_nsmanager\.so\b", text), f"pam.d/{source} does not use pam_nsmanager.so"
+        return re.sub(r"\bpam_nsmanager\.so\b", f"{self.module_args} {args}".rstrip(), text)
+
+    def install(self, service: str, source: str | None = None, text: str | None = None) -> Path:
+        """Put pam.d/SOURCE (module path substituted) or `text` in place as SERVICE."""
+        path = self.dir / service
+        if service not in self._saved:
+            self._saved[service] = path.read_text() if path.exists() else None
+        path.write_text(text if text is not None else self.text_of(source or service))
+        os.chmod(path, 0o644)
+        return path
+
+    def restore(self) -> None:
+        for service, text in self._saved.items():
+            path = self.dir / service
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(text)
+        self._saved.clear()

@@ -280,11 +280,49 @@ static void test_open_path_creating(void) {
         snprintf(p, sizeof p, "%s/home/a", dir);
         check(lstat(p, &st) < 0, "undo removes what was created");
         created_paths_done(&created);
+
+        /* Creating only in directories of one owner: ours here, as the caller's in the daemon. */
+        char *refused_dir = NULL;
+        uid_t me = geteuid();
+        r = open_path_creating_owned(root, "/home/a/b", PATH_DIRECTORY, me + 1, &created, &refused_dir, &fd);
+        snprintf(p, sizeof p, "%s/home/a", dir);
+        check(r == -EPERM && refused_dir && streq(refused_dir, "/home") && created.n == 0 && lstat(p, &st) < 0,
+              "open_path_creating_owned: nothing created in a directory of another owner, which is named");
+        free(refused_dir);
+        refused_dir = NULL;
+        r = open_path_creating_owned(root, "/top", PATH_FILE, me + 1, &created, &refused_dir, &fd);
+        check(r == -EPERM && refused_dir && streq(refused_dir, "/"), "open_path_creating_owned: the root is named '/'");
+        free(refused_dir);
+        refused_dir = NULL;
+        r = open_path_creating_owned(root, "/home", PATH_DIRECTORY, me + 1, &created, &refused_dir, &fd);
+        check(r == 0 && created.n == 0 && !refused_dir, "open_path_creating_owned: what exists is opened, whoever owns it");
+        if (r == 0)
+                close(fd);
+        r = open_path_creating_owned(root, "/home/a/b", PATH_DIRECTORY, me, &created, &refused_dir, &fd);
+        check(r == 0 && created.n == 2, "open_path_creating_owned: created in a directory of the owner, and on in its own");
+        if (r == 0)
+                close(fd);
+        created_paths_undo(&created);
+        created_paths_done(&created);
         close(root);
 
         char cmd[400];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         (void) system(cmd);
+}
+
+static void test_mount_table_below(void) {
+        /* 1 is the root; 2 and 5 on it; 3 on 2, 4 on 3. Listed out of order, as a moved mount is. */
+        const MountEntry t[] = { { .id = 4, .parent_id = 3 }, { .id = 1, .parent_id = 1 }, { .id = 2, .parent_id = 1 },
+                                 { .id = 3, .parent_id = 2 }, { .id = 5, .parent_id = 1 } };
+        const uint64_t tops[] = { 2 }, none[] = { 0 };
+        bool below[ELEMENTSOF(t)];
+
+        check(mount_table_mark_below(t, ELEMENTSOF(t), tops, 1, below) == 3 && below[0] && !below[1] && below[2] &&
+              below[3] && !below[4], "mount_table_mark_below: a top and every mount below it, however deep");
+        check(mount_table_mark_below(t, ELEMENTSOF(t), none, 0, below) == 0 && !below[0] && !below[2],
+              "mount_table_mark_below: no tops, nothing below");
+        check(mount_table_count_below(t, ELEMENTSOF(t), tops, 1) == 3, "mount_table_count_below counts the same");
 }
 
 /* statmount(2) and /proc/self/mountinfo must tell the same story (the fallback is the
@@ -372,6 +410,7 @@ int main(void) {
         test_config_files();
         test_hashmap();
         test_mount_info();
+        test_mount_table_below();
         test_open_path_creating();
         test_state_file();
         test_proc_stat();

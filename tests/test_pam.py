@@ -15,7 +15,6 @@ import contextlib
 import os
 import re
 import select
-import shutil
 import signal
 import stat
 import socket
@@ -27,11 +26,10 @@ from pathlib import Path
 import pytest
 
 import sandbox as sb_module
-from helpers import E_NO_SUCH_NAMESPACE, ns_path, wait_until
+from helpers import E_NO_SUCH_NAMESPACE, PamServices, ns_path, wait_until
 from sandbox import REPO, mntns_id, timeout
 from sshd import Sshd
 
-PAM_SRC = REPO / "pam.d"
 MARGIN = 5          # seconds on top of StopDelaySec for the daemon to remove a namespace
 STOP_DELAY = 1      # the sandbox's StopDelaySec=1s
 
@@ -58,61 +56,6 @@ def parse_ns(text: str) -> int:
 
 # ---------------------------------------------------------------------------
 # Fixtures
-
-@pytest.fixture(scope="session")
-def pam_dir(sandbox):
-    """A writable copy of the sandbox's /etc/pam.d, bound over it once, before any daemon
-    instance (so the per-test mount checks do not count it) and undone by the sandbox's
-    teardown. Not sandbox.overlay_dir(): that reuses one source directory per target and
-    deletes it when called again for /etc/pam.d (tests/test_sandbox.py does), which would
-    pull the ground from under this one."""
-    existing = getattr(sandbox, "_nsm_pam_dir", None)
-    if existing is not None:
-        return existing
-    src = sb_module.BASE / "test-pam" / "pam.d"
-    if src.exists():
-        shutil.rmtree(src)
-    src.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree("/etc/pam.d", src, symlinks=True)
-    os.chmod(src, 0o755)
-    sandbox._mount(src, "/etc/pam.d", None, sb_module.MS_BIND)   # listed for teardown
-    sandbox._nsm_pam_dir = src
-    return src
-
-
-class PamServices:
-    """Installs service files into the sandbox's /etc/pam.d for one test; restores the
-    copies of the machine's files afterwards."""
-
-    def __init__(self, pam_dir: Path, module: Path):
-        self.dir = pam_dir
-        self.module_args = f"{module} debug"
-        self._saved: dict[str, str | None] = {}
-
-    def text_of(self, source: str, args: str = "") -> str:
-        """pam.d/SOURCE with the module of the build, "debug" and `args` (e.g. "timeout=2")."""
-        text = (PAM_SRC / source).read_text()
-        assert re.search(r"\bpam_nsmanager\.so\b", text), f"pam.d/{source} does not use pam_nsmanager.so"
-        return re.sub(r"\bpam_nsmanager\.so\b", f"{self.module_args} {args}".rstrip(), text)
-
-    def install(self, service: str, source: str | None = None, text: str | None = None) -> Path:
-        """Put pam.d/SOURCE (module path substituted) or `text` in place as SERVICE."""
-        path = self.dir / service
-        if service not in self._saved:
-            self._saved[service] = path.read_text() if path.exists() else None
-        path.write_text(text if text is not None else self.text_of(source or service))
-        os.chmod(path, 0o644)
-        return path
-
-    def restore(self) -> None:
-        for service, text in self._saved.items():
-            path = self.dir / service
-            if text is None:
-                path.unlink(missing_ok=True)
-            else:
-                path.write_text(text)
-        self._saved.clear()
-
 
 @pytest.fixture
 def pam(pam_dir, daemon, pam_module):

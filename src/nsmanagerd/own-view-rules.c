@@ -99,49 +99,22 @@ int own_view_open_source(const Credentials *c, const char *path, int *ret_fd, ch
 }
 
 /* Walks 'path' as the caller without following symlinks. Missing last components are created
- * (when 'create') as the caller in the last existing directory, which must be the caller's. */
+ * (when 'create') as the caller, each in a directory that must be the caller's: checked on the
+ * fd the creation uses, in the same walk (a second walk to create could meet another directory
+ * than the one checked: she may rename the ones on the way). */
 static int walk_destination(const Credentials *c, const char *path, bool create, PathKind kind,
                             CreatedPaths *created, int *ret_fd, char **ret_reason) {
         _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_free_ char *parent = NULL;
-        const char *slash;
+        _cleanup_free_ char *dir = NULL;
         int r;
 
         if (root < 0)
                 return -errno;
-        r = open_path_creating(root, path, PATH_EXISTING, NULL, ret_fd);
-        if (r != -ENOENT || !create)
-                return r;
-
-        /* Find the deepest existing directory; it must be the caller's. */
-        parent = strdup(path);
-        if (!parent)
-                return -ENOMEM;
-        for (;;) {
-                _cleanup_close_ int dir = -EBADF;
-                struct stat st;
-
-                slash = strrchr(parent, '/');
-                if (slash == parent)
-                        parent[1] = 0;
-                else
-                        *(char *) slash = 0;
-                r = open_path_creating(root, parent, PATH_EXISTING, NULL, &dir);
-                if (r == -ENOENT && !streq(parent, "/"))
-                        continue;
-                if (r < 0)
-                        return r;
-                if (fstat(dir, &st) < 0)
-                        return -errno;
-                if (!S_ISDIR(st.st_mode))
-                        return -ENOTDIR;
-                if (st.st_uid != c->uid)
-                        return refuse(ret_reason, -EACCES, "'%s' is not owned by the caller (UID %u): a user may create a "
-                                      "destination only inside a directory of their own.", parent, (unsigned) c->uid);
-                break;
-        }
-        /* Created as the caller: owned by them, and only where their permissions allow. */
-        return open_path_creating(root, path, kind, created, ret_fd);
+        r = open_path_creating_owned(root, path, create ? kind : PATH_EXISTING, c->uid, created, &dir, ret_fd);
+        if (r == -EPERM && dir)
+                return refuse(ret_reason, -EACCES, "'%s' is not owned by the caller (UID %u): a user may create a "
+                              "destination only inside a directory of their own.", dir, (unsigned) c->uid);
+        return r;
 }
 
 /* File systems that hold files, as a user's data lives on them. Not /proc, /sys, cgroupfs,
@@ -239,8 +212,60 @@ int own_view_check_not_mount_point(const char *path, char **ret_reason) {
                       "that appears on the host and in every other view.", path);
 }
 
-int own_view_check_propagation(const char *path, int fd, bool recursive, const MountId *policy, size_t n_policy,
-                               char **ret_reason) {
+static bool id_listed(uint64_t id, const uint64_t *ids, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (ids[i] == id)
+                        return true;
+        return false;
+}
+
+/* A mount inside one of the caller's binds that is not itself one of them came with the bind's
+ * recursive clone from its source (a [View] policy mount, root's), or was mounted there since
+ * by somebody else: only the top of each bind is recorded as the caller's, and only that is
+ * theirs. */
+static int check_not_inside_own_bind(const char *path, MountId id, bool recursive, const MountId *own, size_t n_own,
+                                     char **ret_reason) {
+        _cleanup_free_ uint64_t *tops = NULL;
+        _cleanup_free_ bool *inside = NULL, *scope = NULL;
+        MountEntry *table = NULL;
+        size_t n = 0, n_tops = 0;
+        int r = 0;
+
+        if (n_own == 0)
+                return 0;
+        tops = calloc(n_own, sizeof(uint64_t));
+        if (!tops)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_own; i++)
+                /* Not a bind that is gone (root unmounted it): its 32-bit id may be another mount's now. */
+                if (own[i].unique == 0 || mount_is_mounted_in(own[i].unique, 0) != 0)
+                        tops[n_tops++] = own[i].old;
+        r = mount_table_read_self(&table, &n);
+        if (r < 0)
+                return r;
+        inside = calloc(n + 1, sizeof(bool));
+        scope = calloc(n + 1, sizeof(bool));
+        if (!inside || !scope || mount_table_mark_below(table, n, tops, n_tops, inside) == SIZE_MAX ||
+            (recursive && mount_table_mark_below(table, n, &id.old, 1, scope) == SIZE_MAX))
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                bool self = table[i].id == id.old;
+                if (!(self || (recursive && scope[i])) || !inside[i] || id_listed(table[i].id, tops, n_tops))
+                        continue;
+                r = refuse(ret_reason, -EACCES, self ?
+                           "'%s' lies inside one of the caller's binds and is not one itself: it came with the bind's "
+                           "copy of its source (the [View] policy's mounts, root's) or was mounted there by someone else. "
+                           "Only the top of each bind is the caller's." :
+                           "'%s' holds mounts that lie inside one of the caller's binds and are not binds of theirs: they "
+                           "came with the bind's copy of its source (the [View] policy's mounts, root's) or were mounted "
+                           "there by someone else. Only the top of each bind is the caller's.", path);
+        }
+        mount_entries_free(table, n);
+        return r;
+}
+
+int own_view_check_propagation(const char *path, int fd, bool recursive, const MountId *own, size_t n_own,
+                               const MountId *policy, size_t n_policy, char **ret_reason) {
         _cleanup_free_ MountId *below = NULL;
         size_t n_below = 0;
         MountId id;
@@ -252,6 +277,9 @@ int own_view_check_propagation(const char *path, int fd, bool recursive, const M
         if (mount_id_in(id, policy, n_policy))
                 return refuse(ret_reason, -EACCES, "'%s' is a mount of the [View] policy: its propagation is the "
                               "administrator's to change.", path);
+        r = check_not_inside_own_bind(path, id, recursive, own, n_own, ret_reason);
+        if (r < 0)
+                return r;
         if (!recursive)
                 return 0;
         r = mount_subtree_ids(id, &below, &n_below);

@@ -32,8 +32,10 @@
  *   SetPropagation, EnslaveSubtree   only on an existing mount point (binding a directory
  *               onto itself first would add a mount, and under a shared subtree one that
  *               appears on the host and in every view, where fusermount3 would need a
- *               directory the user may write); never on a mount of the [View] policy (nor,
- *               recursive, on a tree holding one); they cannot join a host peer group (a
+ *               directory the user may write); never on a mount of the [View] policy, nor
+ *               on a mount inside one of the caller's binds that is not itself one (it came
+ *               with the bind's recursive copy: only each bind's top is theirs); recursive,
+ *               never on a tree holding such mounts; they cannot join a host peer group (a
  *               slave is made one without ever being a peer: see view-ops.c).
  *
  * Requests that stay within the rules need manage-own; the others need manage. Whether a
@@ -83,6 +85,7 @@ int own_view_check_unmount(const char *path, MountId id, const MountId *own, siz
 int own_view_check_not_mount_point(const char *path, char **ret_reason);
 
 /* SetPropagation/EnslaveSubtree on the mount fd (recursive: and every mount below it): none
- * may be a mount of the [View] policy. */
-int own_view_check_propagation(const char *path, int fd, bool recursive, const MountId *policy, size_t n_policy,
-                               char **ret_reason);
+ * may be a mount of the [View] policy, nor lie inside one of 'own' (the caller's binds) without
+ * being one of them. */
+int own_view_check_propagation(const char *path, int fd, bool recursive, const MountId *own, size_t n_own,
+                               const MountId *policy, size_t n_policy, char **ret_reason);

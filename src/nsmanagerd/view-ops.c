@@ -156,7 +156,8 @@ static int set_propagation(int sock, const ViewOp *op) {
         if (r < 0)
                 return r;
         if (op->caller) {
-                r = own_view_check_propagation(op->path, fd, op->recursive, op->policy_mounts, op->n_policy_mounts, &reason);
+                r = own_view_check_propagation(op->path, fd, op->recursive, op->own_mounts, op->n_own_mounts,
+                                               op->policy_mounts, op->n_policy_mounts, &reason);
                 if (r < 0)
                         return reply_refusal(sock, r, reason, "Path", op->path);
         }
@@ -320,7 +321,8 @@ static int join_host(int sock, const ViewOp *op) {
         if (r < 0)
                 return r;
         if (op->caller) {
-                r = own_view_check_propagation(op->path, view_fd, false, op->policy_mounts, op->n_policy_mounts, &reason);
+                r = own_view_check_propagation(op->path, view_fd, false, op->own_mounts, op->n_own_mounts, op->policy_mounts,
+                                               op->n_policy_mounts, &reason);
                 if (r < 0)
                         return reply_refusal(sock, r, reason, "Path", op->path);
         }

@@ -90,7 +90,28 @@ int open_component_nofollow(int dir_fd, const char *name) {
         return fd;
 }
 
-int open_path_creating(int root_fd, const char *path, PathKind kind, CreatedPaths *created, int *ret_fd) {
+/* 'dir_fd' (the directory something is about to be created in, 'len' bytes of 'path') must
+ * be owner's: checked on the fd the creation then uses, so no rename moves another directory
+ * in between. */
+static int check_dir_owner(int dir_fd, const char *path, size_t len, uid_t owner, char **ret_dir) {
+        struct stat st;
+
+        if (owner == (uid_t) -1)
+                return 0;
+        if (fstat(dir_fd, &st) < 0)
+                return -errno;
+        if (st.st_uid == owner)
+                return 0;
+        if (ret_dir) {
+                *ret_dir = len > 0 ? strndup(path, len) : strdup("/");
+                if (!*ret_dir)
+                        return -ENOMEM;
+        }
+        return -EPERM;
+}
+
+int open_path_creating_owned(int root_fd, const char *path, PathKind kind, uid_t owner, CreatedPaths *created,
+                             char **ret_dir, int *ret_fd) {
         _cleanup_close_ int dir_fd = -EBADF;
         const char *p = path_skip_root(path);
         int r;
@@ -115,6 +136,10 @@ int open_path_creating(int root_fd, const char *path, PathKind kind, CreatedPath
                         bool make_dir = !last || kind == PATH_DIRECTORY;
                         bool made = true;
 
+                        /* dir_fd's path: what comes before name, without its slash ("/" at the root) */
+                        r = check_dir_owner(dir_fd, path, p - path > 1 ? (size_t) (p - path - 1) : 0, owner, ret_dir);
+                        if (r < 0)
+                                return r;
                         if (make_dir) {
                                 if (mkdirat(dir_fd, name, 0755) < 0) {
                                         if (errno != EEXIST)
@@ -154,6 +179,10 @@ int open_path_creating(int root_fd, const char *path, PathKind kind, CreatedPath
 
         *ret_fd = TAKE_FD(dir_fd);
         return 0;
+}
+
+int open_path_creating(int root_fd, const char *path, PathKind kind, CreatedPaths *created, int *ret_fd) {
+        return open_path_creating_owned(root_fd, path, kind, (uid_t) -1, created, NULL, ret_fd);
 }
 
 int mkdir_parents(const char *path, mode_t mode) {

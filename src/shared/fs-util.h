@@ -42,6 +42,14 @@ int open_component_nofollow(int dir_fd, const char *name);
  * PATH_EXISTING. What it creates is appended to *created (may be NULL). Returns an O_PATH fd. */
 int open_path_creating(int root_fd, const char *path, PathKind kind, CreatedPaths *created, int *ret_fd);
 
+/* The same walk, creating only inside directories owned by 'owner': before each mkdirat() or
+ * openat(O_CREAT), fstat() on the very fd that call then uses. A check on a walk of its own
+ * would look at whatever the names meant then, and a user who can rename them could swap in
+ * another directory before the creating walk. -EPERM if a directory something is to be created
+ * in is not owner's, and *ret_dir (may be NULL) its path; nothing is created in it. */
+int open_path_creating_owned(int root_fd, const char *path, PathKind kind, uid_t owner, CreatedPaths *created,
+                             char **ret_dir, int *ret_fd);
+
 /* mkdir -p of the parents of 'path' (not 'path' itself), mode for the ones it creates. */
 int mkdir_parents(const char *path, mode_t mode);
 

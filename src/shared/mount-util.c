@@ -138,7 +138,7 @@ static bool id_in(uint64_t id, const uint64_t *ids, size_t n) {
         return false;
 }
 
-size_t mount_table_count_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops) {
+size_t mount_table_mark_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops, bool *ret_below) {
         _cleanup_free_ const MountEntry **by_id = calloc(n + 1, sizeof(MountEntry *));
         size_t count = 0;
 
@@ -148,16 +148,25 @@ size_t mount_table_count_below(const MountEntry *table, size_t n, const uint64_t
                 by_id[i] = &table[i];
         qsort(by_id, n, sizeof(MountEntry *), compare_entry_ids);
         /* Up from each mount to the root (its own parent), looking for a top on the way. */
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                if (ret_below)
+                        ret_below[i] = false;
                 for (const MountEntry *e = &table[i], **p; e; e = p ? *p : NULL) {
                         MountEntry key = { .id = e->parent_id }, *k = &key;
                         if (id_in(e->id, tops, n_tops)) {
                                 count++;
+                                if (ret_below)
+                                        ret_below[i] = true;
                                 break;
                         }
                         p = e->parent_id == e->id ? NULL : bsearch(&k, by_id, n, sizeof(MountEntry *), compare_entry_ids);
                 }
+        }
         return count;
+}
+
+size_t mount_table_count_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops) {
+        return mount_table_mark_below(table, n, tops, n_tops, NULL);
 }
 
 size_t mount_table_count_clone(const MountEntry *table, size_t n, const char *path) {

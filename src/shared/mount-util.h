@@ -64,6 +64,8 @@ bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *p
 /* How many mounts of 'table' are one of 'tops' (mountinfo ids) or below one, each counted
  * once. */
 size_t mount_table_count_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops);
+/* The same, and which: ret_below[i] (n entries) for table[i]. SIZE_MAX if out of memory. */
+size_t mount_table_mark_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops, bool *ret_below);
 /* How many mounts a recursive clone of 'path' copies, at most: the one 'path' is on, and
  * every mount of 'table' below 'path' (covered ones too: an estimate from above). */
 size_t mount_table_count_clone(const MountEntry *table, size_t n, const char *path);
