@@ -7,8 +7,9 @@ import signal
 import dbus
 import pytest
 
-from helpers import (E_FAILED, E_INVALID_ARGS, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION,
-                     E_USER_EXCLUDED, expect_error, wait_until)
+from caller import call_as
+from helpers import (E_ACCESS_DENIED, E_FAILED, E_INVALID_ARGS, E_INVALID_PATH, E_NO_SUCH_NAMESPACE,
+                     E_NO_SUCH_SESSION, E_USER_EXCLUDED, expect_error, wait_until)
 from sandbox import dbus_error_name
 
 
@@ -94,3 +95,22 @@ def test_reload_with_a_broken_file_keeps_the_old_configuration(daemon, manager):
         "the refusal should name the file, line and value"
     manager.CreateNamespace("alice")          # MinUID=1000 still holds: alice (2001) is fine
     expect_error(lambda: manager.CreateNamespace("svc"), E_USER_EXCLUDED)
+
+
+def test_root_only_methods_refuse_everybody_else(daemon, manager):
+    """OpenSession, CloseSession and OpenMountNamespace are the PAM module's and root's: alice
+    may not open or close a session (hers or bob's) nor take a namespace's fd, even with
+    interaction allowed, and the refused calls change no session."""
+    manager.OpenSession("alice", "s1")
+    manager.OpenSession("bob", "s1")
+    for method, signature, args in (("CloseSession", "ss", ("alice", "s1")),
+                                    ("CloseSession", "ss", ("bob", "s1")),
+                                    ("OpenSession", "ss", ("alice", "s2")),
+                                    ("OpenMountNamespace", "s", ("alice",)),
+                                    ("OpenMountNamespace", "s", ("bob",))):
+        r = call_as(daemon, "alice", method, signature, *args, interactive=True)
+        assert r.get("error") == E_ACCESS_DENIED, f"alice: {method}{args}: {r}"
+        assert "only available to root" in r["message"], r
+    for user in ("alice", "bob"):
+        sessions = daemon.properties(manager.GetNamespace(user))["Sessions"]
+        assert list(sessions) == ["s1"], f"a refused call changed {user}'s sessions: {list(sessions)}"
