@@ -35,11 +35,11 @@ def test_nothing_is_bound_over_a_views_root(daemon, manager):
     assert daemon.mount_count("alice") == before
 
 
-def attach_call(manager, command, env=(), cwd="/", status=None):
+def attach_call(manager, command, env=(), cwd="/", status=None, user="alice"):
     r, w = os.pipe()
     try:
         fds = [dbus.types.UnixFd(f) for f in (0, 1, 2, status if status is not None else w)]
-        return manager.Attach("alice", dbus.Array(command, "s"), dbus.Array(list(env), "s"), cwd, *fds)
+        return manager.Attach(user, dbus.Array(command, "s"), dbus.Array(list(env), "s"), cwd, *fds)
     finally:
         os.close(r)
         os.close(w)
@@ -146,3 +146,23 @@ def test_a_view_path_on_another_file_system_does_not_rejoin_the_host(daemon, man
     assert (after.id, after.peer_group) == (before.id, before.peer_group), "the refused call changed alice's /mnt"
     assert find_mount(daemon.mountinfo(), "/mnt").id == host_mnt.id, "the host's /mnt changed"
     daemon.umount("/mnt", view="alice")
+
+
+def test_attach_to_a_user_without_a_namespace(daemon, manager):
+    manager.CreateNamespace("alice")
+    e = expect_error(lambda: attach_call(manager, ["true"], user="bob"), E_NO_SUCH_NAMESPACE)
+    assert "bob" in e.get_dbus_message()
+    expect_error(lambda: manager.GetNamespace("bob"), E_NO_SUCH_NAMESPACE)
+
+
+def test_attach_refuses_a_status_fd_that_is_no_pipe(daemon, manager):
+    """The exit status goes to a pipe or a socket: anything else open for writing (here
+    /dev/null; not a file on the sandbox's /tmp, which the traceback's copy of the fd would
+    keep busy) is refused before anything starts."""
+    manager.CreateNamespace("alice")
+    fd = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        e = expect_error(lambda: attach_call(manager, ["true"], status=fd), E_INVALID_ARGS)
+        assert "pipe or a socket" in e.get_dbus_message(), e.get_dbus_message()
+    finally:
+        os.close(fd)
