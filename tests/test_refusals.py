@@ -10,7 +10,7 @@ import pytest
 from caller import call_as
 from helpers import (E_ACCESS_DENIED, E_FAILED, E_INVALID_ARGS, E_INVALID_PATH, E_NO_SUCH_NAMESPACE,
                      E_NO_SUCH_SESSION, E_USER_EXCLUDED, expect_error, wait_until)
-from sandbox import dbus_error_name, find_mount
+from sandbox import NSM_PRIVATE_SOCKET, dbus_error_name, find_mount, timeout
 
 
 def test_close_unknown_session(daemon, manager):
@@ -166,3 +166,41 @@ def test_attach_refuses_a_status_fd_that_is_no_pipe(daemon, manager):
         assert "pipe or a socket" in e.get_dbus_message(), e.get_dbus_message()
     finally:
         os.close(fd)
+
+
+# What a D-Bus client says first (AUTH EXTERNAL with its uid in hex), and how far it got:
+# "closed" when the daemon hung up, else what the daemon answered.
+PEER_HELLO = r"""
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(float(sys.argv[2]))
+s.connect(sys.argv[1])
+try:
+    s.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\n")
+    data = s.recv(256)
+    print("closed" if not data else data.decode(errors="replace").split()[0])
+except (ConnectionResetError, BrokenPipeError):
+    print("closed")
+"""
+
+
+def test_the_private_socket_refuses_others_whatever_its_mode(daemon):
+    """The daemon checks SO_PEERCRED on each connection to /run/nsmanager/private: with the
+    socket's mode opened up (an administrator's chmod, a bind of it elsewhere), bob's
+    connection is still closed before he can say anything, while root's is answered."""
+    sock, directory = NSM_PRIVATE_SOCKET, os.path.dirname(NSM_PRIVATE_SOCKET)
+    modes = {p: os.stat(p).st_mode & 0o7777 for p in (sock, directory)}
+    try:
+        os.chmod(directory, 0o755)
+        os.chmod(sock, 0o666)
+        argv = ["/usr/bin/python3", "-c", PEER_HELLO, sock, str(timeout(10))]
+        root = daemon.run(argv)
+        assert root.returncode == 0 and root.stdout.strip() == "OK", \
+            f"root's connection was not answered: {root.stdout} {root.stderr}"
+        bob = daemon.run_as("bob", argv)
+        assert bob.returncode == 0 and bob.stdout.strip() == "closed", \
+            f"bob's connection to the private socket was served: {bob.stdout} {bob.stderr}"
+    finally:
+        for p, mode in modes.items():
+            os.chmod(p, mode)
+    assert daemon.daemon_running()
