@@ -236,6 +236,54 @@ def test_create_flag_creates_nothing_outside_the_callers_directories(own):
         assert p.stat().st_uid == TEST_USERS["alice"].uid, f"{p} is not alice's"
 
 
+
+# ---- each rule of a bind, by its sentence ----
+
+def test_each_bind_rule_is_the_one_that_refuses(own):
+    """The refusals above show the outcome; these show that each rule of a user's bind
+    (own-view-rules.c) is reached, alone: in each case all the other rules would let it
+    through, so the message names the one that refused."""
+    sb = own
+    mine = alice_file(sb, "mine", "alice's\n")
+    bob_home = Path(TEST_USERS["bob"].home)
+    (bob_home / "nsm-secret").write_text("bob's\n")
+    os.chown(bob_home / "nsm-secret", TEST_USERS["bob"].uid, TEST_USERS["bob"].gid)
+    hers_under_mnt = Path("/mnt/nsm-alice")
+    hers_under_mnt.mkdir()
+    os.chown(hers_under_mnt, TEST_USERS["alice"].uid, TEST_USERS["alice"].gid)
+    # a mount point of hers that no bind of hers made: a tmpfs root mounted in her view
+    mount_point = sb.scratch["alice"] / "roots-tmpfs"
+    as_user(sb, "alice", "mkdir", str(mount_point))
+    sb.in_view("alice", ["mount", "-t", "tmpfs", "-o", f"size=1m,nosuid,nodev,mode=755,uid={TEST_USERS['alice'].uid}",
+                         "nsm-roots-tmpfs", str(mount_point)], check=True)
+    # a process of hers: /proc/PID is hers, on procfs
+    sleeper = sb.run_popen(sb._setpriv("alice") + ["sleep", "300"])
+    os.chmod(bob_home, 0o700)
+    try:
+        before = sb.mount_count("alice")
+        for source, dest, flags, rule in (
+                ("/etc/passwd", f"{sb.scratch['alice']}/passwd", 2, "is not owned by the caller"),
+                (str(bob_home / "nsm-secret"), f"{sb.scratch['alice']}/peek", 2, "is not reachable for the caller"),
+                (mine, str(bob_home / "nsm-secret"), 0, "is not reachable or not writable"),
+                (mine, "/etc/hostname", 0, "bind only onto their own files"),
+                (mine, "/etc/nsm-new", 2, "only inside a directory of their own"),
+                (mine, f"/proc/{sleeper.pid}/environ", 0, "not one that holds files"),
+                (str(sb.scratch["alice"]), str(mount_point), 0, "not one of the caller's own binds"),
+                (str(sb.scratch["alice"]), str(hers_under_mnt), 0, "is on a shared mount")):
+            refused(call_as(sb, "alice", "BindMount", "ssst", "alice", source, dest, flags),
+                    f"BindMount {source} {dest} {flags}", rule=rule)
+        assert sb.mount_count("alice") == before, "a refused bind left a mount in alice's view"
+        assert not os.path.lexists("/etc/nsm-new") and not os.path.lexists(f"{sb.scratch['alice']}/passwd")
+        assert not is_mount_point(sb, None, str(hers_under_mnt)) and not is_mount_point(sb, "bob", str(hers_under_mnt))
+    finally:
+        os.chmod(bob_home, 0o755)
+        sleeper.kill()
+        sleeper.wait()
+        sb.in_view("alice", ["umount", str(mount_point)])
+        hers_under_mnt.rmdir()
+        (bob_home / "nsm-secret").unlink()
+
+
 # ---- 5. the [View] policy's own mounts ----
 
 SECRET_POLICY = {"user.d/alice.conf": "[View]\nHideOtherHomes=yes\nInaccessiblePaths=-/srv/secret\n"}
