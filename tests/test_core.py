@@ -392,9 +392,10 @@ def test_get_namespace_of_none(daemon):
 def test_refusals_leave_daemon_and_host_intact(daemon):
     start = daemon.mountinfo()
     m = daemon.manager()
-    for name in ("../x", "", "a/b", "root", "svc", "nosuchuser"):
-        with pytest.raises(dbus.exceptions.DBusException):
-            m.CreateNamespace(name)
+    for name, names in (("../x", (E_NO_SUCH_USER, E_INVALID_ARGS)), ("", (E_NO_SUCH_USER, E_INVALID_ARGS)),
+                        ("a/b", (E_NO_SUCH_USER, E_INVALID_ARGS)), ("root", (E_USER_EXCLUDED,)),
+                        ("svc", (E_USER_EXCLUDED,)), ("nosuchuser", (E_NO_SUCH_USER,))):
+        expect_error(lambda: m.CreateNamespace(name), *names)
     assert daemon.daemon_running()
     assert {x.id for x in daemon.mountinfo()} == {x.id for x in start}
     assert create(daemon, "alice") == [ns_path("alice")]

@@ -33,7 +33,10 @@ from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, daemon_
                      ns_path, wait_until)
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, build_dir, find_mount, timeout
 
-TIMEOUT = 2   # OperationTimeoutSec= of these tests, seconds
+# OperationTimeoutSec= of these tests, seconds: scaled as the waits are, or under the slower
+# ASan build (NSM_TIMEOUT_SCALE=3) "answered within timeout(1)" would not tell a caller that
+# was served from one that waited the whole deadline behind a hung mount.
+TIMEOUT = int(timeout(2))
 FAST = {"OperationTimeoutSec": f"{TIMEOUT}s"}
 ALICE_OWN = """
 polkit.addRule(function(action, subject) {

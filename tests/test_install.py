@@ -225,10 +225,11 @@ def test_config_lists_every_key_at_its_default(destdir):
 
 def test_policy_file(destdir):
     path = installed(destdir, f"{expected_dirs()['polkit']}/org.example.NSManager.policy")
-    if shutil.which("xmllint") and os.path.exists("/usr/share/polkit-1/policyconfig-1.dtd"):
-        p = subprocess.run(["xmllint", "--noout", "--dtdvalid", "/usr/share/polkit-1/policyconfig-1.dtd", str(path)],
-                           capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
+    assert shutil.which("xmllint"), "xmllint is missing: tools/deps installs libxml2-utils"
+    dtd = "/usr/share/polkit-1/policyconfig-1.dtd"
+    assert os.path.exists(dtd), f"{dtd} is missing: tools/deps installs polkitd"
+    p = subprocess.run(["xmllint", "--noout", "--dtdvalid", dtd, str(path)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
     root = ET.parse(path).getroot()
     actions = {a.get("id"): a for a in root.findall("action")}
     expected = {

@@ -8,6 +8,8 @@ import os
 import dbus
 import pytest
 
+from helpers import E_INVALID_MODE, E_INVALID_PATH, E_NO_SUCH_USER, expect_error
+
 
 def process_fds(pid) -> set[str]:
     return {f"{fd} -> {os.readlink(f'/proc/{pid}/fd/{fd}')}" for fd in os.listdir(f"/proc/{pid}/fd")}
@@ -45,12 +47,11 @@ def cycle(sb, mgr, user):
     mgr.EnslaveSubtree(user, "/mnt")
     mgr.ShareSubtree(user, "/mnt")
     mgr.SetPropagation(user, "/home", "private", dbus.UInt64(1))
-    for bad in (lambda: mgr.CreateNamespace("nosuchuser"),
-                lambda: mgr.BindMount(user, "/nonexistent", "/x", dbus.UInt64(0)),
-                lambda: mgr.SetPropagation(user, "/mnt", "sideways", dbus.UInt64(0)),
-                lambda: mgr.Unmount(user, "/", dbus.UInt64(0))):
-        with pytest.raises(dbus.exceptions.DBusException):
-            bad()
+    for bad, name in ((lambda: mgr.CreateNamespace("nosuchuser"), E_NO_SUCH_USER),
+                      (lambda: mgr.BindMount(user, "/nonexistent", "/x", dbus.UInt64(0)), E_INVALID_PATH),
+                      (lambda: mgr.SetPropagation(user, "/mnt", "sideways", dbus.UInt64(0)), E_INVALID_MODE),
+                      (lambda: mgr.Unmount(user, "/", dbus.UInt64(0)), E_INVALID_PATH)):
+        expect_error(bad, name)
     mgr.RemoveNamespace(user)
 
 

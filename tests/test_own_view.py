@@ -38,14 +38,22 @@ polkit.addRule(function(action, subject) {
 """
 
 RULE_WORDS = ("owned", "SharedSubtrees", "policy", "not a bind made for", "reachable", "own binds", "not a mount point")
+# Words of single rules' sentences (src/nsmanagerd/own-view-rules.c), for refused(rule=).
+NOT_HERS = "bind only onto their own files"
+NOT_HER_DIR = "only inside a directory of their own"
+NOT_HER_BIND = "is not a bind made for the caller"
+POLICY_MOUNT = "is a mount of the [View] policy"
+INSIDE_HER_BIND = "lies inside one of the caller's binds and is not one itself"
 
 
-def refused(result, what, names=(E_ACCESS_DENIED,)):
-    """A refusal with one of the names and a message naming the rule."""
+def refused(result, what, names=(E_ACCESS_DENIED,), rule=None):
+    """A refusal with one of the names and a message naming the rule (with `rule`: that
+    one, by words of its sentence in src/nsmanagerd/own-view-rules.c)."""
     assert "error" in result, f"{what} was allowed"
     assert result["error"] in names, f"{what}: expected {names}, got {result}"
     assert any(w in result["message"] for w in RULE_WORDS) or result["error"] == E_INVALID_PATH, \
         f"{what}: the message names no rule: {result['message']}"
+    assert rule is None or rule in result["message"], f"{what}: refused, but not by the rule '{rule}': {result}"
     return result["message"]
 
 
@@ -143,10 +151,12 @@ def test_bind_over_root_directories_and_programs_is_refused(own):
     sb = own
     motd = alice_dir(sb, "motd.d", {"00-evil": "#!/bin/sh\ntouch /run/nsm-motd-ran\n"})
     script = alice_file(sb, "bash", "#!/bin/sh\necho pwned\n", 0o755)
-    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", motd, "/etc/update-motd.d", 0), "over /etc/update-motd.d")
-    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", script, "/usr/bin/bash", 0), "over /usr/bin/bash")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", motd, "/etc/update-motd.d", 0), "over /etc/update-motd.d",
+            rule=NOT_HERS)
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", script, "/usr/bin/bash", 0), "over /usr/bin/bash", rule=NOT_HERS)
     # the read-only flag changes nothing about who owns the destination
-    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", script, "/usr/bin/bash", 1), "over /usr/bin/bash, ro")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", script, "/usr/bin/bash", 1), "over /usr/bin/bash, ro",
+            rule=NOT_HERS)
     assert not is_mount_point(sb, "alice", "/etc/update-motd.d")
     assert not is_mount_point(sb, "alice", "/usr/bin/bash")
     p = sb.in_view("alice", ["/usr/bin/bash", "-c", "echo fine"])
@@ -178,7 +188,8 @@ def test_roots_mounts_under_mnt_stay(own):
     evil = alice_file(sb, "backup.sh", "#!/bin/sh\necho pwned\n", 0o755)
     refused(call_as(sb, "alice", "BindMount", "ssst", "alice", evil, "/mnt/data/backup.sh", 0), "over root's backup.sh")
     for flags in (0, 1):
-        refused(call_as(sb, "alice", "Unmount", "sst", "alice", "/mnt/data", flags), f"Unmount /mnt/data {flags}")
+        refused(call_as(sb, "alice", "Unmount", "sst", "alice", "/mnt/data", flags), f"Unmount /mnt/data {flags}",
+                rule=NOT_HER_BIND)
     assert Path("/mnt/data/backup.sh").read_text() == "#!/bin/sh\necho root's backup\n"
     assert is_mount_point(sb, None, "/mnt/data") and is_mount_point(sb, "bob", "/mnt/data")
     assert is_mount_point(sb, "alice", "/mnt/data")
@@ -211,9 +222,11 @@ def test_create_flag_creates_nothing_outside_the_callers_directories(own):
     f = alice_file(sb, "empty", "")
     d = alice_dir(sb, "somedir")
     os.makedirs("/run/lock", exist_ok=True)
-    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", f, "/run/nologin", 2), "create /run/nologin")
-    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", d, "/run/lock/a/b/c", 2), "create /run/lock/a/b/c")
-    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", d, "/home/bob/newdir", 2), "create in bob's home")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", f, "/run/nologin", 2), "create /run/nologin", rule=NOT_HER_DIR)
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", d, "/run/lock/a/b/c", 2), "create /run/lock/a/b/c",
+            rule=NOT_HER_DIR)
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", d, "/home/bob/newdir", 2), "create in bob's home",
+            rule=NOT_HER_DIR)
     assert not os.path.lexists("/run/nologin")
     assert not os.path.lexists("/run/lock/a")
     assert not os.path.lexists("/home/bob/newdir")
@@ -221,6 +234,54 @@ def test_create_flag_creates_nothing_outside_the_callers_directories(own):
     assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", d, f"{sb.scratch['alice']}/new/deep", 2), "create in hers")
     for p in (sb.scratch["alice"] / "new", sb.scratch["alice"] / "new/deep"):
         assert p.stat().st_uid == TEST_USERS["alice"].uid, f"{p} is not alice's"
+
+
+
+# ---- each rule of a bind, by its sentence ----
+
+def test_each_bind_rule_is_the_one_that_refuses(own):
+    """The refusals above show the outcome; these show that each rule of a user's bind
+    (own-view-rules.c) is reached, alone: in each case all the other rules would let it
+    through, so the message names the one that refused."""
+    sb = own
+    mine = alice_file(sb, "mine", "alice's\n")
+    bob_home = Path(TEST_USERS["bob"].home)
+    (bob_home / "nsm-secret").write_text("bob's\n")
+    os.chown(bob_home / "nsm-secret", TEST_USERS["bob"].uid, TEST_USERS["bob"].gid)
+    hers_under_mnt = Path("/mnt/nsm-alice")
+    hers_under_mnt.mkdir()
+    os.chown(hers_under_mnt, TEST_USERS["alice"].uid, TEST_USERS["alice"].gid)
+    # a mount point of hers that no bind of hers made: a tmpfs root mounted in her view
+    mount_point = sb.scratch["alice"] / "roots-tmpfs"
+    as_user(sb, "alice", "mkdir", str(mount_point))
+    sb.in_view("alice", ["mount", "-t", "tmpfs", "-o", f"size=1m,nosuid,nodev,mode=755,uid={TEST_USERS['alice'].uid}",
+                         "nsm-roots-tmpfs", str(mount_point)], check=True)
+    # a process of hers: /proc/PID is hers, on procfs
+    sleeper = sb.run_popen(sb._setpriv("alice") + ["sleep", "300"])
+    os.chmod(bob_home, 0o700)
+    try:
+        before = sb.mount_count("alice")
+        for source, dest, flags, rule in (
+                ("/etc/passwd", f"{sb.scratch['alice']}/passwd", 2, "is not owned by the caller"),
+                (str(bob_home / "nsm-secret"), f"{sb.scratch['alice']}/peek", 2, "is not reachable for the caller"),
+                (mine, str(bob_home / "nsm-secret"), 0, "is not reachable or not writable"),
+                (mine, "/etc/hostname", 0, "bind only onto their own files"),
+                (mine, "/etc/nsm-new", 2, "only inside a directory of their own"),
+                (mine, f"/proc/{sleeper.pid}/environ", 0, "not one that holds files"),
+                (str(sb.scratch["alice"]), str(mount_point), 0, "not one of the caller's own binds"),
+                (str(sb.scratch["alice"]), str(hers_under_mnt), 0, "is on a shared mount")):
+            refused(call_as(sb, "alice", "BindMount", "ssst", "alice", source, dest, flags),
+                    f"BindMount {source} {dest} {flags}", rule=rule)
+        assert sb.mount_count("alice") == before, "a refused bind left a mount in alice's view"
+        assert not os.path.lexists("/etc/nsm-new") and not os.path.lexists(f"{sb.scratch['alice']}/passwd")
+        assert not is_mount_point(sb, None, str(hers_under_mnt)) and not is_mount_point(sb, "bob", str(hers_under_mnt))
+    finally:
+        os.chmod(bob_home, 0o755)
+        sleeper.kill()
+        sleeper.wait()
+        sb.in_view("alice", ["umount", str(mount_point)])
+        hers_under_mnt.rmdir()
+        (bob_home / "nsm-secret").unlink()
 
 
 # ---- 5. the [View] policy's own mounts ----
@@ -242,10 +303,13 @@ def test_policy_mounts_cannot_be_unmounted_or_repropagated(srv, own):
     sb = own
     for path in ("/home", "/srv/secret"):
         for flags in (0, 1):
-            refused(call_as(sb, "alice", "Unmount", "sst", "alice", path, flags), f"Unmount {path} {flags}")
-        refused(call_as(sb, "alice", "SetPropagation", "ssst", "alice", path, "shared", 0), f"SetPropagation {path}")
-        refused(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", path), f"EnslaveSubtree {path}")
-    refused(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/", "private", 1), "recursive over the policy")
+            refused(call_as(sb, "alice", "Unmount", "sst", "alice", path, flags), f"Unmount {path} {flags}",
+                    rule=NOT_HER_BIND)
+        refused(call_as(sb, "alice", "SetPropagation", "ssst", "alice", path, "shared", 0), f"SetPropagation {path}",
+                rule=POLICY_MOUNT)
+        refused(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", path), f"EnslaveSubtree {path}", rule=POLICY_MOUNT)
+    refused(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/", "private", 1), "recursive over the policy",
+            rule="holds mounts of the [View] policy")
     # As it matters: the policy is still there.
     assert not sb.in_view("alice", ["test", "-e", "/home/bob"]).returncode == 0
     p = sb.in_view("alice", ["cat", "/srv/secret/file"], as_user="alice")
@@ -285,11 +349,13 @@ def test_mounts_copied_inside_her_bind_are_not_hers(srv, own):
     for path in copies:
         assert is_mount_point(sb, "alice", path), f"the recursive bind did not copy {path}"
         for flags in (0, 1):
-            refused(call_as(sb, "alice", "Unmount", "sst", "alice", path, flags), f"Unmount {path} {flags}")
+            refused(call_as(sb, "alice", "Unmount", "sst", "alice", path, flags), f"Unmount {path} {flags}",
+                    rule=NOT_HER_BIND)
         for mode, recursive in (("private", 0), ("shared", 0), ("unbindable", 1)):
             refused(call_as(sb, "alice", "SetPropagation", "ssst", "alice", path, mode, recursive),
-                    f"SetPropagation {path} {mode} {recursive}")
-        refused(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", path), f"EnslaveSubtree {path}")
+                    f"SetPropagation {path} {mode} {recursive}", rule=INSIDE_HER_BIND)
+        refused(call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", path), f"EnslaveSubtree {path}",
+                rule=INSIDE_HER_BIND)
     # As it matters: the copies are there as they were.
     after = sb.mountinfo("alice")
     for path in copies:

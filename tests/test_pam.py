@@ -623,6 +623,7 @@ def run_with_syslog(argv: list, workdir: Path) -> tuple[subprocess.CompletedProc
     lines: list[str] = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
         s.bind(str(path))
+        os.chmod(path, 0o666)       # a PAM stack run by a user logs too
         s.settimeout(0.05)
         done = threading.Event()
 
@@ -734,8 +735,11 @@ def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
 
 def test_logins_take_the_private_socket(daemon, pam):
     """Root's logins talk to nsmanagerd on its private socket, without dbus-daemon: with the
-    bus stopped, a login still lands in the view at once, and logs out."""
-    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", f"timeout={TIMEOUT}"))
+    bus stopped, a login still lands in the view at once, and logs out. (The module's
+    timeout is longer than "at once", scaled as it is: a login that took the bus is then told
+    apart from a slow one on a loaded machine or the ASan build.)"""
+    wait = int(timeout(10))
+    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", f"timeout={wait}"))
     mode = os.stat(sb_module.NSM_PRIVATE_SOCKET).st_mode
     assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600, oct(mode)
     daemon.manager().CreateNamespace("alice")
@@ -745,7 +749,7 @@ def test_logins_take_the_private_socket(daemon, pam):
         p = runuser("alice", "readlink /proc/self/ns/mnt")
         elapsed = time.monotonic() - start
     assert p.returncode == 0 and parse_ns(p.stdout) == view, p.stdout + p.stderr
-    assert elapsed < TIMEOUT, f"the login took {elapsed:.2f}s"
+    assert elapsed < timeout(TIMEOUT), f"the login took {elapsed:.2f}s (the module waits {wait}s for the bus)"
     wait_until(lambda: list(daemon.properties(ns_path("alice"))["Sessions"]) == [], "the session to close")
     # Nobody but root gets in.
     p = daemon.run_as("bob", ["/usr/bin/python3", "-c", f"import socket; s = socket.socket(socket.AF_UNIX); "
@@ -846,3 +850,46 @@ def test_names_the_daemon_cannot_serve_are_ignored(daemon, pam, name):
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stdout + p.stderr
     assert daemon.manager().ListNamespaces() == []
+
+
+# ---------------------------------------------------------------------------
+# The module's refusals: the login fails with `required`, and syslog says why
+
+def required_only(pam, args: str = "") -> str:
+    """A service of pam_nsmanager alone, required: its result is the stack's."""
+    return f"session required {pam.module_args} {args}".rstrip() + "\n"
+
+
+def test_the_daemons_refusal_fails_a_required_login(daemon, pam):
+    """A PAM stack run by a program that is not root (here pamtester as alice) gets the
+    daemon's AccessDenied for OpenSession: `required` fails the session, the module logs the
+    daemon's message, and no namespace or session is made."""
+    pam.install("nsm-pam-refused", text=required_only(pam))
+    p, log = run_with_syslog(daemon._setpriv("alice") + ["env", f"DBUS_SYSTEM_BUS_ADDRESS={sb_module.SYSTEM_BUS_ADDRESS}",
+                                                          "pamtester", "nsm-pam-refused", "alice", "open_session"],
+                             sb_module.BASE / "syslog")
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert any("Failed to open session" in line and "only available to root" in line for line in log), log
+    assert list(daemon.manager().ListNamespaces()) == []
+
+
+def test_an_unknown_user_fails_a_required_login(daemon, pam):
+    """A valid name NSS does not know: PAM_USER_UNKNOWN, logged, and nothing asked of the daemon."""
+    pam.install("nsm-pam-refused", text=required_only(pam))
+    p, log = run_with_syslog(["pamtester", "nsm-pam-refused", "nsm-nosuchuser", "open_session"],
+                             sb_module.BASE / "syslog")
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert any("User 'nsm-nosuchuser' does not exist." in line for line in log), log
+    assert list(daemon.manager().ListNamespaces()) == []
+
+
+def test_attach_outside_an_attach_unit_fails(daemon, pam):
+    """`attach` is for the units nsmanagerd starts for Attach(), which name the namespace in
+    NSMANAGER_ATTACH_NAMESPACE: without it the session fails, it does not fall back to the
+    PAM user's own namespace (or the host)."""
+    pam.install("nsm-pam-refused", text=required_only(pam, "attach"))
+    daemon.manager().CreateNamespace("alice")
+    p, log = run_with_syslog(["pamtester", "nsm-pam-refused", "alice", "open_session"], sb_module.BASE / "syslog")
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert any("NSMANAGER_ATTACH_NAMESPACE is not set" in line for line in log), log
+    assert list(daemon.properties(ns_path("alice"))["Sessions"]) == []
