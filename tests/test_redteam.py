@@ -19,7 +19,7 @@ from caller import call_as
 from helpers import E_ACCESS_DENIED, E_LIMIT_EXCEEDED
 from sandbox import TEST_USERS, find_mount
 from test_hung_fs import FuseServer, others_are_served, servers  # noqa: F401 (fixture)
-from test_own_view import (SECRET_POLICY, alice_file, as_user, is_mount_point, own,  # noqa: F401 (fixtures)
+from test_own_view import (SECRET_POLICY, alice_dir, alice_file, as_user, is_mount_point, own,  # noqa: F401 (fixtures)
                            refused, srv)
 
 ALICE = TEST_USERS["alice"]
@@ -528,3 +528,41 @@ def test_a_user_cannot_write_lines_into_the_daemons_log(own):
     assert any("nonexistent" in line for line in lines), "the Attach was not logged"
     assert not any(line.startswith(("<0>nsmanagerd: forged", "nsmanagerd: forged")) for line in lines), \
         "alice wrote a line of her own into the daemon's log"
+
+
+# ---- BindMount onto what she may not write ----
+
+READ_ONLY_POLICY = {"user.d/alice.conf": "[View]\nBindReadOnlyPaths=/srv/alice-ro\n"}
+
+
+@pytest.fixture
+def alice_ro(srv):
+    """/srv/alice-ro, alice's with a file and a directory of hers in it, made read-only in her
+    view by the [View] policy (created before her view is built)."""
+    ro = srv / "alice-ro"
+    (ro / "conf").mkdir(parents=True)
+    (ro / "settings").write_text("the administrator's choice\n")
+    for p in (ro, ro / "conf", ro / "settings"):
+        os.chown(p, ALICE.uid, ALICE.gid)
+    yield ro
+
+
+@pytest.mark.daemon_config(files=READ_ONLY_POLICY)
+def test_a_bind_does_not_undo_a_read_only_policy(alice_ro, own):
+    """fusermount3, the reference, mounts only where the user may write (access(W_OK) on a
+    directory, open(O_WRONLY) on a file): never inside a read-only mount. BindMount checked
+    only the owner: alice's writable file and directory bound over hers inside the [View]
+    policy's BindReadOnlyPaths= made what the administrator made read-only writable again."""
+    sb = own
+    settings, conf = alice_ro / "settings", alice_ro / "conf"
+    check = sb.in_view("alice", ["sh", "-c", f"echo x > {settings}"], as_user="alice")
+    assert check.returncode != 0, "the policy's bind is not read-only in her view"
+    mine = alice_file(sb, "settings", "alice's choice\n")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", mine, str(settings), 0), "bind over a read-only file")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", alice_dir(sb, "conf"), str(conf), 0),
+            "bind over a read-only directory")
+    # As it matters: the read-only paths show what they showed, and stay read-only.
+    p = sb.in_view("alice", ["sh", "-c", f"echo changed > {settings}; touch {conf}/new; cat {settings}"],
+                   as_user="alice")
+    assert p.stdout == "the administrator's choice\n", p.stdout
+    assert not is_mount_point(sb, "alice", str(settings)) and not is_mount_point(sb, "alice", str(conf))
