@@ -566,3 +566,20 @@ def test_a_bind_does_not_undo_a_read_only_policy(alice_ro, own):
                    as_user="alice")
     assert p.stdout == "the administrator's choice\n", p.stdout
     assert not is_mount_point(sb, "alice", str(settings)) and not is_mount_point(sb, "alice", str(conf))
+
+
+def test_a_bind_does_not_cover_a_bind_root_made_in_her_view(own):
+    """A destination that is a mount point is hers to bind onto only if it is one of her own
+    binds (which is then replaced). Root's bind of a directory of hers onto another, in her
+    view (`nsctl bind alice …`), has her files on both sides: only that rule keeps her bind
+    from covering root's."""
+    sb = own
+    approved = alice_dir(sb, "approved", {"tool": "root's choice\n"})
+    app = f"{sb.scratch['alice']}/app"
+    sb.manager().BindMount("alice", approved, app, 2)
+    mine = alice_dir(sb, "mine", {"tool": "alice's choice\n"})
+    before = sb.mount_count("alice")
+    message = refused(call_as(sb, "alice", "BindMount", "ssst", "alice", mine, app, 0), "bind over root's bind")
+    assert "own binds" in message, message
+    assert sb.mount_count("alice") == before
+    assert sb.in_view("alice", ["cat", f"{app}/tool"], as_user="alice").stdout == "root's choice\n"
