@@ -583,3 +583,38 @@ def test_a_bind_does_not_cover_a_bind_root_made_in_her_view(own):
     assert "own binds" in message, message
     assert sb.mount_count("alice") == before
     assert sb.in_view("alice", ["cat", f"{app}/tool"], as_user="alice").stdout == "root's choice\n"
+
+
+# ---- /mnt: a bind of hers where the host has root's mount, then shared again ----
+
+def test_unmounting_her_bind_under_a_rejoined_mnt_leaves_roots_mount(own):
+    """alice makes her /mnt private; root then mounts a disk on a directory of hers there
+    (/mnt/rt-alice) on the host, which her view no longer receives. She binds a directory of
+    hers onto /mnt/rt-alice in her view (not shared: allowed), shares /mnt again (at
+    SharedSubtrees=: allowed, it joins the host's group), and unmounts her bind: an unmount
+    under a shared parent propagates to whatever each peer has mounted at that path."""
+    sb = own
+    mine = Path("/mnt/rt-alice")
+    mine.mkdir()
+    try:
+        os.chown(mine, ALICE.uid, ALICE.gid)
+        src = alice_dir(sb, "src")
+        outcomes = [call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0)]
+        sb.mount_tmpfs(str(mine), files={"backup.sh": "root's\n"})
+        outcomes += [call_as(sb, "alice", "BindMount", "ssst", "alice", src, str(mine), 0),
+                     call_as(sb, "alice", "ShareSubtree", "ss", "alice", "/mnt")]
+        for flags in (0, 1):
+            outcomes.append(call_as(sb, "alice", "Unmount", "sst", "alice", str(mine), flags))
+            assert is_mount_point(sb, None, str(mine)), f"root's mount went from the host: {outcomes}"
+            assert is_mount_point(sb, "bob", str(mine)), f"root's mount went from bob's view: {outcomes}"
+            assert outcomes[-1].get("error") == E_ACCESS_DENIED and "shared mount" in outcomes[-1]["message"], outcomes
+        assert Path(mine / "backup.sh").read_text() == "root's\n"
+        # Her bind is still hers to unmount, where that stays in her view: /mnt private first.
+        assert "ok" in call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0)
+        assert "ok" in call_as(sb, "alice", "Unmount", "sst", "alice", str(mine), 0)
+        assert not is_mount_point(sb, "alice", str(mine))
+        assert is_mount_point(sb, None, str(mine)) and is_mount_point(sb, "bob", str(mine))
+    finally:
+        while subprocess.run(["umount", str(mine)], capture_output=True).returncode == 0:
+            pass
+        mine.rmdir()
