@@ -19,7 +19,7 @@ from caller import call_as
 from helpers import E_ACCESS_DENIED, E_LIMIT_EXCEEDED
 from sandbox import TEST_USERS, find_mount
 from test_hung_fs import FuseServer, others_are_served, servers  # noqa: F401 (fixture)
-from test_own_view import (SECRET_POLICY, alice_file, as_user, is_mount_point, own,  # noqa: F401 (fixtures)
+from test_own_view import (SECRET_POLICY, alice_dir, alice_file, as_user, is_mount_point, own,  # noqa: F401 (fixtures)
                            refused, srv)
 
 ALICE = TEST_USERS["alice"]
@@ -528,3 +528,93 @@ def test_a_user_cannot_write_lines_into_the_daemons_log(own):
     assert any("nonexistent" in line for line in lines), "the Attach was not logged"
     assert not any(line.startswith(("<0>nsmanagerd: forged", "nsmanagerd: forged")) for line in lines), \
         "alice wrote a line of her own into the daemon's log"
+
+
+# ---- BindMount onto what she may not write ----
+
+READ_ONLY_POLICY = {"user.d/alice.conf": "[View]\nBindReadOnlyPaths=/srv/alice-ro\n"}
+
+
+@pytest.fixture
+def alice_ro(srv):
+    """/srv/alice-ro, alice's with a file and a directory of hers in it, made read-only in her
+    view by the [View] policy (created before her view is built)."""
+    ro = srv / "alice-ro"
+    (ro / "conf").mkdir(parents=True)
+    (ro / "settings").write_text("the administrator's choice\n")
+    for p in (ro, ro / "conf", ro / "settings"):
+        os.chown(p, ALICE.uid, ALICE.gid)
+    yield ro
+
+
+@pytest.mark.daemon_config(files=READ_ONLY_POLICY)
+def test_a_bind_does_not_undo_a_read_only_policy(alice_ro, own):
+    """fusermount3, the reference, mounts only where the user may write (access(W_OK) on a
+    directory, open(O_WRONLY) on a file): never inside a read-only mount. BindMount checked
+    only the owner: alice's writable file and directory bound over hers inside the [View]
+    policy's BindReadOnlyPaths= made what the administrator made read-only writable again."""
+    sb = own
+    settings, conf = alice_ro / "settings", alice_ro / "conf"
+    check = sb.in_view("alice", ["sh", "-c", f"echo x > {settings}"], as_user="alice")
+    assert check.returncode != 0, "the policy's bind is not read-only in her view"
+    mine = alice_file(sb, "settings", "alice's choice\n")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", mine, str(settings), 0), "bind over a read-only file")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", alice_dir(sb, "conf"), str(conf), 0),
+            "bind over a read-only directory")
+    # As it matters: the read-only paths show what they showed, and stay read-only.
+    p = sb.in_view("alice", ["sh", "-c", f"echo changed > {settings}; touch {conf}/new; cat {settings}"],
+                   as_user="alice")
+    assert p.stdout == "the administrator's choice\n", p.stdout
+    assert not is_mount_point(sb, "alice", str(settings)) and not is_mount_point(sb, "alice", str(conf))
+
+
+def test_a_bind_does_not_cover_a_bind_root_made_in_her_view(own):
+    """A destination that is a mount point is hers to bind onto only if it is one of her own
+    binds (which is then replaced). Root's bind of a directory of hers onto another, in her
+    view (`nsctl bind alice …`), has her files on both sides: only that rule keeps her bind
+    from covering root's."""
+    sb = own
+    approved = alice_dir(sb, "approved", {"tool": "root's choice\n"})
+    app = f"{sb.scratch['alice']}/app"
+    sb.manager().BindMount("alice", approved, app, 2)
+    mine = alice_dir(sb, "mine", {"tool": "alice's choice\n"})
+    before = sb.mount_count("alice")
+    message = refused(call_as(sb, "alice", "BindMount", "ssst", "alice", mine, app, 0), "bind over root's bind")
+    assert "own binds" in message, message
+    assert sb.mount_count("alice") == before
+    assert sb.in_view("alice", ["cat", f"{app}/tool"], as_user="alice").stdout == "root's choice\n"
+
+
+# ---- /mnt: a bind of hers where the host has root's mount, then shared again ----
+
+def test_unmounting_her_bind_under_a_rejoined_mnt_leaves_roots_mount(own):
+    """alice makes her /mnt private; root then mounts a disk on a directory of hers there
+    (/mnt/rt-alice) on the host, which her view no longer receives. She binds a directory of
+    hers onto /mnt/rt-alice in her view (not shared: allowed), shares /mnt again (at
+    SharedSubtrees=: allowed, it joins the host's group), and unmounts her bind: an unmount
+    under a shared parent propagates to whatever each peer has mounted at that path."""
+    sb = own
+    mine = Path("/mnt/rt-alice")
+    mine.mkdir()
+    try:
+        os.chown(mine, ALICE.uid, ALICE.gid)
+        src = alice_dir(sb, "src")
+        outcomes = [call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0)]
+        sb.mount_tmpfs(str(mine), files={"backup.sh": "root's\n"})
+        outcomes += [call_as(sb, "alice", "BindMount", "ssst", "alice", src, str(mine), 0),
+                     call_as(sb, "alice", "ShareSubtree", "ss", "alice", "/mnt")]
+        for flags in (0, 1):
+            outcomes.append(call_as(sb, "alice", "Unmount", "sst", "alice", str(mine), flags))
+            assert is_mount_point(sb, None, str(mine)), f"root's mount went from the host: {outcomes}"
+            assert is_mount_point(sb, "bob", str(mine)), f"root's mount went from bob's view: {outcomes}"
+            assert outcomes[-1].get("error") == E_ACCESS_DENIED and "shared mount" in outcomes[-1]["message"], outcomes
+        assert Path(mine / "backup.sh").read_text() == "root's\n"
+        # Her bind is still hers to unmount, where that stays in her view: /mnt private first.
+        assert "ok" in call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0)
+        assert "ok" in call_as(sb, "alice", "Unmount", "sst", "alice", str(mine), 0)
+        assert not is_mount_point(sb, "alice", str(mine))
+        assert is_mount_point(sb, None, str(mine)) and is_mount_point(sb, "bob", str(mine))
+    finally:
+        while subprocess.run(["umount", str(mine)], capture_output=True).returncode == 0:
+            pass
+        mine.rmdir()

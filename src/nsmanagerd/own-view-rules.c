@@ -150,12 +150,16 @@ int own_view_open_destination(const Credentials *c, const char *path, bool creat
         uint64_t peer, master, parent_peer;
         struct stat st;
         MountId id;
-        int r, k;
+        int r, k, writable;
 
         r = own_view_become(c);
         if (r < 0)
                 return refuse(ret_reason, r, "Failed to take the caller's credentials: %s.", strerror(-r));
         r = walk_destination(c, path, create, kind, created, &fd, ret_reason);
+        /* Where she may write, as fusermount3 requires (access(W_OK)): not inside a read-only
+         * mount, such as the [View] policy's BindReadOnlyPaths=, which a bind over a file of
+         * hers in it would make writable again. As the caller (AT_EACCESS: the fsuid). */
+        writable = r < 0 || faccessat(fd, "", W_OK, AT_EACCESS | AT_EMPTY_PATH) >= 0 ? 0 : -errno;
         k = own_view_unbecome();
         if (k < 0)
                 return refuse(ret_reason, k, "Failed to give up the caller's credentials: %s.", strerror(-k));
@@ -184,6 +188,11 @@ int own_view_open_destination(const Credentials *c, const char *path, bool creat
                                       "caller's own binds.", path);
                 *ret_replace = true;
         }
+        /* A bind of hers is replaced on its parent, which was checked when she made it. */
+        if (!*ret_replace && writable < 0)
+                return refuse(ret_reason, -EACCES, "Destination '%s' is not writable for the caller (%s): a user may "
+                              "bind only where they may write, never inside a read-only mount such as the [View] "
+                              "policy's BindReadOnlyPaths=.", path, strerror(-writable));
         /* The mount the bind goes onto (for a replacement: beneath the earlier bind, onto its
          * parent) must not be shared: a mount attached there appears at every peer, on the host
          * and in every view, and those copies outlive the view — no record, no limit, and each
