@@ -208,11 +208,27 @@ int own_view_open_destination(const Credentials *c, const char *path, bool creat
         return 0;
 }
 
-int own_view_check_unmount(const char *path, MountId id, const MountId *own, size_t n_own, char **ret_reason) {
-        if (mount_id_in(id, own, n_own))
-                return 0;
-        return refuse(ret_reason, -EACCES, "'%s' is not a bind made for the caller: a user may unmount only what "
-                      "BindMount mounted for them, not the [View] policy's mounts, the host's, or another user's.", path);
+int own_view_check_unmount(const char *path, int fd, MountId id, const MountId *own, size_t n_own, char **ret_reason) {
+        uint64_t peer, master, parent_peer;
+        int r;
+
+        if (!mount_id_in(id, own, n_own))
+                return refuse(ret_reason, -EACCES, "'%s' is not a bind made for the caller: a user may unmount only what "
+                              "BindMount mounted for them, not the [View] policy's mounts, the host's, or another user's.",
+                              path);
+        /* An unmount under a shared parent propagates to whatever each peer has mounted at that
+         * path. Her bind was made on a mount that was not shared (see the destination's rules),
+         * but that mount may have joined the host's group since (ShareSubtree at a
+         * SharedSubtrees= path): then root's mount at the same path on the host, and in every
+         * view, would go too. */
+        r = mount_get_groups(fd, &peer, &master, &parent_peer);
+        if (r < 0)
+                return refuse(ret_reason, r, "Cannot find '%s' in the view's mount table: %s.", path, strerror(-r));
+        if (parent_peer != 0)
+                return refuse(ret_reason, -EACCES, "'%s' is on a shared mount now (it joined a peer group since the bind "
+                              "was made): unmounting it there would unmount what the host and every other view have at "
+                              "that path. Make the mount it is on private first.", path);
+        return 0;
 }
 
 int own_view_check_not_mount_point(const char *path, char **ret_reason) {

@@ -20,14 +20,16 @@
  *   BindMount   the source is opened inside the caller's own view, with the caller's own
  *               credentials (uid, gid, groups from NSS), no symlink followed, and must be
  *               owned by the caller; the destination must be a directory or file owned by
- *               the caller and not a mount point other than one of the caller's own binds
- *               (which is then replaced), on a file system that holds files (not /proc),
- *               and not on a shared mount (the bind would reach the host and every view,
- *               and outlive the caller's); with the create flag only the missing last
- *               components are created, as the caller, inside a directory the caller owns.
+ *               the caller, writable for the caller (never inside a read-only mount), and
+ *               not a mount point other than one of the caller's own binds (which is then
+ *               replaced), on a file system that holds files (not /proc), and not on a
+ *               shared mount (the bind would reach the host and every view, and outlive
+ *               the caller's); with the create flag only the missing last components are
+ *               created, as the caller, inside a directory the caller owns.
  *               Every such mount is nosuid,nodev.
  *   Unmount     only binds made for the caller (recorded by their 64-bit unique mount id,
- *               the top mount of each).
+ *               the top mount of each), and not while the mount a bind is on is shared (it
+ *               may have joined a peer group since: the unmount would reach every peer).
  *   ShareSubtree(user, P)   only P at or below a SharedSubtrees= entry.
  *   SetPropagation, EnslaveSubtree   only on an existing mount point (binding a directory
  *               onto itself first would add a mount, and under a shared subtree one that
@@ -77,8 +79,9 @@ int own_view_open_source(const Credentials *c, const char *path, int *ret_fd, ch
 int own_view_open_destination(const Credentials *c, const char *path, bool create, PathKind kind, const MountId *own,
                               size_t n_own, CreatedPaths *created, int *ret_fd, bool *ret_replace, char **ret_reason);
 
-/* Unmount: the mount must be one of the caller's binds. */
-int own_view_check_unmount(const char *path, MountId id, const MountId *own, size_t n_own, char **ret_reason);
+/* Unmount of the mount fd: it must be one of the caller's binds, and the mount it is on must
+ * not be shared (the unmount would propagate to every peer). */
+int own_view_check_unmount(const char *path, int fd, MountId id, const MountId *own, size_t n_own, char **ret_reason);
 
 /* SetPropagation/EnslaveSubtree on a path that is no mount point: a user's request does not
  * bind it onto itself (-EACCES with the rule's sentence). */

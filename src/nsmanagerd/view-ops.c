@@ -549,24 +549,9 @@ static int bind_mount(int sock, const ViewOp *op) {
  * mounts below it is still refused as busy; one merely in use goes once nothing uses it. */
 static int unmount_own(int sock, const ViewOp *op, int fd, ViewOpResult *result) {
         _cleanup_free_ MountId *below = NULL;
-        uint64_t peer, master, parent_peer;
         size_t n_below = 0;
         int r;
 
-        /* An unmount under a shared parent propagates to whatever each peer has mounted at that
-         * path. Her bind was made on a mount that was not shared (own-view-rules.h), but that
-         * mount may have joined the host's group since (ShareSubtree at a SharedSubtrees= path):
-         * then root's mount at the same path on the host, and in every view, would go too. */
-        if (op->caller) {
-                r = mount_get_groups(fd, &peer, &master, &parent_peer);
-                if (r < 0)
-                        return reply_error(sock, r, "Cannot find '%s' in the view's mount table: %s.", op->path, strerror(-r));
-                if (parent_peer != 0)
-                        return reply_error(sock, -EACCES, "'%s' is on a shared mount now (it joined a peer group since "
-                                           "the bind was made): unmounting it there would unmount what the host and "
-                                           "every other view have at that path. Make the mount it is on private first.",
-                                           op->path);
-        }
         if (!op->recursive) {
                 r = mount_subtree_ids(result->replaced, &below, &n_below);
                 if (r < 0)
@@ -604,7 +589,7 @@ static int unmount_mount(int sock, const ViewOp *op) {
         if (result.replaced.old == root_id)
                 return reply_error(sock, -EINVAL, "'%s' is the namespace's root and is never unmounted.", op->path);
         if (op->caller) {
-                r = own_view_check_unmount(op->path, result.replaced, op->own_mounts, op->n_own_mounts, &reason);
+                r = own_view_check_unmount(op->path, fd, result.replaced, op->own_mounts, op->n_own_mounts, &reason);
                 if (r < 0)
                         return reply_refusal(sock, r, reason, "Path", op->path);
                 return unmount_own(sock, op, fd, &result);
