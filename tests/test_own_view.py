@@ -37,7 +37,7 @@ polkit.addRule(function(action, subject) {
 });
 """
 
-RULE_WORDS = ("owned", "SharedSubtrees", "policy", "not a bind made for", "reachable", "own binds", "not a mount point")
+RULE_WORDS = ("owned", "regular file", "SharedSubtrees", "policy", "not a bind made for", "reachable", "own binds", "not a mount point")
 # Words of single rules' sentences (src/nsmanagerd/own-view-rules.c), for refused(rule=).
 NOT_HERS = "bind only onto their own files"
 NOT_HER_DIR = "only inside a directory of their own"
@@ -256,6 +256,9 @@ def test_each_bind_rule_is_the_one_that_refuses(own):
     as_user(sb, "alice", "mkdir", str(mount_point))
     sb.in_view("alice", ["mount", "-t", "tmpfs", "-o", f"size=1m,nosuid,nodev,mode=755,uid={TEST_USERS['alice'].uid}",
                          "nsm-roots-tmpfs", str(mount_point)], check=True)
+    # a FIFO of hers: hers, writable, on her home's file system, but no file
+    fifo = sb.scratch["alice"] / "fifo"
+    as_user(sb, "alice", "mkfifo", str(fifo))
     # a process of hers: /proc/PID is hers, on procfs
     sleeper = sb.run_popen(sb._setpriv("alice") + ["sleep", "300"])
     os.chmod(bob_home, 0o700)
@@ -266,6 +269,7 @@ def test_each_bind_rule_is_the_one_that_refuses(own):
                 (str(bob_home / "nsm-secret"), f"{sb.scratch['alice']}/peek", 2, "is not reachable for the caller"),
                 (mine, str(bob_home / "nsm-secret"), 0, "is not reachable or not writable"),
                 (mine, "/etc/hostname", 0, "bind only onto their own files"),
+                (mine, str(fifo), 0, "is not a regular file or a directory"),
                 (mine, "/etc/nsm-new", 2, "only inside a directory of their own"),
                 (mine, f"/proc/{sleeper.pid}/environ", 0, "not one that holds files"),
                 (str(sb.scratch["alice"]), str(mount_point), 0, "not one of the caller's own binds"),

@@ -172,6 +172,12 @@ int own_view_open_destination(const Credentials *c, const char *path, bool creat
         if (st.st_uid != c->uid)
                 return refuse(ret_reason, -EACCES, "Destination '%s' is not owned by the caller (UID %u): a user may "
                               "bind only onto their own files and directories.", path, (unsigned) c->uid);
+        /* Her own tty, FIFO or socket is hers too, but what root opens there expects a device
+         * or a channel, not her file (fusermount3 likewise mounts only on directories and
+         * regular files). */
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                return refuse(ret_reason, -EACCES, "Destination '%s' is not a regular file or a directory: a user may "
+                              "bind only onto those.", path);
         r = check_data_fs(fd, path, ret_reason);
         if (r < 0)
                 return r;

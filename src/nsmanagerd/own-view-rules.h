@@ -19,13 +19,13 @@
  *
  *   BindMount   the source is opened inside the caller's own view, with the caller's own
  *               credentials (uid, gid, groups from NSS), no symlink followed, and must be
- *               owned by the caller; the destination must be a directory or file owned by
- *               the caller, writable for the caller (never inside a read-only mount), and
- *               not a mount point other than one of the caller's own binds (which is then
- *               replaced), on a file system that holds files (not /proc), and not on a
- *               shared mount (the bind would reach the host and every view, and outlive
- *               the caller's); with the create flag only the missing last components are
- *               created, as the caller, inside a directory the caller owns.
+ *               owned by the caller; the destination must be a directory or regular file
+ *               owned by the caller, writable for the caller (never inside a read-only
+ *               mount), and not a mount point other than one of the caller's own binds
+ *               (which is then replaced), on a file system that holds files (not /proc),
+ *               and not on a shared mount (the bind would reach the host and every view,
+ *               and outlive the caller's); with the create flag only the missing last
+ *               components are created, as the caller, inside a directory the caller owns.
  *               Every such mount is nosuid,nodev.
  *   Unmount     only binds made for the caller (recorded by their 64-bit unique mount id,
  *               the top mount of each), and not while the mount a bind is on is shared (it
