@@ -119,13 +119,6 @@ unsigned child_set_stuck(ChildSet *s, uid_t owner) {
         return n;
 }
 
-unsigned child_set_size(ChildSet *s) {
-        unsigned n = 0;
-        for (Child *c = s->children; c; c = c->next)
-                n++;
-        return n;
-}
-
 /* Reads what the child sent; returns < 0 once the child broke the protocol. */
 static int child_read(Child *c) {
         for (;;) {
