@@ -146,6 +146,17 @@ void bus_request_reply_error(BusRequest *req, int r, const char *message) {
         bus_request_finish(req);
 }
 
+void bus_request_reply_result(BusRequest *req, int result, const char *message) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+
+        if (result < 0)
+                bus_request_reply_error(req, result, message);
+        else if (sd_bus_message_new_method_return(req->message, &reply) < 0)
+                bus_request_reply_error(req, -ENOMEM, NULL);
+        else
+                bus_request_reply(req, reply);
+}
+
 int bus_request_caller_uid(BusRequest *req, uid_t *ret) {
         return bus_message_get_sender_uid(req->message, ret);
 }

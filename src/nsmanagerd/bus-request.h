@@ -48,6 +48,9 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
 /* Replies from an asynchronous completion, and ends the request. */
 void bus_request_reply(BusRequest *req, sd_bus_message *reply);
 void bus_request_reply_error(BusRequest *req, int r, const char *message);
+/* For a method that returns nothing: the error for result < 0 (as bus_request_reply_error()),
+ * else an empty reply. */
+void bus_request_reply_result(BusRequest *req, int result, const char *message);
 /* A -errno of the core, as the named error a client can act on. */
 int bus_error_from_errno(sd_bus_error *error, int r, const char *message);
 

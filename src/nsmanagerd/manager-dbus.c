@@ -113,13 +113,7 @@ static int method_create_namespace(sd_bus_message *message, void *userdata, sd_b
 }
 
 static void on_removed(int result, const char *message, void *userdata) {
-        BusRequest *req = userdata;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-
-        if (result < 0 || sd_bus_message_new_method_return(req->message, &reply) < 0)
-                bus_request_reply_error(req, result < 0 ? result : -ENOMEM, message);
-        else
-                bus_request_reply(req, reply);
+        bus_request_reply_result(userdata, result, message);
 }
 
 int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error) {
@@ -358,25 +352,16 @@ static void op_call_free(void *p) {
 static void on_op_done(int result, const char *message, const ViewOpResult *res, void *userdata) {
         BusRequest *req = userdata;
         OpCall *c = req->data;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         if (c->host_recursive) {
                 Manager *m = req->manager;
                 (void) host_keep_unbindable(c->path, (char *[]) { m->config.subtree_root, m->state.root, NULL });
         }
-        if (result < 0) {
-                /* A rule refused on the files: the caller may still hold manage (an administrator
-                 * acting on their own view). */
-                if (bus_request_escalate(req, result, message, c->details))
-                        return;
-                bus_request_reply_error(req, result, message);
+        /* A rule refused on the files: the caller may still hold manage (an administrator acting
+         * on their own view). */
+        if (result < 0 && bus_request_escalate(req, result, message, c->details))
                 return;
-        }
-        if (sd_bus_message_new_method_return(req->message, &reply) < 0) {
-                bus_request_reply_error(req, -ENOMEM, NULL);
-                return;
-        }
-        bus_request_reply(req, reply);
+        bus_request_reply_result(req, result, message);
 }
 
 /* Queues 'op' for req once authorized: details are kept for a later escalation. */
@@ -449,20 +434,11 @@ static int check_host_path(Manager *m, const char *path, sd_bus_error *error) {
 static void on_shared(int result, const char *message, char **timed_out, void *userdata) {
         BusRequest *req = userdata;
         Manager *m = req->manager;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         /* Shared on the host, and saved: announce it even when some views are late. */
         if (result >= 0 || result == -ETIMEDOUT)
                 (void) sd_bus_emit_properties_changed(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "SharedSubtrees", NULL);
-        if (result < 0) {
-                bus_request_reply_error(req, result, message);
-                return;
-        }
-        if (sd_bus_message_new_method_return(req->message, &reply) < 0) {
-                bus_request_reply_error(req, -ENOMEM, NULL);
-                return;
-        }
-        bus_request_reply(req, reply);
+        bus_request_reply_result(req, result, message);
 }
 
 static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
