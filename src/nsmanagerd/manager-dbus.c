@@ -399,8 +399,9 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
         return 1;
 }
 
-/* The common tail of the methods that change a user's view: rate limit, authorize (the rules
- * of own-view-rules.h choose manage-own or manage), queue the operation. */
+/* The common tail of the methods that change a view (ns) or the host (NULL): rate limit,
+ * authorize (for a view, the rules of own-view-rules.h choose manage-own or manage; the host
+ * needs manage), queue the operation. */
 static int authorize_and_start_view_op(BusRequest *req, Namespace *ns, const char *user, OwnViewRequest what,
                                        const char **details, const ViewOp *op, sd_bus_error *error) {
         int r;
@@ -408,7 +409,10 @@ static int authorize_and_start_view_op(BusRequest *req, Namespace *ns, const cha
         r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
-        r = bus_request_authorize_view(req, user, ns->uid, what, details, error);
+        if (ns)
+                r = bus_request_authorize_view(req, user, ns->uid, what, details, error);
+        else
+                r = bus_request_authorize(req, ACTION_MANAGE, details, error);
         if (r <= 0)
                 return r;
         return start_op(req, ns, op, details, error);
@@ -464,27 +468,24 @@ static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
                 if (r < 0)
                         return r;
         }
+        const char *details[] = { "user", user, "path", path, "mode", "shared", NULL };
+        if (ns) {
+                ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_PEER };
+                return authorize_and_start_view_op(req, ns, user, OWN_VIEW_SHARE, details, &op, error);
+        }
         r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
-        const char *details[] = { "user", user, "path", path, "mode", "shared", NULL };
-        if (!ns) {
-                r = bus_request_authorize(req, ACTION_MANAGE, details, error);
-                if (r <= 0)
-                        return r;
-                req->pending = true;
-                r = manager_share_subtree(m, path, req->deadline, on_shared, req);
-                if (r < 0) {
-                        req->pending = false;
-                        return sd_bus_error_set_errnof(error, r, "Failed to share '%s': %m", path);
-                }
-                return 1;
-        }
-        r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_SHARE, details, error);
+        r = bus_request_authorize(req, ACTION_MANAGE, details, error);
         if (r <= 0)
                 return r;
-        ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_PEER };
-        return start_op(req, ns, &op, details, error);
+        req->pending = true;
+        r = manager_share_subtree(m, path, req->deadline, on_shared, req);
+        if (r < 0) {
+                req->pending = false;
+                return sd_bus_error_set_errnof(error, r, "Failed to share '%s': %m", path);
+        }
+        return 1;
 }
 
 static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -550,19 +551,10 @@ static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
                         return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
                                                 "The host's '/' cannot be unbindable: every view is a copy of it.");
         }
-        r = bus_request_rate_limit(req, error);
-        if (r < 0)
-                return r;
-        const char *details[] = { "user", user, "path", path, "mode", mode, NULL };
-        if (ns)
-                r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_SET_PROPAGATION, details, error);
-        else
-                r = bus_request_authorize(req, ACTION_MANAGE, details, error);
-        if (r <= 0)
-                return r;
         ViewOp op = { .type = VIEW_OP_SET_PROPAGATION, .path = path, .mode = pm,
                       .recursive = flags & NSM_PROPAGATION_RECURSIVE };
-        return start_op(req, ns, &op, details, error);
+        return authorize_and_start_view_op(req, ns, user, OWN_VIEW_SET_PROPAGATION,
+                                           (const char *[]) { "user", user, "path", path, "mode", mode, NULL }, &op, error);
 }
 
 static int method_set_propagation(sd_bus_message *message, void *userdata, sd_bus_error *error) {
