@@ -6,9 +6,6 @@
 #include "log.h"
 #include "namespace.h"
 
-#define ACTION_MANAGE "org.example.NSManager.manage"
-#define ACTION_MANAGE_OWN "org.example.NSManager.manage-own"
-
 static BusRequest *bus_request_free(BusRequest *req) {
         Manager *m;
 

@@ -35,6 +35,10 @@ struct BusRequest {
         BusRequest *prev, *next;
 };
 
+/* The polkit actions (policy/org.example.NSManager.policy). */
+#define ACTION_MANAGE "org.example.NSManager.manage"
+#define ACTION_MANAGE_OWN "org.example.NSManager.manage-own"
+
 typedef int (*BusRequestStep)(BusRequest *req, sd_bus_error *error);
 
 /* The method's handler: runs 'step' for this message's request (created at its first

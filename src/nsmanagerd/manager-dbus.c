@@ -21,9 +21,6 @@
  * asked, so invalid requests never prompt anybody; mount work runs asynchronously (view-job.h,
  * builder.h) and replies when it is done, or at its deadline. */
 
-#define ACTION_MANAGE "org.example.NSManager.manage"
-#define ACTION_MANAGE_OWN "org.example.NSManager.manage-own"
-
 /* ---- helpers ---- */
 
 static int check_path(const char *path, const char *what, sd_bus_error *error) {
@@ -652,11 +649,19 @@ static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_err
         return bus_request_run(message, userdata, error, get_mounts_step);
 }
 
-int bus_set_linger_step(BusRequest *req, Namespace *ns, bool enable, sd_bus_error *error) {
+static int set_linger_step(BusRequest *req, sd_bus_error *error) {
         const char *action = ACTION_MANAGE;
+        const char *user;
+        Namespace *ns = NULL;
+        int enable, r;
         uid_t uid;
-        int r;
 
+        r = sd_bus_message_read(req->message, "sb", &user, &enable);
+        if (r < 0)
+                return r;
+        r = get_namespace_or_error(req->manager, user, &ns, error);
+        if (r < 0)
+                return r;
         /* Lingering in one's own namespace is one's own business (manage-own). */
         if (bus_request_caller_uid(req, &uid) >= 0 && uid == ns->uid)
                 action = ACTION_MANAGE_OWN;
@@ -667,20 +672,6 @@ int bus_set_linger_step(BusRequest *req, Namespace *ns, bool enable, sd_bus_erro
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(req->message, NULL);
-}
-
-static int set_linger_step(BusRequest *req, sd_bus_error *error) {
-        const char *user;
-        Namespace *ns = NULL;
-        int enable, r;
-
-        r = sd_bus_message_read(req->message, "sb", &user, &enable);
-        if (r < 0)
-                return r;
-        r = get_namespace_or_error(req->manager, user, &ns, error);
-        if (r < 0)
-                return r;
-        return bus_set_linger_step(req, ns, enable, error);
 }
 
 static int method_set_linger(sd_bus_message *message, void *userdata, sd_bus_error *error) {
