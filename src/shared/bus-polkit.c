@@ -426,6 +426,20 @@ static int polkit_check_to_result(PolkitCheck *c, sd_bus_message *m, sd_bus_erro
         }
 }
 
+/* 1 if the sender's effective UID (from the bus credentials) is 0, 0 if not, negative errno on failure. */
+static int bus_sender_is_root(sd_bus_message *m) {
+        uid_t uid;
+        int r;
+
+        if (!m)
+                return -EINVAL;
+        /* The uid the bus driver authenticated for the sender's connection. */
+        r = bus_message_get_sender_uid(m, &uid);
+        if (r < 0)
+                return r;
+        return uid == 0;
+}
+
 int bus_verify_polkit_async(
                 sd_bus_message *m,
                 const char *action,
@@ -485,17 +499,4 @@ int bus_verify_polkit_async(
         }
 
         return 0;
-}
-
-int bus_sender_is_root(sd_bus_message *m) {
-        uid_t uid;
-        int r;
-
-        if (!m)
-                return -EINVAL;
-        /* The uid the bus driver authenticated for the sender's connection. */
-        r = bus_message_get_sender_uid(m, &uid);
-        if (r < 0)
-                return r;
-        return uid == 0;
 }
