@@ -3,21 +3,14 @@
 #include "bus-errors.h"
 #include "bus-polkit.h"
 #include "bus-request.h"
+#include "list.h"
 #include "log.h"
 #include "namespace.h"
 
 static BusRequest *bus_request_free(BusRequest *req) {
-        Manager *m;
-
         if (!req)
                 return NULL;
-        m = req->manager;
-        if (req->prev)
-                req->prev->next = req->next;
-        else if (m->requests == req)
-                m->requests = req->next;
-        if (req->next)
-                req->next->prev = req->prev;
+        LIST_REMOVE(req->manager->requests, req);
         if (req->free_data)
                 req->free_data(req->data);
         sd_bus_message_unref(req->message);
@@ -78,10 +71,7 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
                 /* The deadline counts from the call's arrival: time in a queue counts too. */
                 *req = (BusRequest) { .manager = m, .message = sd_bus_message_ref(message), .deadline = manager_deadline(m),
                                       .data = data, .free_data = free_data };
-                req->next = m->requests;
-                if (req->next)
-                        req->next->prev = req;
-                m->requests = req;
+                LIST_PREPEND(m->requests, req);
         }
         r = bus_request_step(req, step, error);
         if (r < 0 || req->finished || !req->pending)

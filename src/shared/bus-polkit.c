@@ -9,6 +9,7 @@
 
 #include "bus-creds.h"
 #include "bus-polkit.h"
+#include "list.h"
 #include "macros.h"
 #include "strv.h"
 
@@ -90,14 +91,8 @@ static PolkitQuery *polkit_query_free(PolkitQuery *q) {
         if (!q)
                 return NULL;
 
-        if (q->registry) {
-                if (q->prev)
-                        q->prev->next = q->next;
-                else
-                        q->registry->queries = q->next;
-                if (q->next)
-                        q->next->prev = q->prev;
-        }
+        if (q->registry)
+                LIST_REMOVE(q->registry->queries, q);
 
         if (q->waiting && q->registry) {
                 PolkitQuery **p = &q->registry->wait_head, *prev = NULL;
@@ -483,10 +478,7 @@ int bus_verify_polkit_async(
 
                 q->request = sd_bus_message_ref(m);
                 q->registry = *registry;
-                q->next = (*registry)->queries;
-                if (q->next)
-                        q->next->prev = q;
-                (*registry)->queries = q;
+                LIST_PREPEND((*registry)->queries, q);
                 new_query = true;
         }
 
