@@ -424,7 +424,11 @@ static int target_namespace(Manager *m, const char *user, Namespace **ret, sd_bu
         return get_namespace_or_error(m, user, ret, error);
 }
 
-static int check_host_path(Manager *m, const char *path, sd_bus_error *error) {
+/* The same, for a change at 'path': on the host, not in SubtreeRoot or StateDirectory. */
+static int target_namespace_at(Manager *m, const char *user, const char *path, Namespace **ret, sd_bus_error *error) {
+        int r = target_namespace(m, user, ret, error);
+        if (r < 0 || *ret)
+                return r;
         if (host_path_is_reserved(path, (char *[]) { m->config.subtree_root, m->state.root, NULL }))
                 return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
                                          "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
@@ -457,14 +461,9 @@ static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
         if (streq(path, "/"))
                 return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
                                         "'/' cannot be a shared subtree; use ViewPropagation=shared for that.");
-        r = target_namespace(m, user, &ns, error);
+        r = target_namespace_at(m, user, path, &ns, error);
         if (r < 0)
                 return r;
-        if (!ns) {
-                r = check_host_path(m, path, error);
-                if (r < 0)
-                        return r;
-        }
         const char *details[] = { "user", user, "path", path, "mode", "shared", NULL };
         if (ns) {
                 ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_PEER };
@@ -537,17 +536,12 @@ static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
         r = check_path(path, "Path", error);
         if (r < 0)
                 return r;
-        r = target_namespace(m, user, &ns, error);
+        r = target_namespace_at(m, user, path, &ns, error);
         if (r < 0)
                 return r;
-        if (!ns) {
-                r = check_host_path(m, path, error);
-                if (r < 0)
-                        return r;
-                if (streq(path, "/") && pm == PROPAGATION_UNBINDABLE)
-                        return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
-                                                "The host's '/' cannot be unbindable: every view is a copy of it.");
-        }
+        if (!ns && streq(path, "/") && pm == PROPAGATION_UNBINDABLE)
+                return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
+                                        "The host's '/' cannot be unbindable: every view is a copy of it.");
         ViewOp op = { .type = VIEW_OP_SET_PROPAGATION, .path = path, .mode = pm,
                       .recursive = flags & NSM_PROPAGATION_RECURSIVE };
         return authorize_and_start_view_op(req, ns, user, OWN_VIEW_SET_PROPAGATION,
