@@ -331,8 +331,7 @@ typedef struct OpCall {
         Namespace *ns;           /* NULL: the host */
         bool host_recursive;     /* SetPropagation of the host, recursive: keep reserved paths unbindable */
         char *path;
-        const char **details;    /* for escalating: the same details as the first polkit check */
-        char *details_buf[8];
+        char *details[8];        /* for escalating: the same details as the first polkit check */
 } OpCall;
 
 static void op_call_free(void *p) {
@@ -341,8 +340,8 @@ static void op_call_free(void *p) {
                 return;
         namespace_unref(c->ns);
         free(c->path);
-        for (size_t i = 0; i < ELEMENTSOF(c->details_buf); i++)
-                free(c->details_buf[i]);
+        for (size_t i = 0; i < ELEMENTSOF(c->details); i++)
+                free(c->details[i]);
         free(c);
 }
 
@@ -356,7 +355,7 @@ static void on_op_done(int result, const char *message, const ViewOpResult *res,
         }
         /* A rule refused on the files: the caller may still hold manage (an administrator acting
          * on their own view). */
-        if (result < 0 && bus_request_escalate(req, result, message, c->details))
+        if (result < 0 && bus_request_escalate(req, result, message, (const char **) c->details))
                 return;
         bus_request_reply_result(req, result, message);
 }
@@ -372,12 +371,11 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
                 return -ENOMEM;
         c->ns = namespace_ref(ns);
         c->path = strdup(op->path);
-        for (size_t i = 0; details && details[i] && i + 1 < ELEMENTSOF(c->details_buf); i++)
-                if (!(c->details_buf[i] = strdup(details[i]))) {
+        for (size_t i = 0; details && details[i] && i + 1 < ELEMENTSOF(c->details); i++)
+                if (!(c->details[i] = strdup(details[i]))) {
                         op_call_free(c);
                         return -ENOMEM;
                 }
-        c->details = (const char **) c->details_buf;
         c->host_recursive = !ns && op->type == VIEW_OP_SET_PROPAGATION && op->recursive;
         if (!c->path) {
                 op_call_free(c);
