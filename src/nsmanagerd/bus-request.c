@@ -148,9 +148,9 @@ int bus_request_caller_uid(BusRequest *req, uid_t *ret) {
         return bus_message_get_sender_uid(req->message, ret);
 }
 
-int bus_request_require_root(BusRequest *req, const char *what, sd_bus_error *error) {
+int bus_message_require_root(sd_bus_message *message, const char *what, sd_bus_error *error) {
         uid_t uid;
-        int r = bus_request_caller_uid(req, &uid);
+        int r = bus_message_get_sender_uid(message, &uid);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
         if (uid != 0)

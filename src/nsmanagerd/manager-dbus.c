@@ -271,7 +271,7 @@ static int open_session_step(BusRequest *req, sd_bus_error *error) {
         if (!valid_session_id(id))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Session id '%s' is empty, too long, or has spaces, ':' or control characters.", id);
-        r = bus_request_require_root(req, "OpenSession", error);
+        r = bus_message_require_root(req->message, "OpenSession", error);
         if (r < 0)
                 return r;
         return acquire_for_request(req, user, NULL, on_session_namespace, error);
@@ -285,15 +285,14 @@ static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_
         Manager *m = userdata;
         const char *user, *id;
         Namespace *ns = NULL;
-        uid_t uid;
         int r;
 
         r = sd_bus_message_read(message, "ss", &user, &id);
         if (r < 0)
                 return r;
-        r = bus_message_get_sender_uid(message, &uid);
-        if (r < 0 || uid != 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "CloseSession is only available to root.");
+        r = bus_message_require_root(message, "CloseSession", error);
+        if (r < 0)
+                return r;
         r = get_namespace_or_error(m, user, &ns, error);
         if (r < 0)
                 return r;
@@ -309,15 +308,14 @@ static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_
 static int method_open_mount_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
-        uid_t uid;
         int r;
 
         r = sd_bus_message_read(message, "s", &user);
         if (r < 0)
                 return r;
-        r = bus_message_get_sender_uid(message, &uid);
-        if (r < 0 || uid != 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "OpenMountNamespace is only available to root.");
+        r = bus_message_require_root(message, "OpenMountNamespace", error);
+        if (r < 0)
+                return r;
         r = get_namespace_or_error(userdata, user, &ns, error);
         if (r < 0)
                 return r;
