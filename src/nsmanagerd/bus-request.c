@@ -148,11 +148,18 @@ int bus_request_caller_uid(BusRequest *req, uid_t *ret) {
         return bus_message_get_sender_uid(req->message, ret);
 }
 
-int bus_message_require_root(sd_bus_message *message, const char *what, sd_bus_error *error) {
-        uid_t uid;
-        int r = bus_message_get_sender_uid(message, &uid);
+int bus_message_caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error) {
+        int r = bus_message_get_sender_uid(message, ret);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
+        return 0;
+}
+
+int bus_message_require_root(sd_bus_message *message, const char *what, sd_bus_error *error) {
+        uid_t uid;
+        int r = bus_message_caller_uid(message, &uid, error);
+        if (r < 0)
+                return r;
         if (uid != 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is only available to root.", what);
         return 0;
@@ -179,9 +186,9 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
         uid_t uid;
         int r;
 
-        r = bus_request_caller_uid(req, &uid);
+        r = bus_message_caller_uid(req->message, &uid, error);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
+                return r;
         if (uid == 0)
                 return 1;
         r = bus_verify_polkit_async(req->message, action, details, &m->polkit_registry, error);
@@ -213,9 +220,9 @@ int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, O
         uid_t uid;
         int r;
 
-        r = bus_request_caller_uid(req, &uid);
+        r = bus_message_caller_uid(req->message, &uid, error);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
+                return r;
         req->own = false;
         if (uid == 0)
                 return 1;
