@@ -12,7 +12,6 @@
 
 #include "attach-process.h"
 #include "attach.h"
-#include "bus-creds.h"
 #include "bus-errors.h"
 #include "bus-polkit.h"
 #include "bus-request.h"
@@ -88,15 +87,6 @@ static int validate_args(const AttachArgs *a, sd_bus_error *error) {
                 return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH, "Working directory '%s' is not an absolute path.",
                                          a->working_directory);
         return check_fds(a->fds, error);
-}
-
-/* The uid the bus authenticated when the caller connected (bus-creds.h). */
-static int caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error) {
-        int r = bus_message_get_sender_uid(message, ret);
-        if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller's user: %s",
-                                         strerror(-r));
-        return 0;
 }
 
 /* AttachTasksMax=: every task of the caller's attached commands counts, their descendants too
@@ -204,7 +194,7 @@ int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) 
         ns = manager_get_namespace(m, a.user);
         if (!ns || !ns->ready)
                 return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", a.user);
-        r = caller_uid(message, &uid, error);
+        r = bus_message_caller_uid(message, &uid, error);
         if (r < 0)
                 return r;
 

@@ -31,20 +31,6 @@
  * command it cannot run. */
 #define EXIT_ATTACH_FAILED 127
 
-/* Everything the child needs, prepared before fork(): it only makes system calls. */
-typedef struct AttachContext {
-        int mntns_fd;
-        int fds[3];
-        uid_t uid;
-        gid_t gid;
-        const gid_t *groups;
-        size_t n_groups;
-        const char *working_directory; /* NULL or absolute */
-        const char *home;
-        char **command;
-        char **environment;
-} AttachContext;
-
 _noreturn_ static void child_fail(const char *what, int error) {
         /* fd 2 is the caller's stderr once the fds are in place, the daemon's before. */
         dprintf(STDERR_FILENO, "nsmanagerd: %s: %s\n", what, strerror(error));
@@ -71,12 +57,12 @@ static void child_reset_signals(void) {
  * namespace fds, not the status pipe (so the command cannot fake its status); nor its limits
  * (a soft fd limit above FD_SETSIZE breaks programs that use select(), systemd lowers it for
  * services too) or its OOM protection. */
-static void child_drop_daemon_state(const AttachContext *c) {
+static void child_drop_daemon_state(const int fds[3]) {
         struct rlimit rl;
         int fd;
 
         for (int i = 0; i < 3; i++)
-                if (dup2(c->fds[i], i) < 0)
+                if (dup2(fds[i], i) < 0)
                         child_fail("Failed to set up stdin/stdout/stderr", errno);
         if (close_range(3, ~0U, 0) < 0)
                 for (fd = 3; fd < 65536; fd++)
@@ -95,18 +81,20 @@ static void child_drop_daemon_state(const AttachContext *c) {
 
 /* For good: groups first (needs root), then gid, then uid (real, effective and saved).
  * Changing the uid away from 0 clears every capability. */
-static void child_drop_privileges(const AttachContext *c) {
+static void child_drop_privileges(uid_t uid, const Credentials *c) {
         if (setgroups(c->n_groups, c->groups) < 0)
                 child_fail("Failed to set the supplementary groups", errno);
         if (setresgid(c->gid, c->gid, c->gid) < 0)
                 child_fail("Failed to change the group", errno);
-        if (setresuid(c->uid, c->uid, c->uid) < 0)
+        if (setresuid(uid, uid, uid) < 0)
                 child_fail("Failed to change the user", errno);
-        if (c->uid != 0 && (setuid(0) >= 0 || errno != EPERM))
+        if (uid != 0 && (setuid(0) >= 0 || errno != EPERM))
                 child_fail("Failed to drop privileges", EPERM);
 }
 
-_noreturn_ static void attach_child(const AttachContext *c) {
+/* Everything it needs was prepared before fork(): the child only makes system calls. 'fds'
+ * are its stdin, stdout and stderr, above 2. */
+_noreturn_ static void attach_child(const AttachRequest *c, const int fds[3]) {
         extern char **environ;
 
         child_reset_signals();
@@ -116,8 +104,8 @@ _noreturn_ static void attach_child(const AttachContext *c) {
         if (setns(c->mntns_fd, CLONE_NEWNS) < 0)
                 child_fail("Failed to enter the mount namespace", errno);
 
-        child_drop_daemon_state(c);
-        child_drop_privileges(c);
+        child_drop_daemon_state(fds);
+        child_drop_privileges(c->uid, c->caller);
 
         /* A terminal as stdin becomes our controlling terminal; without stealing it from
          * another session (arg 0). Failure only costs job control. */
@@ -175,21 +163,8 @@ int attach_fork_start(AttachProcess *p, const AttachRequest *req, const char **r
                 *ret_what = "Failed to fork";
                 return -errno;
         }
-        if (pid == 0) {
-                AttachContext c = {
-                        .mntns_fd = req->mntns_fd,
-                        .fds = { fd_in, fd_out, fd_err },
-                        .uid = req->uid,
-                        .gid = req->caller->gid,
-                        .groups = req->caller->groups,
-                        .n_groups = req->caller->n_groups,
-                        .working_directory = req->working_directory,
-                        .home = req->home,
-                        .command = req->command,
-                        .environment = req->environment,
-                };
-                attach_child(&c);
-        }
+        if (pid == 0)
+                attach_child(req, (const int[3]) { fd_in, fd_out, fd_err });
         p->pid = pid;
 
         r = sd_event_add_child(p->manager->event, &p->child_source, pid, WEXITED, on_child_exit, p);

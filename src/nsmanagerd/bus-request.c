@@ -3,24 +3,14 @@
 #include "bus-errors.h"
 #include "bus-polkit.h"
 #include "bus-request.h"
+#include "list.h"
 #include "log.h"
 #include "namespace.h"
 
-#define ACTION_MANAGE "org.example.NSManager.manage"
-#define ACTION_MANAGE_OWN "org.example.NSManager.manage-own"
-
 static BusRequest *bus_request_free(BusRequest *req) {
-        Manager *m;
-
         if (!req)
                 return NULL;
-        m = req->manager;
-        if (req->prev)
-                req->prev->next = req->next;
-        else if (m->requests == req)
-                m->requests = req->next;
-        if (req->next)
-                req->next->prev = req->prev;
+        LIST_REMOVE(req->manager->requests, req);
         if (req->free_data)
                 req->free_data(req->data);
         sd_bus_message_unref(req->message);
@@ -81,10 +71,7 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
                 /* The deadline counts from the call's arrival: time in a queue counts too. */
                 *req = (BusRequest) { .manager = m, .message = sd_bus_message_ref(message), .deadline = manager_deadline(m),
                                       .data = data, .free_data = free_data };
-                req->next = m->requests;
-                if (req->next)
-                        req->next->prev = req;
-                m->requests = req;
+                LIST_PREPEND(m->requests, req);
         }
         r = bus_request_step(req, step, error);
         if (r < 0 || req->finished || !req->pending)
@@ -146,15 +133,33 @@ void bus_request_reply_error(BusRequest *req, int r, const char *message) {
         bus_request_finish(req);
 }
 
+void bus_request_reply_result(BusRequest *req, int result, const char *message) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+
+        if (result < 0)
+                bus_request_reply_error(req, result, message);
+        else if (sd_bus_message_new_method_return(req->message, &reply) < 0)
+                bus_request_reply_error(req, -ENOMEM, NULL);
+        else
+                bus_request_reply(req, reply);
+}
+
 int bus_request_caller_uid(BusRequest *req, uid_t *ret) {
         return bus_message_get_sender_uid(req->message, ret);
 }
 
-int bus_request_require_root(BusRequest *req, const char *what, sd_bus_error *error) {
-        uid_t uid;
-        int r = bus_request_caller_uid(req, &uid);
+int bus_message_caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error) {
+        int r = bus_message_get_sender_uid(message, ret);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
+        return 0;
+}
+
+int bus_message_require_root(sd_bus_message *message, const char *what, sd_bus_error *error) {
+        uid_t uid;
+        int r = bus_message_caller_uid(message, &uid, error);
+        if (r < 0)
+                return r;
         if (uid != 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is only available to root.", what);
         return 0;
@@ -181,9 +186,9 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
         uid_t uid;
         int r;
 
-        r = bus_request_caller_uid(req, &uid);
+        r = bus_message_caller_uid(req->message, &uid, error);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
+                return r;
         if (uid == 0)
                 return 1;
         r = bus_verify_polkit_async(req->message, action, details, &m->polkit_registry, error);
@@ -215,9 +220,9 @@ int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, O
         uid_t uid;
         int r;
 
-        r = bus_request_caller_uid(req, &uid);
+        r = bus_message_caller_uid(req->message, &uid, error);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
+                return r;
         req->own = false;
         if (uid == 0)
                 return 1;

@@ -35,6 +35,10 @@ struct BusRequest {
         BusRequest *prev, *next;
 };
 
+/* The polkit actions (policy/org.example.NSManager.policy). */
+#define ACTION_MANAGE "org.example.NSManager.manage"
+#define ACTION_MANAGE_OWN "org.example.NSManager.manage-own"
+
 typedef int (*BusRequestStep)(BusRequest *req, sd_bus_error *error);
 
 /* The method's handler: runs 'step' for this message's request (created at its first
@@ -48,6 +52,9 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
 /* Replies from an asynchronous completion, and ends the request. */
 void bus_request_reply(BusRequest *req, sd_bus_message *reply);
 void bus_request_reply_error(BusRequest *req, int r, const char *message);
+/* For a method that returns nothing: the error for result < 0 (as bus_request_reply_error()),
+ * else an empty reply. */
+void bus_request_reply_result(BusRequest *req, int result, const char *message);
 /* A -errno of the core, as the named error a client can act on. */
 int bus_error_from_errno(sd_bus_error *error, int r, const char *message);
 
@@ -56,7 +63,10 @@ void bus_requests_free(Manager *m);
 
 /* The caller's uid, as the bus driver authenticated it. */
 int bus_request_caller_uid(BusRequest *req, uid_t *ret);
-int bus_request_require_root(BusRequest *req, const char *what, sd_bus_error *error);
+/* The same, or AccessDenied in 'error' if it cannot be learnt. */
+int bus_message_caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error);
+/* AccessDenied ("'what' is only available to root") unless the caller is root. */
+int bus_message_require_root(sd_bus_message *message, const char *what, sd_bus_error *error);
 /* Unprivileged callers' calls that make the daemon work are rate-limited per uid (at the
  * first dispatch only): LimitExceeded. */
 int bus_request_rate_limit(BusRequest *req, sd_bus_error *error);

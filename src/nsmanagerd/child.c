@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "child.h"
+#include "list.h"
 #include "log.h"
 
 /* A reply larger than this (a helper gone mad) ends the child. */
@@ -52,14 +53,8 @@ ChildSet *child_set_new(sd_event *event) {
 static Child *child_free(Child *c) {
         if (!c)
                 return NULL;
-        if (c->set) {
-                if (c->prev)
-                        c->prev->next = c->next;
-                else
-                        c->set->children = c->next;
-                if (c->next)
-                        c->next->prev = c->prev;
-        }
+        if (c->set)
+                LIST_REMOVE(c->set->children, c);
         sd_event_source_disable_unref(c->exit_source);
         sd_event_source_disable_unref(c->io_source);
         sd_event_source_disable_unref(c->deadline_source);
@@ -116,13 +111,6 @@ unsigned child_set_stuck(ChildSet *s, uid_t owner) {
         for (Child *c = s->children; c; c = c->next)
                 if (c->stuck && c->owner == owner)
                         n++;
-        return n;
-}
-
-unsigned child_set_size(ChildSet *s) {
-        unsigned n = 0;
-        for (Child *c = s->children; c; c = c->next)
-                n++;
         return n;
 }
 
@@ -306,10 +294,7 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
 
         /* From here on the child is ours to watch: linked first, so child_free() unlinks it. */
         c->set = s;
-        c->next = s->children;
-        if (c->next)
-                c->next->prev = c;
-        s->children = c;
+        LIST_PREPEND(s->children, c);
 
         r = sd_event_add_child_pidfd(s->event, &c->exit_source, c->pidfd, WEXITED, on_child_exit, c);
         if (r >= 0)
@@ -344,10 +329,7 @@ int child_set_adopt(ChildSet *s, int pidfd, const char *description, uid_t owner
                        .done = adopted_done };
         c->description = strdup(description);
         c->set = s;
-        c->next = s->children;
-        if (c->next)
-                c->next->prev = c;
-        s->children = c;
+        LIST_PREPEND(s->children, c);
         if (!c->description) {
                 child_free(c);
                 return -ENOMEM;

@@ -64,8 +64,6 @@ int child_start(ChildSet *s, const ChildSpec *spec);
 
 /* Children of 'owner' past their deadline that have not exited yet. */
 unsigned child_set_stuck(ChildSet *s, uid_t owner);
-/* All children that have not exited yet. */
-unsigned child_set_size(ChildSet *s);
 
 /* In a child: the one-time setup every helper process needs right after fork() — the
  * daemon's blocked signals unblocked, SIGKILL when the daemon dies, and every fd closed but

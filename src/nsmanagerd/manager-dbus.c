@@ -21,9 +21,6 @@
  * asked, so invalid requests never prompt anybody; mount work runs asynchronously (view-job.h,
  * builder.h) and replies when it is done, or at its deadline. */
 
-#define ACTION_MANAGE "org.example.NSManager.manage"
-#define ACTION_MANAGE_OWN "org.example.NSManager.manage-own"
-
 /* ---- helpers ---- */
 
 static int check_path(const char *path, const char *what, sd_bus_error *error) {
@@ -113,13 +110,7 @@ static int method_create_namespace(sd_bus_message *message, void *userdata, sd_b
 }
 
 static void on_removed(int result, const char *message, void *userdata) {
-        BusRequest *req = userdata;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-
-        if (result < 0 || sd_bus_message_new_method_return(req->message, &reply) < 0)
-                bus_request_reply_error(req, result < 0 ? result : -ENOMEM, message);
-        else
-                bus_request_reply(req, reply);
+        bus_request_reply_result(userdata, result, message);
 }
 
 int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error) {
@@ -280,7 +271,7 @@ static int open_session_step(BusRequest *req, sd_bus_error *error) {
         if (!valid_session_id(id))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Session id '%s' is empty, too long, or has spaces, ':' or control characters.", id);
-        r = bus_request_require_root(req, "OpenSession", error);
+        r = bus_message_require_root(req->message, "OpenSession", error);
         if (r < 0)
                 return r;
         return acquire_for_request(req, user, NULL, on_session_namespace, error);
@@ -294,15 +285,14 @@ static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_
         Manager *m = userdata;
         const char *user, *id;
         Namespace *ns = NULL;
-        uid_t uid;
         int r;
 
         r = sd_bus_message_read(message, "ss", &user, &id);
         if (r < 0)
                 return r;
-        r = bus_message_get_sender_uid(message, &uid);
-        if (r < 0 || uid != 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "CloseSession is only available to root.");
+        r = bus_message_require_root(message, "CloseSession", error);
+        if (r < 0)
+                return r;
         r = get_namespace_or_error(m, user, &ns, error);
         if (r < 0)
                 return r;
@@ -318,15 +308,14 @@ static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_
 static int method_open_mount_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
-        uid_t uid;
         int r;
 
         r = sd_bus_message_read(message, "s", &user);
         if (r < 0)
                 return r;
-        r = bus_message_get_sender_uid(message, &uid);
-        if (r < 0 || uid != 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, "OpenMountNamespace is only available to root.");
+        r = bus_message_require_root(message, "OpenMountNamespace", error);
+        if (r < 0)
+                return r;
         r = get_namespace_or_error(userdata, user, &ns, error);
         if (r < 0)
                 return r;
@@ -340,8 +329,7 @@ typedef struct OpCall {
         Namespace *ns;           /* NULL: the host */
         bool host_recursive;     /* SetPropagation of the host, recursive: keep reserved paths unbindable */
         char *path;
-        const char **details;    /* for escalating: the same details as the first polkit check */
-        char *details_buf[8];
+        char *details[8];        /* for escalating: the same details as the first polkit check */
 } OpCall;
 
 static void op_call_free(void *p) {
@@ -350,33 +338,24 @@ static void op_call_free(void *p) {
                 return;
         namespace_unref(c->ns);
         free(c->path);
-        for (size_t i = 0; i < ELEMENTSOF(c->details_buf); i++)
-                free(c->details_buf[i]);
+        for (size_t i = 0; i < ELEMENTSOF(c->details); i++)
+                free(c->details[i]);
         free(c);
 }
 
 static void on_op_done(int result, const char *message, const ViewOpResult *res, void *userdata) {
         BusRequest *req = userdata;
         OpCall *c = req->data;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         if (c->host_recursive) {
                 Manager *m = req->manager;
                 (void) host_keep_unbindable(c->path, (char *[]) { m->config.subtree_root, m->state.root, NULL });
         }
-        if (result < 0) {
-                /* A rule refused on the files: the caller may still hold manage (an administrator
-                 * acting on their own view). */
-                if (bus_request_escalate(req, result, message, c->details))
-                        return;
-                bus_request_reply_error(req, result, message);
+        /* A rule refused on the files: the caller may still hold manage (an administrator acting
+         * on their own view). */
+        if (result < 0 && bus_request_escalate(req, result, message, (const char **) c->details))
                 return;
-        }
-        if (sd_bus_message_new_method_return(req->message, &reply) < 0) {
-                bus_request_reply_error(req, -ENOMEM, NULL);
-                return;
-        }
-        bus_request_reply(req, reply);
+        bus_request_reply_result(req, result, message);
 }
 
 /* Queues 'op' for req once authorized: details are kept for a later escalation. */
@@ -390,12 +369,11 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
                 return -ENOMEM;
         c->ns = namespace_ref(ns);
         c->path = strdup(op->path);
-        for (size_t i = 0; details && details[i] && i + 1 < ELEMENTSOF(c->details_buf); i++)
-                if (!(c->details_buf[i] = strdup(details[i]))) {
+        for (size_t i = 0; details && details[i] && i + 1 < ELEMENTSOF(c->details); i++)
+                if (!(c->details[i] = strdup(details[i]))) {
                         op_call_free(c);
                         return -ENOMEM;
                 }
-        c->details = (const char **) c->details_buf;
         c->host_recursive = !ns && op->type == VIEW_OP_SET_PROPAGATION && op->recursive;
         if (!c->path) {
                 op_call_free(c);
@@ -414,8 +392,9 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
         return 1;
 }
 
-/* The common tail of the methods that change a user's view: rate limit, authorize (the rules
- * of own-view-rules.h choose manage-own or manage), queue the operation. */
+/* The common tail of the methods that change a view (ns) or the host (NULL): rate limit,
+ * authorize (for a view, the rules of own-view-rules.h choose manage-own or manage; the host
+ * needs manage), queue the operation. */
 static int authorize_and_start_view_op(BusRequest *req, Namespace *ns, const char *user, OwnViewRequest what,
                                        const char **details, const ViewOp *op, sd_bus_error *error) {
         int r;
@@ -423,7 +402,10 @@ static int authorize_and_start_view_op(BusRequest *req, Namespace *ns, const cha
         r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
-        r = bus_request_authorize_view(req, user, ns->uid, what, details, error);
+        if (ns)
+                r = bus_request_authorize_view(req, user, ns->uid, what, details, error);
+        else
+                r = bus_request_authorize(req, ACTION_MANAGE, details, error);
         if (r <= 0)
                 return r;
         return start_op(req, ns, op, details, error);
@@ -438,7 +420,11 @@ static int target_namespace(Manager *m, const char *user, Namespace **ret, sd_bu
         return get_namespace_or_error(m, user, ret, error);
 }
 
-static int check_host_path(Manager *m, const char *path, sd_bus_error *error) {
+/* The same, for a change at 'path': on the host, not in SubtreeRoot or StateDirectory. */
+static int target_namespace_at(Manager *m, const char *user, const char *path, Namespace **ret, sd_bus_error *error) {
+        int r = target_namespace(m, user, ret, error);
+        if (r < 0 || *ret)
+                return r;
         if (host_path_is_reserved(path, (char *[]) { m->config.subtree_root, m->state.root, NULL }))
                 return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
                                          "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
@@ -449,20 +435,11 @@ static int check_host_path(Manager *m, const char *path, sd_bus_error *error) {
 static void on_shared(int result, const char *message, char **timed_out, void *userdata) {
         BusRequest *req = userdata;
         Manager *m = req->manager;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
         /* Shared on the host, and saved: announce it even when some views are late. */
         if (result >= 0 || result == -ETIMEDOUT)
                 (void) sd_bus_emit_properties_changed(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "SharedSubtrees", NULL);
-        if (result < 0) {
-                bus_request_reply_error(req, result, message);
-                return;
-        }
-        if (sd_bus_message_new_method_return(req->message, &reply) < 0) {
-                bus_request_reply_error(req, -ENOMEM, NULL);
-                return;
-        }
-        bus_request_reply(req, reply);
+        bus_request_reply_result(req, result, message);
 }
 
 static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
@@ -480,35 +457,27 @@ static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
         if (streq(path, "/"))
                 return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
                                         "'/' cannot be a shared subtree; use ViewPropagation=shared for that.");
-        r = target_namespace(m, user, &ns, error);
+        r = target_namespace_at(m, user, path, &ns, error);
         if (r < 0)
                 return r;
-        if (!ns) {
-                r = check_host_path(m, path, error);
-                if (r < 0)
-                        return r;
+        const char *details[] = { "user", user, "path", path, "mode", "shared", NULL };
+        if (ns) {
+                ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_PEER };
+                return authorize_and_start_view_op(req, ns, user, OWN_VIEW_SHARE, details, &op, error);
         }
         r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
-        const char *details[] = { "user", user, "path", path, "mode", "shared", NULL };
-        if (!ns) {
-                r = bus_request_authorize(req, ACTION_MANAGE, details, error);
-                if (r <= 0)
-                        return r;
-                req->pending = true;
-                r = manager_share_subtree(m, path, req->deadline, on_shared, req);
-                if (r < 0) {
-                        req->pending = false;
-                        return sd_bus_error_set_errnof(error, r, "Failed to share '%s': %m", path);
-                }
-                return 1;
-        }
-        r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_SHARE, details, error);
+        r = bus_request_authorize(req, ACTION_MANAGE, details, error);
         if (r <= 0)
                 return r;
-        ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_PEER };
-        return start_op(req, ns, &op, details, error);
+        req->pending = true;
+        r = manager_share_subtree(m, path, req->deadline, on_shared, req);
+        if (r < 0) {
+                req->pending = false;
+                return sd_bus_error_set_errnof(error, r, "Failed to share '%s': %m", path);
+        }
+        return 1;
 }
 
 static int method_share_subtree(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -563,30 +532,16 @@ static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
         r = check_path(path, "Path", error);
         if (r < 0)
                 return r;
-        r = target_namespace(m, user, &ns, error);
+        r = target_namespace_at(m, user, path, &ns, error);
         if (r < 0)
                 return r;
-        if (!ns) {
-                r = check_host_path(m, path, error);
-                if (r < 0)
-                        return r;
-                if (streq(path, "/") && pm == PROPAGATION_UNBINDABLE)
-                        return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
-                                                "The host's '/' cannot be unbindable: every view is a copy of it.");
-        }
-        r = bus_request_rate_limit(req, error);
-        if (r < 0)
-                return r;
-        const char *details[] = { "user", user, "path", path, "mode", mode, NULL };
-        if (ns)
-                r = bus_request_authorize_view(req, user, ns->uid, OWN_VIEW_SET_PROPAGATION, details, error);
-        else
-                r = bus_request_authorize(req, ACTION_MANAGE, details, error);
-        if (r <= 0)
-                return r;
+        if (!ns && streq(path, "/") && pm == PROPAGATION_UNBINDABLE)
+                return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
+                                        "The host's '/' cannot be unbindable: every view is a copy of it.");
         ViewOp op = { .type = VIEW_OP_SET_PROPAGATION, .path = path, .mode = pm,
                       .recursive = flags & NSM_PROPAGATION_RECURSIVE };
-        return start_op(req, ns, &op, details, error);
+        return authorize_and_start_view_op(req, ns, user, OWN_VIEW_SET_PROPAGATION,
+                                           (const char *[]) { "user", user, "path", path, "mode", mode, NULL }, &op, error);
 }
 
 static int method_set_propagation(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -684,11 +639,19 @@ static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_err
         return bus_request_run(message, userdata, error, get_mounts_step);
 }
 
-int bus_set_linger_step(BusRequest *req, Namespace *ns, bool enable, sd_bus_error *error) {
+static int set_linger_step(BusRequest *req, sd_bus_error *error) {
         const char *action = ACTION_MANAGE;
+        const char *user;
+        Namespace *ns = NULL;
+        int enable, r;
         uid_t uid;
-        int r;
 
+        r = sd_bus_message_read(req->message, "sb", &user, &enable);
+        if (r < 0)
+                return r;
+        r = get_namespace_or_error(req->manager, user, &ns, error);
+        if (r < 0)
+                return r;
         /* Lingering in one's own namespace is one's own business (manage-own). */
         if (bus_request_caller_uid(req, &uid) >= 0 && uid == ns->uid)
                 action = ACTION_MANAGE_OWN;
@@ -699,20 +662,6 @@ int bus_set_linger_step(BusRequest *req, Namespace *ns, bool enable, sd_bus_erro
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(req->message, NULL);
-}
-
-static int set_linger_step(BusRequest *req, sd_bus_error *error) {
-        const char *user;
-        Namespace *ns = NULL;
-        int enable, r;
-
-        r = sd_bus_message_read(req->message, "sb", &user, &enable);
-        if (r < 0)
-                return r;
-        r = get_namespace_or_error(req->manager, user, &ns, error);
-        if (r < 0)
-                return r;
-        return bus_set_linger_step(req, ns, enable, error);
 }
 
 static int method_set_linger(sd_bus_message *message, void *userdata, sd_bus_error *error) {

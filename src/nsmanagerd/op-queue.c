@@ -162,11 +162,3 @@ void op_queue_complete(QueuedOp *op) {
         }
         queued_op_free(op);
 }
-
-uint64_t op_deadline(const QueuedOp *op) {
-        return op->deadline;
-}
-
-bool op_queue_is_idle(OpQueue *q) {
-        return !q->running && !q->head;
-}

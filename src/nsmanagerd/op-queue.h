@@ -37,5 +37,3 @@ static inline void op_queue_freep(OpQueue **q) {
 int op_queue_add(OpQueue *q, uint64_t deadline, OpStartFunc start, OpFailFunc fail, void *userdata);
 /* The running operation 'op' is finished: the next one starts. */
 void op_queue_complete(QueuedOp *op);
-uint64_t op_deadline(const QueuedOp *op);
-bool op_queue_is_idle(OpQueue *q);

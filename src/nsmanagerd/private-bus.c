@@ -5,6 +5,7 @@
 
 #include "bus-errors.h"
 #include "fs-util.h"
+#include "list.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "private-bus.h"
@@ -28,12 +29,7 @@ static PrivateBus *private_bus_free(PrivateBus *p) {
         if (!p)
                 return NULL;
         m = p->manager;
-        if (p->prev)
-                p->prev->next = p->next;
-        else if (m->private_buses == p)
-                m->private_buses = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
+        LIST_REMOVE(m->private_buses, p);
         m->n_private_buses--;
         /* A free place: take the next connection from the backlog. */
         if (m->private_source && m->n_private_buses < PRIVATE_BUS_CONNECTIONS_MAX)
@@ -73,10 +69,7 @@ static int private_bus_new(Manager *m, int fd) {
                 return -ENOMEM;
         }
         p->manager = m;
-        p->next = m->private_buses;
-        if (p->next)
-                p->next->prev = p;
-        m->private_buses = p;
+        LIST_PREPEND(m->private_buses, p);
         m->n_private_buses++;
 
         r = sd_bus_new(&p->bus);

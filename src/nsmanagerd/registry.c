@@ -36,7 +36,8 @@ uint64_t mntns_get_id(int fd) {
         return id;
 }
 
-int fd_is_mntns(int fd) {
+/* 1 if fd is an nsfs file of a mount namespace, 0 if not. */
+static int fd_is_mntns(int fd) {
         struct statfs sfs;
         if (fstatfs(fd, &sfs) < 0)
                 return -errno;

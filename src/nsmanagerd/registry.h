@@ -34,6 +34,4 @@ int registry_list(int registry_fd, int host_ns_fd, const char *pins_dir,
 int namespace_ids_pass(uint64_t floor_id, int host_uts_fd);
 /* The id of the mount namespace ns_fd (Linux ≥ 6.8), 0 if the kernel cannot tell. */
 uint64_t mntns_get_id(int ns_fd);
-/* 1 if fd is an nsfs file of a mount namespace, 0 if not. */
-int fd_is_mntns(int fd);
 int set_cpu(int cpu);

@@ -54,11 +54,6 @@ char *state_dir_namespace_file(const StateDir *d, const char *name) {
         return asprintf(&p, "%s/%s", d->namespaces, name) < 0 ? NULL : p;
 }
 
-char *state_dir_pin(const StateDir *d, const char *name) {
-        char *p;
-        return asprintf(&p, "%s/%s", d->pins, name) < 0 ? NULL : p;
-}
-
 int state_dir_write_file(const StateDir *d, const char *path, const char *contents, size_t size) {
         return write_file_atomic(path, contents, size, d->is_volatile ? 0 : WRITE_FILE_SYNC);
 }

@@ -34,7 +34,6 @@ void state_dir_done(StateDir *d);
 int state_dir_create(StateDir *d);
 
 char *state_dir_namespace_file(const StateDir *d, const char *name);
-char *state_dir_pin(const StateDir *d, const char *name);
 
 /* Replaces 'path' with 'contents' atomically (temporary file, rename), durably unless the
  * directory is volatile. */

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "fs-util.h"
 #include "mount-util.h"
 #include "string-table.h"
 #include "strv.h"
@@ -94,7 +95,7 @@ static int rejoin_shared(const char *where, char *const *paths, const FdArray *h
  * pivot_root(".", ".") the path "." names the new root, with the old one stacked on it. */
 static int pivot_into(const char *where) {
         _cleanup_close_ int old_root_fd = -EBADF;
-        char p[64];
+        int r;
 
         if (chdir(where) < 0)
                 return -errno;
@@ -103,9 +104,9 @@ static int pivot_into(const char *where) {
                 return -errno;
         if (syscall(SYS_pivot_root, ".", ".") < 0)
                 return -errno;
-        snprintf(p, sizeof p, "/proc/self/fd/%d", old_root_fd);
-        if (umount2(p, MNT_DETACH) < 0)
-                return -errno;
+        r = umount2_fd(old_root_fd);
+        if (r < 0)
+                return r;
         if (chdir("/") < 0)
                 return -errno;
         return 0;

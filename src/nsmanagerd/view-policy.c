@@ -381,12 +381,9 @@ static void policy_context_done(PolicyContext *c) {
 
 static void policy_context_undo(PolicyContext *c) {
         /* Mounts first (a mount point cannot be removed while mounted on), newest first. */
-        for (size_t i = c->n_mounts; i > 0; i--) {
-                char p[64];
-                snprintf(p, sizeof p, "/proc/self/fd/%d", c->mounts[i - 1].fd);
-                if (umount2(p, MNT_DETACH) < 0)
-                        (void) 0; /* already gone, or busy: the namespace is dropped anyway */
-        }
+        for (size_t i = c->n_mounts; i > 0; i--)
+                /* Failing: already gone, or busy; the namespace is dropped anyway. */
+                (void) umount2_fd(c->mounts[i - 1].fd);
         /* Then what we created, newest (deepest) first. */
         created_paths_undo(&c->created);
 }

@@ -27,7 +27,7 @@ static void sender_creds_free(SenderCreds *c) {
         free(c);
 }
 
-void bus_creds_cache_flush(void) {
+static void bus_creds_cache_flush(void) {
         SenderCreds *c;
         size_t i = 0;
 

@@ -14,7 +14,6 @@
  * the invalidation, without it nothing is cached. */
 
 int bus_creds_cache_attach(sd_bus *bus);
-void bus_creds_cache_flush(void);
 
 int bus_message_get_sender_uid(sd_bus_message *m, uid_t *ret);
 int bus_message_get_sender_pid(sd_bus_message *m, pid_t *ret);

@@ -9,6 +9,7 @@
 
 #include "bus-creds.h"
 #include "bus-polkit.h"
+#include "list.h"
 #include "macros.h"
 #include "strv.h"
 
@@ -90,14 +91,8 @@ static PolkitQuery *polkit_query_free(PolkitQuery *q) {
         if (!q)
                 return NULL;
 
-        if (q->registry) {
-                if (q->prev)
-                        q->prev->next = q->next;
-                else
-                        q->registry->queries = q->next;
-                if (q->next)
-                        q->next->prev = q->prev;
-        }
+        if (q->registry)
+                LIST_REMOVE(q->registry->queries, q);
 
         if (q->waiting && q->registry) {
                 PolkitQuery **p = &q->registry->wait_head, *prev = NULL;
@@ -426,6 +421,20 @@ static int polkit_check_to_result(PolkitCheck *c, sd_bus_message *m, sd_bus_erro
         }
 }
 
+/* 1 if the sender's effective UID (from the bus credentials) is 0, 0 if not, negative errno on failure. */
+static int bus_sender_is_root(sd_bus_message *m) {
+        uid_t uid;
+        int r;
+
+        if (!m)
+                return -EINVAL;
+        /* The uid the bus driver authenticated for the sender's connection. */
+        r = bus_message_get_sender_uid(m, &uid);
+        if (r < 0)
+                return r;
+        return uid == 0;
+}
+
 int bus_verify_polkit_async(
                 sd_bus_message *m,
                 const char *action,
@@ -469,10 +478,7 @@ int bus_verify_polkit_async(
 
                 q->request = sd_bus_message_ref(m);
                 q->registry = *registry;
-                q->next = (*registry)->queries;
-                if (q->next)
-                        q->next->prev = q;
-                (*registry)->queries = q;
+                LIST_PREPEND((*registry)->queries, q);
                 new_query = true;
         }
 
@@ -485,17 +491,4 @@ int bus_verify_polkit_async(
         }
 
         return 0;
-}
-
-int bus_sender_is_root(sd_bus_message *m) {
-        uid_t uid;
-        int r;
-
-        if (!m)
-                return -EINVAL;
-        /* The uid the bus driver authenticated for the sender's connection. */
-        r = bus_message_get_sender_uid(m, &uid);
-        if (r < 0)
-                return r;
-        return uid == 0;
 }

@@ -39,6 +39,3 @@ int bus_verify_polkit_async(
                 const char **details,
                 PolkitRegistry **registry,
                 sd_bus_error *error);
-
-/* 1 if the sender's effective UID (from the bus credentials) is 0, 0 if not, negative errno on failure. */
-int bus_sender_is_root(sd_bus_message *m);
