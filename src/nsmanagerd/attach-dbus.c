@@ -118,7 +118,7 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
 
         r = user_record_by_uid(uid, &record);
         if (r >= 0)
-                r = user_credentials_by_uid(uid, &caller);
+                r = user_credentials_from_record(&record, &caller);
         if (r == -ESRCH)
                 return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "uid %u has no user record (NSS).", (unsigned) uid);
         if (r < 0)

@@ -144,21 +144,25 @@ static int user_gids(const char *name, gid_t gid, gid_t **ret, size_t *ret_n) {
         return 0;
 }
 
+int user_credentials_from_record(const UserRecord *u, Credentials *ret) {
+        Credentials c = { .uid = u->uid, .gid = u->gid };
+        int r;
+
+        r = user_gids(u->name, u->gid, &c.groups, &c.n_groups);
+        if (r < 0)
+                return r;
+        *ret = c;
+        return 0;
+}
+
 int user_credentials_by_uid(uid_t uid, Credentials *ret) {
         _cleanup_(user_record_done) UserRecord u = {};
-        Credentials c = {};
         int r;
 
         r = user_record_by_uid(uid, &u);
         if (r < 0)
                 return r;
-        r = user_gids(u.name, u.gid, &c.groups, &c.n_groups);
-        if (r < 0)
-                return r;
-        c.uid = u.uid;
-        c.gid = u.gid;
-        *ret = c;
-        return 0;
+        return user_credentials_from_record(&u, ret);
 }
 
 void credentials_done(Credentials *c) {

@@ -35,6 +35,8 @@ typedef struct Credentials {
 } Credentials;
 
 int user_credentials_by_uid(uid_t uid, Credentials *ret);
+/* The same for a record already looked up (its groups are still NSS's). */
+int user_credentials_from_record(const UserRecord *u, Credentials *ret);
 void credentials_done(Credentials *c);
 
 /* Names of all groups of the user (primary first), NULL-terminated. */
