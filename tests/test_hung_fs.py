@@ -317,6 +317,40 @@ def test_attach_is_rate_limited_per_caller(daemon):
         assert_ok(result, f"root's Attach {i}")
 
 
+def test_an_attach_fd_on_a_hung_mount_stalls_nobody(daemon, servers):
+    """The fds Attach() takes are whatever the caller could open: alice's stdin is her FUSE
+    mount whose server never answers (an O_PATH fd asks it nothing to open). Checking them
+    must not ask that file system either, or the whole daemon waits with her call; other
+    users are served meanwhile, and her call is answered."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    target = alice_fuse_dir()
+    servers.append(FuseServer(sb, "never-read", str(target), TEST_USERS["alice"].uid))
+    hung = os.open(target, os.O_PATH | os.O_CLOEXEC)
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    r, w = os.pipe()
+    result = {}
+
+    def alices_attach():
+        result["r"] = call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["true"], [], "/",
+                              {"fd": hung}, {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(hung, null, w))
+    t = threading.Thread(target=alices_attach)
+    try:
+        t.start()
+        time.sleep(0.3)
+        others_are_served(sb)
+        t.join(timeout(10))
+        assert not t.is_alive(), "alice's Attach was not answered"
+        assert_ok(result["r"], "alice's Attach")
+    finally:
+        for s in servers:          # a daemon stuck on it is let go
+            s.stop()
+        servers.clear()
+        t.join(timeout(30))
+        for fd in (hung, null, r, w):
+            os.close(fd)
+
+
 @pytest.mark.daemon_config(RateLimitBurst="0", MaxStuckOperations="0",
                            files={"user.d/alice.conf": "[View]\nPrivateTmp=yes\n"})
 def test_zero_means_no_limit(daemon, polkit_rules):
