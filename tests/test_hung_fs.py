@@ -30,7 +30,7 @@ import pytest
 
 from caller import assert_ok, call_as
 from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, daemon_syscalls, expect_error,
-                     ns_path, wait_until)
+                     ns_path, processes_of, wait_until)
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, build_dir, find_mount, timeout
 
 TIMEOUT = 2   # OperationTimeoutSec= of these tests, seconds
@@ -349,6 +349,44 @@ def test_an_attach_fd_on_a_hung_mount_stalls_nobody(daemon, servers):
         t.join(timeout(30))
         for fd in (hung, null, r, w):
             os.close(fd)
+
+
+def test_a_full_status_pipe_stalls_nobody(daemon):
+    """Attach()'s status fd shares its open file description with the caller, who can make it
+    blocking again after the daemon made it non-blocking, and fill the pipe. Reporting the
+    exit to it then must not wait for her to read; other users are served meanwhile."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    stdin_r, stdin_w = os.pipe()   # the command (cat) ends when stdin_w is closed
+    r, w = os.pipe()
+    try:
+        assert_ok(call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["cat"], [], "/", {"fd": stdin_r},
+                          {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(stdin_r, null, w)), "alice's Attach")
+        os.close(stdin_r)
+        stdin_r = -1
+        os.set_blocking(w, False)
+        try:
+            while True:
+                os.write(w, b"x" * 4096)
+        except BlockingIOError:
+            pass
+        os.set_blocking(w, True)   # as alice may, on the description the daemon writes to
+        os.close(stdin_w)
+        stdin_w = -1
+        wait_until(lambda: not processes_of(TEST_USERS["alice"].uid, "cat"), "alice's command to end")
+        time.sleep(0.3)
+        others_are_served(sb)
+    finally:
+        os.set_blocking(r, False)
+        try:
+            while os.read(r, 65536):   # a daemon stuck on it is let go
+                pass
+        except BlockingIOError:
+            pass
+        for fd in (null, stdin_r, stdin_w, r, w):
+            if fd >= 0:
+                os.close(fd)
 
 
 @pytest.mark.daemon_config(RateLimitBurst="0", MaxStuckOperations="0",
