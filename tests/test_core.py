@@ -16,7 +16,7 @@ import pytest
 
 from helpers import (E_INVALID_ARGS, E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER, E_USER_EXCLUDED, create, expect_error,
                      ns_path, wait_until)
-from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE,
+from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, PROPERTIES_IFACE,
                      TEST_USERS, find_mount, mntns_id, timeout)
 
 
@@ -138,6 +138,26 @@ def test_namespace_properties(daemon):
     assert inside != mntns_id(), "the view is the host's own mount namespace"
     # NMounts counts the mounts of the namespace
     assert p["NMounts"] == daemon.mount_count("alice")
+
+
+def test_last_session_closed_is_one_change(daemon):
+    """Closing the last session (or ending linger without one) changes Sessions and State
+    together: one PropertiesChanged saying "closing", never an "active" namespace without
+    sessions on the way."""
+    mgr = daemon.manager()
+    (path,) = create(daemon, "alice")
+    _, fd = mgr.OpenSession("alice", "only")
+    os.close(fd.take())
+    with daemon.signals(interface=PROPERTIES_IFACE) as rec:
+        mgr.CloseSession("alice", "only")
+        rec.wait_for("PropertiesChanged", lambda a: a[1].get("State") == "closing")
+        mgr.SetLinger("alice", True)
+        rec.wait_for("PropertiesChanged", lambda a: a[1].get("Linger"))
+        mgr.SetLinger("alice", False)
+        rec.wait_for("PropertiesChanged", lambda a: "Linger" in a[1] and not a[1]["Linger"])
+        changes = [(str(a[1]["State"]), list(a[1]["Sessions"]), bool(a[1]["Linger"]))
+                   for _, member, p, a in rec.drain(0.3) if member == "PropertiesChanged" and p == path]
+    assert changes == [("closing", [], False), ("lingering", [], True), ("closing", [], False)], changes
 
 
 def test_get_namespace_and_by_uid(daemon):

@@ -30,7 +30,7 @@ import pytest
 
 from caller import assert_ok, call_as
 from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, daemon_syscalls, expect_error,
-                     ns_path, wait_until)
+                     ns_path, processes_of, wait_until)
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, build_dir, find_mount, timeout
 
 # OperationTimeoutSec= of these tests, seconds: scaled as the waits are, or under the slower
@@ -318,6 +318,78 @@ def test_attach_is_rate_limited_per_caller(daemon):
     for i in range(5):
         result, status = attach_as(sb, "root", "alice")
         assert_ok(result, f"root's Attach {i}")
+
+
+def test_an_attach_fd_on_a_hung_mount_stalls_nobody(daemon, servers):
+    """The fds Attach() takes are whatever the caller could open: alice's stdin is her FUSE
+    mount whose server never answers (an O_PATH fd asks it nothing to open). Checking them
+    must not ask that file system either, or the whole daemon waits with her call; other
+    users are served meanwhile, and her call is answered."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    target = alice_fuse_dir()
+    servers.append(FuseServer(sb, "never-read", str(target), TEST_USERS["alice"].uid))
+    hung = os.open(target, os.O_PATH | os.O_CLOEXEC)
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    r, w = os.pipe()
+    result = {}
+
+    def alices_attach():
+        result["r"] = call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["true"], [], "/",
+                              {"fd": hung}, {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(hung, null, w))
+    t = threading.Thread(target=alices_attach)
+    try:
+        t.start()
+        time.sleep(0.3)
+        others_are_served(sb)
+        t.join(timeout(10))
+        assert not t.is_alive(), "alice's Attach was not answered"
+        assert_ok(result["r"], "alice's Attach")
+    finally:
+        for s in servers:          # a daemon stuck on it is let go
+            s.stop()
+        servers.clear()
+        t.join(timeout(30))
+        for fd in (hung, null, r, w):
+            os.close(fd)
+
+
+def test_a_full_status_pipe_stalls_nobody(daemon):
+    """Attach()'s status fd shares its open file description with the caller, who can make it
+    blocking again after the daemon made it non-blocking, and fill the pipe. Reporting the
+    exit to it then must not wait for her to read; other users are served meanwhile."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    stdin_r, stdin_w = os.pipe()   # the command (cat) ends when stdin_w is closed
+    r, w = os.pipe()
+    try:
+        assert_ok(call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["cat"], [], "/", {"fd": stdin_r},
+                          {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(stdin_r, null, w)), "alice's Attach")
+        os.close(stdin_r)
+        stdin_r = -1
+        os.set_blocking(w, False)
+        try:
+            while True:
+                os.write(w, b"x" * 4096)
+        except BlockingIOError:
+            pass
+        os.set_blocking(w, True)   # as alice may, on the description the daemon writes to
+        os.close(stdin_w)
+        stdin_w = -1
+        wait_until(lambda: not processes_of(TEST_USERS["alice"].uid, "cat"), "alice's command to end")
+        time.sleep(0.3)
+        others_are_served(sb)
+    finally:
+        os.set_blocking(r, False)
+        try:
+            while os.read(r, 65536):   # a daemon stuck on it is let go
+                pass
+        except BlockingIOError:
+            pass
+        for fd in (null, stdin_r, stdin_w, r, w):
+            if fd >= 0:
+                os.close(fd)
 
 
 @pytest.mark.daemon_config(RateLimitBurst="0", MaxStuckOperations="0",

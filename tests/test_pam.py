@@ -757,6 +757,31 @@ def test_logins_take_the_private_socket(daemon, pam):
     assert p.returncode != 0 and "Permission denied" in p.stderr, p.stderr
 
 
+@pytest.mark.daemon_config(OperationTimeoutSec="2s")
+def test_held_private_connections_keep_logins_out_only_for_a_while(daemon, pam):
+    """The private socket serves 64 connections at a time, all root's; but a user may stop
+    her own su (its real uid is hers) while its pam_nsmanager holds one. With 64 held open
+    and saying nothing, the next login waits only until they outlive any call's deadline
+    (OperationTimeoutSec=), then lands in its view: not until timeout=, nor for ever."""
+    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", "timeout=10"))
+    daemon.manager().CreateNamespace("alice")
+    view = daemon.view_ns_id("alice")
+    held = []
+    try:
+        for _ in range(64):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+            s.connect(sb_module.NSM_PRIVATE_SOCKET)
+            held.append(s)
+        start = time.monotonic()
+        p = runuser("alice", "readlink /proc/self/ns/mnt")
+        elapsed = time.monotonic() - start
+    finally:
+        for s in held:
+            s.close()
+    assert p.returncode == 0 and parse_ns(p.stdout) == view, p.stdout + p.stderr
+    assert elapsed < 2 + 1 + timeout(2), f"the login took {elapsed:.2f}s"
+
+
 def module_imports(module: Path) -> set[str]:
     out = subprocess.run(["nm", "-D", "--undefined-only", module], capture_output=True, text=True, check=True).stdout
     return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}

@@ -48,18 +48,20 @@ static int read_args(sd_bus_message *message, AttachArgs *ret) {
 }
 
 /* The caller's stdin/stdout/stderr can be anything it could open; the status fd must be
- * something we can write a line to: a pipe or a socket, open for writing. */
+ * something we can write a line to: a pipe or a socket, open for writing. Looked at without
+ * asking their file system (AT_STATX_DONT_SYNC): an fd on the caller's hung FUSE mount would
+ * make the whole daemon wait. The type of a file is known without asking. */
 static int check_fds(const int fds[4], sd_bus_error *error) {
         static const char *const names[] = { "stdin", "stdout", "stderr", "status" };
-        struct stat st;
+        struct statx sx = {};
         int flags;
 
         for (int i = 0; i < 4; i++)
-                if (fstat(fds[i], &st) < 0)
+                if (statx(fds[i], "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) < 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "The %s fd is not usable: %s",
                                                  names[i], strerror(errno));
 
-        if (!S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+        if (!S_ISFIFO(sx.stx_mode) && !S_ISSOCK(sx.stx_mode))
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
                                         "The status fd must be the write end of a pipe or a socket.");
         flags = fcntl(fds[3], F_GETFL);

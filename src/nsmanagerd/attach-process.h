@@ -54,7 +54,7 @@ struct AttachProcess {
 };
 
 /* Allocates the process record of a command about to start and links it into the Manager's
- * list. Takes 'status_fd' (made non-blocking here): freeing the record closes it. */
+ * list. Takes 'status_fd': freeing the record closes it. */
 int attach_process_new(Manager *m, uid_t uid, const char *user, const char *command, int status_fd,
                        AttachProcess **ret);
 /* Unlinks and frees: closes the status fd without a status line, drops event sources, bus

@@ -7,10 +7,10 @@
  * attach-dbus.c.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,7 +22,6 @@
 int attach_process_new(Manager *m, uid_t uid, const char *user, const char *command, int status_fd,
                        AttachProcess **ret) {
         _cleanup_(attach_process_freep) AttachProcess *p = NULL;
-        int flags;
 
         p = calloc(1, sizeof(AttachProcess));
         if (!p) {
@@ -40,12 +39,6 @@ int attach_process_new(Manager *m, uid_t uid, const char *user, const char *comm
         m->attach_processes = p;
         if (!p->user || !p->command)
                 return -ENOMEM;
-
-        /* Never block the event loop on a full status pipe. */
-        flags = fcntl(p->status_fd, F_GETFL);
-        if (flags < 0 || fcntl(p->status_fd, F_SETFL, flags | O_NONBLOCK) < 0)
-                return -errno;
-
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -82,7 +75,9 @@ AttachProcess *attach_process_free(AttachProcess *p) {
 }
 
 /* SIGPIPE is blocked around the write and a SIGPIPE we caused is dropped: the daemon must not
- * die because a client went away. */
+ * die because a client went away. The write never waits (RWF_NOWAIT, for pipes and sockets
+ * alike) however full the pipe: O_NONBLOCK would not do, as the fd shares its open file
+ * description with the caller, who may clear the flag again. */
 static int write_status(int fd, const char *line) {
         struct timespec zero = {};
         sigset_t pipe_set, old, pending;
@@ -96,7 +91,7 @@ static int write_status(int fd, const char *line) {
                 return -errno;
         was_pending = sigpending(&pending) >= 0 && sigismember(&pending, SIGPIPE);
 
-        k = write(fd, line, strlen(line));
+        k = pwritev2(fd, &(struct iovec) { .iov_base = (char *) line, .iov_len = strlen(line) }, 1, -1, RWF_NOWAIT);
         if (k < 0) {
                 r = -errno;
                 if (r == -EPIPE && !was_pending)

@@ -498,7 +498,8 @@ static int namespace_stop_timer_fired(sd_event_source *s, uint64_t usec, void *u
         return namespace_remove(ns, manager_deadline(ns->manager), NULL, NULL);
 }
 
-/* After the last session: StopDelaySec, then gone — unless lingering or reopened meanwhile. */
+/* After the last session: StopDelaySec, then gone — unless lingering or reopened meanwhile.
+ * The caller tells the bus (State is "closing" now), once with whatever else it changed. */
 static void namespace_maybe_schedule_stop(Namespace *ns) {
         Manager *m = ns->manager;
         int r;
@@ -509,7 +510,6 @@ static void namespace_maybe_schedule_stop(Namespace *ns) {
                                        10 * USEC_PER_MSEC, namespace_stop_timer_fired, ns);
         if (r < 0)
                 log_warning_errno(r, "Failed to arm the stop timer of '%s', keeping it: %m", ns->name);
-        (void) namespace_dbus_send_changed(ns);
 }
 
 static void namespace_cancel_stop(Namespace *ns) {
@@ -572,8 +572,8 @@ int namespace_remove_session(Namespace *ns, const char *id) {
                         *p = s->next;
                         session_free(s);
                         namespace_save_or_warn(ns);
-                        (void) namespace_dbus_send_changed(ns);
                         namespace_maybe_schedule_stop(ns);
+                        (void) namespace_dbus_send_changed(ns);
                         return 0;
                 }
         return -ENOENT;
@@ -601,9 +601,9 @@ int namespace_set_linger(Namespace *ns, bool b) {
         if (b)
                 namespace_cancel_stop(ns);
         namespace_save_or_warn(ns);
-        (void) namespace_dbus_send_changed(ns);
         if (!b)
                 namespace_maybe_schedule_stop(ns);
+        (void) namespace_dbus_send_changed(ns);
         return 0;
 }
 

@@ -16,10 +16,18 @@
  * once took three times as long as 64 at a time (bench/bench_burst.py). */
 #define PRIVATE_BUS_CONNECTIONS_MAX 64U
 
+/* A login's connection lives for one call, answered by its deadline (OperationTimeoutSec=,
+ * from the call's arrival, right after connecting). One still open after that and this
+ * much more is nobody's login any more: a login process stopped half-way (a user may stop
+ * her own su: its real uid is hers) would otherwise hold its place for ever, and 64 of them
+ * every login on the machine. */
+#define PRIVATE_BUS_LIFETIME_SLACK_USEC USEC_PER_SEC
+
 struct PrivateBus {
         Manager *manager;
         sd_bus *bus;
         sd_event_source *free_source;    /* frees it from the event loop, not from its own callback */
+        sd_event_source *lifetime_source;
         PrivateBus *prev, *next;
 };
 
@@ -35,6 +43,7 @@ static PrivateBus *private_bus_free(PrivateBus *p) {
         if (m->private_source && m->n_private_buses < PRIVATE_BUS_CONNECTIONS_MAX)
                 (void) sd_event_source_set_enabled(m->private_source, SD_EVENT_ON);
         sd_event_source_disable_unref(p->free_source);
+        sd_event_source_disable_unref(p->lifetime_source);
         /* Not flushed: a peer that went away reads nothing, and one that stays must not make us
          * wait. */
         sd_bus_close_unref(p->bus);
@@ -56,6 +65,12 @@ static int on_disconnected(sd_bus_message *message, void *userdata, sd_bus_error
         r = sd_event_add_defer(p->manager->event, &p->free_source, on_free, p);
         if (r < 0)
                 log_warning_errno(r, "Failed to schedule freeing a private connection, keeping it: %m");
+        return 0;
+}
+
+static int on_lifetime_over(sd_event_source *s, uint64_t usec, void *userdata) {
+        log_debug("Closing a private connection that outlived any call's deadline.");
+        private_bus_free(userdata);
         return 0;
 }
 
@@ -90,7 +105,10 @@ static int private_bus_new(Manager *m, int fd) {
             (r = sd_bus_match_signal_async(p->bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
                                            "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, NULL, p)) < 0 ||
             (r = manager_bus_add_objects(m, p->bus)) < 0 ||
-            (r = sd_bus_attach_event(p->bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
+            (r = sd_bus_attach_event(p->bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0 ||
+            (r = sd_event_add_time_relative(m->event, &p->lifetime_source, CLOCK_MONOTONIC,
+                                            m->config.operation_timeout_usec + PRIVATE_BUS_LIFETIME_SLACK_USEC, 0,
+                                            on_lifetime_over, p)) < 0) {
                 private_bus_free(p);
                 return r;
         }
