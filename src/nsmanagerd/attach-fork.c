@@ -169,9 +169,12 @@ int attach_fork_start(AttachProcess *p, const AttachRequest *req, const char **r
 
         r = sd_event_add_child(p->manager->event, &p->child_source, pid, WEXITED, on_child_exit, p);
         if (r < 0) {
-                /* We could never report on it: do not leave it running. */
+                /* We could never report on it: do not leave it running. Never wait for it
+                 * either: it may already be in the user's command, waiting on a file system of
+                 * theirs that does not answer. If it has not exited by now it stays a zombie
+                 * until we exit (as child.c does). */
                 (void) kill(pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
+                (void) waitpid(pid, NULL, WNOHANG);
                 *ret_what = "Failed to watch the new process";
                 return r;
         }
