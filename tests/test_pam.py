@@ -757,6 +757,48 @@ def test_logins_take_the_private_socket(daemon, pam):
     assert p.returncode != 0 and "Permission denied" in p.stderr, p.stderr
 
 
+def unix_recv_queued(pid: int) -> bool:
+    """Whether any unix socket of the process holds bytes it has not read (ss's Recv-Q)."""
+    out = subprocess.run(["ss", "-xpn"], capture_output=True, text=True, check=True).stdout
+    return any(int(line.split()[2]) > 0 for line in out.splitlines()[1:] if f"pid={pid}," in line)
+
+
+def test_a_new_bus_caller_with_the_bus_stopped_stalls_no_login(daemon, pam):
+    """The first call of a new bus connection makes the daemon ask dbus-daemon who sent it
+    (GetConnectionCredentials). With dbus-daemon stopped right then, that question waits; a
+    login on the private socket meanwhile must still land in its view at once, not wait until
+    the module's timeout= and go on in the host's namespace."""
+    wait = int(timeout(10))
+    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", f"timeout={wait}"))
+    daemon.manager().CreateNamespace("alice")
+    view = daemon.view_ns_id("alice")
+    bus = daemon.process("dbus-daemon").pid
+    call = None
+    try:
+        with stopped(daemon.daemon.pid):
+            # A new connection's call, delivered into the stopped daemon's socket.
+            call = subprocess.Popen(["busctl", "--system", "call", "org.example.NSManager", "/org/example/NSManager",
+                                     "org.example.NSManager.Manager", "CreateNamespace", "s", "bob"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            wait_until(lambda: unix_recv_queued(daemon.daemon.pid), "the call to reach the daemon's socket")
+            os.kill(bus, signal.SIGSTOP)
+        try:
+            start = time.monotonic()
+            p = runuser("alice", "readlink /proc/self/ns/mnt")
+            elapsed = time.monotonic() - start
+        finally:
+            os.kill(bus, signal.SIGCONT)
+        assert p.returncode == 0 and parse_ns(p.stdout) == view, p.stdout + p.stderr
+        assert elapsed < timeout(TIMEOUT), f"the login took {elapsed:.2f}s (the module waits {wait}s)"
+        out, err = call.communicate(timeout=timeout(30))
+        assert call.returncode == 0, err
+        assert "bob" in [str(n[0]) for n in daemon.manager().ListNamespaces()], "the held call was not answered"
+    finally:
+        if call and call.poll() is None:
+            call.kill()
+            call.wait()
+
+
 @pytest.mark.daemon_config(OperationTimeoutSec="2s")
 def test_held_private_connections_keep_logins_out_only_for_a_while(daemon, pam):
     """The private socket serves 64 connections at a time, all root's; but a user may stop

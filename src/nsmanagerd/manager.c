@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "builder.h"
+#include "bus-creds.h"
 #include "bus-request.h"
 #include "bus-polkit.h"
 #include "child.h"
@@ -85,6 +86,7 @@ Manager *manager_free(Manager *m) {
         hashmap_free(m->namespaces_by_uid);
         rate_limits_free(m->rate_limits);
         polkit_registry_free(m->polkit_registry);
+        bus_creds_cache_detach();
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         manager_config_done(&m->config);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "bus-creds.h"
 #include "bus-util.h"
@@ -19,6 +21,22 @@ typedef struct SenderCreds {
 
 static Hashmap *cache = NULL;
 static sd_bus_slot *cache_match = NULL;
+static sd_bus_slot *cache_filter = NULL;
+
+/* Calls of a sender the cache does not know yet wait here, in order of arrival, while the bus
+ * driver is asked who the sender is, asynchronously: a synchronous question would stop the
+ * event loop, and with it every login on the private socket, for as long as dbus-daemon takes
+ * to answer (sd-bus waits 25 s). Once answered they go back into the read queue
+ * (sd_bus_enqueue_for_read, as a polkit check does) and meet the cache. A call of the same
+ * sender that arrives meanwhile goes behind them, so that each sender's calls keep their order. */
+typedef struct HeldSender {
+        char *name;                     /* the key */
+        sd_bus_slot *query;             /* GetConnectionCredentials in flight; NULL once answered */
+        sd_bus_message **calls;         /* held, in order; once answered, calls[next..n) are queued again */
+        size_t n, next;
+} HeldSender;
+
+static Hashmap *held = NULL;
 
 static void sender_creds_free(SenderCreds *c) {
         if (!c)
@@ -53,24 +71,6 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
         return 0;
 }
 
-int bus_creds_cache_attach(sd_bus *bus) {
-        int r;
-
-        if (!cache) {
-                cache = hashmap_new();
-                if (!cache)
-                        return -ENOMEM;
-        }
-        if (cache_match)
-                return 0;
-        r = sd_bus_match_signal_async(bus, &cache_match, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                      "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, NULL, NULL);
-        if (r < 0)
-                return r;
-        /* The slot belongs to the bus: it goes when the bus does. */
-        return sd_bus_slot_set_floating(cache_match, true);
-}
-
 typedef struct DriverCreds {
         uint32_t uid, pid;
         bool have_uid, have_pid;
@@ -91,15 +91,10 @@ static int read_driver_creds(sd_bus_message *m, const char *key, void *userdata)
         return r < 0 ? r : 1;
 }
 
-static int query_creds(sd_bus *bus, const char *sender, SenderCreds *ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+static int creds_from_reply(sd_bus_message *reply, SenderCreds *ret) {
         DriverCreds c = {};
         int r;
 
-        r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                               "GetConnectionCredentials", NULL, &reply, "s", sender);
-        if (r < 0)
-                return r;
         r = bus_message_read_dict(reply, read_driver_creds, &c);
         if (r < 0)
                 return r;
@@ -107,6 +102,153 @@ static int query_creds(sd_bus *bus, const char *sender, SenderCreds *ret) {
                 return -ENODATA;
         *ret = (SenderCreds) { .uid = (uid_t) c.uid, .pid = c.have_pid ? (pid_t) c.pid : 0 };
         return 0;
+}
+
+static int query_creds(sd_bus *bus, const char *sender, SenderCreds *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetConnectionCredentials", NULL, &reply, "s", sender);
+        if (r < 0)
+                return r;
+        return creds_from_reply(reply, ret);
+}
+
+/* Best effort: without an entry the next call asks again. */
+static void cache_put(const char *sender, const SenderCreds *q) {
+        SenderCreds *c;
+
+        if (!cache || !cache_match)
+                return;
+        if (hashmap_size(cache) >= BUS_CREDS_CACHE_MAX)
+                bus_creds_cache_flush();
+        c = calloc(1, sizeof(SenderCreds));
+        if (!c)
+                return;
+        *c = *q;
+        c->name = strdup(sender);
+        if (!c->name || hashmap_put(cache, c->name, c) < 0)
+                sender_creds_free(c);
+}
+
+static void held_sender_free(HeldSender *h) {
+        if (!h)
+                return;
+        (void) hashmap_remove(held, h->name);
+        sd_bus_slot_unref(h->query);
+        for (size_t i = h->next; i < h->n; i++)
+                sd_bus_message_unref(h->calls[i]);
+        free(h->calls);
+        free(h->name);
+        free(h);
+}
+
+static int held_sender_add(HeldSender *h, sd_bus_message *m) {
+        sd_bus_message **calls;
+
+        calls = reallocarray(h->calls, h->n + 1, sizeof(sd_bus_message *));
+        if (!calls)
+                return -ENOMEM;
+        h->calls = calls;
+        h->calls[h->n++] = sd_bus_message_ref(m);
+        return 0;
+}
+
+/* Back into the read queue; one that cannot go is answered here rather than left hanging. */
+static int held_sender_requeue(HeldSender *h, sd_bus_message *m) {
+        int r;
+
+        r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(m), m);
+        if (r >= 0)
+                r = held_sender_add(h, m);
+        if (r < 0)
+                (void) sd_bus_reply_method_errorf(m, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s",
+                                                  strerror(-r));
+        return r;
+}
+
+static int on_creds_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        HeldSender *h = userdata;
+        _cleanup_free_ sd_bus_message **calls = TAKE_PTR(h->calls);
+        size_t n = h->n;
+        SenderCreds q;
+        int r;
+
+        h->query = sd_bus_slot_unref(h->query);
+        h->n = h->next = 0;
+        r = sd_bus_message_is_method_error(reply, NULL) ? -sd_bus_message_get_errno(reply) : creds_from_reply(reply, &q);
+        if (r == 0)
+                cache_put(h->name, &q);
+        for (size_t i = 0; i < n; i++) {
+                if (r < 0)
+                        (void) sd_bus_reply_method_errorf(calls[i], SD_BUS_ERROR_ACCESS_DENIED,
+                                                          "Cannot determine the caller: %s", strerror(-r ?: EIO));
+                else
+                        (void) held_sender_requeue(h, calls[i]);
+                sd_bus_message_unref(calls[i]);
+        }
+        if (h->next == h->n)
+                held_sender_free(h);
+        return 0;
+}
+
+static int held_sender_new(sd_bus *bus, const char *sender, HeldSender **ret) {
+        HeldSender *h;
+        int r;
+
+        h = calloc(1, sizeof(HeldSender));
+        if (!h)
+                return -ENOMEM;
+        h->name = strdup(sender);
+        if (!h->name || hashmap_put(held, h->name, h) < 0) {
+                free(h->name);
+                free(h);
+                return -ENOMEM;
+        }
+        r = sd_bus_call_method_async(bus, &h->query, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                     "org.freedesktop.DBus", "GetConnectionCredentials", on_creds_reply, h, "s", sender);
+        if (r < 0) {
+                held_sender_free(h);
+                return r;
+        }
+        *ret = h;
+        return 0;
+}
+
+/* Every incoming message, before its handler. The bus's standard interfaces (Peer,
+ * Introspectable, Properties) never ask who called, so they are not held. */
+static int on_incoming(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *sender = sd_bus_message_get_sender(m), *interface = sd_bus_message_get_interface(m);
+        HeldSender *h;
+        int r;
+
+        if (!sd_bus_message_is_method_call(m, NULL, NULL) || !sender || sender[0] != ':' ||
+            (interface && strncmp(interface, "org.freedesktop.DBus.", strlen("org.freedesktop.DBus.")) == 0))
+                return 0;
+        h = hashmap_get(held, sender);
+        if (!h) {
+                if (hashmap_get(cache, sender))
+                        return 0;
+                /* If the question cannot even be sent, the handler asks synchronously, as it
+                 * does for whatever is not in the cache. */
+                if (held_sender_new(sd_bus_message_get_bus(m), sender, &h) < 0)
+                        return 0;
+        } else if (!h->query && h->next < h->n && h->calls[h->next] == m) {
+                /* Its turn: the sender is known now. */
+                sd_bus_message_unref(h->calls[h->next++]);
+                if (h->next == h->n)
+                        held_sender_free(h);
+                return 0;
+        }
+        if (h->query)
+                r = held_sender_add(h, m);
+        else
+                r = held_sender_requeue(h, m);
+        if (r < 0 && h->query)
+                (void) sd_bus_reply_method_errorf(m, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s",
+                                                  strerror(-r));
+        return 1;
 }
 
 /* A direct connection (no bus driver): the peer is whoever connected, as the socket says
@@ -146,17 +288,7 @@ static int sender_creds(sd_bus_message *m, SenderCreds *ret) {
         if (r < 0)
                 return r;
         *ret = q;
-        if (!cache || !cache_match)
-                return 0;
-        if (hashmap_size(cache) >= BUS_CREDS_CACHE_MAX)
-                bus_creds_cache_flush();
-        c = calloc(1, sizeof(SenderCreds));
-        if (!c)
-                return 0;
-        *c = q;
-        c->name = strdup(sender);
-        if (!c->name || hashmap_put(cache, c->name, c) < 0)
-                sender_creds_free(c);
+        cache_put(sender, &q);
         return 0;
 }
 
@@ -178,4 +310,44 @@ int bus_message_get_sender_pid(sd_bus_message *m, pid_t *ret) {
                 return -ENODATA;
         *ret = c.pid;
         return 0;
+}
+
+int bus_creds_cache_attach(sd_bus *bus) {
+        int r;
+
+        if (!cache) {
+                cache = hashmap_new();
+                if (!cache)
+                        return -ENOMEM;
+        }
+        if (!held) {
+                held = hashmap_new();
+                if (!held)
+                        return -ENOMEM;
+        }
+        if (cache_match)
+                return 0;
+        r = sd_bus_match_signal_async(bus, &cache_match, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                      "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, NULL, NULL);
+        if (r < 0)
+                return r;
+        r = sd_bus_add_filter(bus, &cache_filter, on_incoming, NULL);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+void bus_creds_cache_detach(void) {
+        HeldSender *h;
+        size_t i = 0;
+
+        while (held && hashmap_iterate(held, &i, (void **) &h, NULL)) {
+                held_sender_free(h);
+                i = 0;
+        }
+        held = hashmap_free(held);
+        cache_filter = sd_bus_slot_unref(cache_filter);
+        cache_match = sd_bus_slot_unref(cache_match);
+        bus_creds_cache_flush();
+        cache = hashmap_free(cache);
 }
