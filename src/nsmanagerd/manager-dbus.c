@@ -14,6 +14,7 @@
 #include "namespace-dbus.h"
 #include "namespace.h"
 #include "path-util.h"
+#include "private-bus.h"
 #include "strv.h"
 #include "view-job.h"
 
@@ -258,6 +259,8 @@ static void on_session_namespace(Namespace *ns, int result, const char *message,
                 bus_request_reply_error(req, -ENOMEM, NULL);
                 return;
         }
+        /* Before the reply, which ends the request: 'user' and 'id' point into its message. */
+        private_bus_keep_for_session(req->manager, sd_bus_message_get_bus(req->message), user, id);
         bus_request_reply(req, reply);
 }
 
@@ -284,7 +287,6 @@ static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_e
 static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *user, *id;
-        Namespace *ns = NULL;
         int r;
 
         r = sd_bus_message_read(message, "ss", &user, &id);
@@ -293,15 +295,13 @@ static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_
         r = bus_message_require_root(message, "CloseSession", error);
         if (r < 0)
                 return r;
-        r = get_namespace_or_error(m, user, &ns, error);
-        if (r < 0)
-                return r;
-        r = namespace_remove_session(ns, id);
+        r = manager_close_session(m, user, id);
+        if (r == -ESRCH)
+                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
         if (r == -ENOENT)
                 return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_SESSION, "User '%s' has no session '%s'.", user, id);
         if (r < 0)
                 return r;
-        log_info("Session '%s' of '%s' closed.", id, user);
         return sd_bus_reply_method_return(message, NULL);
 }
 

@@ -392,6 +392,19 @@ Namespace *manager_get_namespace(Manager *m, const char *user) {
         return hashmap_get(m->namespaces, user);
 }
 
+int manager_close_session(Manager *m, const char *user, const char *id) {
+        Namespace *ns = manager_get_namespace(m, user);
+        int r;
+
+        if (!ns || !ns->ready)
+                return -ESRCH;
+        r = namespace_remove_session(ns, id);
+        if (r < 0)
+                return r;
+        log_info("Session '%s' of '%s' closed.", id, user);
+        return 0;
+}
+
 Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid) {
         char key[32];
         snprintf(key, sizeof key, "%u", (unsigned) uid);

@@ -21,6 +21,7 @@ typedef struct PolkitRegistry PolkitRegistry;
 typedef struct AttachProcess AttachProcess;
 typedef struct BusRequest BusRequest;
 typedef struct PrivateBus PrivateBus;
+typedef struct KeptConnection KeptConnection;
 typedef struct ViewJob ViewJob;
 
 /* The daemon: the event loop, the bus, the configuration, and the namespaces it owns. */
@@ -47,6 +48,8 @@ typedef struct Manager {
         sd_event_source *private_source; /* the private socket's listener (private-bus.c) */
         PrivateBus *private_buses;
         unsigned n_private_buses;
+        KeptConnection *kept_connections; /* logins' connections kept for CloseSession (kept-connection.c) */
+        unsigned n_kept_connections;
         sd_id128_t private_bus_id;
         bool exiting;            /* manager_free() runs: nothing new starts */
         Hashmap *rate_limits;    /* caller uid → RateLimit (manager.c) */
@@ -76,6 +79,9 @@ uint64_t manager_deadline(Manager *m);
 
 Namespace *manager_get_namespace(Manager *m, const char *user);
 Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid);
+/* Ends session 'id' of 'user' (CloseSession), logged: -ESRCH if the user has no namespace,
+ * -ENOENT if it has no such session. */
+int manager_close_session(Manager *m, const char *user, const char *id);
 
 /* Resolves and checks a user name: -ESRCH (no such user), -EPERM (root, below MinUID=, or in
  * ExcludeUsers=), with a sentence. */

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
 #include "bus-errors.h"
 #include "fs-util.h"
+#include "kept-connection.h"
 #include "list.h"
 #include "log.h"
 #include "manager-dbus.h"
@@ -28,6 +31,10 @@ struct PrivateBus {
         sd_bus *bus;
         sd_event_source *free_source;    /* frees it from the event loop, not from its own callback */
         sd_event_source *lifetime_source;
+        sd_event_source *auth_source;    /* drives the authentication (on_authenticating()) */
+        sd_event_source *keep_source;    /* hands it to kept-connection.c once OpenSession is answered */
+        sd_bus_slot *session_filter;     /* from then on: kept-connection.h's rule */
+        char *session_user, *session_id; /* that OpenSession's */
         PrivateBus *prev, *next;
 };
 
@@ -44,9 +51,14 @@ static PrivateBus *private_bus_free(PrivateBus *p) {
                 (void) sd_event_source_set_enabled(m->private_source, SD_EVENT_ON);
         sd_event_source_disable_unref(p->free_source);
         sd_event_source_disable_unref(p->lifetime_source);
+        sd_event_source_disable_unref(p->auth_source);
+        sd_event_source_disable_unref(p->keep_source);
+        sd_bus_slot_unref(p->session_filter);
         /* Not flushed: a peer that went away reads nothing, and one that stays must not make us
          * wait. */
         sd_bus_close_unref(p->bus);
+        free(p->session_user);
+        free(p->session_id);
         free(p);
         return NULL;
 }
@@ -56,15 +68,18 @@ static int on_free(sd_event_source *s, void *userdata) {
         return 0;
 }
 
-static int on_disconnected(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        PrivateBus *p = userdata;
+static void private_bus_free_later(PrivateBus *p) {
         int r;
 
         if (p->free_source)
-                return 0;
+                return;
         r = sd_event_add_defer(p->manager->event, &p->free_source, on_free, p);
         if (r < 0)
                 log_warning_errno(r, "Failed to schedule freeing a private connection, keeping it: %m");
+}
+
+static int on_disconnected(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        private_bus_free_later(userdata);
         return 0;
 }
 
@@ -72,6 +87,119 @@ static int on_lifetime_over(sd_event_source *s, uint64_t usec, void *userdata) {
         log_debug("Closing a private connection that outlived any call's deadline.");
         private_bus_free(userdata);
         return 0;
+}
+
+/* A login writes its call right behind the authentication, in one write (direct-call.h). The
+ * sd-bus of Debian 12 (systemd 252), as a server, answers the authentication when it reads it
+ * but leaves BEGIN, and the call behind it, for its next read of the socket, which never comes:
+ * the login would wait for an answer to a call that is already in the daemon's buffer. (Later
+ * sd-bus versions look again once the answer is written.) So while a connection
+ * authenticates, it is processed again after every turn of the event loop; once it is up,
+ * once more, which dispatches the call from the buffer, and no more: what the peer writes
+ * after that is for the loop to read, or for kept-connection.c (on_keep()). */
+static int on_authenticating(sd_event_source *s, void *userdata) {
+        PrivateBus *p = userdata;
+        int r;
+
+        for (;;) {
+                if (sd_bus_is_ready(p->bus) > 0) {
+                        (void) sd_bus_process(p->bus, NULL);
+                        break;
+                }
+                r = sd_bus_process(p->bus, NULL);
+                if (r == 0)
+                        return 0; /* still authenticating: more is to come from the peer */
+                if (r < 0)
+                        break; /* sd-bus's to handle: it disconnects, and on_disconnected() frees */
+        }
+        p->auth_source = sd_event_source_disable_unref(p->auth_source);
+        return 0;
+}
+
+/* OpenSession was answered: the connection goes to kept-connection.c, as a plain socket. Only
+ * once the reply is out and nothing else came, neither into sd-bus's queue nor into the
+ * socket: a login that closes its session at once (pamtester) has its CloseSession served
+ * here as any call. This runs ahead of the bus's own processing at the loop's next turn, so
+ * sd-bus has read nothing more (it reads when it processes); what it would have read, and
+ * drops with the bus, is only a message a client wrote behind OpenSession before its answer
+ * came, which a login does not do. */
+static int on_keep(sd_event_source *s, void *userdata) {
+        PrivateBus *p = userdata;
+        uint64_t n_write = 1, n_read = 1;
+        int fd, waiting = 1, r;
+
+        p->keep_source = sd_event_source_disable_unref(p->keep_source);
+        if (p->free_source)
+                return 0;
+        if (sd_bus_get_n_queued_write(p->bus, &n_write) < 0 || n_write > 0 ||
+            sd_bus_get_n_queued_read(p->bus, &n_read) < 0 || n_read > 0 ||
+            ioctl(sd_bus_get_fd(p->bus), FIONREAD, &waiting) < 0 || waiting > 0)
+                return 0;
+        /* Our own reference to the socket: sd-bus closes its own with the bus (and only closes it). */
+        fd = fcntl(sd_bus_get_fd(p->bus), F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                r = -errno;
+        else
+                r = kept_connection_new(p->manager, fd, p->session_user, p->session_id);
+        if (r < 0 && r != -EDQUOT)
+                log_warning_errno(r, "Failed to keep the connection of session '%s', its CloseSession comes on a new one: %m",
+                                  p->session_id);
+        private_bus_free(p);
+        return 0;
+}
+
+/* Once OpenSession is answered, a connection carries that session's CloseSession and nothing
+ * else, here as in kept-connection.c. */
+static int on_session_message(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        PrivateBus *p = userdata;
+        const char *user = NULL, *id = NULL, *what;
+        uint8_t type;
+
+        if (sd_bus_message_get_type(message, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL)
+                return 0; /* the Disconnected sd-bus makes up, or nothing we would act on */
+        if (streq_ptr(sd_bus_message_get_signature(message, true), "ss") &&
+            sd_bus_message_read(message, "ss", &user, &id) >= 0)
+                (void) sd_bus_message_rewind(message, true);
+        what = kept_call_refusal(p->session_user, p->session_id, sd_bus_message_get_path(message),
+                                 sd_bus_message_get_interface(message), sd_bus_message_get_member(message), user, id);
+        if (!what)
+                return 0;
+        log_warning(KEPT_REFUSAL_FMT, p->session_id, p->session_user, what);
+        private_bus_free_later(p);
+        return 1; /* neither dispatched nor answered */
+}
+
+void private_bus_keep_for_session(Manager *m, sd_bus *bus, const char *user, const char *id) {
+        PrivateBus *p;
+        int r;
+
+        for (p = m->private_buses; p; p = p->next)
+                if (p->bus == bus)
+                        break;
+        if (!p || p->session_id)
+                return; /* the system bus; or a second OpenSession on one connection: only the first */
+        p->session_user = strdup(user);
+        p->session_id = strdup(id);
+        if (!p->session_user || !p->session_id) {
+                log_oom();
+                private_bus_free_later(p); /* unkept, and unrestricted: not served on */
+                return;
+        }
+        r = sd_bus_add_filter(bus, &p->session_filter, on_session_message, p);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to restrict the connection of session '%s', closing it: %m", id);
+                private_bus_free_later(p);
+                return;
+        }
+        /* From the event loop, once the reply is out, not from inside the bus's own dispatch;
+         * and before the bus is processed again (on_keep()). */
+        r = sd_event_add_defer(m->event, &p->keep_source, on_keep, p);
+        if (r >= 0)
+                r = sd_event_source_set_priority(p->keep_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to keep the connection of session '%s', ignoring: %m", id);
+                p->keep_source = sd_event_source_disable_unref(p->keep_source);
+        }
 }
 
 static int private_bus_new(Manager *m, int fd) {
@@ -106,6 +234,7 @@ static int private_bus_new(Manager *m, int fd) {
                                            "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, NULL, p)) < 0 ||
             (r = manager_bus_add_objects(m, p->bus)) < 0 ||
             (r = sd_bus_attach_event(p->bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0 ||
+            (r = sd_event_add_post(m->event, &p->auth_source, on_authenticating, p)) < 0 ||
             (r = sd_event_add_time_relative(m->event, &p->lifetime_source, CLOCK_MONOTONIC,
                                             m->config.operation_timeout_usec + PRIVATE_BUS_LIFETIME_SLACK_USEC, 0,
                                             on_lifetime_over, p)) < 0) {
@@ -189,4 +318,5 @@ void private_bus_done(Manager *m) {
         }
         while (m->private_buses)
                 private_bus_free(m->private_buses);
+        kept_connections_free(m);
 }

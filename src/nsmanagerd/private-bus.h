@@ -12,4 +12,7 @@
  * root (in /run/nsmanager, 0700 where it is the StateDirectory).  */
 
 int private_bus_listen(Manager *m);
+/* OpenSession of 'user', 'id' is being answered on 'bus': if that is a private connection, it
+ * is handed to kept-connection.h once the answer is out. */
+void private_bus_keep_for_session(Manager *m, sd_bus *bus, const char *user, const char *id);
 void private_bus_done(Manager *m);
