@@ -16,18 +16,22 @@
  * user's but the one in NSMANAGER_ATTACH_NAMESPACE of the PAM environment, which nsmanagerd
  * sets in the unit: the caller may attach to another user's view.
  *
- * The module keeps no bus connection and no global state: every call connects, talks and
- * disconnects before it returns; what close_session needs is kept with pam_set_data().
+ * The module keeps no global state; what close_session needs is kept with pam_set_data():
+ * the session's id and, where OpenSession went through nsmanagerd's private socket (root only,
+ * no dbus-daemon in between), that connection, as pam_systemd keeps its fd to logind for the
+ * session: CloseSession is then written on it and not waited for (direct-call.h). Through the
+ * system bus (the daemon is not running yet, and the bus starts it) every call connects,
+ * talks and disconnects before it returns.
  *
  * Nothing it does may reach the login's terminal: it reports through pam_syslog() only, never
  * through the conversation function, stdio or the shared code's log functions (log.c, which
  * writes to stderr, is not linked in: tests/test_pam.py checks the module's imports).
  *
  * A login never waits for the daemon longer than timeout= (10 s by default): one deadline,
- * taken when open_session (or close_session) starts, bounds connecting to the bus,
- * authenticating, Hello and the call. sd_bus_call() cannot give that (it first waits for the
- * connection with sd-bus's own 25 s authentication timeout), so the module drives the
- * connection itself (bus_run()).
+ * taken when open_session (or close_session) starts, bounds connecting, authenticating, Hello
+ * and the call. sd_bus_call() cannot give that (it first waits for the connection with
+ * sd-bus's own 25 s authentication timeout), so the module drives the bus connection itself
+ * (bus_run_until_answered()).
  */
 
 #include <errno.h>
@@ -48,6 +52,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus-errors.h"
+#include "direct-call.h"
 #include "login-filter.h"
 #include "macros.h"
 #include "parse-util.h"
@@ -76,7 +81,13 @@ typedef struct ModuleOptions {
 typedef struct SessionData {
         char *user;
         char *id;
+        int connection;         /* the private socket's connection OpenSession went on, or -EBADF */
 } SessionData;
+
+/* The serial numbers of the calls on such a connection: the first, and the CloseSession that
+ * follows an OpenSession. */
+#define SERIAL_FIRST 1U
+#define SERIAL_CLOSE_SESSION 2U
 
 #define pam_debug_syslog(handle, opts, ...)                             \
         do {                                                            \
@@ -89,6 +100,7 @@ static void session_data_free(SessionData *d) {
                 return;
         free(d->user);
         free(d->id);
+        safe_close(d->connection);
         free(d);
 }
 
@@ -279,19 +291,24 @@ static int pending_call_reply(sd_bus_message *m, void *userdata, sd_bus_error *r
         return 1;
 }
 
-/* Starts a connection without waiting for anything: sd_bus_start() only starts the
- * non-blocking connect() and queues the authentication (and Hello(), on a bus). */
-static int connection_start(const char *address, bool bus_client, sd_bus **ret) {
+/* The system bus: where nsmanagerd's private socket is not there or nobody listens
+ * (connect() fails at once: the daemon is not running), the bus starts the daemon. Its address
+ * is the one sd_bus_open_system() would use, read with secure_getenv(), because su and sudo are
+ * setuid: a user must not point a root login at a bus of their own, which would hand the module
+ * a namespace fd of the user's choosing. sd_bus_start() only starts the non-blocking connect()
+ * and queues the authentication and Hello(). */
+static int bus_connect(sd_bus **ret) {
         _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
+        const char *address = secure_getenv("DBUS_SYSTEM_BUS_ADDRESS");
         int r;
 
         r = sd_bus_new(&bus);
         if (r < 0)
                 return r;
-        r = sd_bus_set_address(bus, address);
+        r = sd_bus_set_address(bus, address ?: SYSTEM_BUS_ADDRESS_DEFAULT);
         if (r < 0)
                 return r;
-        r = sd_bus_set_bus_client(bus, bus_client);
+        r = sd_bus_set_bus_client(bus, true);
         if (r < 0)
                 return r;
         r = sd_bus_negotiate_fds(bus, true);
@@ -304,33 +321,14 @@ static int connection_start(const char *address, bool bus_client, sd_bus **ret) 
         return 0;
 }
 
-/* nsmanagerd's private socket first (NSM_PRIVATE_SOCKET: root only, no dbus-daemon in
- * between, half the trips); where it is not there or nobody listens (connect() fails at
- * once: the daemon is not running), the system bus, which also starts the daemon. Its
- * address is the one sd_bus_open_system() would use, read with secure_getenv(), because su
- * and sudo are setuid: a user must not point a root login at a bus of their own, which would
- * hand the module a namespace fd of the user's choosing. *ret_direct says which it is. */
-static int bus_connect(sd_bus **ret, bool *ret_direct) {
-        const char *address;
-
-        if (connection_start("unix:path=" NSM_PRIVATE_SOCKET, /* bus_client= */ false, ret) >= 0) {
-                *ret_direct = true;
-                return 0;
-        }
-        *ret_direct = false;
-        address = secure_getenv("DBUS_SYSTEM_BUS_ADDRESS");
-        return connection_start(address ?: SYSTEM_BUS_ADDRESS_DEFAULT, /* bus_client= */ true, ret);
-}
-
-/* Runs the connection (connect, authenticate, Hello, write, read) until done(): -ETIMEDOUT at
- * the deadline, which is checked on every turn, also while there is work. */
-static int bus_run_until(sd_bus *bus, bool (*done)(sd_bus *bus, const void *userdata), const void *userdata,
-                         uint64_t deadline) {
+/* Runs the connection (connect, authenticate, Hello, write, read) until the call is answered:
+ * -ETIMEDOUT at the deadline, which is checked on every turn, also while there is work. */
+static int bus_run_until_answered(sd_bus *bus, const PendingCall *call, uint64_t deadline) {
         for (;;) {
                 uint64_t n;
                 int r;
 
-                if (done(bus, userdata))
+                if (call->reply)
                         return 0;
                 n = now_usec();
                 if (n >= deadline)
@@ -346,47 +344,75 @@ static int bus_run_until(sd_bus *bus, bool (*done)(sd_bus *bus, const void *user
         }
 }
 
-static bool call_answered(sd_bus *bus, const void *userdata) {
-        const PendingCall *call = userdata;
-        return call->reply;
-}
-
-static bool all_written(sd_bus *bus, const void *userdata) {
-        uint64_t n = 0;
-        return sd_bus_is_ready(bus) > 0 && sd_bus_get_n_queued_write(bus, &n) >= 0 && n == 0;
-}
-
-/* Calls Manager.METHOD(user, session_id) and waits for the reply until the deadline: 0 with
- * the reply (which may be an error reply) in 'call', or a negative errno (-ETIMEDOUT at the
- * deadline), logged. With call == NULL it only makes sure the call was written.
+/* Calls Manager.METHOD(user, session_id) on the bus and waits for the reply until the
+ * deadline: 0 with the reply (which may be an error reply) in 'call', or a negative errno.
  *
  * On a connection that is not up yet the call is queued, and written right behind the
- * authentication (and Hello(), on the bus): one round trip for both, where sd_bus_call()
- * would first wait for Hello()'s reply.
- *
- * Only on the private socket may a CloseSession go without waiting for its answer: there
- * the daemon knows the caller from the socket itself, also once it hung up. Through the bus
- * it asks the bus driver who the caller is when the call arrives, and a caller that is gone
- * by then cannot be checked. (The daemon also closes a session when its leader exits.) */
-static int call_session_method(pam_handle_t *handle, const ModuleOptions *opts, sd_bus *bus, const char *method,
-                               const char *user, const char *id, uint64_t deadline, PendingCall *call) {
+ * authentication and Hello(): one round trip for both, where sd_bus_call() would first wait
+ * for Hello()'s reply. Always waited for, CloseSession too: the daemon asks the bus driver who
+ * the caller is when the call arrives, and a caller that is gone by then cannot be checked. */
+static int bus_call_session_method(sd_bus *bus, const char *method, const char *user, const char *id,
+                                   uint64_t deadline, PendingCall *call) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
         r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, method);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "ss", user, id);
-        if (r >= 0 && !call) {
-                r = sd_bus_message_set_expect_reply(m, false);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "ss", user, id);
+        if (r < 0)
+                return r;
+        /* No timeout of sd-bus's own (UINT64_MAX): the deadline is the one. */
+        r = sd_bus_call_async(bus, &call->slot, m, pending_call_reply, call, UINT64_MAX);
+        if (r < 0)
+                return r;
+        return bus_run_until_answered(bus, call, deadline);
+}
+
+/* A session method's answer, whichever way it came. */
+typedef struct SessionReply {
+        const char *error_name;     /* NULL: success */
+        const char *error_message;  /* for the log */
+        const char *object;         /* OpenSession's */
+        int fd;                     /* OpenSession's, owned by the reply it came with */
+} SessionReply;
+
+/* Manager.METHOD(user, session_id) on a new connection to the private socket (left in
+ * *ret_connection), else, where nobody listens there, through the system bus (*ret_connection
+ * -EBADF). 0 with *ret filled from the reply, which 'direct' or 'call' keeps alive, or a -errno,
+ * logged (-ETIMEDOUT at the deadline). */
+static int call_session_method(pam_handle_t *handle, const ModuleOptions *opts, const char *method,
+                               const char *user, const char *id, uint64_t deadline, int *ret_connection,
+                               DirectReply *direct, PendingCall *call, SessionReply *ret) {
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        if (direct_connect(ret_connection) < 0)
+                *ret_connection = -EBADF;
+        if (*ret_connection >= 0) {
+                r = direct_call(*ret_connection, /* authenticate= */ true, SERIAL_FIRST, method, user, id, deadline,
+                                direct);
                 if (r >= 0)
-                        r = sd_bus_send(bus, m, NULL);
+                        *ret = (SessionReply) {
+                                .error_name = direct->error_name,
+                                .error_message = direct->error_message ?: direct->error_name,
+                                .object = direct->object,
+                                .fd = direct->fd,
+                        };
+        } else {
+                r = bus_connect(&bus);
                 if (r >= 0)
-                        r = bus_run_until(bus, all_written, NULL, deadline);
-        } else if (r >= 0) {
-                /* No timeout of sd-bus's own (UINT64_MAX): the deadline is the one. */
-                r = sd_bus_call_async(bus, &call->slot, m, pending_call_reply, call, UINT64_MAX);
-                if (r >= 0)
-                        r = bus_run_until(bus, call_answered, call, deadline);
+                        r = bus_call_session_method(bus, method, user, id, deadline, call);
+                if (r >= 0) {
+                        const sd_bus_error *e = sd_bus_message_get_error(call->reply);
+
+                        *ret = (SessionReply) { .fd = -EBADF };
+                        if (e) {
+                                ret->error_name = e->name;
+                                ret->error_message = bus_error_message(e, sd_bus_message_get_errno(call->reply));
+                        } else if (streq(method, "OpenSession"))
+                                r = sd_bus_message_read(call->reply, "oh", &ret->object, &ret->fd);
+                }
         }
         if (r == -ETIMEDOUT)
                 pam_syslog(handle, LOG_ERR, "nsmanagerd did not answer %s for session '%s' of user '%s' within %.3gs (timeout=).",
@@ -394,6 +420,25 @@ static int call_session_method(pam_handle_t *handle, const ModuleOptions *opts, 
         else if (r < 0)
                 pam_syslog(handle, LOG_ERR, "Failed to call %s for session '%s' of user '%s': %s",
                            method, id, user, strerror(-r));
+        return r;
+}
+
+/* CloseSession on the connection open_session kept: written, not waited for. 0, or -errno
+ * (the daemon restarted and the connection is gone, say): then it is called again on a new
+ * connection, which is safe, because nothing was written (or half a message, which the
+ * daemon drops with the connection). */
+static int close_on_kept_connection(pam_handle_t *handle, const ModuleOptions *opts, SessionData *data,
+                                    uint64_t deadline) {
+        int r;
+
+        if (data->connection < 0)
+                return -EBADF;
+        r = direct_call(data->connection, false, SERIAL_CLOSE_SESSION, "CloseSession", data->user, data->id, deadline,
+                        NULL);
+        data->connection = safe_close(data->connection);
+        if (r < 0)
+                pam_debug_syslog(handle, opts, "The connection of session '%s' is gone (%s), calling CloseSession on a new one.",
+                                 data->id, strerror(-r));
         return r;
 }
 
@@ -458,66 +503,79 @@ static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const
 static SessionData *session_data_new(pam_handle_t *handle, const ModuleOptions *opts, const char *user) {
         _cleanup_(session_data_freep) SessionData *data = calloc(1, sizeof(SessionData));
 
-        if (!data || !(data->user = strdup(user)) || make_session_id(handle, opts, &data->id) < 0)
+        if (!data)
+                return NULL;
+        data->connection = -EBADF;
+        if (!(data->user = strdup(user)) || make_session_id(handle, opts, &data->id) < 0)
                 return NULL;
         return TAKE_PTR(data);
 }
 
-/* OpenSession: PAM_SUCCESS with the namespace fd, PAM_IGNORE for a user the daemon does not
- * manage, else PAM_SESSION_ERR (logged). */
-static int open_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, sd_bus *bus, const SessionData *data,
-                            uint64_t deadline, PendingCall *call, int *ret_fd) {
-        const sd_bus_error *error;
-        const char *object = NULL;
-        int r, received_fd;
+/* OpenSession: PAM_SUCCESS with the namespace fd (and data->connection kept, where it went
+ * on the private socket), PAM_IGNORE for a user the daemon does not manage, else
+ * PAM_SESSION_ERR (logged). *ret_recorded: the daemon recorded the session. */
+static int open_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, SessionData *data, uint64_t deadline,
+                            int *ret_fd, bool *ret_recorded) {
+        _cleanup_(pending_call_done) PendingCall call = {};
+        _cleanup_(direct_reply_done) DirectReply direct = { .fd = -EBADF };
+        SessionReply reply;
+        int r;
 
-        r = call_session_method(handle, opts, bus, "OpenSession", data->user, data->id, deadline, call);
+        *ret_recorded = false;
+        r = call_session_method(handle, opts, "OpenSession", data->user, data->id, deadline, &data->connection,
+                                &direct, &call, &reply);
         if (r < 0)
                 return PAM_SESSION_ERR;
-        error = sd_bus_message_get_error(call->reply);
-        if (error) {
-                if (sd_bus_error_has_name(error, NSM_ERROR_USER_EXCLUDED)) {
+        if (reply.error_name) {
+                if (streq(reply.error_name, NSM_ERROR_USER_EXCLUDED)) {
                         /* The daemon is the authority on its range (the filter file may be older). */
                         pam_syslog(handle, LOG_NOTICE, "nsmanagerd does not manage user '%s': %s",
-                                   data->user, bus_error_message(error, 0));
+                                   data->user, reply.error_message);
                         return PAM_IGNORE;
                 }
                 pam_syslog(handle, LOG_ERR, "Failed to open session '%s' of user '%s' with nsmanagerd: %s",
-                           data->id, data->user, bus_error_message(error, sd_bus_message_get_errno(call->reply)));
+                           data->id, data->user, reply.error_message);
                 return PAM_SESSION_ERR;
         }
-        r = sd_bus_message_read(call->reply, "oh", &object, &received_fd);
-        if (r < 0) {
-                pam_syslog(handle, LOG_ERR, "Failed to parse the reply of OpenSession: %s", strerror(-r));
-                return PAM_SESSION_ERR;
-        }
-        /* The fd belongs to the message; ours must outlive it. */
-        *ret_fd = fcntl(received_fd, F_DUPFD_CLOEXEC, 3);
+        *ret_recorded = true;
+        /* The fd belongs to the reply; ours must outlive it. */
+        *ret_fd = fcntl(reply.fd, F_DUPFD_CLOEXEC, 3);
         if (*ret_fd < 0) {
                 pam_syslog(handle, LOG_ERR, "Failed to duplicate the namespace fd: %m");
                 return PAM_SESSION_ERR;
         }
-        pam_debug_syslog(handle, opts, "Session '%s' of user '%s' is in %s.", data->id, data->user, object);
+        pam_debug_syslog(handle, opts, "Session '%s' of user '%s' is in %s.", data->id, data->user, reply.object);
         return PAM_SUCCESS;
 }
 
-/* The daemon recorded a session we will not use: tell it now rather than when this process
- * exits, within what is left of the deadline. */
-static void close_unused_session(pam_handle_t *handle, const ModuleOptions *opts, sd_bus *bus, bool direct,
-                                 const SessionData *data, uint64_t deadline) {
-        _cleanup_(pending_call_done) PendingCall undo = {};
-        const sd_bus_error *error;
+/* CloseSession, wherever it goes: 0, -ENOENT if the daemon no longer knew the session, or
+ * another -errno (logged). */
+static int close_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, SessionData *data, uint64_t deadline) {
+        _cleanup_(pending_call_done) PendingCall call = {};
+        _cleanup_(direct_reply_done) DirectReply direct = { .fd = -EBADF };
+        SessionReply reply;
         int r;
 
-        r = call_session_method(handle, opts, bus, "CloseSession", data->user, data->id, deadline, direct ? NULL : &undo);
-        if (r >= 0 && !direct && (error = sd_bus_message_get_error(undo.reply)))
-                pam_syslog(handle, LOG_WARNING, "Failed to close the unused session '%s', ignoring: %s",
-                           data->id, bus_error_message(error, sd_bus_message_get_errno(undo.reply)));
+        if (close_on_kept_connection(handle, opts, data, deadline) >= 0)
+                return 0;
+        r = call_session_method(handle, opts, "CloseSession", data->user, data->id, deadline, &data->connection,
+                                &direct, &call, &reply);
+        data->connection = safe_close(data->connection);
+        if (r < 0)
+                return r;
+        if (!reply.error_name)
+                return 0;
+        if (streq(reply.error_name, NSM_ERROR_NO_SUCH_SESSION)) {
+                pam_debug_syslog(handle, opts, "Session '%s' of user '%s' was already closed: %s",
+                                 data->id, data->user, reply.error_message);
+                return -ENOENT;
+        }
+        pam_syslog(handle, LOG_ERR, "Failed to close session '%s' of user '%s' with nsmanagerd: %s",
+                   data->id, data->user, reply.error_message);
+        return -EIO;
 }
 
 _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
-        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(pending_call_done) PendingCall call = {};
         _cleanup_(session_data_freep) SessionData *data = NULL;
         _cleanup_(user_record_done) UserRecord record = {};
         _cleanup_close_ int fd = -EBADF;
@@ -525,7 +583,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         const char *user = NULL;
         ModuleOptions opts;
         uint64_t deadline;
-        bool direct;
+        bool recorded;
         int r;
 
         parse_argv(handle, argc, argv, &opts);
@@ -539,22 +597,20 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
                 return log_oom_pam(handle);
         pam_debug_syslog(handle, &opts, "Opening session '%s' of user '%s'.", data->id, user);
 
-        r = bus_connect(&bus, &direct);
-        if (r < 0) {
-                pam_syslog(handle, LOG_ERR, "Failed to connect to nsmanagerd or the system bus: %s", strerror(-r));
-                return PAM_SESSION_ERR;
-        }
-        r = open_with_daemon(handle, &opts, bus, data, deadline, &call, &fd);
+        r = open_with_daemon(handle, &opts, data, deadline, &fd, &recorded);
+        if (r == PAM_SUCCESS && join_namespace(handle, &opts, fd, attach_home ?: record.home) < 0)
+                r = PAM_SESSION_ERR; /* our thread is still in the namespace it was in */
         if (r != PAM_SUCCESS) {
-                if (call.reply && !sd_bus_message_is_method_error(call.reply, NULL))
-                        close_unused_session(handle, &opts, bus, direct, data, deadline);
+                /* The daemon recorded a session we will not use: tell it now rather than when
+                 * this process exits, within what is left of the deadline. */
+                if (recorded)
+                        (void) close_with_daemon(handle, &opts, data, deadline);
                 return r;
         }
-        if (join_namespace(handle, &opts, fd, attach_home ?: record.home) < 0) {
-                /* Our thread is still in the namespace it was in. */
-                close_unused_session(handle, &opts, bus, direct, data, deadline);
-                return PAM_SESSION_ERR;
-        }
+        /* An attach unit's session ends with its command (close_session runs as the user
+         * there, below): nothing to keep the connection for. */
+        if (opts.attach)
+                data->connection = safe_close(data->connection);
         r = pam_set_data(handle, PAM_DATA_SESSION, data, session_data_cleanup);
         if (r != PAM_SUCCESS) {
                 /* Joined, but close_session will not find it: the daemon closes the session when
@@ -570,16 +626,11 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
  * session module's close_session regardless of the others' results, and applications
  * ignore the result. We still return PAM_SESSION_ERR when the daemon could not be told
  * (it closes the session itself when the login process exits), and PAM_SUCCESS when the
- * daemon no longer knew the session (already closed: nothing left to do). On the private
- * socket the call is only written, not waited for (call_session_method()). */
+ * daemon no longer knew the session (already closed: nothing left to do). */
 _public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
-        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(pending_call_done) PendingCall call = {};
-        const SessionData *data = NULL;
-        const sd_bus_error *error;
+        SessionData *data = NULL;
         ModuleOptions opts;
         uint64_t deadline;
-        bool direct = false;
         int r;
 
         parse_argv(handle, argc, argv, &opts);
@@ -603,30 +654,9 @@ _public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _un
         }
 
         pam_debug_syslog(handle, &opts, "Closing session '%s' of user '%s'.", data->id, data->user);
-
-        r = bus_connect(&bus, &direct);
-        if (r < 0)
-                pam_syslog(handle, LOG_ERR, "Failed to connect to nsmanagerd or the system bus: %s", strerror(-r));
-        else
-                r = call_session_method(handle, &opts, bus, "CloseSession", data->user, data->id, deadline,
-                                        direct ? NULL : &call);
-        if (r < 0)
-                r = PAM_SESSION_ERR;
-        else if (!direct && (error = sd_bus_message_get_error(call.reply))) {
-                if (sd_bus_error_has_name(error, NSM_ERROR_NO_SUCH_SESSION)) {
-                        pam_debug_syslog(handle, &opts, "Session '%s' of user '%s' was already closed: %s",
-                                         data->id, data->user, bus_error_message(error, 0));
-                        r = PAM_SUCCESS;
-                } else {
-                        pam_syslog(handle, LOG_ERR, "Failed to close session '%s' of user '%s' with nsmanagerd: %s",
-                                   data->id, data->user,
-                                   bus_error_message(error, sd_bus_message_get_errno(call.reply)));
-                        r = PAM_SESSION_ERR;
-                }
-        } else
-                r = PAM_SUCCESS;
+        r = close_with_daemon(handle, &opts, data, deadline);
 
         /* Closed (or given up on): a second close_session on this handle has nothing to do. */
         (void) pam_set_data(handle, PAM_DATA_SESSION, NULL, NULL);
-        return r;
+        return r >= 0 || r == -ENOENT ? PAM_SUCCESS : PAM_SESSION_ERR;
 }
