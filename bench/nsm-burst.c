@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A burst of logins as pam_nsmanager makes them: each one a connection of its own, one
- * call, and the connection closed. The connection is to the system bus (sd_bus_open_system),
- * or with --private to nsmanagerd's private socket (NSM_PRIVATE_SOCKET, root only, peer to
- * peer), which the module tries first.
+/* A burst of logins as pam_nsmanager makes them: each one a connection of its own and one
+ * call. The connection is to the system bus (sd_bus_open_system), closed after the call, or
+ * with --private to nsmanagerd's private socket (NSM_PRIVATE_SOCKET, root only, peer to
+ * peer), which the module tries first: OpenSession there goes as the module sends it (the
+ * authentication and the call in one write, src/pam/direct-call.c), and the connection is
+ * kept, as a login keeps it for its session, until the burst is over.
  *
  *   nsm-burst [--private] [--concurrency C] [--timeout SEC] OpenSession|CreateNamespace < USERS
  *
@@ -11,8 +13,8 @@
  *
  *   LINE CONNECT_US CALL_US RESULT
  *
- * CONNECT_US is the time setting up the connection took (connect(); sd-bus authenticates
- * later), CALL_US the rest until the reply (the authentication, the bus's Hello, the call and
+ * CONNECT_US is the time setting up the connection took (connect(); the authentication
+ * comes later), CALL_US the rest until the reply (the authentication, the bus's Hello, the call and
  * the daemon's work), RESULT "ok", the
  * D-Bus error's name, or "errno:NAME" where the connection failed. Exit status 0 if every
  * call was made (whatever its answer), 1 on a failure of the tool itself, 2 on bad usage. */
@@ -29,11 +31,13 @@
 
 #include "bench-util.h"
 #include "bus-errors.h"
+#include "direct-call.h"
 
 typedef struct Call {
         char *user;
         double connect_us, call_us;
         char result[128];
+        int kept;               /* the private connection, kept until the end */
 } Call;
 
 static Call *calls;
@@ -49,6 +53,29 @@ static void set_errno_result(Call *c, const char *what, int r) {
         snprintf(c->result, sizeof c->result, "%s:%s", what, name ?: "unknown");
 }
 
+/* OpenSession on the private socket, as pam_nsmanager makes it. */
+static void one_direct_call(Call *c, const char *session) {
+        DirectReply reply = { .fd = -1 };
+        double t0 = now_us(), t1;
+        int r;
+
+        r = direct_connect(&c->kept);
+        t1 = now_us();
+        c->connect_us = t1 - t0;
+        if (r < 0) {
+                set_errno_result(c, "connect", r);
+                return;
+        }
+        r = direct_call(c->kept, true, 1, "OpenSession", c->user, session,
+                        (uint64_t) (now_us() + (double) timeout_usec), &reply);
+        c->call_us = now_us() - t1;
+        if (r < 0)
+                set_errno_result(c, "call", r);
+        else
+                snprintf(c->result, sizeof c->result, "%s", reply.error_name ?: "ok");
+        direct_reply_done(&reply);
+}
+
 static void one_call(size_t i) {
         Call *c = &calls[i];
         sd_bus *bus = NULL;
@@ -58,6 +85,11 @@ static void one_call(size_t i) {
         double t0, t1;
         int r;
 
+        snprintf(session, sizeof session, "burst-%zu", i + 1);
+        if (private_socket && strcmp(method, "OpenSession") == 0) {
+                one_direct_call(c, session);
+                return;
+        }
         t0 = now_us();
         if (private_socket) {
                 r = sd_bus_new(&bus);
@@ -78,7 +110,6 @@ static void one_call(size_t i) {
                 return;
         }
         (void) sd_bus_set_method_call_timeout(bus, timeout_usec);
-        snprintf(session, sizeof session, "burst-%zu", i + 1);
         if (strcmp(method, "OpenSession") == 0)
                 r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "OpenSession",
                                        &error, &reply, "ss", c->user, session);
@@ -125,7 +156,7 @@ static int read_users(void) {
                                 return -ENOMEM;
                         calls = c;
                 }
-                calls[n_calls] = (Call) { .user = strdup(line) };
+                calls[n_calls] = (Call) { .user = strdup(line), .kept = -1 };
                 if (!calls[n_calls].user)
                         return -ENOMEM;
                 n_calls++;
@@ -184,6 +215,8 @@ int main(int argc, char *argv[]) {
         pthread_barrier_destroy(&start);
         for (size_t k = 0; k < n_calls; k++) {
                 printf("%zu %.0f %.0f %s\n", k + 1, calls[k].connect_us, calls[k].call_us, calls[k].result);
+                if (calls[k].kept >= 0)
+                        close(calls[k].kept);
                 free(calls[k].user);
         }
         free(calls);
