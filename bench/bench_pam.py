@@ -23,7 +23,10 @@ burst of noise on this shared machine hits them alike. Reports, for each stack:
             `none`: the stamps' own cost)
 
 and the ratios of pam_nsmanager's figures to pam_namespace's. Whole logins on a shared
-machine are noisy; the open/close columns are not.
+machine are noisy (a login varies by ±2 ms: *adds* needs some 1,000 rounds to settle within
+0.1 ms); the open/close columns are not. Then the same stacks once more through
+`pamtester alice open_session close_session` (PAM alone: no shell, no fork), what each
+module adds to that.
 
   --module PATH   (repeatable) also time another build of pam_nsmanager.so, side by side,
                   e.g. one built from an earlier commit
@@ -74,6 +77,16 @@ def libsystemd(module: Path) -> str:
         if name.startswith("libsystemd.so"):
             return rest.split()[0]
     sys.exit(f"{module} does not link libsystemd (ldd)")
+
+
+def pamtester_ms(service: str, env: dict) -> float:
+    start = time.perf_counter()
+    p = subprocess.run(["pamtester", service, "alice", "open_session", "close_session"], env=env,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = (time.perf_counter() - start) * 1000
+    if p.returncode != 0:
+        sys.exit(f"pamtester {service} alice failed ({p.returncode}): {p.stderr.decode(errors='replace')}")
+    return elapsed
 
 
 def login_ms(env: dict) -> float:
@@ -178,6 +191,25 @@ def main() -> int:
                         f"{added[name] / added['pam_namespace']:>14.2f} "
                         f"{(mo[name] + mc[name]) / (mo['pam_namespace'] + mc['pam_namespace']):>20.2f}")
             print(f"{name:<18} {med[name]:>9.2f} {q[0]:>6.2f} {q[-1]:>6.2f} {tail}")
+
+        # PAM alone: the same stacks through pamtester, one service each.
+        for name, text in stacks.items():
+            (pamd / f"bench-pamtester-{name.replace(' ', '_').replace('#', '')}").write_text(text)
+        pt = {name: [] for name in stacks}
+        for _ in range(args.logins):
+            for name in stacks:
+                pt[name].append(pamtester_ms(f"bench-pamtester-{name.replace(' ', '_').replace('#', '')}", env))
+        pt_added = {name: statistics.median(a - b for a, b in zip(t, pt["none"])) for name, t in pt.items()}
+        print()
+        print(f"{args.logins} rounds of pamtester alice open_session close_session per stack, alternating")
+        print()
+        print(f"{'stack':<18} {'median ms':>10} {'adds ms':>8} {'adds ÷ pam_ns':>14}")
+        for name, t in pt.items():
+            tail = "" if name == "none" else f"{pt_added[name]:>8.2f} {pt_added[name] / pt_added['pam_namespace']:>14.2f}"
+            print(f"{name:<18} {statistics.median(t):>10.2f} {tail}")
+        sessions = sb.properties(sb.manager().GetNamespace("alice"))["Sessions"]
+        if sessions:
+            sys.exit(f"sessions left open in alice's namespace after pamtester: {list(sessions)}")
         print()
         print(f"pam_nsmanager: {module}")
         for i, m in enumerate(args.module, 2):

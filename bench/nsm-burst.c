@@ -66,7 +66,7 @@ static void one_direct_call(Call *c, const char *session) {
                 set_errno_result(c, "connect", r);
                 return;
         }
-        r = direct_call(c->kept, true, 1, "OpenSession", c->user, session,
+        r = direct_call(c->kept, DIRECT_AUTH_PIPELINED, 1, "OpenSession", c->user, session,
                         (uint64_t) (now_us() + (double) timeout_usec), &reply);
         c->call_us = now_us() - t1;
         if (r < 0)

@@ -7,6 +7,7 @@ such a connection as a bare socket that may carry that one call and nothing else
 hold many connections or send what a login never would."""
 
 import os
+from pathlib import Path
 import resource
 import socket
 import subprocess
@@ -229,3 +230,50 @@ def test_the_rule_holds_from_the_answer_on(daemon):
     assert "alice" in [str(n[0]) for n in daemon.manager().ListNamespaces()]
     for s in sessions(daemon, "alice"):
         daemon.manager().CloseSession("alice", s)
+
+
+def private_socket_writes(user: str) -> tuple[list[str], subprocess.CompletedProcess]:
+    """What a login writes on the private socket, as strace shows it (escaped strings)."""
+    trace = sb_module.BASE / "strace-login.txt"
+    p = subprocess.run(["strace", "-f", "-s", "1000", "-e", "trace=connect,sendto,sendmsg,write,close", "-o", str(trace),
+                        "runuser", "-l", user, "-c", "readlink /proc/self/ns/mnt"],
+                       capture_output=True, text=True, timeout=timeout(60))
+    lines = trace.read_text().splitlines()
+    trace.unlink()
+    pid = fd = None
+    writes = []
+    for line in lines:
+        who = line.split(" ", 1)[0]
+        if fd is None and "connect(" in line and sb_module.NSM_PRIVATE_SOCKET in line and "= 0" in line:
+            pid, fd = who, line.split("connect(", 1)[1].split(",", 1)[0]
+        elif fd is not None and who == pid and any(f"{call}({fd}, " in line for call in ("sendto", "sendmsg", "write")):
+            writes.append(line)
+        elif fd is not None and who == pid and f"close({fd})" in line:
+            fd = None   # the connection's fd, closed: the number may name another socket next
+    return writes, p
+
+
+def test_the_module_writes_its_call_behind_the_authentication_only_where_the_daemon_says_it_may(daemon, pam):
+    """The daemon says PIPELINED_CALLS=1 in the login filter it writes. A daemon from before
+    this change did not (and left such a call unanswered), as one still running during an
+    upgrade: without the line the module waits for the authentication's answer, then calls."""
+    daemon.manager().CreateNamespace("alice")
+    view = daemon.view_ns_id("alice")
+    lf = Path("/run/nsmanager/login-filter")
+    text = lf.read_text()
+    assert "PIPELINED_CALLS=1" in text.splitlines()
+
+    writes, p = private_socket_writes("alice")
+    assert p.returncode == 0 and parse_ns(p.stdout) == view, p.stdout + p.stderr
+    assert "BEGIN\\r\\nl\\1" in writes[0] and "OpenSession" in writes[0], writes
+    assert len(writes) == 2 and "CloseSession" in writes[1], writes
+
+    lf.write_text(text.replace("PIPELINED_CALLS=1\n", ""))
+    try:
+        writes, p = private_socket_writes("alice")
+    finally:
+        lf.write_text(text)
+    assert p.returncode == 0 and parse_ns(p.stdout) == view, p.stdout + p.stderr
+    assert writes[0].split(", ")[1].endswith('BEGIN\\r\\n"'), writes
+    assert "OpenSession" in writes[1] and "CloseSession" in writes[2], writes
+    wait_until(lambda: sessions(daemon, "alice") == [], "the sessions to end")

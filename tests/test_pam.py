@@ -480,9 +480,9 @@ def test_reload_rewrites_the_login_filter(daemon, pam, how):
     """A reload publishes the new MinUID= and ExcludeUsers= for the module at once: alice
     (MinUID= raised above her uid) and carol (now in ExcludeUsers=) log in on the host
     without a bus call, and dave (no longer excluded) lands in his view."""
-    assert login_filter() == {"MIN_UID": "1000", "EXCLUDE_USERS": "dave"}
+    assert login_filter() == {"MIN_UID": "1000", "EXCLUDE_USERS": "dave", "PIPELINED_CALLS": "1"}
     daemon.write_config(MinUID=2002, ExcludeUsers="carol")
-    want = {"MIN_UID": "2002", "EXCLUDE_USERS": "carol"}
+    want = {"MIN_UID": "2002", "EXCLUDE_USERS": "carol", "PIPELINED_CALLS": "1"}
     if how == "ReloadConfig":
         daemon.manager().ReloadConfig()
         assert login_filter() == want, "ReloadConfig answered before the filter was rewritten"

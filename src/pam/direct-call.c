@@ -174,65 +174,58 @@ static int reply_fill(const BusWireMessage *m, Inbox *in, DirectReply *ret) {
         return 0;
 }
 
-/* Reads until the answer to 'serial' is there (skipping anything else), the authentication's
- * answer first if it was asked for. */
-static int read_reply(int fd, bool authenticate, uint32_t serial, uint64_t deadline, DirectReply *ret) {
-        _cleanup_free_ Inbox *in = calloc(1, sizeof(Inbox));
-        bool authenticated = !authenticate;
-        int r;
-
-        if (!in)
-                return -ENOMEM;
+/* Reads the authentication's answer. */
+static int read_auth(int fd, Inbox *in, uint64_t deadline) {
         for (;;) {
-                BusWireMessage m;
-
-                if (!authenticated) {
-                        r = bus_wire_parse_auth_reply((const char *) in->buf, in->size);
-                        if (r < 0)
-                                goto done;
-                        if (r > 0) {
-                                inbox_consume(in, (size_t) r);
-                                authenticated = true;
-                                continue;
-                        }
-                } else {
-                        r = bus_wire_parse_message(in->buf, in->size, &m);
-                        if (r < 0)
-                                goto done;
-                        if (r > 0 && (m.type == BUS_WIRE_METHOD_RETURN || m.type == BUS_WIRE_ERROR) &&
-                            m.reply_serial == serial) {
-                                r = reply_fill(&m, in, ret);
-                                goto done;
-                        }
-                        if (r > 0) {
-                                /* Not ours (nsmanagerd sends no signals here, but a peer may):
-                                 * its fds, which came first, go with it. */
-                                size_t k = MIN((size_t) m.n_unix_fds, in->n_fds);
-                                for (size_t i = 0; i < k; i++)
-                                        safe_close(in->fds[i]);
-                                memmove(in->fds, in->fds + k, (in->n_fds - k) * sizeof(int));
-                                in->n_fds -= k;
-                                inbox_consume(in, (size_t) r);
-                                continue;
-                        }
+                int r = bus_wire_parse_auth_reply((const char *) in->buf, in->size);
+                if (r > 0) {
+                        inbox_consume(in, (size_t) r);
+                        return 0;
                 }
-
+                if (r < 0)
+                        return r;
                 r = inbox_read(in, fd);
                 if (r == -EAGAIN)
                         r = wait_for(fd, POLLIN, deadline);
                 if (r < 0)
-                        goto done;
+                        return r;
         }
-done:
-        inbox_done(in);
-        if (r < 0)
-                direct_reply_done(ret);
-        return r;
 }
 
-int direct_call(int fd, bool authenticate, uint32_t serial, const char *method, const char *user, const char *id,
+/* Reads until the answer to 'serial' is there, skipping anything else. */
+static int read_reply(int fd, Inbox *in, uint32_t serial, uint64_t deadline, DirectReply *ret) {
+        for (;;) {
+                BusWireMessage m;
+                int r;
+
+                r = bus_wire_parse_message(in->buf, in->size, &m);
+                if (r < 0)
+                        return r;
+                if (r > 0 && (m.type == BUS_WIRE_METHOD_RETURN || m.type == BUS_WIRE_ERROR) && m.reply_serial == serial)
+                        return reply_fill(&m, in, ret);
+                if (r > 0) {
+                        /* Not ours (nsmanagerd sends no signals here, but a peer may): its fds,
+                         * which came first, go with it. */
+                        size_t k = MIN((size_t) m.n_unix_fds, in->n_fds);
+                        for (size_t i = 0; i < k; i++)
+                                safe_close(in->fds[i]);
+                        memmove(in->fds, in->fds + k, (in->n_fds - k) * sizeof(int));
+                        in->n_fds -= k;
+                        inbox_consume(in, (size_t) r);
+                        continue;
+                }
+                r = inbox_read(in, fd);
+                if (r == -EAGAIN)
+                        r = wait_for(fd, POLLIN, deadline);
+                if (r < 0)
+                        return r;
+        }
+}
+
+int direct_call(int fd, DirectAuth auth, uint32_t serial, const char *method, const char *user, const char *id,
                 uint64_t deadline, DirectReply *reply) {
         _cleanup_free_ uint8_t *call = NULL, *request = NULL;
+        _cleanup_free_ Inbox *in = NULL;
         size_t call_size, size;
         int r;
 
@@ -240,18 +233,41 @@ int direct_call(int fd, bool authenticate, uint32_t serial, const char *method, 
                                     &call_size);
         if (r < 0)
                 return r;
-        /* One write: the authentication (on a new connection) and the call behind it. */
-        size = (authenticate ? BUS_WIRE_AUTH_ROOT_SIZE : 0) + call_size;
+        if (reply || auth == DIRECT_AUTH_WAIT) {
+                in = calloc(1, sizeof(Inbox));
+                if (!in)
+                        return -ENOMEM;
+        }
+        if (auth == DIRECT_AUTH_WAIT) {
+                r = write_all(fd, (const uint8_t *) BUS_WIRE_AUTH_ROOT, BUS_WIRE_AUTH_ROOT_SIZE, deadline);
+                if (r >= 0)
+                        r = read_auth(fd, in, deadline);
+                if (r < 0)
+                        goto finish;
+        }
+        /* One write: the authentication (pipelined) and the call behind it. */
+        size = (auth == DIRECT_AUTH_PIPELINED ? BUS_WIRE_AUTH_ROOT_SIZE : 0) + call_size;
         request = malloc(size);
-        if (!request)
-                return -ENOMEM;
-        if (authenticate)
+        if (!request) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        if (auth == DIRECT_AUTH_PIPELINED)
                 memcpy(request, BUS_WIRE_AUTH_ROOT, BUS_WIRE_AUTH_ROOT_SIZE);
         memcpy(request + size - call_size, call, call_size);
 
         r = write_all(fd, request, size, deadline);
         if (r < 0 || !reply)
-                return r;
+                goto finish;
         *reply = (DirectReply) { .fd = -EBADF };
-        return read_reply(fd, authenticate, serial, deadline, reply);
+        if (auth == DIRECT_AUTH_PIPELINED)
+                r = read_auth(fd, in, deadline);
+        if (r >= 0)
+                r = read_reply(fd, in, serial, deadline, reply);
+        if (r < 0)
+                direct_reply_done(reply);
+finish:
+        if (in)
+                inbox_done(in);
+        return r;
 }

@@ -24,10 +24,17 @@ void direct_reply_done(DirectReply *reply);
  * there (the daemon is not running: ask the bus, which starts it). */
 int direct_connect(int *ret_fd);
 
-/* Writes Manager.METHOD(user, id) on 'fd' as message 'serial' (1 on a new connection, with
- * 'authenticate', which puts the authentication in front), and with 'reply' waits for the
- * answer until 'deadline' (CLOCK_MONOTONIC µs): 0 with *reply filled (an error reply
- * included), -ETIMEDOUT, or another -errno (-EPIPE: the daemon closed the connection). Without
- * 'reply' the call is only written, whole or not at all (0, or -errno). */
-int direct_call(int fd, bool authenticate, uint32_t serial, const char *method, const char *user, const char *id,
+typedef enum DirectAuth {
+        DIRECT_AUTH_NONE,       /* the connection is authenticated already */
+        DIRECT_AUTH_PIPELINED,  /* the authentication and the call in one write */
+        DIRECT_AUTH_WAIT,       /* the authentication, its answer, then the call: a daemon that
+                                 * does not say PIPELINED_CALLS=1 (login-filter.h) */
+} DirectAuth;
+
+/* Writes Manager.METHOD(user, id) on 'fd' as message 'serial' (1 on a new connection, which
+ * is authenticated first as 'auth' says), and with 'reply' waits for the answer until
+ * 'deadline' (CLOCK_MONOTONIC µs): 0 with *reply filled (an error reply included),
+ * -ETIMEDOUT, or another -errno (-EPIPE: the daemon closed the connection). Without 'reply'
+ * the call is only written, whole or not at all (0, or -errno). */
+int direct_call(int fd, DirectAuth auth, uint32_t serial, const char *method, const char *user, const char *id,
                 uint64_t deadline, DirectReply *reply);

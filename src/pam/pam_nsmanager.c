@@ -82,6 +82,7 @@ typedef struct SessionData {
         char *user;
         char *id;
         int connection;         /* the private socket's connection OpenSession went on, or -EBADF */
+        bool pipelined_calls;   /* the daemon takes the call behind the authentication (login-filter.h) */
 } SessionData;
 
 /* The serial numbers of the calls on such a connection: the first, and the CloseSession that
@@ -160,10 +161,12 @@ static uint64_t now_usec(void) {
  * job of a system user loads this module, and none of them should cost a bus call, nor start
  * the daemon. Without the file (the daemon never ran) the daemon is asked, and its UserExcluded
  * answer is followed. */
-static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, const char *user, uid_t uid) {
+static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, const char *user, uid_t uid,
+                            bool *ret_pipelined_calls) {
         _cleanup_(login_filter_done) LoginFilter filter = {};
         int r;
 
+        *ret_pipelined_calls = false;
         if (uid == 0)
                 return false;
         r = login_filter_read(NSM_LOGIN_FILTER_FILE, &filter);
@@ -178,6 +181,7 @@ static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, con
                                  user, (unsigned) uid);
                 return false;
         }
+        *ret_pipelined_calls = filter.pipelined_calls;
         return true;
 }
 
@@ -377,21 +381,23 @@ typedef struct SessionReply {
         int fd;                     /* OpenSession's, owned by the reply it came with */
 } SessionReply;
 
-/* Manager.METHOD(user, session_id) on a new connection to the private socket (left in
- * *ret_connection), else, where nobody listens there, through the system bus (*ret_connection
- * -EBADF). 0 with *ret filled from the reply, which 'direct' or 'call' keeps alive, or a -errno,
- * logged (-ETIMEDOUT at the deadline). */
+/* Manager.METHOD(user, session_id) of the session in 'data' on a new connection to the private
+ * socket (left in data->connection), else, where nobody listens there, through the system bus
+ * (data->connection -EBADF). 0 with *ret filled from the reply, which 'direct' or 'call' keeps
+ * alive, or a -errno, logged (-ETIMEDOUT at the deadline). */
 static int call_session_method(pam_handle_t *handle, const ModuleOptions *opts, const char *method,
-                               const char *user, const char *id, uint64_t deadline, int *ret_connection,
-                               DirectReply *direct, PendingCall *call, SessionReply *ret) {
+                               SessionData *data, uint64_t deadline, DirectReply *direct, PendingCall *call,
+                               SessionReply *ret) {
         _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
+        const char *user = data->user, *id = data->id;
         int r;
 
-        if (direct_connect(ret_connection) < 0)
-                *ret_connection = -EBADF;
-        if (*ret_connection >= 0) {
-                r = direct_call(*ret_connection, /* authenticate= */ true, SERIAL_FIRST, method, user, id, deadline,
-                                direct);
+        data->connection = safe_close(data->connection);
+        if (direct_connect(&data->connection) < 0)
+                data->connection = -EBADF;
+        if (data->connection >= 0) {
+                r = direct_call(data->connection, data->pipelined_calls ? DIRECT_AUTH_PIPELINED : DIRECT_AUTH_WAIT,
+                                SERIAL_FIRST, method, user, id, deadline, direct);
                 if (r >= 0)
                         *ret = (SessionReply) {
                                 .error_name = direct->error_name,
@@ -433,8 +439,8 @@ static int close_on_kept_connection(pam_handle_t *handle, const ModuleOptions *o
 
         if (data->connection < 0)
                 return -EBADF;
-        r = direct_call(data->connection, false, SERIAL_CLOSE_SESSION, "CloseSession", data->user, data->id, deadline,
-                        NULL);
+        r = direct_call(data->connection, DIRECT_AUTH_NONE, SERIAL_CLOSE_SESSION, "CloseSession", data->user, data->id,
+                        deadline, NULL);
         data->connection = safe_close(data->connection);
         if (r < 0)
                 pam_debug_syslog(handle, opts, "The connection of session '%s' is gone (%s), calling CloseSession on a new one.",
@@ -444,7 +450,8 @@ static int close_on_kept_connection(pam_handle_t *handle, const ModuleOptions *o
 
 /* Who logs in: PAM_SUCCESS with the user's record, PAM_IGNORE for a user not ours (logged at
  * debug level), or an error (logged). */
-static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const char *user, UserRecord *ret_record) {
+static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const char *user, UserRecord *ret_record,
+                        bool *ret_pipelined_calls) {
         int r;
 
         /* A name the daemon could never serve (nsmanagerd accepts what useradd does) is not ours. */
@@ -461,7 +468,7 @@ static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const c
                 pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
                 return PAM_SESSION_ERR;
         }
-        if (!user_is_managed(handle, opts, user, ret_record->uid))
+        if (!user_is_managed(handle, opts, user, ret_record->uid, ret_pipelined_calls))
                 return PAM_IGNORE;
         return PAM_SUCCESS;
 }
@@ -469,7 +476,7 @@ static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const c
 /* Whose namespace: the PAM user's; with "attach" the one nsmanagerd named in the unit, and the
  * command starts in the home of the PAM user (the caller). */
 static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const char **ret_user,
-                          UserRecord *ret_record, char **ret_home) {
+                          UserRecord *ret_record, char **ret_home, bool *ret_pipelined_calls) {
         _cleanup_(user_record_done) UserRecord caller = {};
         const char *user = NULL;
         int r;
@@ -492,7 +499,7 @@ static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const
                         return PAM_SESSION_ERR;
                 }
         }
-        r = resolve_user(handle, opts, user, ret_record);
+        r = resolve_user(handle, opts, user, ret_record, ret_pipelined_calls);
         if (r != PAM_SUCCESS)
                 return r;
         *ret_user = user;
@@ -522,8 +529,7 @@ static int open_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, Ses
         int r;
 
         *ret_recorded = false;
-        r = call_session_method(handle, opts, "OpenSession", data->user, data->id, deadline, &data->connection,
-                                &direct, &call, &reply);
+        r = call_session_method(handle, opts, "OpenSession", data, deadline, &direct, &call, &reply);
         if (r < 0)
                 return PAM_SESSION_ERR;
         if (reply.error_name) {
@@ -558,8 +564,7 @@ static int close_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, Se
 
         if (close_on_kept_connection(handle, opts, data, deadline) >= 0)
                 return 0;
-        r = call_session_method(handle, opts, "CloseSession", data->user, data->id, deadline, &data->connection,
-                                &direct, &call, &reply);
+        r = call_session_method(handle, opts, "CloseSession", data, deadline, &direct, &call, &reply);
         data->connection = safe_close(data->connection);
         if (r < 0)
                 return r;
@@ -583,18 +588,19 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         const char *user = NULL;
         ModuleOptions opts;
         uint64_t deadline;
-        bool recorded;
+        bool recorded, pipelined_calls;
         int r;
 
         parse_argv(handle, argc, argv, &opts);
         deadline = now_usec() + opts.timeout_usec;
 
-        r = resolve_target(handle, &opts, &user, &record, &attach_home);
+        r = resolve_target(handle, &opts, &user, &record, &attach_home, &pipelined_calls);
         if (r != PAM_SUCCESS)
                 return r;
         data = session_data_new(handle, &opts, user);
         if (!data)
                 return log_oom_pam(handle);
+        data->pipelined_calls = pipelined_calls;
         pam_debug_syslog(handle, &opts, "Opening session '%s' of user '%s'.", data->id, user);
 
         r = open_with_daemon(handle, &opts, data, deadline, &fd, &recorded);
