@@ -277,3 +277,32 @@ def test_the_module_writes_its_call_behind_the_authentication_only_where_the_dae
     assert writes[0].split(", ")[1].endswith('BEGIN\\r\\n"'), writes
     assert "OpenSession" in writes[1] and "CloseSession" in writes[2], writes
     wait_until(lambda: sessions(daemon, "alice") == [], "the sessions to end")
+
+
+@DEBUG
+@pytest.mark.parametrize("peer", ["silent", "half an authentication", "authenticated", "kept"])
+def test_the_daemon_exits_at_once_whatever_its_private_connections(daemon, peer):
+    """SIGTERM ends the daemon at once, also with a private connection whose peer says
+    nothing (sd-bus flushed every connection at exit, and flushing one that has not
+    authenticated waits up to 25 s for it), half authenticates, waits after BEGIN, or is kept."""
+    daemon.manager().CreateNamespace("alice")
+    if peer == "kept":
+        conn = open_kept(daemon, "alice", "exit")
+        sock = conn.sock
+    else:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        sock.connect(sb_module.NSM_PRIVATE_SOCKET)
+        if peer == "half an authentication":
+            sock.sendall(b"\0AUTH EXTERNAL 30\r\n")
+        elif peer == "authenticated":
+            sock.sendall(wire.AUTH_ROOT)
+    try:
+        time.sleep(0.3)
+        start = time.monotonic()
+        assert daemon.stop_daemon(wait=timeout(20)) == 0
+        elapsed = time.monotonic() - start
+    finally:
+        sock.close()
+    assert elapsed < timeout(3), f"the daemon took {elapsed:.1f}s to exit"
+    # alice's namespace outlived it, as namespaces do: a daemon again, to remove it at the end.
+    daemon.restart_daemon()

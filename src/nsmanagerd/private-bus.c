@@ -233,6 +233,10 @@ static int private_bus_new(Manager *m, int fd) {
             (r = sd_bus_match_signal_async(p->bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
                                            "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, NULL, p)) < 0 ||
             (r = manager_bus_add_objects(m, p->bus)) < 0 ||
+            /* Not flushed when the loop exits (sd-bus's default): flushing a connection that has
+             * not authenticated waits for its authentication, up to sd-bus's 25 s, and a
+             * peer that says nothing would hold up the daemon's exit that long. */
+            (r = sd_bus_set_close_on_exit(p->bus, false)) < 0 ||
             (r = sd_bus_attach_event(p->bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0 ||
             (r = sd_event_add_post(m->event, &p->auth_source, on_authenticating, p)) < 0 ||
             (r = sd_event_add_time_relative(m->event, &p->lifetime_source, CLOCK_MONOTONIC,
