@@ -103,8 +103,8 @@ class Connection:
                     continue
             self._read(timeout)
 
-    def call(self, member: str, *args: str, timeout: float = 10) -> tuple[int, dict, bytes]:
-        return self.reply(self.send(member, *args), timeout)
+    def call(self, member: str, *args: str, timeout: float = 10, **kw) -> tuple[int, dict, bytes]:
+        return self.reply(self.send(member, *args, **kw), timeout)
 
     def take_fd(self) -> int:
         return self.fds.pop(0)
