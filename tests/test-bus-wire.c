@@ -227,6 +227,12 @@ static void test_refusals(void) {
         check(bus_wire_parse_message(copy, size, &m) > 0 && bus_wire_read_string_pair(&m, &a, &b) == -EBADMSG,
               "a string without its NUL is refused");
         memcpy(copy, call, size);
+        /* The first string's length, where the body starts: "a" and "bc" are 4 + 2, 2 of
+         * padding, and 4 + 3 bytes. */
+        memcpy(copy + size - 15, &(uint32_t) { UINT32_MAX }, 4);
+        check(bus_wire_parse_message(copy, size, &m) > 0 && bus_wire_read_string_pair(&m, &a, &b) == -EBADMSG,
+              "a string of length 0xffffffff is refused, where size_t is 32 bits wide too");
+        memcpy(copy, call, size);
         copy[16 + 1] = 2;      /* the first field's signature: two types */
         check(bus_wire_parse_message(copy, size, &m) == -EBADMSG, "a field of a container type is refused");
         memcpy(copy, call, size);

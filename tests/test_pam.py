@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 import sandbox as sb_module
+import wire
 from helpers import E_NO_SUCH_NAMESPACE, PamServices, ns_path, wait_until
 from sandbox import REPO, mntns_id, timeout
 from sshd import Sshd
@@ -731,6 +732,76 @@ def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
         assert p.returncode != 0 and "logged-in" not in p.stdout
         assert "cannot open session" in p.stderr, p.stderr
         assert TIMEOUT - 0.1 <= elapsed <= TIMEOUT + slack, f"the refusal took {elapsed:.2f}s with timeout={TIMEOUT}"
+
+
+def chattering_signal(serial: int) -> bytes:
+    """A signal with no body: a message a login skips while it waits for its answer."""
+    m = bytearray(wire.method_call(serial, "Chatter", reply=False))
+    m[1] = 4
+    return bytes(m)
+
+
+AUTH_OK = b"OK 0123456789abcdef0123456789abcdef\r\nAGREE_UNIX_FD\r\n"
+
+
+def chatter(conn: socket.socket, stop: threading.Event):
+    """Messages without end, none of them the answer, written faster than a login reads
+    them, so that there is always more to read (for 10 s at most: then the end)."""
+    until = time.monotonic() + timeout(10)
+    batch = b"".join(chattering_signal(i) for i in range(1, 1001)) * 40
+    # Room for several batches queued (SO_SNDBUFFORCE: beyond net.core.wmem_max, as root).
+    conn.setsockopt(socket.SOL_SOCKET, 32, 4 * len(batch))
+    conn.sendall(AUTH_OK)
+    while not stop.is_set() and time.monotonic() < until:
+        conn.sendall(batch)
+
+
+# What a daemon gone wrong may answer on the private socket once the login's call came; all
+# but "half a reply" leave the connection open after it, until the login is over.
+WRONG_ANSWERS = {
+    "garbage": lambda conn, stop: conn.sendall(b"HELLO\r\n"),
+    "no D-Bus message": lambda conn, stop: conn.sendall(AUTH_OK + b"X" * 64),
+    "half a reply": lambda conn, stop: conn.sendall(AUTH_OK + chattering_signal(1)[:20]),
+    "messages without end": chatter,
+}
+
+
+@pytest.mark.parametrize("answer", WRONG_ANSWERS)
+def test_a_wrong_answer_on_the_private_socket_costs_at_most_the_timeout(daemon, pam, answer):
+    """Whatever a daemon gone wrong answers on its private socket, the login gives up on it
+    by timeout= at the latest (logged) and goes on in the host's namespace (optional); also
+    when the daemon keeps writing messages that are not the answer."""
+    pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", f"timeout={TIMEOUT}"))
+    work = sb_module.BASE / "syslog"
+    stop = threading.Event()
+
+    def serve(server: socket.socket):
+        with contextlib.suppress(OSError):
+            conn, _ = server.accept()
+            with conn:
+                conn.settimeout(timeout(30))
+                conn.recv(4096)
+                WRONG_ANSWERS[answer](conn, stop)
+                if answer != "half a reply":
+                    stop.wait(timeout(30))
+
+    with private_socket_gone(), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(sb_module.NSM_PRIVATE_SOCKET)
+        server.listen()
+        server.settimeout(timeout(30))
+        t = threading.Thread(target=serve, args=(server,))
+        t.start()
+        try:
+            start = time.monotonic()
+            p, log = run_with_syslog(["runuser", "-l", "alice", "-c", "echo logged-in"], work)
+            elapsed = time.monotonic() - start
+        finally:
+            stop.set()
+            t.join(timeout(60))
+            os.unlink(sb_module.NSM_PRIVATE_SOCKET)
+    assert p.returncode == 0 and p.stdout == "logged-in\n", p.stdout + p.stderr
+    assert elapsed <= TIMEOUT + timeout(1.5), f"the login took {elapsed:.2f}s with timeout={TIMEOUT}"
+    assert any("pam_nsmanager" in line and "OpenSession" in line for line in log), log
 
 
 def test_logins_take_the_private_socket(daemon, pam):

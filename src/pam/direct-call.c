@@ -146,6 +146,20 @@ static int inbox_read(Inbox *in, int fd) {
         return 0;
 }
 
+/* Reads more, waiting for it until the deadline, which is checked on every turn, also while
+ * there is always more to read: a daemon that keeps writing anything but the answer holds no
+ * login past timeout= (as bus_run_until_answered() in pam_nsmanager.c on the bus). */
+static int inbox_read_more(Inbox *in, int fd, uint64_t deadline) {
+        int r;
+
+        if (now_usec(CLOCK_MONOTONIC) >= deadline)
+                return -ETIMEDOUT;
+        r = inbox_read(in, fd);
+        if (r == -EAGAIN)
+                r = wait_for(fd, POLLIN, deadline);
+        return r;
+}
+
 static int reply_fill(const BusWireMessage *m, Inbox *in, DirectReply *ret) {
         const char *s;
 
@@ -184,9 +198,7 @@ static int read_auth(int fd, Inbox *in, uint64_t deadline) {
                 }
                 if (r < 0)
                         return r;
-                r = inbox_read(in, fd);
-                if (r == -EAGAIN)
-                        r = wait_for(fd, POLLIN, deadline);
+                r = inbox_read_more(in, fd, deadline);
                 if (r < 0)
                         return r;
         }
@@ -214,9 +226,7 @@ static int read_reply(int fd, Inbox *in, uint32_t serial, uint64_t deadline, Dir
                         inbox_consume(in, (size_t) r);
                         continue;
                 }
-                r = inbox_read(in, fd);
-                if (r == -EAGAIN)
-                        r = wait_for(fd, POLLIN, deadline);
+                r = inbox_read_more(in, fd, deadline);
                 if (r < 0)
                         return r;
         }

@@ -218,11 +218,13 @@ static int get_fixed(Reader *r, size_t n, void *ret) {
         return 0;
 }
 
-/* A string of 'n' bytes at pos, NUL-terminated and without a NUL inside. */
+/* A string of 'n' bytes at pos, NUL-terminated and without a NUL inside. Compared as n >=
+ * what is left, not n + 1 > it: n comes from the message, and where size_t is 32 bits wide
+ * (i386, armhf) a length of 0xffffffff plus one is 0. */
 static int get_chars(Reader *r, size_t n, const char **ret) {
         const char *s = (const char *) r->buf + r->pos;
 
-        if (r->size - r->pos < n + 1 || s[n] != 0 || memchr(s, 0, n))
+        if (n >= r->size - r->pos || s[n] != 0 || memchr(s, 0, n))
                 return -EBADMSG;
         r->pos += n + 1;
         if (ret)
