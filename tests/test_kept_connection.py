@@ -306,3 +306,39 @@ def test_the_daemon_exits_at_once_whatever_its_private_connections(daemon, peer)
     assert elapsed < timeout(3), f"the daemon took {elapsed:.1f}s to exit"
     # alice's namespace outlived it, as namespaces do: a daemon again, to remove it at the end.
     daemon.restart_daemon()
+
+
+def daemon_cpu_seconds(daemon) -> float:
+    fields = Path(f"/proc/{daemon.daemon.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_out_of_fds_the_daemon_waits_to_accept_instead_of_spinning(daemon):
+    """accept() failing for want of fds leaves the connection in the backlog, and the socket
+    readable: the daemon spun on it at full CPU and logged as fast. Now it pauses (100 ms),
+    logs once, and serves the login once fds are there again."""
+    daemon.manager().CreateNamespace("alice")
+    pid = daemon.daemon.pid
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    lowest_free = min(set(range(len(used) + 1)) - used)
+    subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={lowest_free}:"], check=True)
+    conn = wire.Connection()
+    try:
+        serial = conn.send("OpenSession", "alice", "after-emfile")
+        before = daemon_cpu_seconds(daemon)
+        time.sleep(1)
+        spent = daemon_cpu_seconds(daemon) - before
+        log = daemon.daemon_log_text()
+        assert spent < 0.3, f"the daemon used {spent:.2f}s of CPU in 1s without fds"
+        assert log.count("Failed to accept a private connection") == 1, log[-2000:]
+        subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={soft}:"], check=True)
+        mtype, fields, _ = conn.reply(serial, timeout=timeout(10))
+        assert mtype == 2, fields
+        os.close(conn.take_fd())
+        assert "Accepting private connections again." in daemon.daemon_log_text()
+    finally:
+        subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={soft}:"], check=True)
+        conn.close()
+    wait_until(lambda: sessions(daemon, "alice") == ["after-emfile"], "the session")
+    daemon.manager().CloseSession("alice", "after-emfile")

@@ -46,6 +46,8 @@ typedef struct Manager {
 
         BusRequest *requests;    /* method calls in flight (manager-dbus.c) */
         sd_event_source *private_source; /* the private socket's listener (private-bus.c) */
+        sd_event_source *private_retry_source; /* listens again after running out of fds */
+        bool private_accept_failing;     /* logged once until accept() works again */
         PrivateBus *private_buses;
         unsigned n_private_buses;
         KeptConnection *kept_connections; /* logins' connections kept for CloseSession (kept-connection.c) */

@@ -38,6 +38,15 @@ struct PrivateBus {
         PrivateBus *prev, *next;
 };
 
+/* After running out of fds, accept() is tried again this much later (or when a connection goes). */
+#define PRIVATE_BUS_RETRY_USEC (100 * USEC_PER_MSEC)
+
+/* A free place: take the next connection from the backlog (unless accept() is pausing). */
+static void accept_more(Manager *m) {
+        if (m->private_source && !m->private_retry_source && m->n_private_buses < PRIVATE_BUS_CONNECTIONS_MAX)
+                (void) sd_event_source_set_enabled(m->private_source, SD_EVENT_ON);
+}
+
 static PrivateBus *private_bus_free(PrivateBus *p) {
         Manager *m;
 
@@ -46,9 +55,7 @@ static PrivateBus *private_bus_free(PrivateBus *p) {
         m = p->manager;
         LIST_REMOVE(m->private_buses, p);
         m->n_private_buses--;
-        /* A free place: take the next connection from the backlog. */
-        if (m->private_source && m->n_private_buses < PRIVATE_BUS_CONNECTIONS_MAX)
-                (void) sd_event_source_set_enabled(m->private_source, SD_EVENT_ON);
+        accept_more(m);
         sd_event_source_disable_unref(p->free_source);
         sd_event_source_disable_unref(p->lifetime_source);
         sd_event_source_disable_unref(p->auth_source);
@@ -248,6 +255,35 @@ static int private_bus_new(Manager *m, int fd) {
         return 0;
 }
 
+static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        m->private_retry_source = sd_event_source_disable_unref(m->private_retry_source);
+        accept_more(m);
+        return 0;
+}
+
+/* accept() failed for want of fds (the daemon's or the system's) and the connection stays in
+ * the backlog, so the socket stays readable: without a pause the loop would spin on it, and
+ * log as fast as it spins. */
+static void pause_accepting(Manager *m, sd_event_source *s, int error) {
+        int r;
+
+        if (m->private_retry_source)
+                return;
+        log_full_errno(m->private_accept_failing ? LOG_DEBUG : LOG_WARNING, error,
+                       "Failed to accept a private connection, trying again every %llu ms: %m",
+                       (unsigned long long) (PRIVATE_BUS_RETRY_USEC / USEC_PER_MSEC));
+        m->private_accept_failing = true;
+        r = sd_event_add_time_relative(m->event, &m->private_retry_source, CLOCK_MONOTONIC, PRIVATE_BUS_RETRY_USEC, 0,
+                                       on_retry, m);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to schedule accepting again, listening on: %m");
+                return;
+        }
+        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+}
+
 static int on_connection(sd_event_source *s, int listen_fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
 
@@ -263,9 +299,15 @@ static int on_connection(sd_event_source *s, int listen_fd, uint32_t revents, vo
                 }
                 fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (fd < 0) {
-                        if (errno != EAGAIN && errno != EINTR)
+                        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                                pause_accepting(m, s, errno);
+                        else if (errno != EAGAIN && errno != EINTR)
                                 log_warning_errno(errno, "Failed to accept a private connection, ignoring: %m");
                         return 0;
+                }
+                if (m->private_accept_failing) {
+                        log_info("Accepting private connections again.");
+                        m->private_accept_failing = false;
                 }
                 /* The socket's mode keeps others out; this keeps them out whatever the mode. */
                 if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &ucred, &len) < 0 || ucred.uid != 0) {
@@ -316,6 +358,7 @@ int private_bus_listen(Manager *m) {
 }
 
 void private_bus_done(Manager *m) {
+        m->private_retry_source = sd_event_source_disable_unref(m->private_retry_source);
         if (m->private_source) {
                 m->private_source = sd_event_source_disable_unref(m->private_source);
                 (void) unlink(NSM_PRIVATE_SOCKET);
