@@ -17,6 +17,7 @@ import re
 import select
 import signal
 import stat
+import struct
 import socket
 import subprocess
 import threading
@@ -762,6 +763,9 @@ WRONG_ANSWERS = {
     "garbage": lambda conn, stop: conn.sendall(b"HELLO\r\n"),
     "no D-Bus message": lambda conn, stop: conn.sendall(AUTH_OK + b"X" * 64),
     "half a reply": lambda conn, stop: conn.sendall(AUTH_OK + chattering_signal(1)[:20]),
+    # A method return to the call (serial 1) without its body: no namespace to join.
+    "a success without the namespace": lambda conn, stop: conn.sendall(
+        AUTH_OK + struct.pack("<cBBBIII", b"l", 2, 1, 1, 0, 1, 8) + bytes([5, 1, ord("u"), 0]) + struct.pack("<I", 1)),
     "messages without end": chatter,
 }
 

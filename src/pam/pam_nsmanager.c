@@ -398,6 +398,9 @@ static int call_session_method(pam_handle_t *handle, const ModuleOptions *opts, 
         if (data->connection >= 0) {
                 r = direct_call(data->connection, data->pipelined_calls ? DIRECT_AUTH_PIPELINED : DIRECT_AUTH_WAIT,
                                 SERIAL_FIRST, method, user, id, deadline, direct);
+                /* A success without the namespace is no answer to OpenSession. */
+                if (r >= 0 && !direct->error_name && streq(method, "OpenSession") && (!direct->object || direct->fd < 0))
+                        r = -EBADMSG;
                 if (r >= 0)
                         *ret = (SessionReply) {
                                 .error_name = direct->error_name,
