@@ -77,9 +77,14 @@ static int write_all(int fd, const uint8_t *p, size_t n, uint64_t deadline) {
         return 0;
 }
 
+/* nsmanagerd's answers to a login are a few hundred bytes (an error's sentence included): a
+ * reply that does not fit is not one of them. Small enough for the login's stack, so no
+ * allocation on every login. */
+#define INBOX_MAX 4096U
+
 /* What came from the daemon, not yet parsed, and the fds that came with it. */
 typedef struct Inbox {
-        uint8_t buf[BUS_WIRE_MESSAGE_MAX + 1024];
+        uint8_t buf[INBOX_MAX];
         size_t size;
         int fds[FDS_MAX];
         size_t n_fds;
@@ -235,7 +240,7 @@ static int read_reply(int fd, Inbox *in, uint32_t serial, uint64_t deadline, Dir
 int direct_call(int fd, DirectAuth auth, uint32_t serial, const char *method, const char *user, const char *id,
                 uint64_t deadline, DirectReply *reply) {
         _cleanup_free_ uint8_t *call = NULL, *request = NULL;
-        _cleanup_free_ Inbox *in = NULL;
+        Inbox in = {};
         size_t call_size, size;
         int r;
 
@@ -243,15 +248,10 @@ int direct_call(int fd, DirectAuth auth, uint32_t serial, const char *method, co
                                     &call_size);
         if (r < 0)
                 return r;
-        if (reply || auth == DIRECT_AUTH_WAIT) {
-                in = calloc(1, sizeof(Inbox));
-                if (!in)
-                        return -ENOMEM;
-        }
         if (auth == DIRECT_AUTH_WAIT) {
                 r = write_all(fd, (const uint8_t *) BUS_WIRE_AUTH_ROOT, BUS_WIRE_AUTH_ROOT_SIZE, deadline);
                 if (r >= 0)
-                        r = read_auth(fd, in, deadline);
+                        r = read_auth(fd, &in, deadline);
                 if (r < 0)
                         goto finish;
         }
@@ -271,13 +271,12 @@ int direct_call(int fd, DirectAuth auth, uint32_t serial, const char *method, co
                 goto finish;
         *reply = (DirectReply) { .fd = -EBADF };
         if (auth == DIRECT_AUTH_PIPELINED)
-                r = read_auth(fd, in, deadline);
+                r = read_auth(fd, &in, deadline);
         if (r >= 0)
-                r = read_reply(fd, in, serial, deadline, reply);
+                r = read_reply(fd, &in, serial, deadline, reply);
         if (r < 0)
                 direct_reply_done(reply);
 finish:
-        if (in)
-                inbox_done(in);
+        inbox_done(&in);
         return r;
 }
