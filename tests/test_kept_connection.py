@@ -112,6 +112,12 @@ def test_after_a_daemon_restart_a_login_ends_its_session_on_a_new_connection(dae
     assert "of 'alice' closed." in daemon.daemon_log_text()
 
 
+def as_signal(message: bytes) -> bytes:
+    m = bytearray(message)
+    m[1] = 4    # the type byte: a signal
+    return bytes(m)
+
+
 BAD = {
     "RemoveNamespace": (lambda c: c.send("RemoveNamespace", "alice"), "RemoveNamespace"),
     "OpenSession": (lambda c: c.send("OpenSession", "bob", "k2"), "OpenSession"),
@@ -121,6 +127,12 @@ BAD = {
                           "CloseSession"),
     "authentication again": (lambda c: c.sock.sendall(wire.AUTH_ROOT), "something that is not"),
     "too long": (lambda c: c.send("CloseSession", "alice", "k" * 2000), "something that is not"),
+    "one argument": (lambda c: c.send("CloseSession", "alice"), "CloseSession with arguments other than two strings"),
+    "a signal": (lambda c: c.sock.sendall(as_signal(wire.method_call(2, "CloseSession", "alice", "k1"))),
+                 "a message that is not a method call"),
+    "file descriptors": (lambda c: c.send("CloseSession", "alice", "k1", unix_fds=1), "a message with file descriptors"),
+    "two messages at once": (lambda c: c.sock.sendall(wire.method_call(2, "CloseSession", "alice", "k1", reply=False) * 2),
+                             "more than one message"),
 }
 
 

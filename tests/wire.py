@@ -26,14 +26,21 @@ def _string(buf: bytearray, s: str):
 
 
 def method_call(serial: int, member: str, *args: str, reply: bool = True, path: str = MANAGER_PATH,
-                interface: str = MANAGER_IFACE) -> bytes:
-    """A little-endian method call with string arguments."""
+                interface: str = MANAGER_IFACE, unix_fds: int = 0) -> bytes:
+    """A little-endian method call with string arguments (and a UNIX_FDS header field saying
+    that many fds come with it, where unix_fds is not 0)."""
     fields = bytearray()
-    for code, sig, value in ((1, "o", path), (2, "s", interface), (3, "s", member), (8, "g", "s" * len(args))):
+    wanted = [(1, "o", path), (2, "s", interface), (3, "s", member), (8, "g", "s" * len(args))]
+    if unix_fds:
+        wanted.append((9, "u", unix_fds))
+    for code, sig, value in wanted:
         _pad(fields, 8)
         fields += bytes([code, 1, ord(sig), 0])
         if sig == "g":
             fields += bytes([len(value)]) + value.encode() + b"\0"
+        elif sig == "u":
+            _pad(fields, 4)
+            fields += struct.pack("<I", value)
         else:
             # Aligned from the fields' start: they start at 16, a multiple of 8.
             _string(fields, value)
