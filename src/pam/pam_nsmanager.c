@@ -44,7 +44,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <security/pam_ext.h>
@@ -56,6 +55,7 @@
 #include "login-filter.h"
 #include "macros.h"
 #include "parse-util.h"
+#include "time-util.h"
 #include "user-util.h"
 
 #define PAM_DATA_SESSION "pam_nsmanager:session"
@@ -147,13 +147,6 @@ static void parse_argv(pam_handle_t *handle, int argc, const char **argv, Module
         }
 
         *ret = opts;
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* Is the user one nsmanagerd manages? Root never is, and no bus call is made for it. The others
@@ -334,7 +327,7 @@ static int bus_run_until_answered(sd_bus *bus, const PendingCall *call, uint64_t
 
                 if (call->reply)
                         return 0;
-                n = now_usec();
+                n = now_usec(CLOCK_MONOTONIC);
                 if (n >= deadline)
                         return -ETIMEDOUT;
                 r = sd_bus_process(bus, NULL);
@@ -595,7 +588,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         int r;
 
         parse_argv(handle, argc, argv, &opts);
-        deadline = now_usec() + opts.timeout_usec;
+        deadline = now_usec(CLOCK_MONOTONIC) + opts.timeout_usec;
 
         r = resolve_target(handle, &opts, &user, &record, &attach_home, &pipelined_calls);
         if (r != PAM_SUCCESS)
@@ -643,7 +636,7 @@ _public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _un
         int r;
 
         parse_argv(handle, argc, argv, &opts);
-        deadline = now_usec() + opts.timeout_usec;
+        deadline = now_usec(CLOCK_MONOTONIC) + opts.timeout_usec;
 
         /* No data: open_session did not open a session (a user not ours, or it failed). */
         r = pam_get_data(handle, PAM_DATA_SESSION, (const void **) &data);
