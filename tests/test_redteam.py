@@ -558,9 +558,10 @@ def test_a_bind_does_not_undo_a_read_only_policy(alice_ro, own):
     check = sb.in_view("alice", ["sh", "-c", f"echo x > {settings}"], as_user="alice")
     assert check.returncode != 0, "the policy's bind is not read-only in her view"
     mine = alice_file(sb, "settings", "alice's choice\n")
-    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", mine, str(settings), 0), "bind over a read-only file")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", mine, str(settings), 0), "bind over a read-only file",
+            rule="not writable for the caller")
     refused(call_as(sb, "alice", "BindMount", "ssst", "alice", alice_dir(sb, "conf"), str(conf), 0),
-            "bind over a read-only directory")
+            "bind over a read-only directory", rule="not writable for the caller")
     # As it matters: the read-only paths show what they showed, and stay read-only.
     p = sb.in_view("alice", ["sh", "-c", f"echo changed > {settings}; touch {conf}/new; cat {settings}"],
                    as_user="alice")
