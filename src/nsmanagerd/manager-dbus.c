@@ -392,20 +392,27 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
         return 1;
 }
 
-/* The common tail of the methods that change a view (ns) or the host (NULL): rate limit,
+/* What every method that changes a view (ns) or the host (NULL) asks first: rate limit, then
  * authorize (for a view, the rules of own-view-rules.h choose manage-own or manage; the host
- * needs manage), queue the operation. */
-static int authorize_and_start_view_op(BusRequest *req, Namespace *ns, const char *user, OwnViewRequest what,
-                                       const char **details, const ViewOp *op, sd_bus_error *error) {
+ * needs manage). As bus_request_authorize(): 1 go on, 0 waiting, < 0 refused. */
+static int authorize_view_op(BusRequest *req, Namespace *ns, const char *user, OwnViewRequest what,
+                             const char **details, sd_bus_error *error) {
         int r;
 
         r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
         if (ns)
-                r = bus_request_authorize_view(req, user, ns->uid, what, details, error);
-        else
-                r = bus_request_authorize(req, ACTION_MANAGE, details, error);
+                return bus_request_authorize_view(req, user, ns->uid, what, details, error);
+        return bus_request_authorize(req, ACTION_MANAGE, details, error);
+}
+
+/* The common tail of those methods: authorize, queue the operation. */
+static int authorize_and_start_view_op(BusRequest *req, Namespace *ns, const char *user, OwnViewRequest what,
+                                       const char **details, const ViewOp *op, sd_bus_error *error) {
+        int r;
+
+        r = authorize_view_op(req, ns, user, what, details, error);
         if (r <= 0)
                 return r;
         return start_op(req, ns, op, details, error);
@@ -465,10 +472,7 @@ static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
                 ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_PEER };
                 return authorize_and_start_view_op(req, ns, user, OWN_VIEW_SHARE, details, &op, error);
         }
-        r = bus_request_rate_limit(req, error);
-        if (r < 0)
-                return r;
-        r = bus_request_authorize(req, ACTION_MANAGE, details, error);
+        r = authorize_view_op(req, NULL, user, OWN_VIEW_SHARE, details, error);
         if (r <= 0)
                 return r;
         req->pending = true;
