@@ -243,13 +243,6 @@ int own_view_check_not_mount_point(const char *path, char **ret_reason) {
                       "that appears on the host and in every other view.", path);
 }
 
-static bool id_listed(uint64_t id, const uint64_t *ids, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                if (ids[i] == id)
-                        return true;
-        return false;
-}
-
 /* A mount inside one of the caller's binds that is not itself one of them came with the bind's
  * recursive clone from its source (a [View] policy mount, root's), or was mounted there since
  * by somebody else: only the top of each bind is recorded as the caller's, and only that is
@@ -281,7 +274,7 @@ static int check_not_inside_own_bind(const char *path, MountId id, bool recursiv
                 r = -ENOMEM;
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 bool self = table[i].id == id.old;
-                if (!(self || (recursive && scope[i])) || !inside[i] || id_listed(table[i].id, tops, n_tops))
+                if (!(self || (recursive && scope[i])) || !inside[i] || mount_ids_contain(tops, n_tops, table[i].id))
                         continue;
                 r = refuse(ret_reason, -EACCES, self ?
                            "'%s' lies inside one of the caller's binds and is not one itself: it came with the bind's "

@@ -131,7 +131,7 @@ static int compare_entry_ids(const void *a, const void *b) {
         return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static bool id_in(uint64_t id, const uint64_t *ids, size_t n) {
+bool mount_ids_contain(const uint64_t *ids, size_t n, uint64_t id) {
         for (size_t i = 0; i < n; i++)
                 if (ids[i] == id)
                         return true;
@@ -153,7 +153,7 @@ size_t mount_table_mark_below(const MountEntry *table, size_t n, const uint64_t 
                         ret_below[i] = false;
                 for (const MountEntry *e = &table[i], **p; e; e = p ? *p : NULL) {
                         MountEntry key = { .id = e->parent_id }, *k = &key;
-                        if (id_in(e->id, tops, n_tops)) {
+                        if (mount_ids_contain(tops, n_tops, e->id)) {
                                 count++;
                                 if (ret_below)
                                         ret_below[i] = true;

@@ -37,6 +37,9 @@ typedef struct MountId {
         uint64_t old;
 } MountId;
 
+/* Whether 'id' (a mount id, either kind) is one of ids[0..n). */
+bool mount_ids_contain(const uint64_t *ids, size_t n, uint64_t id);
+
 int fd_get_mount_ids(int dirfd, const char *path, MountId *ret);
 bool mount_id_equal(MountId a, MountId b);
 bool mount_id_in(MountId id, const MountId *list, size_t n);
