@@ -159,9 +159,14 @@ static int held_sender_add(HeldSender *h, sd_bus_message *m) {
 static int held_sender_requeue(HeldSender *h, sd_bus_message *m) {
         int r;
 
-        r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(m), m);
-        if (r >= 0)
-                r = held_sender_add(h, m);
+        /* Held first, queued then: a call queued but not held would be answered here and again
+         * when it is dispatched. */
+        r = held_sender_add(h, m);
+        if (r >= 0) {
+                r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(m), m);
+                if (r < 0)
+                        sd_bus_message_unref(h->calls[--h->n]);
+        }
         if (r < 0)
                 (void) sd_bus_reply_method_errorf(m, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s",
                                                   strerror(-r));
