@@ -199,6 +199,91 @@ static void test_sd_bus_client(void) {
         safe_close(pair[1]);
 }
 
+static int on_open_reply(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        sd_bus_message **ret = userdata;
+
+        *ret = sd_bus_message_ref(m);
+        return 1;
+}
+
+/* sd-bus as the client of the method return the daemon builds for a login
+ * (src/nsmanagerd/pipelined-open.c), sent with its fd. (sd-bus waits for the authentication's
+ * answer before it calls, so the two come in two writes here, not one as to a login.) */
+static void test_return_read_by_sd_bus(void) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *client = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        uint8_t buf[4096], ret[512];
+        const char *begin, *path = NULL;
+        bool answered = false;
+        size_t size = 0;
+        BusWireMessage m;
+        int pair[2], r = 0, fd = -EBADF;
+        struct stat st;
+
+        check(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) >= 0, "socketpair");
+        check(sd_bus_new(&client) >= 0 && sd_bus_set_fd(client, pair[0], pair[0]) >= 0 &&
+              sd_bus_negotiate_fds(client, true) >= 0 && sd_bus_start(client) >= 0,
+              "an sd-bus client on one end, asking for fd passing");
+        check(sd_bus_call_method_async(client, NULL, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "OpenSession",
+                                       on_open_reply, &reply, "ss", "alice", "pam-login-1") >= 0,
+              "OpenSession called");
+
+        for (int i = 0; i < 1000; i++) {
+                ssize_t n;
+
+                (void) sd_bus_process(client, NULL);
+                n = read(pair[1], buf + size, sizeof buf - size);
+                if (n > 0)
+                        size += (size_t) n;
+                begin = memmem(buf, size, "BEGIN\r\n", 7);
+                if (begin && !answered) {
+                        char answer[128] = "";
+                        if (memmem(buf, size, "AUTH EXTERNAL\r\n", 15))
+                                strcat(answer, "DATA\r\n");
+                        snprintf(answer + strlen(answer), sizeof answer - strlen(answer), BUS_WIRE_AUTH_OK_FMT,
+                                 "0123456789abcdef0123456789abcdef");
+                        answered = write(pair[1], answer, strlen(answer)) == (ssize_t) strlen(answer);
+                }
+                if (begin && (r = bus_wire_parse_message((const uint8_t *) begin + 7,
+                                                         size - (size_t) (begin + 7 - (const char *) buf), &m)) != 0)
+                        break;
+                (void) poll(&(struct pollfd) { .fd = pair[1], .events = POLLIN }, 1, 1);
+        }
+        check(r > 0 && m.type == BUS_WIRE_METHOD_CALL && streq(m.member, "OpenSession"), "sd-bus's call read (%d)", r);
+        if (r <= 0) {
+                safe_close(pair[1]);
+                return;
+        }
+
+        r = bus_wire_return_oh(1, m.serial, "/org/example/NSManager/user/_2001", ret, sizeof ret);
+        check(r > 0, "the return built (%d)", r);
+        if (r > 0) {
+                union {
+                        struct cmsghdr h;
+                        uint8_t b[CMSG_SPACE(sizeof(int))];
+                } control = {};
+                struct iovec iov = { .iov_base = ret, .iov_len = (size_t) r };
+                struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
+                                     .msg_controllen = sizeof control };
+                struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &null, sizeof(int));
+                check(sendmsg(pair[1], &mh, 0) == r, "sent with /dev/null's fd");
+        }
+        for (int i = 0; i < 1000 && !reply; i++)
+                if (sd_bus_process(client, NULL) == 0)
+                        (void) sd_bus_wait(client, 1000);
+        check(reply && !sd_bus_message_is_method_error(reply, NULL), "sd-bus took it as the method's return");
+        check(reply && sd_bus_message_read(reply, "oh", &path, &fd) >= 0 &&
+              streq_ptr(path, "/org/example/NSManager/user/_2001") && fstat(fd, &st) >= 0 && S_ISCHR(st.st_mode),
+              "its object path, and its fd: /dev/null");
+        safe_close(pair[1]);
+}
+
 static void test_refusals(void) {
         _cleanup_free_ uint8_t *call = NULL;
         uint8_t copy[1024];
@@ -253,11 +338,22 @@ static void test_refusals(void) {
         check(bus_wire_parse_auth_reply("OK 0123456789abcdef0123456789abcdef\r\nERROR\r\n", 44) == -EPROTO,
               "no fd passing");
         check(bus_wire_method_call_ss(0, true, "/p", "i.f", "M", "a", "b", &call, &size) == -EINVAL, "serial 0 is not built");
+
+        uint8_t ret[256];
+        int k = bus_wire_return_oh(1, 9, "/o/p", ret, sizeof ret);
+        check(k > 0 && bus_wire_parse_message(ret, (size_t) k, &m) == k && m.type == BUS_WIRE_METHOD_RETURN &&
+              m.reply_serial == 9 && m.n_unix_fds == 1 && bus_wire_read_object_and_fd(&m, &a, &index) == 0 &&
+              streq(a, "/o/p") && index == 0,
+              "a return built and parsed back");
+        check(bus_wire_return_oh(1, 9, "/o/p", ret, (size_t) k - 1) == -ENOBUFS, "one byte short: -ENOBUFS");
+        check(bus_wire_return_oh(1, 0, "/o/p", ret, sizeof ret) == -EINVAL, "no return to serial 0");
+        check(bus_wire_return_oh(1, 9, "o/p", ret, sizeof ret) == -EINVAL, "no relative object path");
 }
 
 int main(void) {
         test_refusals();
         test_sd_bus_client();
         test_sd_bus_server();
+        test_return_read_by_sd_bus();
         return tap_finish();
 }

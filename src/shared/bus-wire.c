@@ -125,6 +125,57 @@ static void put_method_call(Writer *w, uint32_t serial, bool expect_reply, const
         }
 }
 
+static void put_field_u32(Writer *w, uint8_t code, uint32_t value) {
+        put_align(w, 8);
+        put_byte(w, code);
+        put_signature(w, "u");
+        put_u32(w, value);
+}
+
+static void put_return_oh(Writer *w, uint32_t serial, uint32_t reply_serial, const char *path) {
+        size_t fields_start, fields_end, body_start;
+        uint32_t fields_size, body_size;
+
+        put_byte(w, NATIVE_ENDIAN);
+        put_byte(w, BUS_WIRE_METHOD_RETURN);
+        put_byte(w, FLAG_NO_REPLY_EXPECTED); /* as sd-bus marks its returns: nothing answers one */
+        put_byte(w, PROTOCOL_VERSION);
+        put_u32(w, 0); /* the body's size, filled in below */
+        put_u32(w, serial);
+        put_u32(w, 0); /* the fields' size, filled in below */
+
+        fields_start = w->size;
+        put_field_u32(w, FIELD_REPLY_SERIAL, reply_serial);
+        put_field(w, FIELD_SIGNATURE, 'g', "oh");
+        put_field_u32(w, FIELD_UNIX_FDS, 1);
+        fields_end = w->size;
+        put_align(w, 8);
+
+        body_start = w->size;
+        put_string(w, path);
+        put_u32(w, 0); /* the index of the one fd sent with the message */
+
+        if (w->buf) {
+                body_size = (uint32_t) (w->size - body_start);
+                fields_size = (uint32_t) (fields_end - fields_start);
+                memcpy(w->buf + 4, &body_size, sizeof body_size);
+                memcpy(w->buf + 12, &fields_size, sizeof fields_size);
+        }
+}
+
+int bus_wire_return_oh(uint32_t serial, uint32_t reply_serial, const char *path, uint8_t *buf, size_t size) {
+        Writer w = {};
+
+        if (serial == 0 || reply_serial == 0 || path[0] != '/' || strlen(path) > BUS_WIRE_MESSAGE_MAX / 4)
+                return -EINVAL;
+        put_return_oh(&w, serial, reply_serial, path);
+        if (w.size > size)
+                return -ENOBUFS;
+        w = (Writer) { .buf = buf };
+        put_return_oh(&w, serial, reply_serial, path);
+        return (int) w.size;
+}
+
 int bus_wire_method_call_ss(uint32_t serial, bool expect_reply, const char *path, const char *interface,
                             const char *member, const char *a, const char *b, uint8_t **ret, size_t *ret_size) {
         Writer w = {};

@@ -3,7 +3,7 @@
 
 /* Just enough of the D-Bus wire format for pam_nsmanager to make its two calls on
  * nsmanagerd's private socket without a round trip of its own for the authentication, and for
- * nsmanagerd to read the second of them on the connection a login kept.
+ * nsmanagerd to read them and answer the first.
  *
  * sd-bus, as every client should, waits for the server's "OK" before it writes the first
  * message: one round trip for the authentication, one for the call. The specification allows
@@ -11,10 +11,13 @@
  * nsmanagerd runs on that socket) keeps what follows BEGIN for after the authentication. A
  * login then costs one round trip instead of two, and a session's end none (the call goes on
  * the connection open_session kept). The messages are built and parsed here; the login's side
- * of the socket is in src/pam/direct-call.c, the daemon's in src/nsmanagerd/private-bus.c.
+ * of the socket is in src/pam/direct-call.c, the daemon's in src/nsmanagerd/private-bus.c,
+ * which answers most logins' OpenSession itself (pipelined-open.c: a method return with
+ * one fd, built here) and reads their CloseSession (kept-connection.c).
  *
- * Only the native byte order, only method calls with two strings, only messages with basic
- * types in their header fields: what the two sides send each other. Anything else is
+ * Only the native byte order, only method calls with two strings and returns of an object
+ * and an fd, only messages with basic types in their header fields: what the two sides send
+ * each other. Anything else is
  * -EBADMSG. */
 
 #include <stdbool.h>
@@ -42,6 +45,14 @@ enum {
  * string with a NUL-free length over what a message may hold. */
 int bus_wire_method_call_ss(uint32_t serial, bool expect_reply, const char *path, const char *interface,
                             const char *member, const char *a, const char *b, uint8_t **ret, size_t *ret_size);
+
+/* A method return of signature "oh" to the call 'reply_serial': the object 'path' and the
+ * fd sent with it (index 0; UNIX_FDS 1), written into buf: its size, or -ENOBUFS if it does
+ * not fit, -EINVAL for a serial of 0 or a path that is not absolute. */
+int bus_wire_return_oh(uint32_t serial, uint32_t reply_serial, const char *path, uint8_t *buf, size_t size);
+
+/* The server's answer to BUS_WIRE_AUTH_ROOT, with the server's guid (32 hex digits). */
+#define BUS_WIRE_AUTH_OK_FMT "OK %s\r\nAGREE_UNIX_FD\r\n"
 
 /* The server's answer to BUS_WIRE_AUTH_ROOT at the start of 'buf': "OK <guid>" and
  * "AGREE_UNIX_FD". > 0: the number of bytes it took (the first message follows); 0: not
