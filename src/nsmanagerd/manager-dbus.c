@@ -247,12 +247,11 @@ static void on_session_namespace(Namespace *ns, int result, const char *message,
         }
         /* The login process that asked: if it dies without CloseSession, the session ends. */
         (void) bus_message_get_sender_pid(req->message, &pid);
-        r = namespace_add_session(ns, id, pid);
+        r = manager_open_session(req->manager, ns, id, pid);
         if (r < 0) {
                 bus_request_reply_error(req, r, "Failed to record the session.");
                 return;
         }
-        log_info("Session '%s' of '%s' opened (leader %d).", id, user, (int) pid);
         path = namespace_bus_path(ns);
         if (!path || sd_bus_message_new_method_return(req->message, &reply) < 0 ||
             sd_bus_message_append(reply, "oh", path, ns->mntns_fd) < 0) {

@@ -392,6 +392,16 @@ Namespace *manager_get_namespace(Manager *m, const char *user) {
         return hashmap_get(m->namespaces, user);
 }
 
+int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader) {
+        int r;
+
+        r = namespace_add_session(ns, id, leader);
+        if (r < 0)
+                return r;
+        log_info("Session '%s' of '%s' opened (leader %d).", id, ns->name, (int) leader);
+        return 0;
+}
+
 int manager_close_session(Manager *m, const char *user, const char *id) {
         Namespace *ns = manager_get_namespace(m, user);
         int r;

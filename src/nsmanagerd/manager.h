@@ -81,6 +81,10 @@ uint64_t manager_deadline(Manager *m);
 
 Namespace *manager_get_namespace(Manager *m, const char *user);
 Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid);
+/* Records session 'id' of ready namespace 'ns', whose login process is 'leader' (the session
+ * ends with it if no CloseSession comes), logged. For both ways OpenSession comes:
+ * manager-dbus.c and pipelined-open.c. */
+int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader);
 /* Ends session 'id' of 'user' (CloseSession), logged: -ESRCH if the user has no namespace,
  * -ENOENT if it has no such session. */
 int manager_close_session(Manager *m, const char *user, const char *id);
