@@ -225,12 +225,15 @@ def test_beyond_the_most_kept_connections_a_login_ends_its_session_on_a_new_one(
         daemon.manager().CloseSession("alice", s)
 
 
-def test_the_rule_holds_from_the_answer_on(daemon):
+@pytest.mark.parametrize("pipelined", [True, False], ids=["answered directly", "answered by sd-bus"])
+def test_the_rule_holds_from_the_answer_on(daemon, pipelined):
     """The connection is restricted from the moment OpenSession is answered, not from when
-    the daemon hands it over: a call written right behind the answer is refused too."""
+    the daemon hands it over: a call written right behind the answer is refused too. Whether
+    the daemon answered the login itself (its authentication and call came in one write,
+    src/nsmanagerd/pipelined-open.h) or sd-bus did, with a filter until the hand-over."""
     daemon.manager().CreateNamespace("alice")
     for i in range(20):
-        conn = wire.Connection()
+        conn = wire.Connection(pipelined=pipelined)
         try:
             mtype, fields, _ = conn.call("OpenSession", "alice", f"r{i}")
             assert mtype == 2, fields

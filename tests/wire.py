@@ -57,13 +57,19 @@ def method_call(serial: int, member: str, *args: str, reply: bool = True, path: 
 class Connection:
     """A root connection to the private socket."""
 
-    def __init__(self, path: str = NSM_PRIVATE_SOCKET):
+    def __init__(self, path: str = NSM_PRIVATE_SOCKET, pipelined: bool = True):
+        """pipelined=False: the authentication first, alone, and its answer awaited before the
+        first call is written, as libsystemd's client does (and the module, where the daemon
+        does not say PIPELINED_CALLS=1)."""
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self.sock.connect(path)
         self.buf = b""
         self.fds: list[int] = []
         self.serial = 0
         self.authenticated = False
+        if not pipelined:
+            self.sock.sendall(AUTH_ROOT)
+            self._authenticate(10)
 
     def close(self):
         for fd in self.fds:
@@ -75,7 +81,7 @@ class Connection:
         """Writes a call (behind the authentication, on the first one); returns its serial."""
         self.serial += 1
         data = method_call(self.serial, member, *args, reply=reply, **kw)
-        if self.serial == 1:
+        if self.serial == 1 and not self.authenticated:
             data = AUTH_ROOT + data
         self.sock.sendall(data)
         return self.serial
@@ -88,8 +94,7 @@ class Connection:
         self.buf += data
         self.fds += fds
 
-    def reply(self, serial: int, timeout: float = 10) -> tuple[int, dict, bytes]:
-        """Reads until the answer to 'serial': (type, header fields, body); 2 = return, 3 = error."""
+    def _authenticate(self, timeout: float):
         while not self.authenticated:
             if self.buf.count(b"\r\n") >= 2:
                 ok, agree, self.buf = self.buf.split(b"\r\n", 2)
@@ -97,6 +102,10 @@ class Connection:
                 self.authenticated = True
             else:
                 self._read(timeout)
+
+    def reply(self, serial: int, timeout: float = 10) -> tuple[int, dict, bytes]:
+        """Reads until the answer to 'serial': (type, header fields, body); 2 = return, 3 = error."""
+        self._authenticate(timeout)
         while True:
             if len(self.buf) >= 16:
                 _, mtype, _, _, body_len, _, fields_len = struct.unpack_from("<cBBBIII", self.buf)

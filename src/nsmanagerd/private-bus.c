@@ -11,6 +11,7 @@
 #include "list.h"
 #include "log.h"
 #include "manager-dbus.h"
+#include "pipelined-open.h"
 #include "private-bus.h"
 
 /* Connections served at once; the others wait in the listen backlog (SOMAXCONN), in order,
@@ -28,7 +29,10 @@
 
 struct PrivateBus {
         Manager *manager;
+        int fd;                          /* until sd-bus has it (or pipelined-open.h took it) */
+        struct ucred peer;
         sd_bus *bus;
+        sd_event_source *first_source;   /* waits for the first bytes, before there is a bus */
         sd_event_source *free_source;    /* frees it from the event loop, not from its own callback */
         sd_event_source *lifetime_source;
         sd_event_source *auth_source;    /* drives the authentication (on_authenticating()) */
@@ -57,6 +61,7 @@ static PrivateBus *private_bus_free(PrivateBus *p) {
         m->n_private_buses--;
         accept_more(m);
         sd_event_source_disable_unref(p->free_source);
+        sd_event_source_disable_unref(p->first_source);
         sd_event_source_disable_unref(p->lifetime_source);
         sd_event_source_disable_unref(p->auth_source);
         sd_event_source_disable_unref(p->keep_source);
@@ -64,6 +69,7 @@ static PrivateBus *private_bus_free(PrivateBus *p) {
         /* Not flushed: a peer that went away reads nothing, and one that stays must not make us
          * wait. */
         sd_bus_close_unref(p->bus);
+        safe_close(p->fd);
         free(p->session_user);
         free(p->session_id);
         free(p);
@@ -209,31 +215,18 @@ void private_bus_keep_for_session(Manager *m, sd_bus *bus, const char *user, con
         }
 }
 
-static int private_bus_new(Manager *m, int fd) {
-        PrivateBus *p;
+/* sd-bus takes the connection: the bytes that came are still in the socket, for it to read. */
+static int private_bus_start(PrivateBus *p) {
+        Manager *m = p->manager;
         int r;
 
-        p = calloc(1, sizeof(PrivateBus));
-        if (!p) {
-                safe_close(fd);
-                return -ENOMEM;
-        }
-        p->manager = m;
-        LIST_PREPEND(m->private_buses, p);
-        m->n_private_buses++;
-
         r = sd_bus_new(&p->bus);
-        if (r < 0) {
-                safe_close(fd);
-                private_bus_free(p);
+        if (r < 0)
                 return r;
-        }
-        r = sd_bus_set_fd(p->bus, fd, fd);
-        if (r < 0) {
-                safe_close(fd);
-                private_bus_free(p);
+        r = sd_bus_set_fd(p->bus, p->fd, p->fd);
+        if (r < 0)
                 return r;
-        }
+        p->fd = -EBADF;
         if ((r = sd_bus_set_server(p->bus, true, m->private_bus_id)) < 0 ||
             (r = sd_bus_negotiate_fds(p->bus, true)) < 0 ||
             (r = sd_bus_start(p->bus)) < 0 ||
@@ -245,10 +238,58 @@ static int private_bus_new(Manager *m, int fd) {
              * peer that says nothing would hold up the daemon's exit that long. */
             (r = sd_bus_set_close_on_exit(p->bus, false)) < 0 ||
             (r = sd_bus_attach_event(p->bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0 ||
-            (r = sd_event_add_post(m->event, &p->auth_source, on_authenticating, p)) < 0 ||
-            (r = sd_event_add_time_relative(m->event, &p->lifetime_source, CLOCK_MONOTONIC,
-                                            m->config.operation_timeout_usec + PRIVATE_BUS_LIFETIME_SLACK_USEC, 0,
-                                            on_lifetime_over, p)) < 0) {
+            (r = sd_event_add_post(m->event, &p->auth_source, on_authenticating, p)) < 0)
+                return r;
+        return 0;
+}
+
+/* The first bytes came (or the peer hung up): the login's OpenSession answered at once, or
+ * the connection goes to sd-bus. */
+static int on_first_bytes(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        PrivateBus *p = userdata;
+        int r;
+
+        /* Out of the event loop's epoll first: kept-connection.c adds the fd to it again. */
+        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        r = pipelined_open(p->manager, p->fd, &p->peer);
+        if (r == -EAGAIN && !(revents & (EPOLLHUP | EPOLLERR)) && sd_event_source_set_enabled(s, SD_EVENT_ON) >= 0)
+                return 0;
+        p->first_source = sd_event_source_disable_unref(p->first_source);
+        if (r > 0) {
+                p->fd = -EBADF; /* taken */
+                private_bus_free(p);
+                return 0;
+        }
+        r = private_bus_start(p);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to set up a private connection, closing it: %m");
+                private_bus_free(p);
+        }
+        return 0;
+}
+
+/* Takes 'fd'. With 'wait', its first bytes are awaited before anything else
+ * (on_first_bytes()); else sd-bus serves it at once. */
+static int private_bus_new(Manager *m, int fd, const struct ucred *peer, bool wait) {
+        PrivateBus *p;
+        int r;
+
+        p = calloc(1, sizeof(PrivateBus));
+        if (!p) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        *p = (PrivateBus) { .manager = m, .fd = fd, .peer = *peer };
+        LIST_PREPEND(m->private_buses, p);
+        m->n_private_buses++;
+
+        r = sd_event_add_time_relative(m->event, &p->lifetime_source, CLOCK_MONOTONIC,
+                                       m->config.operation_timeout_usec + PRIVATE_BUS_LIFETIME_SLACK_USEC, 0,
+                                       on_lifetime_over, p);
+        if (r >= 0)
+                r = wait ? sd_event_add_io(m->event, &p->first_source, fd, EPOLLIN, on_first_bytes, p)
+                         : private_bus_start(p);
+        if (r < 0) {
                 private_bus_free(p);
                 return r;
         }
@@ -314,7 +355,11 @@ static int on_connection(sd_event_source *s, int listen_fd, uint32_t revents, vo
                         safe_close(fd);
                         continue;
                 }
-                r = private_bus_new(m, fd);
+                /* Most logins are answered here, from what they wrote right behind connecting. */
+                r = pipelined_open(m, fd, &ucred);
+                if (r > 0)
+                        continue;
+                r = private_bus_new(m, fd, &ucred, /* wait= */ r == -EAGAIN);
                 if (r < 0)
                         log_warning_errno(r, "Failed to set up a private connection, ignoring: %m");
         }

@@ -9,7 +9,8 @@
  * the daemon learns the caller from the socket (SO_PEERCRED) instead of asking the bus driver
  * — which also works for a CloseSession whose caller has already hung up. Signals are sent on
  * the system bus only. Anything but root is turned away at accept(), and the socket is 0600
- * root (in /run/nsmanager, 0700 where it is the StateDirectory).  */
+ * root (in /run/nsmanager, 0700 where it is the StateDirectory). A login's OpenSession of a
+ * namespace that is up is answered without sd-bus (pipelined-open.h); the rest is sd-bus's. */
 
 int private_bus_listen(Manager *m);
 /* OpenSession of 'user', 'id' is being answered on 'bus': if that is a private connection, it
