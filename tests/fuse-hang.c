@@ -14,6 +14,11 @@
  *                                           symlink to TARGET, are owned by root, it says
  *                                           (tests/test_redteam.py: a user's FUSE mount
  *                                           steering a path the daemon resolves)
+ *   fuse-hang file-read-no-reply MOUNTPOINT UID
+ *                                           answers everything but reading: its root directory
+ *                                           holds 'file', 4096 bytes, which opens but whose
+ *                                           reads never get an answer; a process faulting on
+ *                                           a mapping of it waits, holding what it holds
  *
  * Mounted as the caller (root, with CAP_SYS_ADMIN in the current mount namespace) with
  * allow_other and user_id=UID, as `sshfs -o allow_other` of that user would be; with
@@ -60,11 +65,16 @@ static int answer_init(int fd, char *buf) {
 
 #define LINK_NODEID 2
 
+/* target NULL: the entry is a regular file of 4096 bytes, readable by all. */
 static void fill_attr(struct fuse_attr *a, uint64_t nodeid, const char *target) {
         *a = (struct fuse_attr) { .ino = nodeid, .nlink = 1, .blksize = 4096, .uid = 0, .gid = 0 };
         if (nodeid == FUSE_ROOT_ID) {
                 a->mode = S_IFDIR | 0755;
                 a->nlink = 2;
+        } else if (!target) {
+                a->mode = S_IFREG | 0644;
+                a->size = 4096;
+                a->blocks = 8;
         } else {
                 a->mode = S_IFLNK | 0777;
                 a->size = strlen(target);
@@ -77,8 +87,11 @@ static int reply(int fd, uint64_t unique, int error, const void *data, size_t si
         return writev(fd, iov, data ? 2 : 1) < 0 ? -errno : 0;
 }
 
-/* The symlink mode: a root directory holding 'link', all of it root's, it says. */
-static int serve_symlink(int fd, char *buf, const char *target) {
+/* The symlink mode: a root directory holding 'link', all of it root's, it says. With target
+ * NULL, the file mode: 'file' instead, a regular file whose reads are never answered. */
+static int serve(int fd, char *buf, const char *target) {
+        const char *name = target ? "link" : "file";
+
         for (;;) {
                 ssize_t n = read(fd, buf, BUFSIZE);
                 const struct fuse_in_header *in = (const struct fuse_in_header *) buf;
@@ -101,7 +114,7 @@ static int serve_symlink(int fd, char *buf, const char *target) {
                 case FUSE_LOOKUP: {
                         struct fuse_entry_out out = { .nodeid = LINK_NODEID, .generation = 1, .entry_valid = 1,
                                                       .attr_valid = 1 };
-                        if (in->nodeid != FUSE_ROOT_ID || strcmp(arg, "link") != 0) {
+                        if (in->nodeid != FUSE_ROOT_ID || strcmp(arg, name) != 0) {
                                 (void) reply(fd, in->unique, -ENOENT, NULL, 0);
                                 break;
                         }
@@ -112,13 +125,18 @@ static int serve_symlink(int fd, char *buf, const char *target) {
                 case FUSE_READLINK:
                         (void) reply(fd, in->unique, 0, target, strlen(target));
                         break;
-                case FUSE_OPENDIR: {
+                case FUSE_OPENDIR:
+                case FUSE_OPEN: {
                         struct fuse_open_out out = {};
                         (void) reply(fd, in->unique, 0, &out, sizeof out);
                         break;
                 }
+                case FUSE_READ:
+                        break;   /* read, never answered */
                 case FUSE_READDIR:
                 case FUSE_RELEASEDIR:
+                case FUSE_RELEASE:
+                case FUSE_FLUSH:
                 case FUSE_ACCESS:
                 case FUSE_DESTROY:
                         (void) reply(fd, in->unique, 0, in->opcode == FUSE_READDIR ? "" : NULL, 0);
@@ -144,11 +162,13 @@ int main(int argc, char *argv[]) {
         int fd;
 
         bool symlink_mode = argc == 5 && strcmp(argv[1], "symlink") == 0;
+        bool file_mode = argc == 4 && strcmp(argv[1], "file-read-no-reply") == 0;
         bool private_mode = argc == 5 && strcmp(argv[4], "private") == 0;
 
-        if (!symlink_mode && ((argc != 4 && !private_mode) ||
+        if (!symlink_mode && !file_mode && ((argc != 4 && !private_mode) ||
                               (strcmp(argv[1], "never-read") != 0 && strcmp(argv[1], "read-no-reply") != 0))) {
                 fprintf(stderr, "usage: fuse-hang never-read|read-no-reply MOUNTPOINT UID [private]\n"
+                                "       fuse-hang file-read-no-reply MOUNTPOINT UID\n"
                                 "       fuse-hang symlink MOUNTPOINT UID TARGET\n");
                 return 2;
         }
@@ -172,8 +192,8 @@ int main(int argc, char *argv[]) {
         }
         printf("ready\n");
         fflush(stdout);
-        if (symlink_mode)
-                return serve_symlink(fd, buf, argv[4]);
+        if (symlink_mode || file_mode)
+                return serve(fd, buf, symlink_mode ? argv[4] : NULL);
         if (strcmp(argv[1], "never-read") == 0)
                 for (;;)
                         pause();

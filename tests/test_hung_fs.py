@@ -392,6 +392,67 @@ def test_a_full_status_pipe_stalls_nobody(daemon):
                 os.close(fd)
 
 
+def test_a_status_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon, servers):
+    """Writing to a pipe takes the pipe's lock, whatever the flags (RWF_NOWAIT included),
+    and a writer holds it while it copies from its own memory. Alice writes into her status
+    pipe from a mapping of a file on her FUSE mount whose server never answers reads: her
+    write waits in the page fault, holding the lock, until the server answers or dies.
+    Reporting her command's exit to that pipe must not make the daemon wait for it; others
+    are served meanwhile, and once her server is gone the status comes."""
+    sb = daemon
+    alice = TEST_USERS["alice"]
+    sb.manager().CreateNamespace("alice")
+    target = alice_fuse_dir()
+    server = FuseServer(sb, "file-read-no-reply", str(target), alice.uid)
+    servers.append(server)
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    stdin_r, stdin_w = os.pipe()   # the command (cat) ends when stdin_w is closed
+    r, w = os.pipe()
+    writer = None
+    try:
+        assert_ok(call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["cat"], [], "/", {"fd": stdin_r},
+                          {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(stdin_r, null, w)), "alice's Attach")
+        os.close(stdin_r)
+        stdin_r = -1
+        # Alice's writer: the mapping's page is not there, so the copy faults, inside the
+        # pipe's lock, and the fault waits for the server.
+        writer = subprocess.Popen(
+            ["/usr/bin/python3", "-c",
+             "import mmap, os, sys\n"
+             "f = open(sys.argv[1], 'rb')\n"
+             "m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)\n"
+             "os.write(int(sys.argv[2]), m)\n",
+             str(target / "file"), str(w)], pass_fds=(w,), user=alice.uid, group=alice.gid,
+            stderr=subprocess.DEVNULL)
+        wait_until(lambda: "pipe_write" in Path(f"/proc/{writer.pid}/stack").read_text(),
+                   "alice's write to wait in the fault, inside the pipe's lock")
+        os.close(stdin_w)
+        stdin_w = -1
+        wait_until(lambda: not processes_of(alice.uid, "cat"), "alice's command to end")
+        time.sleep(0.3)
+        others_are_served(sb)
+
+        server.stop()
+        writer.wait(timeout=timeout(10))
+        os.close(w)
+        w = -1
+        status = b""
+        deadline = time.monotonic() + timeout(10)
+        while select.select([r], [], [], max(0, deadline - time.monotonic()))[0]:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            status += chunk
+        assert status.endswith(b"EXITED 0\n"), status[-64:]
+    finally:
+        if writer is not None and writer.poll() is None:
+            server.stop()
+            writer.wait(timeout=timeout(10))
+        for fd in (null, stdin_r, stdin_w, r, w):
+            if fd >= 0:
+                os.close(fd)
+
+
 @pytest.mark.daemon_config(RateLimitBurst="0", MaxStuckOperations="0",
                            files={"user.d/alice.conf": "[View]\nPrivateTmp=yes\n"})
 def test_zero_means_no_limit(daemon, polkit_rules):

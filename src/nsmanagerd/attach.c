@@ -7,7 +7,9 @@
  * attach-dbus.c.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
@@ -17,6 +19,7 @@
 
 #include "attach-process.h"
 #include "attach.h"
+#include "child.h"
 #include "log.h"
 
 int attach_process_new(Manager *m, uid_t uid, const char *user, const char *command, int status_fd,
@@ -74,46 +77,69 @@ AttachProcess *attach_process_free(AttachProcess *p) {
         return NULL;
 }
 
-/* SIGPIPE is blocked around the write and a SIGPIPE we caused is dropped: the daemon must not
- * die because a client went away. The write never waits (RWF_NOWAIT, for pipes and sockets
- * alike) however full the pipe: O_NONBLOCK would not do, as the fd shares its open file
- * description with the caller, who may clear the flag again. */
-static int write_status(int fd, const char *line) {
-        struct timespec zero = {};
-        sigset_t pipe_set, old, pending;
-        bool was_pending;
-        ssize_t k;
-        int r = 0;
+/* The status line is written by a child of its own (child.h), never by the daemon. Writing to
+ * a pipe takes the pipe's lock whatever the flags (RWF_NOWAIT and O_NONBLOCK only spare the
+ * wait for room), and writing to a TCP socket the socket's; the caller's other writers hold
+ * them while they copy from their own memory. A user who writes into her status pipe from a
+ * mapping of a file on her FUSE mount whose server never answers holds the lock as long as she
+ * likes, and a daemon writing to it would wait, uninterruptibly, with every login behind it.
+ * The child may wait there; past the deadline it is killed, or stays stuck, charged to the
+ * command's owner (MaxStuckOperations=). */
+typedef struct StatusWrite {
+        int fd;
+        char line[64];
+} StatusWrite;
 
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        if (sigprocmask(SIG_BLOCK, &pipe_set, &old) < 0)
-                return -errno;
-        was_pending = sigpending(&pending) >= 0 && sigismember(&pending, SIGPIPE);
+static int status_write_run(int sock, void *userdata) {
+        const StatusWrite *w = userdata;
+        size_t done = 0, n = strlen(w->line);
 
-        k = pwritev2(fd, &(struct iovec) { .iov_base = (char *) line, .iov_len = strlen(line) }, 1, -1, RWF_NOWAIT);
-        if (k < 0) {
-                r = -errno;
-                if (r == -EPIPE && !was_pending)
-                        (void) sigtimedwait(&pipe_set, NULL, &zero);
-        } else if ((size_t) k != strlen(line))
-                r = -EAGAIN;
+        /* A reader gone is EPIPE here, not the end of the child. */
+        (void) signal(SIGPIPE, SIG_IGN);
+        while (done < n) {
+                ssize_t k = write(w->fd, w->line + done, n - done);
+                if (k < 0 && errno == EAGAIN) /* O_NONBLOCK, set by the caller on her side: wait for room */
+                        (void) poll(&(struct pollfd) { .fd = w->fd, .events = POLLOUT }, 1, -1);
+                else if (k < 0 && errno != EINTR)
+                        return ipc_send_result(sock, -errno, NULL);
+                else if (k > 0)
+                        done += (size_t) k;
+        }
+        return ipc_send_result(sock, 0, NULL);
+}
 
-        (void) sigprocmask(SIG_SETMASK, &old, NULL);
-        return r;
+static void on_status_written(int result, const char *message, IpcMessage *final, const char *data, size_t size,
+                              void *userdata) {
+        if (result < 0)
+                log_debug_errno(result, "Failed to report the status of an attached command, ignoring: %m");
 }
 
 void attach_process_report(AttachProcess *p, int code, int status) {
-        char line[64];
+        Manager *m = p->manager;
+        StatusWrite w = { .fd = p->status_fd };
+        _cleanup_free_ char *description = NULL;
         int r;
 
-        (void) snprintf(line, sizeof(line), "%s %d\n", code == CLD_EXITED ? "EXITED" : "KILLED", status);
+        (void) snprintf(w.line, sizeof w.line, "%s %d\n", code == CLD_EXITED ? "EXITED" : "KILLED", status);
         log_debug("Attached command '%s' (PID %d, uid %u) in the namespace of '%s' ended: %.*s", p->command,
-                  (int) p->pid, (unsigned) p->uid, p->user, (int) strlen(line) - 1, line);
+                  (int) p->pid, (unsigned) p->uid, p->user, (int) strlen(w.line) - 1, w.line);
 
-        r = write_status(p->status_fd, line);
+        if (asprintf(&description, "Reporting the status of attached command '%s' of uid %u", p->command,
+                     (unsigned) p->uid) < 0)
+                description = NULL;
+        ChildSpec spec = {
+                .description = description,
+                .run = status_write_run,
+                .run_userdata = &w, /* the child's copy, made at the fork */
+                .keep_fds = &w.fd,
+                .n_keep_fds = 1,
+                .deadline = manager_deadline(m),
+                .owner = p->uid,
+                .done = on_status_written,
+        };
+        r = child_start(m->children, &spec);
         if (r < 0)
-                log_debug_errno(r, "Failed to report the status of PID %d, ignoring: %m", (int) p->pid);
+                log_warning_errno(r, "Failed to start reporting the status of PID %d, dropping it: %m", (int) p->pid);
         p->hangup_source = sd_event_source_disable_unref(p->hangup_source);
         p->status_fd = safe_close(p->status_fd);
 }
