@@ -162,7 +162,11 @@ int kept_connection_new(Manager *m, int fd, const char *user, const char *id) {
                 return -ENOMEM;
         }
         log_debug("Kept the connection of session '%s' of '%s'.", id, user);
-        r = sd_event_add_io(m->event, &k->io_source, fd, EPOLLIN, on_readable, k);
+        /* Edge-triggered, as the session leaders' pidfds (namespace.c): a thousand logins ending
+         * at once leave a thousand connections readable (at their end), and level-triggered
+         * each turn of the loop would see all those not handled yet. on_readable() reads all
+         * that can be there (what does not fit is refused), so no edge is missed. */
+        r = sd_event_add_io(m->event, &k->io_source, fd, EPOLLIN | EPOLLET, on_readable, k);
         if (r >= 0)
                 /* Ahead of the session leader's pidfd (namespace.c), which becomes readable at
                  * the same turn when the login writes CloseSession and exits: the session is
