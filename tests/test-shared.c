@@ -2,6 +2,7 @@
 /* Unit tests of the pure parts of src/shared and the daemon's string tables. TAP output. */
 #include <stdarg.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -411,6 +412,43 @@ static void test_proc_stat(void) {
         check(process_start_time(getpid()) != 0, "process_start_time of this process");
 }
 
+static bool has_target(const MountTableCache *c, const char *target) {
+        for (size_t i = 0; i < c->n; i++)
+                if (streq(c->table[i].target, target))
+                        return true;
+        return false;
+}
+
+/* In a mount namespace of the test's own, everything private: nothing reaches the host. */
+static void test_mount_table_cache(void) {
+        MountTableCache c = MOUNT_TABLE_CACHE_INIT;
+        char dir[] = "/tmp/test-shared-mtc-XXXXXX";
+        const MountEntry *first;
+        size_t n;
+
+        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                printf("ok %d - # SKIP the mount table cache: needs root to mount in a namespace of its own\n",
+                       ++tap_n_tests);
+                return;
+        }
+        check(mount_table_cache_refresh(&c) == 0 && c.n > 0, "mount_table_cache: read at first");
+        first = c.table;
+        n = c.n;
+        check(mount_table_cache_refresh(&c) == 0 && c.table == first && c.n == n,
+              "mount_table_cache: not read again while nothing changed");
+        check(mkdtemp(dir) != NULL && mount("tmpfs", dir, "tmpfs", 0, NULL) == 0, "a tmpfs mounted");
+        check(mount_table_cache_refresh(&c) == 0 && c.n == n + 1 && has_target(&c, dir),
+              "mount_table_cache: read again after a mount, which is in it");
+        first = c.table;
+        check(mount_table_cache_refresh(&c) == 0 && c.table == first, "mount_table_cache: and then not again");
+        check(umount2(dir, MNT_DETACH) == 0, "the tmpfs unmounted");
+        check(mount_table_cache_refresh(&c) == 0 && c.n == n && !has_target(&c, dir),
+              "mount_table_cache: read again after the unmount, which it shows");
+        (void) rmdir(dir);
+        mount_table_cache_done(&c);
+        check(c.fd < 0 && !c.table, "mount_table_cache_done: closed and emptied");
+}
+
 int main(void) {
         test_paths();
         test_user_names();
@@ -426,5 +464,6 @@ int main(void) {
         test_open_path_creating();
         test_state_file();
         test_proc_stat();
+        test_mount_table_cache();   /* last: it moves the test into a mount namespace of its own */
         return tap_finish();
 }

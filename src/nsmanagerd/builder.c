@@ -12,6 +12,7 @@
 
 #include "builder.h"
 #include "log.h"
+#include "mount-util.h"
 #include "registry.h"
 #include "strv.h"
 
@@ -37,6 +38,7 @@ typedef struct BuilderProcess {
         int registry_fd;
         int cpu;
         char *pins_dir;
+        MountTableCache host_mounts;     /* the host's, read again only after it changed */
 } BuilderProcess;
 
 /* Splits a payload of NUL-terminated strings. */
@@ -95,8 +97,13 @@ static int handle_build(BuilderProcess *p, const char **args, size_t n) {
                         return reply_error(p, -ENOMEM, "Out of memory.");
         if (p->registry_fd < 0)
                 return reply_error(p, -EBADFD, "The registry is not open.");
+        /* Opened in the host namespace, where the builder is between requests. */
+        r = mount_table_cache_refresh(&p->host_mounts);
+        if (r < 0)
+                return reply_error(p, r, "Failed to read the host's mount table: %s", strerror(-r));
         ViewSpec spec = { .name = args[0], .subtree_root = args[1], .shared_subtrees = shared,
-                          .propagation = view_propagation_from_string(args[2]) };
+                          .propagation = view_propagation_from_string(args[2]),
+                          .host_table = p->host_mounts.table, .n_host_table = p->host_mounts.n };
 
         for (int tries = 0; tries < 3; tries++) {
                 r = set_cpu(p->cpu);
@@ -218,7 +225,8 @@ static int builder_dispatch(BuilderProcess *p, IpcMessage *m) {
 
 _noreturn_ static void builder_main(int sock) {
         _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
-        BuilderProcess p = { .sock = sock, .registry_fd = -EBADF, .cpu = sched_getcpu() };
+        BuilderProcess p = { .sock = sock, .registry_fd = -EBADF, .cpu = sched_getcpu(),
+                             .host_mounts = MOUNT_TABLE_CACHE_INIT };
 
         p.host_ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         p.host_uts_fd = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);

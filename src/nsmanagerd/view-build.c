@@ -40,21 +40,16 @@ static void fd_array_done(FdArray *a) {
  * inside a user's FUSE mount (its server may never answer, or refuse root): a shared subtree
  * below one is skipped (-EBADF), as is one that cannot be opened — the view's copy then
  * follows the host one way there, rather than every login failing or waiting. */
-static int open_host_shared(char *const *paths, FdArray *ret) {
-        MountEntry *table = NULL;
-        size_t n = strv_length(paths), n_table = 0;
-        int r;
+static int open_host_shared(const ViewSpec *spec, FdArray *ret) {
+        size_t n = strv_length(spec->shared_subtrees);
 
         ret->fds = calloc(n + 1, sizeof(int));
         if (!ret->fds)
                 return -ENOMEM;
-        r = mount_table_read_self(&table, &n_table);
-        if (r < 0)
-                return r;
         for (size_t i = 0; i < n; i++)
-                ret->fds[ret->n++] = mount_table_has_fuse_above(table, n_table, paths[i]) ? -EBADF :
-                                     open_path_fd(AT_FDCWD, paths[i]);
-        mount_entries_free(table, n_table);
+                ret->fds[ret->n++] = mount_table_has_fuse_above(spec->host_table, spec->n_host_table,
+                                                                 spec->shared_subtrees[i]) ?
+                                     -EBADF : open_path_fd(AT_FDCWD, spec->shared_subtrees[i]);
         return 0;
 }
 
@@ -127,7 +122,7 @@ static int build_steps(const ViewSpec *spec, ViewStage *stage, int *ret_ns_fd, s
         host_root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (host_root_fd < 0)
                 return -errno;
-        r = open_host_shared(spec->shared_subtrees, &host_shared);
+        r = open_host_shared(spec, &host_shared);
         if (r < 0)
                 return r;
         tree_fd = open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "manager-config.h"
+#include "mount-entry.h"
 
 /* Building a user's view: a new mount namespace whose root is a recursive copy of the host's
  * '/', assembled at SubtreeRoot/USER. Runs in the view builder (builder.c), in-process: the
@@ -15,6 +16,8 @@ typedef struct ViewSpec {
         const char *subtree_root;
         char **shared_subtrees;
         ViewPropagation propagation;
+        const MountEntry *host_table;    /* the host's mount table, as recent as it can be */
+        size_t n_host_table;
 } ViewSpec;
 
 /* The step that failed, for the message the caller gets. */

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 #include <libmount.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -124,6 +125,54 @@ bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *p
                         return true;
         }
         return false;
+}
+
+void mount_table_cache_done(MountTableCache *c) {
+        mount_entries_free(c->table, c->n);
+        c->table = NULL;
+        c->n = 0;
+        c->fd = safe_close(c->fd);
+}
+
+int mount_table_cache_refresh(MountTableCache *c) {
+        _cleanup_fclose_ FILE *f = NULL;
+        MountEntry *table = NULL;
+        size_t n = 0;
+        int fd, r;
+
+        if (c->fd < 0) {
+                c->fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+                if (c->fd < 0)
+                        return -errno;
+        } else if (c->table) {
+                struct pollfd p = { .fd = c->fd, .events = POLLPRI };
+
+                /* Polling takes the flag down: whatever changes from here on flags it again.
+                 * Changed, or poll() failed: read it again. */
+                if (poll(&p, 1, 0) >= 0 && !(p.revents & (POLLPRI | POLLERR)))
+                        return 0;
+        }
+
+        mount_entries_free(c->table, c->n);
+        c->table = NULL;
+        c->n = 0;
+        /* A stream of our own on the same open file (its flag is the file's), from the start. */
+        if (lseek(c->fd, 0, SEEK_SET) < 0)
+                return -errno;
+        fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "re");
+        if (!f) {
+                safe_close(fd);
+                return -errno;
+        }
+        r = mount_table_read(f, &table, &n);
+        if (r < 0)
+                return r;
+        c->table = table;
+        c->n = n;
+        return 0;
 }
 
 static int compare_entry_ids(const void *a, const void *b) {

@@ -64,6 +64,24 @@ int mntns_count_mounts(uint64_t mntns_id, size_t *ret_n);
  * alone: no file system is asked. */
 bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *path);
 
+/* A namespace's mount table, read again only when it changed. The kernel flags an open
+ * /proc/self/mountinfo (POLLPRI) after any mount or unmount in the namespace it was opened
+ * in, whatever namespace its reader is in by then: a builder that makes a view for every
+ * login need not read and parse its host's table each time (a tenth of its work with 30
+ * mounts), only after the host's table changed. Open it in the namespace it is to describe. */
+typedef struct MountTableCache {
+        int fd;                  /* /proc/self/mountinfo; -EBADF until the first refresh */
+        MountEntry *table;
+        size_t n;
+} MountTableCache;
+
+#define MOUNT_TABLE_CACHE_INIT ((MountTableCache) { .fd = -EBADF })
+
+/* Reads the table if it changed since the last time (or was never read). On failure the
+ * cache is left empty (table NULL), so that nothing goes on with a table that may be stale. */
+int mount_table_cache_refresh(MountTableCache *c);
+void mount_table_cache_done(MountTableCache *c);
+
 /* How many mounts of 'table' are one of 'tops' (mountinfo ids) or below one, each counted
  * once. */
 size_t mount_table_count_below(const MountEntry *table, size_t n, const uint64_t *tops, size_t n_tops);
