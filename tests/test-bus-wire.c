@@ -143,16 +143,50 @@ static void test_sd_bus_server(void) {
         safe_close(pair[1]);
 }
 
+/* The first call an sd-bus client on the other end of 'fd' writes: its authentication
+ * answered by hand (whichever way this sd-bus asks), then read until the call is all there,
+ * into buf. > 0: the call's size (*ret filled); else what went wrong. */
+static int read_client_call(sd_bus *client, int fd, uint8_t *buf, size_t max, BusWireMessage *ret) {
+        bool answered = false;
+        size_t size = 0;
+        int r = 0;
+
+        for (int i = 0; i < 1000; i++) {
+                const char *begin;
+                ssize_t n;
+
+                (void) sd_bus_process(client, NULL);
+                n = read(fd, buf + size, max - size);
+                if (n > 0)
+                        size += (size_t) n;
+                begin = memmem(buf, size, "BEGIN\r\n", 7);
+                if (begin && !answered) {
+                        char answer[128] = "";
+                        if (memmem(buf, size, "AUTH EXTERNAL\r\n", 15))
+                                strcat(answer, "DATA\r\n");
+                        if (memmem(buf, size, "NEGOTIATE_UNIX_FD\r\n", 19))
+                                snprintf(answer + strlen(answer), sizeof answer - strlen(answer), BUS_WIRE_AUTH_OK_FMT,
+                                         "0123456789abcdef0123456789abcdef");
+                        else
+                                strcat(answer, "OK 0123456789abcdef0123456789abcdef\r\n");
+                        answered = write(fd, answer, strlen(answer)) == (ssize_t) strlen(answer);
+                }
+                if (begin && (r = bus_wire_parse_message((const uint8_t *) begin + 7,
+                                                         size - (size_t) (begin + 7 - (const char *) buf), ret)) != 0)
+                        return r;
+                (void) poll(&(struct pollfd) { .fd = fd, .events = POLLIN }, 1, 1);
+        }
+        return -ETIMEDOUT;
+}
+
 /* sd-bus as the client: the parser reads its call as the daemon reads a kept connection's. */
 static void test_sd_bus_client(void) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *client = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
-        const char *begin, *user, *id;
+        const char *user, *id;
         uint8_t buf[4096];
-        size_t size = 0;
-        bool answered = false;
         BusWireMessage m;
-        int pair[2], r = 0;
+        int pair[2], r;
 
         check(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) >= 0, "socketpair");
         check(sd_bus_new(&client) >= 0 && sd_bus_set_fd(client, pair[0], pair[0]) >= 0 && sd_bus_start(client) >= 0,
@@ -162,30 +196,7 @@ static void test_sd_bus_client(void) {
               sd_bus_message_append(call, "ss", "alice", "pam-login-1") >= 0 && sd_bus_send(client, call, NULL) >= 0,
               "CloseSession queued");
 
-        /* Answer the authentication by hand (whichever way this sd-bus asks), then read until
-         * the call is there. */
-        for (int i = 0; i < 1000; i++) {
-                ssize_t n;
-
-                (void) sd_bus_process(client, NULL);
-                n = read(pair[1], buf + size, sizeof buf - size);
-                if (n > 0)
-                        size += (size_t) n;
-                begin = memmem(buf, size, "BEGIN\r\n", 7);
-                if (begin && !answered) {
-                        char answer[128] = "";
-                        if (memmem(buf, size, "AUTH EXTERNAL\r\n", 15))
-                                strcat(answer, "DATA\r\n");
-                        strcat(answer, "OK 0123456789abcdef0123456789abcdef\r\n");
-                        if (memmem(buf, size, "NEGOTIATE_UNIX_FD\r\n", 19))
-                                strcat(answer, "AGREE_UNIX_FD\r\n");
-                        answered = write(pair[1], answer, strlen(answer)) == (ssize_t) strlen(answer);
-                }
-                if (begin && (r = bus_wire_parse_message((const uint8_t *) begin + 7,
-                                                         size - (size_t) (begin + 7 - (const char *) buf), &m)) != 0)
-                        break;
-                (void) poll(&(struct pollfd) { .fd = pair[1], .events = POLLIN }, 1, 1);
-        }
+        r = read_client_call(client, pair[1], buf, sizeof buf, &m);
         check(r > 0, "sd-bus's call parsed (%d)", r);
         if (r <= 0) {
                 safe_close(pair[1]);
@@ -214,11 +225,9 @@ static void test_return_read_by_sd_bus(void) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
         uint8_t buf[4096], ret[512];
-        const char *begin, *path = NULL;
-        bool answered = false;
-        size_t size = 0;
+        const char *path = NULL;
         BusWireMessage m;
-        int pair[2], r = 0, fd = -EBADF;
+        int pair[2], r, fd = -EBADF;
         struct stat st;
 
         check(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair) >= 0, "socketpair");
@@ -229,27 +238,7 @@ static void test_return_read_by_sd_bus(void) {
                                        on_open_reply, &reply, "ss", "alice", "pam-login-1") >= 0,
               "OpenSession called");
 
-        for (int i = 0; i < 1000; i++) {
-                ssize_t n;
-
-                (void) sd_bus_process(client, NULL);
-                n = read(pair[1], buf + size, sizeof buf - size);
-                if (n > 0)
-                        size += (size_t) n;
-                begin = memmem(buf, size, "BEGIN\r\n", 7);
-                if (begin && !answered) {
-                        char answer[128] = "";
-                        if (memmem(buf, size, "AUTH EXTERNAL\r\n", 15))
-                                strcat(answer, "DATA\r\n");
-                        snprintf(answer + strlen(answer), sizeof answer - strlen(answer), BUS_WIRE_AUTH_OK_FMT,
-                                 "0123456789abcdef0123456789abcdef");
-                        answered = write(pair[1], answer, strlen(answer)) == (ssize_t) strlen(answer);
-                }
-                if (begin && (r = bus_wire_parse_message((const uint8_t *) begin + 7,
-                                                         size - (size_t) (begin + 7 - (const char *) buf), &m)) != 0)
-                        break;
-                (void) poll(&(struct pollfd) { .fd = pair[1], .events = POLLIN }, 1, 1);
-        }
+        r = read_client_call(client, pair[1], buf, sizeof buf, &m);
         check(r > 0 && m.type == BUS_WIRE_METHOD_CALL && streq(m.member, "OpenSession"), "sd-bus's call read (%d)", r);
         if (r <= 0) {
                 safe_close(pair[1]);

@@ -273,6 +273,19 @@ def test_get_mounts_is_rate_limited_per_caller(daemon):
         sb.manager().GetMounts("alice")
 
 
+def read_to_end(r, seconds=10):
+    """What comes on pipe r until its writers are all gone; None if one stays longer than
+    the timeout."""
+    data = b""
+    deadline = time.monotonic() + timeout(seconds)
+    while select.select([r], [], [], max(0, deadline - time.monotonic()))[0]:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            return data
+        data += chunk
+    return None
+
+
 def attach_as(sb, user, target):
     """user's Attach of `true` to target's namespace, from a process of its own: the result of
     call_as, and what the daemon wrote to the status pipe (b"" if it never took the pipe)."""
@@ -283,14 +296,10 @@ def attach_as(sb, user, target):
                          *[{"fd": null}] * 3, {"fd": w}, pass_fds=(null, w))
         os.close(w)
         w = -1
-        status = b""
-        deadline = time.monotonic() + timeout(10)
-        while select.select([r], [], [], max(0, deadline - time.monotonic()))[0]:
-            chunk = os.read(r, 256)
-            if not chunk:
-                return result, status
-            status += chunk
-        pytest.fail(f"the status pipe stayed open; so far {status!r}", pytrace=False)
+        status = read_to_end(r)
+        if status is None:
+            pytest.fail("the status pipe stayed open", pytrace=False)
+        return result, status
     finally:
         for fd in (null, r, w):
             if fd >= 0:
@@ -436,13 +445,8 @@ def test_a_status_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon,
         writer.wait(timeout=timeout(10))
         os.close(w)
         w = -1
-        status = b""
-        deadline = time.monotonic() + timeout(10)
-        while select.select([r], [], [], max(0, deadline - time.monotonic()))[0]:
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            status += chunk
+        status = read_to_end(r)
+        assert status is not None, "the status pipe stayed open"
         assert status.endswith(b"EXITED 0\n"), status[-64:]
     finally:
         if writer is not None and writer.poll() is None:
