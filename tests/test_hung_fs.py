@@ -401,6 +401,16 @@ def test_a_full_status_pipe_stalls_nobody(daemon):
                 os.close(fd)
 
 
+def alices_hung_file_server(sb, servers):
+    """alice's namespace, and her FUSE mount whose 'file' never answers a read: its
+    directory and its server."""
+    sb.manager().CreateNamespace("alice")
+    target = alice_fuse_dir()
+    server = FuseServer(sb, "file-read-no-reply", str(target), TEST_USERS["alice"].uid)
+    servers.append(server)
+    return target, server
+
+
 def hold_pipe_from_a_hung_mapping(file, w, user):
     """A process of user's writing into pipe w from a mapping of `file`, on a FUSE mount
     whose server never answers reads: the mapping's page is not there, so the copy faults,
@@ -438,10 +448,7 @@ def test_a_status_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon,
     are served meanwhile, and once her server is gone the status comes."""
     sb = daemon
     alice = TEST_USERS["alice"]
-    sb.manager().CreateNamespace("alice")
-    target = alice_fuse_dir()
-    server = FuseServer(sb, "file-read-no-reply", str(target), alice.uid)
-    servers.append(server)
+    target, server = alices_hung_file_server(sb, servers)
     null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     stdin_r, stdin_w = os.pipe()   # the command (cat) ends when stdin_w is closed
     r, w = os.pipe()
@@ -484,10 +491,7 @@ def test_status_writes_stuck_on_a_held_pipe_are_limited(daemon, servers):
     stuck, her commands' status is dropped instead."""
     sb = daemon
     alice = TEST_USERS["alice"]
-    sb.manager().CreateNamespace("alice")
-    target = alice_fuse_dir()
-    server = FuseServer(sb, "file-read-no-reply", str(target), alice.uid)
-    servers.append(server)
+    target, server = alices_hung_file_server(sb, servers)
     null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     r, w = os.pipe()
     writer = None

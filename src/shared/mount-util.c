@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 
+#include "fs-util.h"
 #include "mount-util.h"
 #include "string-table.h"
 
@@ -167,18 +168,13 @@ int open_path_outside_fuse(int dirfd, const char *path, const MountEntry *table,
                 return -errno;
         for (const char *p = path;;) {
                 char name[NAME_MAX + 1];
-                size_t len;
                 int fd;
 
-                p += strspn(p, "/");
-                if (!*p)
+                r = path_next_name(&p, name);
+                if (r < 0)
+                        return r;
+                if (r == 0)
                         break;
-                len = strcspn(p, "/");
-                if (len > NAME_MAX)
-                        return -ENAMETOOLONG;
-                memcpy(name, p, len);
-                name[len] = 0;
-                p += len;
                 if (streq(name, "."))
                         continue;
                 if (streq(name, ".."))
