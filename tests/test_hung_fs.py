@@ -401,6 +401,44 @@ def test_a_full_status_pipe_stalls_nobody(daemon):
                 os.close(fd)
 
 
+def alices_hung_file_server(sb, servers):
+    """alice's namespace, and her FUSE mount whose 'file' never answers a read: its
+    directory and its server."""
+    sb.manager().CreateNamespace("alice")
+    target = alice_fuse_dir()
+    server = FuseServer(sb, "file-read-no-reply", str(target), TEST_USERS["alice"].uid)
+    servers.append(server)
+    return target, server
+
+
+def hold_pipe_from_a_hung_mapping(file, w, user):
+    """A process of user's writing into pipe w from a mapping of `file`, on a FUSE mount
+    whose server never answers reads: the mapping's page is not there, so the copy faults,
+    inside the pipe's lock, and the fault waits for the server. Returned once it waits."""
+    writer = subprocess.Popen(
+        ["/usr/bin/python3", "-c",
+         "import mmap, os, sys\n"
+         "f = open(sys.argv[1], 'rb')\n"
+         "m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)\n"
+         "os.write(int(sys.argv[2]), m)\n",
+         str(file), str(w)], pass_fds=(w,), user=user.uid, group=user.gid, stderr=subprocess.DEVNULL)
+    wait_until(lambda: "pipe_write" in Path(f"/proc/{writer.pid}/stack").read_text(),
+               "the write to wait in the fault, inside the pipe's lock")
+    return writer
+
+
+def daemon_children_in(sb, function):
+    """The daemon's children whose kernel stack is in `function`."""
+    found = []
+    for pid in daemon_children(sb):
+        try:
+            if function in Path(f"/proc/{pid}/stack").read_text():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
 def test_a_status_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon, servers):
     """Writing to a pipe takes the pipe's lock, whatever the flags (RWF_NOWAIT included),
     and a writer holds it while it copies from its own memory. Alice writes into her status
@@ -410,10 +448,7 @@ def test_a_status_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon,
     are served meanwhile, and once her server is gone the status comes."""
     sb = daemon
     alice = TEST_USERS["alice"]
-    sb.manager().CreateNamespace("alice")
-    target = alice_fuse_dir()
-    server = FuseServer(sb, "file-read-no-reply", str(target), alice.uid)
-    servers.append(server)
+    target, server = alices_hung_file_server(sb, servers)
     null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     stdin_r, stdin_w = os.pipe()   # the command (cat) ends when stdin_w is closed
     r, w = os.pipe()
@@ -423,18 +458,7 @@ def test_a_status_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon,
                           {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(stdin_r, null, w)), "alice's Attach")
         os.close(stdin_r)
         stdin_r = -1
-        # Alice's writer: the mapping's page is not there, so the copy faults, inside the
-        # pipe's lock, and the fault waits for the server.
-        writer = subprocess.Popen(
-            ["/usr/bin/python3", "-c",
-             "import mmap, os, sys\n"
-             "f = open(sys.argv[1], 'rb')\n"
-             "m = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)\n"
-             "os.write(int(sys.argv[2]), m)\n",
-             str(target / "file"), str(w)], pass_fds=(w,), user=alice.uid, group=alice.gid,
-            stderr=subprocess.DEVNULL)
-        wait_until(lambda: "pipe_write" in Path(f"/proc/{writer.pid}/stack").read_text(),
-                   "alice's write to wait in the fault, inside the pipe's lock")
+        writer = hold_pipe_from_a_hung_mapping(target / "file", w, alice)
         os.close(stdin_w)
         stdin_w = -1
         wait_until(lambda: not processes_of(alice.uid, "cat"), "alice's command to end")
@@ -455,6 +479,46 @@ def test_a_status_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon,
         for fd in (null, stdin_r, stdin_w, r, w):
             if fd >= 0:
                 os.close(fd)
+
+
+@pytest.mark.daemon_config(OperationTimeoutSec=f"{TIMEOUT}s", MaxStuckOperations="1", RateLimitBurst="0")
+def test_status_writes_stuck_on_a_held_pipe_are_limited(daemon, servers):
+    """A child writing a command's status into a pipe whose lock alice holds (her write from
+    a hung mapping) waits for the lock uninterruptibly: SIGKILL at its deadline does not end
+    it, it is stuck, charged to her. Each command that ends adds one, and every one is a
+    process of the daemon's that nothing ends until her server answers: enough of them and
+    the daemon can start no more (TasksMax), for anybody. Past MaxStuckOperations= of hers
+    stuck, her commands' status is dropped instead."""
+    sb = daemon
+    alice = TEST_USERS["alice"]
+    target, server = alices_hung_file_server(sb, servers)
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    r, w = os.pipe()
+    writer = None
+
+    def attach_true():
+        assert_ok(call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["true"], [], "/", {"fd": null},
+                          {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(null, w)), "alice's Attach")
+        wait_until(lambda: not processes_of(alice.uid, "true"), "alice's command to end")
+
+    try:
+        writer = hold_pipe_from_a_hung_mapping(target / "file", w, alice)
+        attach_true()
+        wait_until(lambda: daemon_children_in(sb, "pipe_write"), "the status writer to wait for the lock")
+        time.sleep(TIMEOUT + timeout(1))    # past its deadline: stuck
+        for _ in range(3):
+            attach_true()
+        time.sleep(timeout(0.5))
+        stuck = daemon_children_in(sb, "pipe_write")
+        assert len(stuck) == 1, f"{len(stuck)} of the daemon's children wait for alice's pipe"
+        others_are_served(sb)
+    finally:
+        server.stop()
+        if writer is not None:
+            writer.wait(timeout=timeout(10))
+        wait_until(lambda: not daemon_children_in(sb, "pipe_write"), "the status writers to end")
+        for fd in (null, r, w):
+            os.close(fd)
 
 
 @pytest.mark.daemon_config(RateLimitBurst="0", MaxStuckOperations="0",

@@ -323,6 +323,67 @@ def test_a_fuse_mount_above_a_shared_subtree_stalls_no_login(daemon, servers, pr
         shutil.rmtree(mine, ignore_errors=True)
 
 
+RENAME_EXCHANGE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2) < 0:
+    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+"""
+
+
+@pytest.mark.parametrize("how", ["link", "exchange"])
+@pytest.mark.daemon_config(OperationTimeoutSec="2s")
+def test_a_fuse_mount_moved_onto_the_way_to_a_shared_subtree_stalls_no_login(daemon, servers, how):
+    """Root shares /mnt/rt-alice/a/b/pub, two directories below one of alice's. Her FUSE
+    mount that never answers is on /mnt/rt-alice/w/b, nowhere near the share, when the
+    builder reads the host's mount table. Then, without mounting anything (no mount event:
+    a table read earlier stays as it was), she puts it on the way: `link` swaps her
+    directory a for a symlink to w (the shared path now leads through her server);
+    `exchange` swaps a and w (renameat2 RENAME_EXCHANGE: her mount is now at
+    /mnt/rt-alice/a/b, the share's mount at /mnt/rt-alice/w/b/pub). Neither may make a
+    login wait: the builder must look at the mounts it walks through, not at paths."""
+    sb = daemon
+    mine = Path("/mnt/rt-alice")
+    share = mine / "a" / "b" / "pub"
+    try:
+        share.mkdir(parents=True)
+        (mine / "w" / "b").mkdir(parents=True)
+        for d in (mine, mine / "a", mine / "a" / "b", mine / "w", mine / "w" / "b"):
+            os.chown(d, ALICE.uid, ALICE.gid)
+        sb.track_mount(str(share))    # the host's bind of it onto itself
+        mgr = sb.manager()
+        mgr.ShareSubtree("", str(share))
+        mgr.CreateNamespace("alice")
+        servers.append(FuseServer(sb, "read-no-reply", str(mine / "w" / "b"), ALICE.uid, view="alice"))
+        host = find_mount(sb.mountinfo(), str(mine / "w" / "b"))
+        assert host is not None and host.fstype.startswith("fuse"), "her FUSE mount did not reach the host"
+        others_are_served(sb)    # the builder has read the table with her mount in it
+        sb.manager().RemoveNamespace("bob")
+
+        if how == "link":
+            as_user(sb, "alice", "mv", str(mine / "a"), str(mine / "a.old"))
+            as_user(sb, "alice", "ln", "-s", "w", str(mine / "a"))
+        else:
+            as_user(sb, "alice", "/usr/bin/python3", "-c", RENAME_EXCHANGE, str(mine / "a"), str(mine / "w"))
+        moved = find_mount(sb.mountinfo(), str(mine / "a" / "b"))
+        assert how == "link" or (moved is not None and moved.fstype.startswith("fuse")), \
+            "the exchange did not put her mount on the way"
+        others_are_served(sb)
+    finally:
+        # her directories back where they were (nothing here asks her server), then her
+        # server and the share's mount away
+        if (mine / "a.old").exists():
+            (mine / "a").unlink()
+            (mine / "a.old").rename(mine / "a")
+        elif how == "exchange" and find_mount(sb.mountinfo(), str(mine / "a" / "b")) is not None:
+            subprocess.run(["/usr/bin/python3", "-c", RENAME_EXCHANGE, str(mine / "a"), str(mine / "w")], check=True)
+        for s in servers:
+            s.stop()
+        servers.clear()
+        subprocess.run(["umount", "-l", str(share)], capture_output=True)
+        shutil.rmtree(mine, ignore_errors=True)
+
+
 # ---- reading mount tables: hung file systems, floods ----
 
 @pytest.mark.daemon_config(OperationTimeoutSec="2s")

@@ -114,31 +114,45 @@ static void on_status_written(int result, const char *message, IpcMessage *final
                 log_debug_errno(result, "Failed to report the status of an attached command, ignoring: %m");
 }
 
-void attach_process_report(AttachProcess *p, int code, int status) {
+static int start_status_write(AttachProcess *p, const StatusWrite *w) {
         Manager *m = p->manager;
-        StatusWrite w = { .fd = p->status_fd };
         _cleanup_free_ char *description = NULL;
-        int r;
 
-        (void) snprintf(w.line, sizeof w.line, "%s %d\n", code == CLD_EXITED ? "EXITED" : "KILLED", status);
-        log_debug("Attached command '%s' (PID %d, uid %u) in the namespace of '%s' ended: %.*s", p->command,
-                  (int) p->pid, (unsigned) p->uid, p->user, (int) strlen(w.line) - 1, w.line);
-
+        /* Each writer stuck on her pipe is a process of ours that nothing ends until what
+         * holds its lock lets go (her FUSE server answers); past her MaxStuckOperations=, no
+         * more of them. */
+        if (p->uid != 0 && m->config.max_stuck_operations > 0 &&
+            child_set_stuck(m->children, p->uid) >= m->config.max_stuck_operations)
+                return -EDQUOT;
         if (asprintf(&description, "Reporting the status of attached command '%s' of uid %u", p->command,
                      (unsigned) p->uid) < 0)
                 description = NULL;
         ChildSpec spec = {
                 .description = description,
                 .run = status_write_run,
-                .run_userdata = &w, /* the child's copy, made at the fork */
-                .keep_fds = &w.fd,
+                .run_userdata = (void *) w, /* the child's copy, made at the fork */
+                .keep_fds = &w->fd,
                 .n_keep_fds = 1,
                 .deadline = manager_deadline(m),
                 .owner = p->uid,
                 .done = on_status_written,
         };
-        r = child_start(m->children, &spec);
-        if (r < 0)
+        return child_start(m->children, &spec);
+}
+
+void attach_process_report(AttachProcess *p, int code, int status) {
+        StatusWrite w = { .fd = p->status_fd };
+        int r;
+
+        (void) snprintf(w.line, sizeof w.line, "%s %d\n", code == CLD_EXITED ? "EXITED" : "KILLED", status);
+        log_debug("Attached command '%s' (PID %d, uid %u) in the namespace of '%s' ended: %.*s", p->command,
+                  (int) p->pid, (unsigned) p->uid, p->user, (int) strlen(w.line) - 1, w.line);
+
+        r = start_status_write(p, &w);
+        if (r == -EDQUOT)
+                log_warning("Not reporting the status of PID %d of uid %u: as many of its status writes as "
+                            "MaxStuckOperations= are stuck.", (int) p->pid, (unsigned) p->uid);
+        else if (r < 0)
                 log_warning_errno(r, "Failed to start reporting the status of PID %d, dropping it: %m", (int) p->pid);
         p->hangup_source = sd_event_source_disable_unref(p->hangup_source);
         p->status_fd = safe_close(p->status_fd);

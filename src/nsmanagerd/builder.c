@@ -103,7 +103,7 @@ static int handle_build(BuilderProcess *p, const char **args, size_t n) {
                 return reply_error(p, r, "Failed to read the host's mount table: %s", strerror(-r));
         ViewSpec spec = { .name = args[0], .subtree_root = args[1], .shared_subtrees = shared,
                           .propagation = view_propagation_from_string(args[2]),
-                          .host_table = p->host_mounts.table, .n_host_table = p->host_mounts.n };
+                          .host_mounts = &p->host_mounts };
 
         for (int tries = 0; tries < 3; tries++) {
                 r = set_cpu(p->cpu);

@@ -38,43 +38,64 @@ static void fd_array_done(FdArray *a) {
 /* Fds of the host's shared subtrees, opened in the host before anything else: they are the
  * peer groups the view's copies rejoin after the unshare. The builder never looks a path up
  * inside a user's FUSE mount (its server may never answer, or refuse root): a shared subtree
- * below one is skipped (-EBADF), as is one that cannot be opened — the view's copy then
- * follows the host one way there, rather than every login failing or waiting. */
+ * below one is skipped (-EREMOTE), as is one that cannot be opened (without a symlink on the
+ * way, as host.c shares it) — the view's copy then follows the host one way there, rather
+ * than every login failing or waiting. Checked at each step of the walk, by the mount it is
+ * on (open_path_outside_fuse()), not by the paths of the table: a user who owns a directory
+ * on the way may rename it, or swap it for a symlink into her FUSE mount, which changes no
+ * mount and leaves a table read before (the builder's cache) describing other paths. */
 static int open_host_shared(const ViewSpec *spec, FdArray *ret) {
+        MountTableCache *c = spec->host_mounts;
         size_t n = strv_length(spec->shared_subtrees);
+        _cleanup_close_ int root = -EBADF;
 
         ret->fds = calloc(n + 1, sizeof(int));
         if (!ret->fds)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                ret->fds[ret->n++] = mount_table_has_fuse_above(spec->host_table, spec->n_host_table,
-                                                                 spec->shared_subtrees[i]) ?
-                                     -EBADF : open_path_fd(AT_FDCWD, spec->shared_subtrees[i]);
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return -errno;
+        for (size_t i = 0; i < n; i++) {
+                int fd = -EBADF, r;
+
+                r = open_path_outside_fuse(root, spec->shared_subtrees[i], c->table, c->n, /* by_id= */ true, &fd);
+                /* A mount newer than the table on the way: once more with the table read again. */
+                if (r == -ESTALE && mount_table_cache_refresh(c) >= 0)
+                        r = open_path_outside_fuse(root, spec->shared_subtrees[i], c->table, c->n, true, &fd);
+                ret->fds[ret->n++] = r < 0 ? r : fd;
+        }
         return 0;
 }
 
 /* Each shared subtree of the attached copy is put back into the host's peer group: two-way
  * again, while the rest stays one-way. Only once attached: the kernel does not set groups on
  * a detached tree. */
-static int rejoin_shared(const char *where, char *const *paths, const FdArray *host_fds) {
+static int rejoin_shared(const char *where, const ViewSpec *spec, const FdArray *host_fds) {
+        _cleanup_close_ int where_fd = -EBADF;
         uint64_t top_id;
         int r;
 
-        r = fd_get_mount_id(AT_FDCWD, where, &top_id);
+        where_fd = open(where, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (where_fd < 0)
+                return -errno;
+        r = fd_get_mount_id(where_fd, "", &top_id);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < host_fds->n; i++) {
-                _cleanup_free_ char *sub = NULL;
                 _cleanup_close_ int sub_fd = -EBADF;
                 uint64_t sub_id;
 
                 if (host_fds->fds[i] < 0)
                         continue;
-                if (asprintf(&sub, "%s%s", where, paths[i]) < 0)
-                        return -ENOMEM;
-                sub_fd = open_path_fd(AT_FDCWD, sub);
-                if (sub_fd < 0)
-                        return sub_fd;
+                /* The copy's mounts are not the table's, but their file systems are: no lookup
+                 * in one of the host's FUSE file systems here either, should the user have
+                 * moved hers onto the way since the host's walk. */
+                r = open_path_outside_fuse(where_fd, spec->shared_subtrees[i], spec->host_mounts->table,
+                                           spec->host_mounts->n, /* by_id= */ false, &sub_fd);
+                if (r == -EREMOTE || r == -ENOTDIR || r == -ELOOP || r == -ENOENT)
+                        continue; /* moved since: it follows the host one way, as if skipped */
+                if (r < 0)
+                        return r;
                 /* A path that is no mount of its own in the copy was pruned or is covered:
                  * joining there would put the view's root into the group. */
                 if (fd_get_mount_id(sub_fd, "", &sub_id) < 0 || path_is_mount_point(sub_fd, "") <= 0 || top_id == sub_id)
@@ -156,7 +177,7 @@ static int build_steps(const ViewSpec *spec, ViewStage *stage, int *ret_ns_fd, s
                 return -errno;
         *stage = VIEW_STAGE_PEERS;
         if (spec->propagation != VIEW_PROPAGATION_SHARED) {
-                r = rejoin_shared(where, spec->shared_subtrees, &host_shared);
+                r = rejoin_shared(where, spec, &host_shared);
                 if (r < 0)
                         return r;
         }

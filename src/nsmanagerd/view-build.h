@@ -2,7 +2,7 @@
 #pragma once
 
 #include "manager-config.h"
-#include "mount-entry.h"
+#include "mount-util.h"
 
 /* Building a user's view: a new mount namespace whose root is a recursive copy of the host's
  * '/', assembled at SubtreeRoot/USER. Runs in the view builder (builder.c), in-process: the
@@ -16,8 +16,7 @@ typedef struct ViewSpec {
         const char *subtree_root;
         char **shared_subtrees;
         ViewPropagation propagation;
-        const MountEntry *host_table;    /* the host's mount table, as recent as it can be */
-        size_t n_host_table;
+        MountTableCache *host_mounts;    /* the host's mount table (builder.c) */
 } ViewSpec;
 
 /* The step that failed, for the message the caller gets. */

@@ -250,6 +250,21 @@ int write_file_atomic(const char *path, const char *contents, size_t size, int f
         return 0;
 }
 
+int path_next_name(const char **p, char name[static NAME_MAX + 1]) {
+        size_t len;
+
+        *p += strspn(*p, "/");
+        if (!**p)
+                return 0;
+        len = strcspn(*p, "/");
+        if (len > NAME_MAX)
+                return -ENAMETOOLONG;
+        memcpy(name, *p, len);
+        name[len] = 0;
+        *p += len;
+        return 1;
+}
+
 #define SYMLINKS_MAX 32
 
 int open_path_safe(int root_fd, const char *path, int *ret_fd) {
@@ -270,17 +285,14 @@ int open_path_safe(int root_fd, const char *path, int *ret_fd) {
                 _cleanup_close_ int fd = -EBADF;
                 char name[NAME_MAX + 1];
                 struct stat st;
-                size_t len;
+                int r;
 
-                p += strspn(p, "/");
-                if (!*p)
+                r = path_next_name((const char **) &p, name);
+                if (r <= 0) {
+                        if (r < 0)
+                                return r;
                         break;
-                len = strcspn(p, "/");
-                if (len > NAME_MAX)
-                        return -ENAMETOOLONG;
-                memcpy(name, p, len);
-                name[len] = 0;
-                p += len;
+                }
 
                 fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)

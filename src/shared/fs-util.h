@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -67,6 +68,10 @@ int open_path_safe(int root_fd, const char *path, int *ret_fd);
 
 /* Detaches the mount fd refers to (umount2 of /proc/self/fd/N, MNT_DETACH). */
 int umount2_fd(int fd);
+
+/* The next name of '*p' (a path, '/'s skipped) into 'name', '*p' moved past it: 1, or 0 at
+ * the end, -ENAMETOOLONG for a name longer than NAME_MAX. */
+int path_next_name(const char **p, char name[static NAME_MAX + 1]);
 
 /* Opens the absolute 'path' inside the current root (O_PATH), following no symlink at all
  * (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS; a trailing link is -ELOOP too). */

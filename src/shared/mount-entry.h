@@ -12,6 +12,7 @@ typedef struct MountEntry {
         uint64_t parent_id;
         uint64_t peer_group;     /* 0 = none */
         uint64_t master_group;   /* 0 = none */
+        uint64_t dev;            /* the file system's device (major:minor), as stat() shows it */
         char *target;
         char *source;
         char *fstype;

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <libmount.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 
+#include "fs-util.h"
 #include "mount-util.h"
 #include "string-table.h"
 
@@ -89,6 +92,7 @@ int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n) {
                         .parent_id = (uint64_t) mnt_fs_get_parent_id(fs),
                         .peer_group = optional_field(fields, "shared"),
                         .master_group = optional_field(fields, "master"),
+                        .dev = (uint64_t) mnt_fs_get_devno(fs),
                         .target = strdup(mnt_fs_get_target(fs) ?: ""),
                         .source = strdup(mnt_fs_get_source(fs) ?: "none"),
                         .fstype = strdup(mnt_fs_get_fstype(fs) ?: ""),
@@ -112,19 +116,81 @@ int mount_table_read_self(MountEntry **ret, size_t *ret_n) {
         return mount_table_read(f, ret, ret_n);
 }
 
+static bool fstype_is_fuse(const char *type) {
+        return streq(type, "fuse") || streq(type, "fuseblk") || strncmp(type, "fuse.", 5) == 0 ||
+               strncmp(type, "fuseblk.", 8) == 0;
+}
+
 bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *path) {
         for (size_t i = 0; i < n; i++) {
-                const char *t = table[i].target, *type = table[i].fstype;
+                const char *t = table[i].target;
                 size_t len = strlen(t);
 
-                if (!streq(type, "fuse") && !streq(type, "fuseblk") && strncmp(type, "fuse.", 5) != 0 &&
-                    strncmp(type, "fuseblk.", 8) != 0)
+                if (!fstype_is_fuse(table[i].fstype))
                         continue;
                 /* strictly above: "/" is above everything else, "/a" above "/a/b" */
                 if (streq(t, "/") ? !streq(path, "/") : strncmp(path, t, len) == 0 && path[len] == '/')
                         return true;
         }
         return false;
+}
+
+/* 0 if looking a name up in directory 'dir' asks no FUSE server: by_id, its mount is one of
+ * 'table' (by id) and not FUSE, -ESTALE if 'table' does not know its mount (newer than the
+ * table); else its file system is not the device of a FUSE mount of 'table'. -EREMOTE if it
+ * is FUSE. Nothing is asked of the file system (statx of nothing, without syncing). */
+static int dir_outside_fuse(int dir, const MountEntry *table, size_t n, bool by_id) {
+        struct statx sx = {};
+
+        if (statx(dir, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, 0, &sx) < 0)
+                return -errno;
+        if (by_id && !(sx.stx_mask & STATX_MNT_ID))
+                return -EOPNOTSUPP;
+        if (by_id) {
+                for (size_t i = 0; i < n; i++)
+                        if (table[i].id == sx.stx_mnt_id)
+                                return fstype_is_fuse(table[i].fstype) ? -EREMOTE : 0;
+                return -ESTALE;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (fstype_is_fuse(table[i].fstype) &&
+                    table[i].dev == (uint64_t) makedev(sx.stx_dev_major, sx.stx_dev_minor))
+                        return -EREMOTE;
+        return 0;
+}
+
+int open_path_outside_fuse(int dirfd, const char *path, const MountEntry *table, size_t n, bool by_id, int *ret_fd) {
+        _cleanup_close_ int cur = -EBADF;
+        int r;
+
+        cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return -errno;
+        for (const char *p = path;;) {
+                char name[NAME_MAX + 1];
+                int fd;
+
+                r = path_next_name(&p, name);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (streq(name, "."))
+                        continue;
+                if (streq(name, ".."))
+                        return -EINVAL;
+                r = dir_outside_fuse(cur, table, n, by_id);
+                if (r < 0)
+                        return r;
+                /* A directory, never through a symlink: one on the way is -ENOTDIR (or -ELOOP). */
+                fd = openat(cur, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                safe_close(cur);
+                cur = fd;
+        }
+        *ret_fd = TAKE_FD(cur);
+        return 0;
 }
 
 void mount_table_cache_done(MountTableCache *c) {

@@ -64,6 +64,18 @@ int mntns_count_mounts(uint64_t mntns_id, size_t *ret_n);
  * alone: no file system is asked. */
 bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *path);
 
+/* Opens directory 'path' below 'dirfd' (O_PATH) one name at a time, never following a
+ * symlink (-ENOTDIR, -ELOOP), and never looking a name up inside a FUSE mount (-EREMOTE):
+ * before each lookup, the mount the walk is on is checked against 'table', which describes
+ * the mounts the walk goes through. Not by path: a user who owns a directory on the way can
+ * rename it, or swap it for a symlink, and the paths of a table read before are then wrong
+ * without any mount having changed. by_id: each mount must be in 'table' by id (-ESTALE
+ * where one is not: newer than the table), for a table of the namespace walked in; else the
+ * device of each is compared with those of the FUSE mounts of 'table', for a copy of the
+ * mounts 'table' describes (open_tree). 'path' itself may be a FUSE mount's root: reaching
+ * it asks its server nothing. */
+int open_path_outside_fuse(int dirfd, const char *path, const MountEntry *table, size_t n, bool by_id, int *ret_fd);
+
 /* A namespace's mount table, read again only when it changed. The kernel flags an open
  * /proc/self/mountinfo (POLLPRI) after any mount or unmount in the namespace it was opened
  * in, whatever namespace its reader is in by then: a builder that makes a view for every
