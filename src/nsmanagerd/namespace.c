@@ -476,8 +476,6 @@ static int session_leader_exited(sd_event_source *s, int fd, uint32_t revents, v
  * opened the session (same start time): after a restart a pid may have been reused. -ESRCH:
  * it is gone. */
 static int session_watch(Namespace *ns, Session *s, bool verify) {
-        int r;
-
         if (s->leader <= 0)
                 return 0;
         s->pidfd = (int) syscall(SYS_pidfd_open, s->leader, 0);
@@ -494,13 +492,8 @@ static int session_watch(Namespace *ns, Session *s, bool verify) {
          * once (bench/bench_burst.py) that made the turns, and the logins arriving meanwhile,
          * slower by the thousand: the first 200 logins of the next burst took 0.4 s, the rest
          * 0.03 s. */
-        r = sd_event_add_io(ns->manager->event, &s->pidfd_source, s->pidfd, EPOLLIN | EPOLLET, session_leader_exited,
-                            ns);
-        if (r < 0)
-                return r;
-        /* Behind everything else: ending sessions whose login process is gone is bookkeeping
-         * nobody waits for (the state file, a signal, a log line each). */
-        return sd_event_source_set_priority(s->pidfd_source, SD_EVENT_PRIORITY_IDLE);
+        return sd_event_add_io(ns->manager->event, &s->pidfd_source, s->pidfd, EPOLLIN | EPOLLET, session_leader_exited,
+                               ns);
 }
 
 static int namespace_stop_timer_fired(sd_event_source *s, uint64_t usec, void *userdata) {
