@@ -997,7 +997,11 @@ class Sandbox:
             self._procs.pop("nsmanagerd", None)
             if self.daemon.poll() is None:
                 self.daemon.kill()
-                self.daemon.wait()
+                # A daemon stuck in a file system's request (the very thing a test may be
+                # after) cannot die until that is answered: fail now, not hang; it is reaped
+                # when the test has taken the file system away.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.daemon.wait(timeout=timeout(10))
             raise
         return self.daemon
 

@@ -341,7 +341,8 @@ def test_a_fuse_mount_moved_onto_the_way_to_a_shared_subtree_stalls_no_login(dae
     directory a for a symlink to w (the shared path now leads through her server);
     `exchange` swaps a and w (renameat2 RENAME_EXCHANGE: her mount is now at
     /mnt/rt-alice/a/b, the share's mount at /mnt/rt-alice/w/b/pub). Neither may make a
-    login wait: the builder must look at the mounts it walks through, not at paths."""
+    login wait, nor the daemon's next start: the builder, and the daemon sharing the path
+    again, must look at the mounts they walk through, not at paths."""
     sb = daemon
     mine = Path("/mnt/rt-alice")
     share = mine / "a" / "b" / "pub"
@@ -368,6 +369,10 @@ def test_a_fuse_mount_moved_onto_the_way_to_a_shared_subtree_stalls_no_login(dae
         moved = find_mount(sb.mountinfo(), str(mine / "a" / "b"))
         assert how == "link" or (moved is not None and moved.fstype.startswith("fuse")), \
             "the exchange did not put her mount on the way"
+        others_are_served(sb)
+        # …nor the daemon's next start, which shares the path on the host again, in its loop
+        sb.stop_daemon()
+        sb.start_daemon(write=False, wait=10)
         others_are_served(sb)
     finally:
         # her directories back where they were (nothing here asks her server), then her

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -70,28 +71,67 @@ int host_prepare(const char *subtree_root, const char *state_dir, char *const *s
         return 0;
 }
 
+/* The host's directory 'path', created if missing (in a parent that exists), opened one name
+ * at a time: no symlink followed, and no name looked up in a FUSE mount (a user's server may
+ * never answer; this runs in the event loop at start and at ReloadConfig). Checked by the
+ * mounts the walk goes through, not by the paths of the mount table, which a user who owns
+ * a directory on the way can change without mounting anything (a symlink swapped in, a
+ * RENAME_EXCHANGE). -EREMOTE: below a FUSE mount. */
+static int open_host_dir(const char *path, int *ret_fd) {
+        _cleanup_close_ int root = -EBADF;
+        MountEntry *table = NULL;
+        size_t n = 0;
+        int r = -ESTALE;
+
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return -errno;
+        /* Twice at most: once more if a mount on the way is newer than the table. */
+        for (int tries = 0; tries < 2 && r == -ESTALE; tries++) {
+                _cleanup_close_ int parent = -EBADF;
+                _cleanup_free_ char *dir = NULL;
+                const char *name;
+
+                mount_entries_free(table, n);
+                table = NULL;
+                n = 0;
+                r = mount_table_read_self(&table, &n);
+                if (r < 0)
+                        return r;
+                r = open_path_outside_fuse(root, path, table, n, /* by_id= */ true, ret_fd);
+                if (r != -ENOENT)
+                        continue;
+                /* Missing: created in its parent, whose own mount is checked first (creating asks it). */
+                name = strrchr(path, '/') + 1;
+                dir = strndup(path, (size_t) (name - path));
+                if (!dir) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = open_path_outside_fuse(root, dir, table, n, true, &parent);
+                if (r >= 0)
+                        r = mount_fd_outside_fuse(parent, table, n, true);
+                if (r >= 0 && mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
+                        r = -errno;
+                if (r >= 0)
+                        r = open_path_outside_fuse(parent, name, table, n, true, ret_fd);
+        }
+        mount_entries_free(table, n);
+        return r;
+}
+
 int host_share_path(const char *path, char **ret_message) {
         _cleanup_close_ int fd = -EBADF;
         struct mount_attr attr = {};
         uint64_t peer = 0, master = 0, parent_peer = 0;
-        MountEntry *table = NULL;
-        size_t n_table = 0;
-        bool below_fuse;
         int r;
 
-        r = mount_table_read_self(&table, &n_table);
-        if (r < 0)
-                return host_fail(ret_message, r, "Failed to read the mount table: %m.");
-        below_fuse = mount_table_has_fuse_above(table, n_table, path);
-        mount_entries_free(table, n_table);
-        if (below_fuse)
+        r = open_host_dir(path, &fd);
+        if (r == -EREMOTE)
                 return host_fail(ret_message, -EAGAIN, "'%s' lies below a FUSE mount, whose server (a user's, maybe) "
                                  "may never answer: not shared now, nor joined by views built meanwhile.", path);
-        if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                return host_fail(ret_message, -errno, "Failed to create '%s': %m.", path);
-        r = open_path_no_symlinks(path, &fd);
         if (r < 0)
-                return host_fail(ret_message, r, "'%s' cannot be opened without following a symlink: %m.", path);
+                return host_fail(ret_message, r, "'%s' cannot be created or opened without following a symlink: %m.", path);
         r = path_is_mount_point(fd, "");
         if (r < 0)
                 return host_fail(ret_message, r, "Cannot tell whether '%s' is a mount point: %m.", path);

@@ -139,7 +139,7 @@ bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *p
  * 'table' (by id) and not FUSE, -ESTALE if 'table' does not know its mount (newer than the
  * table); else its file system is not the device of a FUSE mount of 'table'. -EREMOTE if it
  * is FUSE. Nothing is asked of the file system (statx of nothing, without syncing). */
-static int dir_outside_fuse(int dir, const MountEntry *table, size_t n, bool by_id) {
+int mount_fd_outside_fuse(int dir, const MountEntry *table, size_t n, bool by_id) {
         struct statx sx = {};
 
         if (statx(dir, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, 0, &sx) < 0)
@@ -179,7 +179,7 @@ int open_path_outside_fuse(int dirfd, const char *path, const MountEntry *table,
                         continue;
                 if (streq(name, ".."))
                         return -EINVAL;
-                r = dir_outside_fuse(cur, table, n, by_id);
+                r = mount_fd_outside_fuse(cur, table, n, by_id);
                 if (r < 0)
                         return r;
                 /* A directory, never through a symlink: one on the way is -ENOTDIR (or -ELOOP). */

@@ -76,6 +76,11 @@ bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *p
  * it asks its server nothing. */
 int open_path_outside_fuse(int dirfd, const char *path, const MountEntry *table, size_t n, bool by_id, int *ret_fd);
 
+/* The check open_path_outside_fuse() makes before each lookup, of directory 'dir': 0 if a
+ * lookup in it asks no FUSE server, -EREMOTE if it would, -ESTALE (by_id) if 'table' does not
+ * know its mount. */
+int mount_fd_outside_fuse(int dir, const MountEntry *table, size_t n, bool by_id);
+
 /* A namespace's mount table, read again only when it changed. The kernel flags an open
  * /proc/self/mountinfo (POLLPRI) after any mount or unmount in the namespace it was opened
  * in, whatever namespace its reader is in by then: a builder that makes a view for every
