@@ -176,3 +176,45 @@ def test_what_is_not_such_a_login_goes_to_sd_bus_with_its_answer(daemon):
         os.close(fd)
     finally:
         conn.close()
+
+
+LOGIN = """
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import wire
+conn = wire.Connection()
+mtype, fields, _ = conn.call("OpenSession", "alice", sys.argv[2])
+assert mtype == 2, fields
+os.close(conn.take_fd())
+print("open", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_session_id_opened_by_a_second_process_ends_with_it(daemon):
+    """An id made of a pid ("pam-SERVICE-TTY-PID") comes back with the pid, possibly before
+    the daemon has handled the old login process's exit, which then ended the new login's
+    session. A second process opening a session id is its owner from then on: the first
+    one's exit leaves the session, the second one's ends it."""
+    daemon.manager().CreateNamespace("alice")
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    logins = []
+    try:
+        for _ in range(2):
+            p = subprocess.Popen(["/usr/bin/python3", "-c", LOGIN, tests_dir, "pam-login-tty1-4711"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert p.stdout.readline().strip() == "open"
+            logins.append(p)
+        assert sessions(daemon, "alice") == ["pam-login-tty1-4711"]
+        logins[0].kill()
+        logins[0].wait()
+        time.sleep(timeout(0.5))    # the daemon sees an exit at once (its pidfd): time enough to act on it
+        assert sessions(daemon, "alice") == ["pam-login-tty1-4711"], "the first process's exit ended the second's session"
+        logins[1].kill()
+        logins[1].wait()
+        wait_until(lambda: sessions(daemon, "alice") == [], "the session to end with the second process")
+    finally:
+        for p in logins:
+            if p.poll() is None:
+                p.kill()
+                p.wait()

@@ -546,29 +546,47 @@ static void namespace_save_or_warn(Namespace *ns) {
 }
 
 int namespace_add_session(Namespace *ns, const char *id, pid_t leader) {
+        uint64_t start;
+        bool added;
         Session *s;
         int r;
 
         namespace_cancel_stop(ns);
-        if (namespace_get_session(ns, id))
-                return 0;   /* the same login asking twice */
-        s = calloc(1, sizeof(Session));
-        if (!s)
-                return -ENOMEM;
-        *s = (Session) { .id = strdup(id), .leader = leader, .pidfd = -EBADF };
-        if (!s->id) {
-                session_free(s);
-                return -ENOMEM;
-        }
         /* The leader is waiting for our reply: its pid names it now. */
-        s->leader_start = leader > 0 ? process_start_time(leader) : 0;
+        start = leader > 0 ? process_start_time(leader) : 0;
+        s = namespace_get_session(ns, id);
+        if (s && (leader <= 0 || (s->leader == leader && s->leader_start == start)))
+                return 0;   /* the same login asking twice */
+        added = !s;
+        if (s) {
+                /* Another login process with this id: an id made of a pid ("pam-SERVICE-TTY-PID")
+                 * comes back with the pid, possibly before the loop has seen the old process's
+                 * exit, which would then end the new login's session. It is this login's now,
+                 * and ends with its process. */
+                s->pidfd_source = sd_event_source_disable_unref(s->pidfd_source);
+                s->pidfd = safe_close(s->pidfd);
+        } else {
+                s = calloc(1, sizeof(Session));
+                if (!s)
+                        return -ENOMEM;
+                *s = (Session) { .id = strdup(id), .pidfd = -EBADF };
+                if (!s->id) {
+                        session_free(s);
+                        return -ENOMEM;
+                }
+        }
+        s->leader = leader;
+        s->leader_start = start;
         r = session_watch(ns, s, /* verify= */ false);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to watch the leader %d of session '%s', ignoring: %m", (int) leader, id);
-        s->next = ns->sessions;
-        ns->sessions = s;
+        if (added) {
+                s->next = ns->sessions;
+                ns->sessions = s;
+        }
         namespace_save_or_warn(ns);
-        (void) namespace_dbus_send_changed(ns);
+        if (added)
+                (void) namespace_dbus_send_changed(ns);
         return 0;
 }
 
