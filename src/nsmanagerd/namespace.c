@@ -84,6 +84,15 @@ static Session *session_free(Session *s) {
         return NULL;
 }
 
+static Session *session_new(const char *id) {
+        Session *s = calloc(1, sizeof(Session));
+
+        if (!s)
+                return NULL;
+        *s = (Session) { .id = strdup(id), .pidfd = -EBADF };
+        return s->id ? s : session_free(s);
+}
+
 static void namespace_free_records(Namespace *ns) {
         for (size_t i = 0; i < ns->n_binds; i++)
                 free(ns->binds[i].destination);
@@ -566,14 +575,9 @@ int namespace_add_session(Namespace *ns, const char *id, pid_t leader) {
                 s->pidfd_source = sd_event_source_disable_unref(s->pidfd_source);
                 s->pidfd = safe_close(s->pidfd);
         } else {
-                s = calloc(1, sizeof(Session));
+                s = session_new(id);
                 if (!s)
                         return -ENOMEM;
-                *s = (Session) { .id = strdup(id), .pidfd = -EBADF };
-                if (!s->id) {
-                        session_free(s);
-                        return -ENOMEM;
-                }
         }
         s->leader = leader;
         s->leader_start = start;
@@ -794,14 +798,11 @@ static int load_session(Namespace *ns, const char *value) {
         _Static_assert(SESSION_ID_MAX == 255, "the width in the format below");
         if (sscanf(value, "%255s %d %llu", id, &pid, &start) < 2 || !valid_session_id(id))
                 return -EINVAL;
-        s = calloc(1, sizeof(Session));
+        s = session_new(id);
         if (!s)
                 return -ENOMEM;
-        *s = (Session) { .id = strdup(id), .leader = pid, .leader_start = start, .pidfd = -EBADF };
-        if (!s->id) {
-                session_free(s);
-                return -ENOMEM;
-        }
+        s->leader = pid;
+        s->leader_start = start;
         s->next = ns->sessions;
         ns->sessions = s;
         return 0;
