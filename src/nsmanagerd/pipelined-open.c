@@ -31,7 +31,7 @@ static int parse_request(const uint8_t *buf, size_t size, uint32_t *ret_serial, 
         r = bus_wire_parse_message(buf + BUS_WIRE_AUTH_ROOT_SIZE, size - BUS_WIRE_AUTH_ROOT_SIZE, &m);
         if (r <= 0 || (size_t) r != size - BUS_WIRE_AUTH_ROOT_SIZE)
                 return 0;
-        if (m.type != BUS_WIRE_METHOD_CALL || (m.flags & 0x1) /* NO_REPLY_EXPECTED */ || m.n_unix_fds > 0 ||
+        if (m.type != BUS_WIRE_METHOD_CALL || (m.flags & BUS_WIRE_FLAG_NO_REPLY_EXPECTED) || m.n_unix_fds > 0 ||
             !streq(m.path, NSM_MANAGER_PATH) || !streq_ptr(m.interface, NSM_MANAGER_INTERFACE) ||
             !streq(m.member, "OpenSession") || bus_wire_read_string_pair(&m, ret_user, ret_id) < 0)
                 return 0;
@@ -111,8 +111,8 @@ int pipelined_open(Manager *m, int fd, const struct ucred *peer) {
          * peer wrote since stays, for kept-connection.c to judge. */
         if (recv(fd, buf, (size_t) n, MSG_DONTWAIT) != n) {
                 /* Not expected to happen; the session ends with its leader. */
-                log_warning("Failed to take session '%s' of '%s''s OpenSession from its connection, closing it.", id,
-                            user);
+                log_warning("Failed to take the OpenSession of session '%s' of '%s' from its connection, closing it.",
+                            id, user);
                 safe_close(fd);
                 return 1;
         }

@@ -14,7 +14,6 @@
 #endif
 
 #define PROTOCOL_VERSION 1
-#define FLAG_NO_REPLY_EXPECTED 0x1
 /* A peer-to-peer call: nothing to activate. */
 #define FLAG_NO_AUTO_START 0x2
 
@@ -99,7 +98,7 @@ static void put_method_call(Writer *w, uint32_t serial, bool expect_reply, const
 
         put_byte(w, NATIVE_ENDIAN);
         put_byte(w, BUS_WIRE_METHOD_CALL);
-        put_byte(w, FLAG_NO_AUTO_START | (expect_reply ? 0 : FLAG_NO_REPLY_EXPECTED));
+        put_byte(w, FLAG_NO_AUTO_START | (expect_reply ? 0 : BUS_WIRE_FLAG_NO_REPLY_EXPECTED));
         put_byte(w, PROTOCOL_VERSION);
         put_u32(w, 0); /* the body's size, filled in below */
         put_u32(w, serial);
@@ -138,7 +137,7 @@ static void put_return_oh(Writer *w, uint32_t serial, uint32_t reply_serial, con
 
         put_byte(w, NATIVE_ENDIAN);
         put_byte(w, BUS_WIRE_METHOD_RETURN);
-        put_byte(w, FLAG_NO_REPLY_EXPECTED); /* as sd-bus marks its returns: nothing answers one */
+        put_byte(w, BUS_WIRE_FLAG_NO_REPLY_EXPECTED); /* as sd-bus marks its returns: nothing answers one */
         put_byte(w, PROTOCOL_VERSION);
         put_u32(w, 0); /* the body's size, filled in below */
         put_u32(w, serial);

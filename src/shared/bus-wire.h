@@ -33,6 +33,9 @@
  * few hundred bytes. */
 #define BUS_WIRE_MESSAGE_MAX (64U * 1024U)
 
+/* A call's flag: the caller wants no reply. */
+#define BUS_WIRE_FLAG_NO_REPLY_EXPECTED 0x1
+
 enum {
         BUS_WIRE_METHOD_CALL = 1,
         BUS_WIRE_METHOD_RETURN = 2,

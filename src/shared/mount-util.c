@@ -121,20 +121,6 @@ static bool fstype_is_fuse(const char *type) {
                strncmp(type, "fuseblk.", 8) == 0;
 }
 
-bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *path) {
-        for (size_t i = 0; i < n; i++) {
-                const char *t = table[i].target;
-                size_t len = strlen(t);
-
-                if (!fstype_is_fuse(table[i].fstype))
-                        continue;
-                /* strictly above: "/" is above everything else, "/a" above "/a/b" */
-                if (streq(t, "/") ? !streq(path, "/") : strncmp(path, t, len) == 0 && path[len] == '/')
-                        return true;
-        }
-        return false;
-}
-
 /* 0 if looking a name up in directory 'dir' asks no FUSE server: by_id, its mount is one of
  * 'table' (by id) and not FUSE, -ESTALE if 'table' does not know its mount (newer than the
  * table); else its file system is not the device of a FUSE mount of 'table'. -EREMOTE if it

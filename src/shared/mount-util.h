@@ -58,11 +58,6 @@ int mntns_count_mounts(uint64_t mntns_id, size_t *ret_n);
 #define MOVE_MOUNT_BENEATH 0x00000200   /* Linux 6.5 */
 #endif
 
-/* True if one of the mounts of 'table' is a FUSE file system (fuse, fuseblk, fuse.*) mounted
- * strictly above 'path': looking 'path' up asks that file system's server, which any user
- * may run (a mount on 'path' itself is reached without asking it anything). From the table
- * alone: no file system is asked. */
-bool mount_table_has_fuse_above(const MountEntry *table, size_t n, const char *path);
 
 /* Opens directory 'path' below 'dirfd' (O_PATH) one name at a time, never following a
  * symlink (-ENOTDIR, -ELOOP), and never looking a name up inside a FUSE mount (-EREMOTE):
