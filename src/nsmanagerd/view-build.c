@@ -44,17 +44,13 @@ static void fd_array_done(FdArray *a) {
  * on (open_path_outside_fuse()), not by the paths of the table: a user who owns a directory
  * on the way may rename it, or swap it for a symlink into her FUSE mount, which changes no
  * mount and leaves a table read before (the builder's cache) describing other paths. */
-static int open_host_shared(const ViewSpec *spec, FdArray *ret) {
+static int open_host_shared(const ViewSpec *spec, int root, FdArray *ret) {
         MountTableCache *c = spec->host_mounts;
         size_t n = strv_length(spec->shared_subtrees);
-        _cleanup_close_ int root = -EBADF;
 
         ret->fds = calloc(n + 1, sizeof(int));
         if (!ret->fds)
                 return -ENOMEM;
-        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (root < 0)
-                return -errno;
         for (size_t i = 0; i < n; i++) {
                 int fd = -EBADF, r;
 
@@ -143,7 +139,7 @@ static int build_steps(const ViewSpec *spec, ViewStage *stage, int *ret_ns_fd, s
         host_root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (host_root_fd < 0)
                 return -errno;
-        r = open_host_shared(spec, &host_shared);
+        r = open_host_shared(spec, host_root_fd, &host_shared);
         if (r < 0)
                 return r;
         tree_fd = open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
