@@ -451,6 +451,45 @@ def test_mounts_graph_is_valid_dot(views, nsctl):
         assert "<svg" in svg.stdout
 
 
+def test_output_escapes_control_characters(views, nsctl, made_in_home):
+    """A mount point is a name anybody can choose (fusermount3 lets every user pick one, and
+    -o fsname= the source). Shown raw, ESC and BEL would retitle root's terminal and clear it:
+    nsctl escapes C0, C1 and DEL in the tree, the graph and errors; --json keeps JSON's own
+    escaping of the real name."""
+    name = "\x1b]0;PWNED\x07\x1b[2J\x7f\u009bx"
+    shown = "\\x1b]0;PWNED\\a\\x1b[2J\\x7f\\u009bx"
+    target = f"/home/alice/{name}"
+    made_in_home(target)
+    os.mkdir(target)
+    p = nsctl("attach", "alice", "--", "mount", "-t", "tmpfs", "-o", "size=1m", f"src{name}", target)
+    assert p.returncode == 0, p.stderr
+
+    def no_controls(text):
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]", text), repr(text)
+
+    tree = nsctl("mounts", "alice")
+    assert tree.returncode == 0, tree.stderr
+    no_controls(tree.stdout)
+    row = next(line for line in tree.stdout.splitlines() if "PWNED" in line)
+    assert f"/home/alice/{shown}" in row and f"src{shown}" in row, row
+
+    graph = nsctl("mounts", "--graph", "alice")
+    assert graph.returncode == 0, graph.stderr
+    no_controls(graph.stdout)
+    svg = subprocess.run(["dot", "-Tsvg"], input=graph.stdout, capture_output=True, text=True)
+    assert svg.returncode == 0, svg.stderr
+
+    js = nsctl("mounts", "--json", "alice")
+    assert js.returncode == 0, js.stderr
+    no_controls(js.stdout)
+    assert target in [m["target"] for m in json.loads(js.stdout)["mounts"]]
+
+    # the daemon's message quotes the path it refuses
+    msg = one_line_error(nsctl("unmount", "alice", f"{target}/none"))
+    no_controls(msg)
+    assert shown in msg, msg
+
+
 # ---------------------------------------------------------------------------
 # verbs that change things
 

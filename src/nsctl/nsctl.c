@@ -52,14 +52,18 @@ int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
 
         if (error && error->message && error->message[0] &&
             !(error->name && strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0)) {
-                _cleanup_free_ char *message = strdup(error->message);
+                _cleanup_free_ char *line = strdup(error->message), *message = NULL;
 
-                if (!message)
+                if (!line)
                         return log_oom();
-                /* one line, whatever the daemon wrote */
-                for (char *p = message; *p; p++)
+                /* One line, whatever the daemon wrote; and a message may quote a user's mount
+                 * point or file name, so no control character of it reaches the terminal. */
+                for (char *p = line; *p; p++)
                         if (*p == '\n')
                                 *p = ' ';
+                message = text_escape_control(line);
+                if (!message)
+                        return log_oom();
                 return log_error_errno(r, "%s", message);
         }
 
@@ -203,7 +207,8 @@ static int verb_list(sd_bus *bus, int argc _unused_, char **argv _unused_) {
 }
 
 static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
-        _cleanup_free_ char *created = NULL, *ago = NULL, *sessions = NULL;
+        _cleanup_free_ char *created = NULL, *ago = NULL, *sessions = NULL, *user = NULL, *state = NULL,
+                *root = NULL, *shown_sessions = NULL, *object = NULL;
         NamespaceInfo i = {};
         const char *dot_color;
         int r;
@@ -230,20 +235,31 @@ static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
                 return log_oom();
         }
 
+        /* What the daemon sent is shown escaped (text-escape.h), as everywhere in nsctl. */
+        user = text_escape_control(i.user);
+        state = text_escape_control(i.state);
+        root = text_escape_control(i.root ?: "n/a");
+        shown_sessions = text_escape_control(sessions);
+        object = text_escape_control(i.object);
+        if (!user || !state || !root || !shown_sessions || !object) {
+                namespace_info_done(&i);
+                return log_oom();
+        }
+
         dot_color = state_color(i.state) ?: "";
         pager_open();
         printf("%s\u25CF%s %s%s%s (%" PRIu32 ")\n", dot_color, ansi_normal(),
-               ansi_highlight(), i.user, ansi_normal(), i.uid);
-        printf("      State: %s%s%s\n", dot_color, i.state, ansi_normal());
+               ansi_highlight(), user, ansi_normal(), i.uid);
+        printf("      State: %s%s%s\n", dot_color, state, ansi_normal());
         printf("        UID: %" PRIu32 "\n", i.uid);
         printf("        GID: %" PRIu32 "\n", i.gid);
-        printf("       Root: %s\n", i.root ?: "n/a");
-        printf("   Sessions: %s\n", sessions);
+        printf("       Root: %s\n", root);
+        printf("   Sessions: %s\n", shown_sessions);
         printf("     Linger: %s\n", i.linger ? "yes" : "no");
         printf("    Created: %s; %s\n", created, ago);
         printf("  Namespace: mnt:[%" PRIu64 "]\n", i.mntns_id);
         printf("     Mounts: %" PRIu32 "\n", i.n_mounts);
-        printf("     Object: %s\n", i.object);
+        printf("     Object: %s\n", object);
 
         namespace_info_done(&i);
         return 0;

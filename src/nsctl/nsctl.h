@@ -12,6 +12,7 @@
 #include "macros.h"
 #include "mount-entry.h"
 #include "strv.h"
+#include "text-escape.h"
 
 /* Exit codes of nsctl (see nsctl(1)) */
 #define NSCTL_EXIT_SUCCESS 0
