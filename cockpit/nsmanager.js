@@ -347,10 +347,26 @@
             n.y = 30 + i * rowH;
             perColumn.set(n.column, i + 1);
         }
-        const sortedGroups = [...groups.keys()].sort((a, b) => a - b);
-        sortedGroups.forEach((g, i) => groups.set(g, 30 + i * rowH * 1.5));
-        const height = Math.max(...[...perColumn.values()].map(c => 30 + c * rowH),
-                                30 + sortedGroups.length * rowH * 1.5) + 10;
+        /* Each group level with the middle of its mounts, never closer than a row to the one above. */
+        const middle = new Map();
+        for (const n of nodes)
+            for (const g of [n.peer, n.master])
+                if (g) {
+                    const [sum, count] = middle.get(g) || [0, 0];
+                    middle.set(g, [sum + n.y - 4, count + 1]);
+                }
+        const sortedGroups = [...groups.keys()].sort((a, b) => {
+            const ma = middle.get(a)[0] / middle.get(a)[1];
+            const mb = middle.get(b)[0] / middle.get(b)[1];
+            return ma - mb || a - b;
+        });
+        let previous = 0;
+        for (const g of sortedGroups) {
+            const [sum, count] = middle.get(g);
+            previous = Math.max(sum / count, previous + rowH);
+            groups.set(g, previous);
+        }
+        const height = Math.max(...[...perColumn.values()].map(c => 30 + c * rowH), previous + 20) + 10;
         const s = svg("svg", { width: 820, height, viewBox: "0 0 820 " + height, role: "img",
                                "aria-labelledby": "graph-title graph-desc", class: "nsm-graph" });
         s.appendChild(svg("desc", { id: "graph-desc" },

@@ -137,14 +137,16 @@ class CockpitSession:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.ws.pid, 9)
                 self.ws.wait()
-            # The bridge may outlive cockpit-ws a moment: wait for the group to be gone.
+            # The bridge may outlive cockpit-ws a moment; then it is ours to reap (pytest is
+            # the sandbox's subreaper): wait until nothing of the group is left.
             deadline = time.monotonic() + timeout(10)
             while time.monotonic() < deadline:
                 try:
-                    os.killpg(self.ws.pid, 0)
-                except ProcessLookupError:
+                    pid, _ = os.waitpid(-self.ws.pid, os.WNOHANG)
+                except ChildProcessError:
                     break
-                time.sleep(0.05)
+                if pid == 0:
+                    time.sleep(0.05)
             self.ws = None
         shutil.rmtree(self.tmp, ignore_errors=True)
 
