@@ -222,13 +222,14 @@ class CockpitSession:
     def alerts(self) -> list[str]:
         return [a.text for a in self.find("#alerts .pf-c-alert")]
 
-    def screenshot(self, name: str) -> Path | None:
+    def screenshot(self, name: str, height: int | None = None) -> Path | None:
+        """The page, as tall as its content (at most 2400 pixels) or `height`."""
         if self.screenshot_dir is None:
             return None
         self.screenshot_dir.mkdir(parents=True, exist_ok=True)
         path = self.screenshot_dir / f"{name}.png"
-        # The whole page: as tall as its content.
-        height = self.driver.execute_script("return document.documentElement.scrollHeight")
-        self.driver.set_window_size(1280, max(700, min(int(height) + 20, 2400)))
+        if height is None:
+            height = int(self.driver.execute_script("return document.documentElement.scrollHeight")) + 20
+        self.driver.set_window_size(1280, max(700, min(height, 2400)))
         self.driver.save_screenshot(str(path))
         return path

@@ -87,6 +87,7 @@ def test_root_sees_both_views_and_enslaves_bobs_mnt(daemon, page_as):
     enslave = page.button(row, "EnslaveSubtree")
     assert page.answered(enslave) == "yes" and enslave.is_enabled()
     page.screenshot("tree")
+    page.screenshot("tree-top", height=1000)
     enslave.click()
 
     wait_until(lambda: "slave" in view_propagation(daemon, "bob", "/mnt")
