@@ -110,7 +110,9 @@ static void manager_publish_login_filter(Manager *m) {
                                   "then ask over the bus): %m", NSM_LOGIN_FILTER_FILE);
 }
 
+/* Every file, checked whole: on failure *ret_error lists the errors ("FILE:LINE: reason; …"). */
 static int config_read(Manager *m, ManagerConfig *ret, char **ret_error) {
+        _cleanup_strv_free_ char **errors = NULL;
         ManagerConfig c;
         int r;
 
@@ -119,9 +121,11 @@ static int config_read(Manager *m, ManagerConfig *ret, char **ret_error) {
                 manager_config_done(&c);
                 return -ENOMEM;
         }
-        r = manager_config_load(m->config_file, &c, ret_error);
+        r = manager_config_load(m->config_file, &c, &errors);
         if (r < 0) {
                 manager_config_done(&c);
+                if (ret_error && errors)
+                        *ret_error = config_errors_join(errors, 10);
                 return r;
         }
         *ret = c;
@@ -141,6 +145,7 @@ int manager_load_config(Manager *m, char **ret_error) {
 }
 
 int manager_reload(Manager *m, char **ret_error) {
+        _cleanup_free_ char *later = NULL;
         ManagerConfig c;
         int r;
 
@@ -148,8 +153,13 @@ int manager_reload(Manager *m, char **ret_error) {
         if (r < 0)
                 return r;
         /* Where the views and pins live cannot move under running namespaces. */
-        if (!streq(c.subtree_root, m->config.subtree_root) || !streq(c.state_directory, m->config.state_directory))
-                log_warning("SubtreeRoot= and StateDirectory= take effect at the next start only.");
+        r = manager_config_start_only_changes(&m->config, &c, &later);
+        if (r < 0) {
+                manager_config_done(&c);
+                return r;
+        }
+        if (later)
+                log_warning("Changed, and taking effect at the next start only: %s.", later);
         free(c.subtree_root);
         free(c.state_directory);
         c.subtree_root = TAKE_PTR(m->config.subtree_root);
