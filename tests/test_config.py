@@ -305,6 +305,30 @@ def test_shared_subtree_under_a_world_writable_directory(instance):
     assert str(share) in [str(p) for p in sb.properties()["SharedSubtrees"]]
 
 
+def test_a_refused_configured_path_is_not_shared_as_one_shared_at_run_time(instance):
+    """The list of subtrees shared at run time, saved for restarts, holds the configured ones
+    too: a configured path refused at the next start must not come back through it, without
+    the checks of SharedSubtrees=."""
+    sb = instance
+    pub = sb.instance / "pub"
+    share = pub / "share"
+    share.mkdir(parents=True)
+    other = sb.instance / "other"
+    other.mkdir()
+    sb.start_daemon(SharedSubtrees=f"/mnt {share}")
+    sb.track_mount(str(share))
+    sb.track_mount(str(other))
+    sb.manager().ShareSubtree("", str(other))     # writes the saved list
+    sb.stop_daemon()
+    subprocess.run(["umount", str(share)], check=True)
+    os.chmod(pub, 0o1777)
+    sb.start_daemon(write=False)
+    assert "can be written by someone other than root" in sb.daemon_log_text()
+    assert find_mount(host_mountinfo(), str(share)) is None, f"{share} was shared as a path shared at run time"
+    shared = [str(p) for p in sb.properties()["SharedSubtrees"]]
+    assert str(other) in shared and str(share) not in shared, shared
+
+
 def test_a_users_directory_is_not_shared(instance):
     """A configured shared subtree that is a user's directory would share what she puts
     there with everybody, as root: refused with a warning, the rest is shared."""

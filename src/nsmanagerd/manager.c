@@ -242,7 +242,7 @@ int manager_save_shared(Manager *m) {
 /* Subtrees shared at run time are kept across restarts, on top of the configured ones. A path
  * that can no longer be shared is dropped with a warning: it must not keep the daemon from
  * starting. */
-static void manager_load_shared(Manager *m) {
+static void manager_load_shared(Manager *m, char *const *configured) {
         _cleanup_fclose_ FILE *f = fopen(m->state.shared_subtrees, "re");
         _cleanup_free_ char *line = NULL;
         bool dropped = false;
@@ -258,8 +258,11 @@ static void manager_load_shared(Manager *m) {
                 int r;
 
                 line[strcspn(line, "\n")] = 0;
+                /* A configured path is the configuration's (and its checks'), also where it
+                 * was left out now. */
                 if (unescape_word(line, &path) < 0 || !path_is_absolute_normalized(path) || streq(path, "/") ||
-                    strv_contains((const char *const *) m->config.shared_subtrees, path))
+                    strv_contains((const char *const *) m->config.shared_subtrees, path) ||
+                    strv_contains((const char *const *) configured, path))
                         continue;
                 r = host_share_path(path, /* only_root= */ false, &m->startup_changes, &why);
                 if (r == -EAGAIN)
@@ -420,6 +423,7 @@ static int manager_create_state_dir(Manager *m) {
 }
 
 int manager_startup(Manager *m) {
+        _cleanup_strv_free_ char **configured = NULL;
         _cleanup_free_ char *why = NULL;
         int r;
 
@@ -436,8 +440,13 @@ int manager_startup(Manager *m) {
                 log_error_errno(r, "%s", why ?: "Failed to prepare the host: %m");
                 goto fail;
         }
+        for (char **p = m->config.shared_subtrees; p && *p; p++)
+                if (strv_extend(&configured, *p) < 0) {
+                        r = log_oom();
+                        goto fail;
+                }
         manager_share_configured(&m->config.shared_subtrees, NULL, &m->startup_changes);
-        manager_load_shared(m);
+        manager_load_shared(m, configured);
 
         /* Before any namespace is loaded: the builder's fork copies a small fd table. */
         m->registry_created = path_is_mount_point(AT_FDCWD, m->state.registry) <= 0;
