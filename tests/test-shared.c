@@ -164,6 +164,7 @@ static void test_config_files(void) {
         ManagerConfig c;
         ViewPolicy p = {};
         char **errors = NULL;
+        int r;
 
         snprintf(dir, sizeof dir, "%s/nsm-test-conf.XXXXXX", base);
         if (!mkdtemp(dir)) {
@@ -173,7 +174,8 @@ static void test_config_files(void) {
         snprintf(path, sizeof path, "%s/nsmanagerd.conf", dir);
 
         /* A file named explicitly must exist (nsmanagerd --config=FILE). */
-        check(load(path, &c, &errors) == -ENOENT && strv_length(errors) == 1 && strstr(errors[0], "nsmanagerd.conf: "),
+        r = load(path, &c, &errors);
+        check(r == -ENOENT && strv_length(errors) == 1 && strstr(errors[0], "nsmanagerd.conf: "),
               "a missing explicit file is an error naming it (%s)", errors ? errors[0] : "(none)");
         manager_config_done(&c);
 
@@ -247,12 +249,14 @@ static void test_config_files(void) {
         manager_config_done(&c);
 
         /* A broken user.d file is found when the configuration is loaded, with file and line. */
-        check(load(path, &c, &errors) == -EINVAL && strv_length(errors) == 1 && strstr(errors[0], "user.d/alice.conf:2: ") &&
+        r = load(path, &c, &errors);
+        check(r == -EINVAL && strv_length(errors) == 1 && strstr(errors[0], "user.d/alice.conf:2: ") &&
               strstr(errors[0], "'maybe' is not a boolean"), "a bad value in user.d is refused at load (%s)",
               errors ? errors[0] : "(none)");
         manager_config_done(&c);
         write_file(sub, "[View]\nHideOtherHome=yes\n[Manager]\nMinUID=1\nPrivateTmp=maybe\n");
-        check(load(path, &c, &errors) == -EINVAL && strv_length(errors) == 2 &&
+        r = load(path, &c, &errors);
+        check(r == -EINVAL && strv_length(errors) == 2 &&
               strstr(errors[0], "alice.conf:2: unknown setting HideOtherHome= in [View] (did you mean HideOtherHomes=?)") &&
               strstr(errors[1], "alice.conf:3: section [Manager] does not belong in this file"),
               "every error of a file is reported: %s | %s", errors && errors[0] ? errors[0] : "", errors && errors[0] ? errors[1] ?: "" : "");
@@ -298,7 +302,8 @@ static void test_config_files(void) {
         manager_config_done(&c);
         write_file(path, "[View]\nBindPaths=-%h/src:/srv/%u:norbind /srv/%U-%G/%g:%h/x /srv/%%h\nTemporaryFileSystem=%h/t:mode=0700,size=1M\n"
                          "InaccessiblePaths=-/a:b %h/.ssh\nHideOtherHomes=yes\n");
-        check(load(path, &c, &errors) == 0, "valid entries with specifiers load (%s)", errors ? errors[0] : "");
+        r = load(path, &c, &errors);
+        check(r == 0, "valid entries with specifiers load (%s)", errors ? errors[0] : "");
         manager_config_done(&c);
         strv_free(errors), errors = NULL;
 
