@@ -155,7 +155,7 @@ static void manager_share_configured(char ***paths, char *const *have, HostChang
                 r = host_share_path(l[i], /* only_root= */ true, &mine, &why);
                 if (r < 0) {
                         log_warning_errno(r, "SharedSubtrees=%s: %s Not shared for now; tried again at the next "
-                                          "ReloadConfig or start.", l[i], why ?: "Failed to share it: %m.");
+                                          "ReloadConfig or start.", l[i], why ?: strerror(-r));
                         free(l[i]);
                         continue;
                 }
