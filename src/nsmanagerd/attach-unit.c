@@ -278,7 +278,7 @@ static int answer_call(AttachProcess *p, const ServiceState *st) {
         }
 
         p->pid = (pid_t) st->exec_main_pid;
-        r = sd_bus_reply_method_return(p->call, "u", st->exec_main_pid);
+        r = attach_process_reply(p, p->call);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
         p->call = sd_bus_message_unref(p->call);
