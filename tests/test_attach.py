@@ -409,3 +409,30 @@ print(s.recv(64).decode(), end="")
 '''
     p = sb.run_as("alice", ["/usr/bin/python3", "-c", check], wait=30)
     assert p.stdout == "EPIPE\nEPIPE\nEXITED 0\n", (p.stdout, p.stderr)
+
+
+def test_attach_exec_takes_the_command_from_its_environment(tmp_path):
+    """nsmanager-attach-exec, the fixed main program of attach units where systemd starts the
+    command (tests/test_nspawn_attach.py runs it there): it decodes the command, environment
+    and directory the daemon escaped (a newline, a backslash, quotes, '$'), drops every
+    NSMANAGER_ATTACH_* variable, NSMANAGER_ATTACH_NAMESPACE included, and says why, exit
+    127, when the command is not there."""
+    from sandbox import build_dir
+    binary = build_dir() / "src/nsmanagerd/nsmanager-attach-exec"
+    where = tmp_path / "a\nb"
+    where.mkdir()
+    script = 'printf "%s|" "$PWD" "$X" "$0" "${NSMANAGER_ATTACH_NAMESPACE-unset}"; env | grep -c "^NSMANAGER_ATTACH_"'
+    env = {"PATH": "/usr/bin:/bin", "NSMANAGER_ATTACH_NAMESPACE": "alice",
+           "NSMANAGER_ATTACH_ARGC": "4", "NSMANAGER_ATTACH_ARGV_0": "sh", "NSMANAGER_ATTACH_ARGV_1": "-c",
+           "NSMANAGER_ATTACH_ARGV_2": script.replace("\\", "\\\\"), "NSMANAGER_ATTACH_ARGV_3": "'$HOME' \\\\x41\\x09",
+           "NSMANAGER_ATTACH_ENVC": "2", "NSMANAGER_ATTACH_ENV_0": "X=line1\\x0aline2 \"q\"",
+           "NSMANAGER_ATTACH_ENV_1": "PATH=/bin",
+           "NSMANAGER_ATTACH_DIRECTORY": str(where).replace("\n", "\\x0a")}
+    p = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=timeout(10))
+    assert p.returncode == 1 and p.stdout == f"{where}|line1\nline2 \"q\"|'$HOME' \\x41\t|unset|0\n", (p.stdout, p.stderr)
+    env.update({"NSMANAGER_ATTACH_ARGC": "1", "NSMANAGER_ATTACH_ARGV_0": "no-such-command-here"})
+    p = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=timeout(10))
+    assert p.returncode == 127 and "no-such-command-here" in p.stderr, (p.returncode, p.stderr)
+    env["NSMANAGER_ATTACH_ARGV_0"] = "bad\\q"
+    p = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=timeout(10))
+    assert p.returncode == 1 and "incomplete" in p.stderr, (p.returncode, p.stderr)
