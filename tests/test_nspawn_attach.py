@@ -456,7 +456,7 @@ PATH="$PWD/bin:$PATH" exec nsctl attach alice -- "$n" 600
         assert pid > 0
         assert m.exec(["readlink", f"/proc/{pid}/cwd"]).stdout.rstrip("\n") == f"/home/{ALICE.name}/{cwd}", \
             "the command did not start in alice's directory"
-        transient = m.root_path(f"/run/systemd/transient/{unit}").read_text()
+        transient = m.exec(["cat", f"/run/systemd/transient/{unit}"]).stdout
         print(transient)
         assert "nsmtest-pwned" not in transient and "FailureAction" not in transient and "\nx\n" not in transient, \
             transient

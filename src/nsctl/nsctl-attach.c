@@ -337,7 +337,7 @@ static int attach_run_pipes(Attach *a) {
         uint64_t drain_until = 0;
 
         for (;;) {
-                struct pollfd p[5];
+                struct pollfd p[6];
                 int n = 0, i_stdin = -1, i_in = -1, i_out = -1, i_err = -1, i_status = -1, i_signal, timeout = -1;
 
                 if (a->status_done && ((a->out_fd < 0 && a->err_fd < 0) ||

@@ -28,6 +28,7 @@
 #include "bus-errors.h"
 #include "bus-polkit.h"
 #include "bus-request.h"
+#include "child.h"
 #include "log.h"
 #include "namespace.h"
 #include "strv.h"
@@ -125,6 +126,13 @@ static int check_limit(Manager *m, uid_t uid, sd_bus_error *error) {
 
         if (uid == 0)
                 return 0;
+        /* Each helper of hers that could not let go of an attached command's fds (or write its
+         * status) waits on a lock she holds, a process of ours that nothing ends: no more. */
+        if (m->config.max_stuck_operations > 0 &&
+            child_set_stuck(m->children, uid) >= m->config.max_stuck_operations)
+                return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                         "uid %u has as many stuck operations as MaxStuckOperations=%u allows.",
+                                         (unsigned) uid, m->config.max_stuck_operations);
         n = attach_tasks_of_uid(m, uid);
         if (n >= max)
                 return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
