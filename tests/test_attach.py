@@ -270,7 +270,7 @@ def test_attach_with_pipes(alice_view):
     directory name with a newline and unit-file lines in it included; nsctl exits with its
     status. Root is not needed anywhere."""
     sb = alice_view
-    alice = TEST_USERS_BY_NAME("alice")
+    alice = pwd.getpwnam("alice")
     top = Path(alice.pw_dir) / "x\nEnvironmentFile=\nExecStopPost=+"
     odd = top / "usr/bin/touch /nsmtest-pwned"     # directories, as alice can make them
     odd.mkdir(parents=True)
@@ -300,10 +300,6 @@ def test_attach_with_pipes(alice_view):
                                     "head -n 1; echo \"${PIPESTATUS:-}\""], capture_output=True,
                        env=sb.user_env("alice"), timeout=timeout(30))
     assert p.stdout.startswith(b"y\n"), p
-
-
-def TEST_USERS_BY_NAME(name):
-    return pwd.getpwnam(name)
 
 
 def test_attach_with_a_pty(alice_view):

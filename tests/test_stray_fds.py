@@ -17,7 +17,6 @@ meanwhile bob's calls are answered within their deadline, root's logins of bob t
 real PAM stack land in his view, and SIGTERM ends the daemon in seconds."""
 
 import json
-import os
 import signal
 import subprocess
 import time
