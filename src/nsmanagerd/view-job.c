@@ -96,6 +96,11 @@ static void on_child_done(int result, const char *message, IpcMessage *final, co
         ViewOpResult res = {};
 
         m->jobs_running--;
+        /* What the child sent ahead of its answer: sentences for the log, each NUL-terminated
+         * (the [View] policy's entries a user spoiled, paths that could be). */
+        for (size_t i = 0; data && i < size; i += strlen(data + i) + 1)
+                if (data[i])
+                        log_warning("%s: %s", j->description, data + i);
         if (result >= 0) {
                 if (!final || final->size < sizeof(ViewOpResult) - sizeof(res.policy_mounts)) {
                         result = -EPROTO;
