@@ -574,6 +574,8 @@ static void case_spoiled_hiding_entries_fail_closed(void) {
         CHECK(!readable_by(S "/home/alice/private/private", ALICE));
         CHECK(!readable_by(S "/home/alice/via/private", ALICE));
         CHECK(!readable_by(S "/home/alice/cache/data", ALICE) && !exists(S "/home/alice/cache/data"));
+        /* her link to root's directory was never followed: nothing mounted over its target */
+        CHECK(!is_mount_point(S "/src") && exists(S "/src/data") && !is_mount_point(S "/home/alice/real"));
         CHECK(!readable_by(S "/home/alice/flat", ALICE));
         CHECK(is_mount_point(S "/home/alice/private") && is_read_only(S "/home/alice/private"));
         /* what she may read anyway stays readable where it is */
