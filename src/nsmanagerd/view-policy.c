@@ -933,9 +933,11 @@ static int hide_if_spoiled(PolicyContext *c, const char *setting, const char *en
                 return policy_fail(c, k, "%s=%s: '%s' %s, and %s; covering what is there instead failed too: %m", setting,
                                    entry, path, reason, why);
         if (k == 0)
-                return policy_note(c, "%s=%s: '%s' %s, and %s: nothing is there to hide.", setting, entry, path, reason, why);
-        return policy_note(c, "%s=%s: '%s' %s, and %s: covered '%s' (empty, mode 0000) instead.", setting, entry, path,
-                           reason, why, covered);
+                k = policy_note(c, "%s=%s: '%s' %s, and %s: nothing is there to hide.", setting, entry, path, reason, why);
+        else
+                k = policy_note(c, "%s=%s: '%s' %s, and %s: covered '%s' (empty, mode 0000) instead.", setting, entry, path,
+                                reason, why, covered);
+        return k < 0 ? policy_fail(c, k, "Out of memory.") : k;
 }
 
 /* ---- the steps ---- */
