@@ -229,6 +229,45 @@ def test_stuck_operations_are_capped_per_user(daemon, polkit_rules, servers):
     others_are_served(sb)
 
 
+@pytest.mark.daemon_config(MaxStuckOperations="2", **FAST, files={
+    "user.d/alice.conf": "[View]\nHideOtherHomes=yes\nInaccessiblePaths=/srv/secret/file\n"})
+def test_stuck_operations_never_refuse_her_next_login_its_policy(daemon, polkit_rules, servers):
+    """Her calls stuck on her own hung FUSE mount up to MaxStuckOperations= refuse her next
+    calls, but never her next login's view: where logins may go on without a view, a refused
+    policy step would be her policy switched off by two timed-out calls."""
+    sb = daemon
+    polkit_rules("50-alice-own", ALICE_OWN)
+    sb.mount_tmpfs("/srv")
+    os.makedirs("/srv/secret")
+    Path("/srv/secret/file").write_text("the secret\n")
+    mgr = sb.manager()
+    mgr.CreateNamespace("alice")
+    target = alice_fuse_dir()
+    servers.append(FuseServer(sb, "read-no-reply", str(target), TEST_USERS["alice"].uid, view="alice"))
+    for name in ("a", "b"):
+        r = call_as(sb, "alice", "SetPropagation", "ssst", "alice", f"{target}/{name}", "private", 0)
+        assert r.get("error") == E_TIMED_OUT, r
+    r = call_as(sb, "alice", "SetPropagation", "ssst", "alice", f"{target}/c", "private", 0)
+    assert r.get("error") == E_LIMIT_EXCEEDED and "MaxStuckOperations" in r["message"], r
+
+    # Her view goes (the stuck calls keep the old one alive, nothing else); her next login
+    # builds a new one, with its policy.
+    mgr.RemoveNamespace("alice")
+    session = f"stuck-then-login-{time.monotonic_ns()}"
+    _, fd = mgr.OpenSession("alice", session)
+    os.close(fd.take())
+    try:
+        assert sb.in_view("alice", ["ls", "-A", "/home"], as_user="alice", check=True).stdout.split() == ["alice"]
+        p = sb.in_view("alice", ["cat", "/srv/secret/file"], as_user="alice")
+        assert p.returncode != 0 and "secret" not in p.stdout, p
+        # her own calls are still refused while those two are stuck
+        r = call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0)
+        assert r.get("error") == E_LIMIT_EXCEEDED, r
+        others_are_served(sb)
+    finally:
+        mgr.CloseSession("alice", session)
+
+
 @pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindPaths=/srv/nfs/alice:/home/%u/nfs\n"}, **FAST)
 def test_a_view_source_on_a_dead_server_fails_that_login_only(daemon, servers):
     """A [View] bind source on a hung FUSE mount stands in for homes on a dead NFS server."""

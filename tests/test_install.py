@@ -306,3 +306,41 @@ def test_unit_capabilities_suffice(instance, nsctl, monkeypatch):
         (home / "etc-copy").exists() and (home / "etc-copy").rmdir()
     log = sb.daemon_log_text()
     assert "Operation not permitted" not in log and "Permission denied" not in log, log
+
+
+def _simulated_install(root: Path, packages: list) -> set:
+    """What `apt-get install --no-install-recommends PACKAGES` would install on the Debian
+    root `root` (its dpkg status, this machine's package lists): apt-get -s, which installs
+    nothing."""
+    p = subprocess.run(["apt-get", "-s", "-o", f"Dir::State::status={root}/var/lib/dpkg/status",
+                        "install", "--no-install-recommends", *packages],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return {line.split()[1] for line in p.stdout.splitlines() if line.startswith("Inst ")}
+
+
+def _deps(*args) -> list:
+    p = subprocess.run([str(REPO / "tools/deps"), "--print", *args], capture_output=True, text=True, check=True)
+    return p.stdout.split()
+
+
+def test_demo_installs_only_what_it_runs():
+    """tools/demo installs its own list (tools/deps --demo), not the tests' (lintian, clang,
+    debootstrap, openssh-server, …): checked against the clean Debian 12 root of the booted
+    test (on this machine, which has everything, an install could never show it)."""
+    from machine import build_image
+    image, _ = build_image()
+    demo, full = _deps("--demo"), _deps()
+    assert set(demo) < set(full)
+    demo_install = _simulated_install(image, demo)
+    full_install = _simulated_install(image, full)
+    # what only the tests run (a few of the tests' packages, binutils say, come in anyway as
+    # dependencies of the build's)
+    for heavy in ("lintian", "debhelper", "clang", "debootstrap", "graphviz", "tmux", "openssh-server",
+                  "pamtester", "strace", "bindfs", "systemd-container", "python3-pytest"):
+        assert heavy in full_install and heavy not in demo_install, heavy
+    assert len(demo_install) < len(full_install) / 2, (len(demo_install), len(full_install))
+
+    # every package of the list is one the demo runs: tools/demo calls --demo
+    assert re.search(r"^tools/deps --demo$", (REPO / "tools/demo").read_text(), re.M)
+

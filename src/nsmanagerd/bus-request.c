@@ -72,6 +72,15 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
                 *req = (BusRequest) { .manager = m, .message = sd_bus_message_ref(message), .deadline = manager_deadline(m),
                                       .data = data, .free_data = free_data };
                 LIST_PREPEND(m->requests, req);
+                if (log_get_max_level() >= LOG_DEBUG) {
+                        uid_t uid = (uid_t) -1;
+                        pid_t pid = 0;
+
+                        (void) bus_message_get_sender_uid(message, &uid);
+                        (void) bus_message_get_sender_pid(message, &pid);
+                        log_debug("%s() from %s, uid %d, pid %d.", sd_bus_message_get_member(message),
+                                  sd_bus_message_get_sender(message) ?: "a private connection", (int) uid, (int) pid);
+                }
         }
         r = bus_request_step(req, step, error);
         if (r < 0 || req->finished || !req->pending)

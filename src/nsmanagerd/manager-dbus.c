@@ -9,6 +9,7 @@
 #include "bus-request.h"
 #include "host.h"
 #include "log.h"
+#include "log-control.h"
 #include "manager-dbus.h"
 #include "manager.h"
 #include "namespace-dbus.h"
@@ -778,6 +779,9 @@ int manager_connect_bus(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the system bus: %m");
         r = manager_bus_add_objects(m, m->bus);
+        if (r < 0)
+                return r;
+        r = log_control_add(m->bus);
         if (r < 0)
                 return r;
         /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay

@@ -14,6 +14,7 @@
 #include "own-view-rules.h"
 #include "path-util.h"
 #include "string-table.h"
+#include "strv.h"
 #include "view-ops.h"
 #include "view-policy.h"
 
@@ -628,8 +629,25 @@ static int unmount_mount(int sock, const ViewOp *op) {
 
 /* ---- the [View] policy of a view just built ---- */
 
+/* Sentences for the daemon's log, ahead of the answer (IPC_MORE, each NUL-terminated). */
+static void send_notes(int sock, char **notes) {
+        for (char **n = notes; n && *n; n++) {
+                size_t len = strlen(*n);
+                char *end;
+
+                if (len >= IPC_PAYLOAD_MAX) {
+                        len = IPC_PAYLOAD_MAX - 1;
+                        end = *n + len;
+                        *end = 0;
+                }
+                (void) ipc_send(sock, 0, IPC_MORE, *n, len + 1, NULL, 0);
+        }
+}
+
 static int apply_policy(int sock, const ViewOp *op) {
+        _cleanup_strv_free_ char **warnings = NULL, **notes = NULL;
         _cleanup_free_ char *message = NULL;
+        _cleanup_close_ int root = -EBADF;
         ViewOpResult result = {};
         size_t n = 0;
         int r;
@@ -637,8 +655,16 @@ static int apply_policy(int sock, const ViewOp *op) {
         r = enter_namespace(sock, op->ns_fd);
         if (r < 0)
                 return r;
-        /* setns() took us to the view's root: '/' is the view's. */
-        r = view_policy_apply(op->policy, op->user, result.policy_mounts, ELEMENTSOF(result.policy_mounts), &n, &message);
+        /* setns() took us to the view's root: '/' is the view's. Paths that lie where others
+         * than root and the user decide what they name are worth a warning at every build:
+         * they can be spoiled (a malformed entry is left for applying to name). */
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root >= 0)
+                (void) view_policy_warnings(op->policy, op->user, root, &warnings);
+        send_notes(sock, warnings);
+        r = view_policy_apply(op->policy, op->user, result.policy_mounts, ELEMENTSOF(result.policy_mounts), &n, &message,
+                              &notes);
+        send_notes(sock, notes);
         if (r < 0)
                 return reply_error(sock, r, "%s", message ?: strerror(-r));
         result.n_policy_mounts = (uint32_t) n;
