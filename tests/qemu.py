@@ -126,7 +126,6 @@ class Guest:
         self.logdir = logdir
         self.memory_mb = memory_mb
         self.cpus = cpus
-        self.tcg_thread = os.environ.get("NSM_QEMU_TCG_THREAD", "multi")
         self.console_log = logdir / "console.log"
         self.checks_log = logdir / "checks.log"
         self.payload = logdir / "payload.img"
@@ -153,7 +152,7 @@ class Guest:
         # kernel takes its other path. 6.1 boots either way.
         append = ("root=/dev/vda rw console=ttyS0 nsmtest=1 panic=-1 systemd.show_status=false "
                   "systemd.journald.forward_to_console=0 loglevel=4")
-        return [QEMU, "-accel", f"tcg,thread={self.tcg_thread}", "-machine", "q35", "-cpu", "qemu64,-cx16", "-smp", str(self.cpus),
+        return [QEMU, "-accel", "tcg,thread=multi", "-machine", "q35", "-cpu", "qemu64,-cx16", "-smp", str(self.cpus),
                 "-m", str(self.memory_mb), "-nodefaults", "-no-reboot", "-display", "none", "-nic", "none",
                 "-kernel", str(self.kernel.vmlinuz), "-initrd", str(self.kernel.initrd), "-append", append,
                 "-drive", f"file={self.image / 'root.img'},format=raw,if=virtio,snapshot=on",
