@@ -25,6 +25,7 @@
 
 #include "attach-process.h"
 #include "attach.h"
+#include "audit.h"
 #include "bus-errors.h"
 #include "bus-polkit.h"
 #include "bus-request.h"
@@ -286,8 +287,6 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
         r = attach_fork_start(p, &req, &what);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, -r, "%s: %m", what);
-        log_info("Started '%s' as uid %u in the namespace of '%s' (PID %d).", a->command[0], (unsigned) uid,
-                 ns->name, (int) p->pid);
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -298,9 +297,8 @@ void attach_reply_error(AttachProcess *p, const char *name, const char *message)
 
         if (!p->call)
                 return;
-        log_info("Attach of '%s' by uid %u to the namespace of '%s' failed: %s", p->command, (unsigned) p->uid,
-                 p->user, message ?: name);
         (void) sd_bus_error_set(&e, name, message);
+        audit_call(p->manager, p->call, &e);
         r = sd_bus_reply_method_error(p->call, &e);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
@@ -357,6 +355,17 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         return attach_process_reply(p, message);
 }
 
+/* A refusal before the command started (attach_common() returned it, and sd-bus sends it):
+ * recorded here; starts and later failures are recorded where they are answered. */
+static int audited(Manager *m, sd_bus_message *message, sd_bus_error *error, int r) {
+        if (r < 0) {
+                _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+                audit_call(m, message, sd_bus_error_is_set(error) ? error : (sd_bus_error_set_errno(&e, r), &e));
+        }
+        return r;
+}
+
 int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         uid_t uid;
         int r;
@@ -367,12 +376,13 @@ int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) 
         if (r < 0)
                 return r;
         if (uid != 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                        "Attach() takes the command's fds from its caller, which only root may send; "
-                                        "call OpenAttach(), which returns them.");
-        return attach_common(message, userdata, false, error);
+                return audited(userdata, message, error,
+                               sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                                "Attach() takes the command's fds from its caller, which only root may "
+                                                "send; call OpenAttach(), which returns them."));
+        return audited(userdata, message, error, attach_common(message, userdata, false, error));
 }
 
 int method_open_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        return attach_common(message, userdata, true, error);
+        return audited(userdata, message, error, attach_common(message, userdata, true, error));
 }

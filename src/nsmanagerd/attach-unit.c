@@ -291,8 +291,8 @@ static int answer_call(AttachProcess *p, const ServiceState *st) {
         if (r < 0)
                 log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
         p->call = sd_bus_message_unref(p->call);
-        log_info("Started '%s' as uid %u in the namespace of '%s' (%s, PID %d).", p->command, (unsigned) p->uid,
-                 p->user, p->unit, (int) p->pid);
+        log_debug("%s runs the command of uid %u in the namespace of '%s' as PID %d.", p->unit, (unsigned) p->uid,
+                  p->user, (int) p->pid);
         return 1;
 }
 

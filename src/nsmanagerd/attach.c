@@ -19,6 +19,7 @@
 
 #include "attach-process.h"
 #include "attach.h"
+#include "audit.h"
 #include "child.h"
 #include "log.h"
 
@@ -138,6 +139,7 @@ void attach_process_release_fds(AttachProcess *p) {
 int attach_process_reply(AttachProcess *p, sd_bus_message *call) {
         int r;
 
+        audit_call_pid(p->manager, call, NULL, p->pid);
         if (p->open_attach)
                 r = sd_bus_reply_method_return(call, "uhhhh", (uint32_t) p->pid, p->reply_fds[0], p->reply_fds[1],
                                                p->reply_fds[2], p->reply_fds[3]);

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include "attach.h"
+#include "audit.h"
 #include "builder.h"
 #include "bus-creds.h"
 #include "bus-errors.h"
@@ -284,8 +285,20 @@ static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_e
         return bus_request_run(message, userdata, error, open_session_step);
 }
 
+static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *error);
+
 static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r = close_session(message, userdata, error);
+
+        if (r < 0)
+                audit_call(userdata, message, sd_bus_error_is_set(error) ? error : (sd_bus_error_set_errno(&e, r), &e));
+        else
+                audit_call(userdata, message, NULL);
+        return r;
+}
+
+static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *error) {
         const char *user, *id;
         int r;
 
