@@ -27,7 +27,7 @@ _nsctl() {
         }
 
         local verbs='list status mounts create remove attach share enslave propagation bind unmount linger reload verify'
-        local common='--no-pager --no-ask-password -h --help -H --host -M --machine'
+        local common='--no-pager --no-ask-password --ask-password -h --help -H --host -M --machine'
         local -A opts=(
                 [list]='--json --no-legend'
                 [status]='--json'

@@ -34,9 +34,9 @@ static void warn_unknown_names(const ManagerConfig *c) {
                         fprintf(stderr, "%s: warning: no user '%s' is known to the system; this file applies to nobody\n",
                                 c->user_policies[i].path, c->user_policies[i].name);
                 /* Each user's effective [View] policy (view_policy_load() with the user's
-                 * groups) is where warnings about the policy's paths belong: a source or
-                 * destination under a directory someone other than root and that user can
-                 * write. */
+                 * groups) is where warnings about the policy's paths belong, from
+                 * view-policy.c's view_policy_warnings() (a source or destination under a
+                 * directory someone other than root and that user can write). */
         }
         for (size_t i = 0; i < c->n_group_policies; i++)
                 if (group_exists(c->group_policies[i].name) == 0)

@@ -22,11 +22,15 @@
 #include "config.h"
 #include "nsctl.h"
 #include "parse-util.h"
+#include "user-util.h"
 
 JsonMode arg_json = JSON_OFF;
 bool arg_no_pager = false;
 bool arg_no_legend = false;
 bool arg_ask_password = true;
+/* --ask-password (1), --no-ask-password (0), or neither (-1): ask where nsctl runs a polkit
+ * agent itself, on this machine's terminal. main() resolves arg_ask_password from it. */
+static int arg_ask_password_mode = -1;
 bool arg_graph = false;
 BusTransport arg_transport = BUS_TRANSPORT_LOCAL;
 const char *arg_host = NULL;
@@ -46,21 +50,61 @@ static void print_verb_synopsis(FILE *f, const Verb *v);
 /* The daemon's message is meant for people: print it, never the D-Bus error name. An error
  * sd-bus made up from an errno of ours (the connection failed: "System.Error.ENOTCONN") says
  * nothing about the call, so the context goes first then. */
+/* Why polkit could not ask for a password, for a refusal that says it would have to. */
+static const char *no_agent_reason(void) {
+        if (arg_ask_password_mode == 0)
+                return "--no-ask-password was given";
+        if (arg_transport != BUS_TRANSPORT_LOCAL)
+                return "the daemon is on another machine, whose polkit cannot reach this terminal";
+        return "standard input is not a terminal";
+}
+
+/* Errors whose D-Bus text would not tell a person what to do. NULL: the daemon's message is
+ * fine as it is. */
+static char *error_advice(const sd_bus_error *error) {
+        char *s = NULL;
+
+        if (sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
+                if (asprintf(&s, "nsmanagerd is not running%s%s, and the bus cannot start it (is nsmanager "
+                             "installed?). Check with: systemctl status nsmanagerd; busctl status %s",
+                             arg_host ? " on " : "", arg_host ?: "", NSM_BUS_NAME) < 0)
+                        return NULL;
+                return s;
+        }
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED)) {
+                if (asprintf(&s, "%s No polkit agent can ask for a password here (%s): run it as root (sudo nsctl ...)%s.",
+                             error->message ?: "Authorization is required.", no_agent_reason(),
+                             arg_transport == BUS_TRANSPORT_LOCAL && arg_ask_password_mode != 0 ?
+                             ", or with --ask-password where a polkit agent runs in this session" : "") < 0)
+                        return NULL;
+                return s;
+        }
+        return NULL;
+}
+
 int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
-        _cleanup_free_ char *context = NULL;
+        _cleanup_free_ char *context = NULL, *advice = NULL;
         va_list ap;
         int k;
 
+        advice = error ? error_advice(error) : NULL;
+        if (advice)
+                return log_error_errno(r, "%s", advice);
+
         if (error && error->message && error->message[0] &&
             !(error->name && strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0)) {
-                _cleanup_free_ char *message = strdup(error->message);
+                _cleanup_free_ char *line = strdup(error->message), *message = NULL;
 
-                if (!message)
+                if (!line)
                         return log_oom();
-                /* one line, whatever the daemon wrote */
-                for (char *p = message; *p; p++)
+                /* One line, whatever the daemon wrote; and a message may quote a user's mount
+                 * point or file name, so no control character of it reaches the terminal. */
+                for (char *p = line; *p; p++)
                         if (*p == '\n')
                                 *p = ' ';
+                message = text_escape_control(line);
+                if (!message)
+                        return log_oom();
                 return log_error_errno(r, "%s", message);
         }
 
@@ -106,7 +150,7 @@ static int check_verify(int argc, char **argv _unused_) {
 /* Timeout of calls that may wait for an interactive polkit authorization: only with our agent
  * on this machine's terminal (polkit_agent_open_if_enabled()). */
 static uint64_t call_timeout(void) {
-        return arg_ask_password && arg_transport == BUS_TRANSPORT_LOCAL && isatty(STDIN_FILENO) ? UINT64_MAX : 0;
+        return arg_ask_password ? UINT64_MAX : 0;
 }
 
 /* ---- list / status ---- */
@@ -212,7 +256,8 @@ static int verb_list(sd_bus *bus, int argc _unused_, char **argv _unused_) {
 }
 
 static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
-        _cleanup_free_ char *created = NULL, *ago = NULL, *sessions = NULL;
+        _cleanup_free_ char *created = NULL, *ago = NULL, *sessions = NULL, *user = NULL, *state = NULL,
+                *root = NULL, *shown_sessions = NULL, *object = NULL;
         NamespaceInfo i = {};
         const char *dot_color;
         int r;
@@ -239,20 +284,31 @@ static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
                 return log_oom();
         }
 
+        /* What the daemon sent is shown escaped (text-escape.h), as everywhere in nsctl. */
+        user = text_escape_control(i.user);
+        state = text_escape_control(i.state);
+        root = text_escape_control(i.root ?: "n/a");
+        shown_sessions = text_escape_control(sessions);
+        object = text_escape_control(i.object);
+        if (!user || !state || !root || !shown_sessions || !object) {
+                namespace_info_done(&i);
+                return log_oom();
+        }
+
         dot_color = state_color(i.state) ?: "";
         pager_open();
         printf("%s\u25CF%s %s%s%s (%" PRIu32 ")\n", dot_color, ansi_normal(),
-               ansi_highlight(), i.user, ansi_normal(), i.uid);
-        printf("      State: %s%s%s\n", dot_color, i.state, ansi_normal());
+               ansi_highlight(), user, ansi_normal(), i.uid);
+        printf("      State: %s%s%s\n", dot_color, state, ansi_normal());
         printf("        UID: %" PRIu32 "\n", i.uid);
         printf("        GID: %" PRIu32 "\n", i.gid);
-        printf("       Root: %s\n", i.root ?: "n/a");
-        printf("   Sessions: %s\n", sessions);
+        printf("       Root: %s\n", root);
+        printf("   Sessions: %s\n", shown_sessions);
         printf("     Linger: %s\n", i.linger ? "yes" : "no");
         printf("    Created: %s; %s\n", created, ago);
         printf("  Namespace: mnt:[%" PRIu64 "]\n", i.mntns_id);
         printf("     Mounts: %" PRIu32 "\n", i.n_mounts);
-        printf("     Object: %s\n", i.object);
+        printf("     Object: %s\n", object);
 
         namespace_info_done(&i);
         return 0;
@@ -369,7 +425,12 @@ static int parse_json(const char *arg) {
 }
 
 static int parse_no_ask_password(const char *arg _unused_) {
-        arg_ask_password = false;
+        arg_ask_password_mode = 0;
+        return 0;
+}
+
+static int parse_ask_password(const char *arg _unused_) {
+        arg_ask_password_mode = 1;
         return 0;
 }
 
@@ -406,6 +467,8 @@ static const Option options[] = {
           "do not pipe the output into a pager", .flag = &arg_no_pager },
         { "no-ask-password", 0, no_argument, NULL, true,
           "do not ask for a password (polkit)", .parse = parse_no_ask_password },
+        { "ask-password", 0, no_argument, NULL, true,
+          "let polkit ask even without a terminal (a session's own agent)", .parse = parse_ask_password },
         { "help", 'h', no_argument, NULL, true,
           "display this help (nsctl COMMAND --help: of COMMAND)", .flag = &arg_help },
         { "version", 'V', no_argument, NULL, true,
@@ -723,6 +786,55 @@ static int parse_argv(int argc, char *argv[], bool *seen) {
         return 0;
 }
 
+/* Where v's command line has a USER: 1, or 0 for none (an optional "[USER]" is given when
+ * all the verb's arguments are). */
+static unsigned verb_user_index(const Verb *v, unsigned n_args) {
+        if (strncmp(v->args, "USER", 4) == 0)
+                return 1;
+        if (strncmp(v->args, "[USER]", 6) == 0 && n_args - 1 == v->max_args)
+                return 1;
+        return 0;
+}
+
+/* USER may be a name or a UID, wherever a verb takes one (as loginctl). On this machine NSS
+ * answers both ways, and a name NSS does not know is reported as unknown rather than as a
+ * user without a namespace (a typo reads differently). On another machine (-H, -M) its own
+ * daemon knows: a UID is looked up among its namespaces. The name replaces args[i]. */
+static int resolve_user_argument(sd_bus *bus, const Verb *v, unsigned n_args, char **args, char **ret) {
+        unsigned i = verb_user_index(v, n_args);
+        _cleanup_free_ char *name = NULL;
+        const char *arg;
+        uid_t uid;
+        int r;
+
+        if (i == 0 || args[i][0] == '\0')
+                return 0;
+        arg = args[i];
+
+        if (arg_transport == BUS_TRANSPORT_LOCAL) {
+                _cleanup_(user_record_done) UserRecord u = {};
+                bool numeric = parse_uid(arg, &uid) >= 0;
+
+                r = numeric ? user_record_by_uid(uid, &u) : user_record_by_name(arg, &u);
+                if (r == -ESRCH && numeric)
+                        return log_error_errno(r, "No user has UID %s.", arg);
+                if (r == -ESRCH)
+                        return log_error_errno(r, "Unknown user '%s'.", arg);
+                if (r < 0)
+                        return 0;   /* NSS failed: the daemon will tell */
+                name = TAKE_PTR(u.name);
+        } else if (parse_uid(arg, &uid) >= 0) {
+                r = namespace_name_by_uid(bus, uid, &name);
+                if (r < 0)
+                        return r;
+        } else
+                return 0;
+
+        *ret = TAKE_PTR(name);
+        args[i] = *ret;
+        return 0;
+}
+
 /* Whether the command line makes sense for v; reports what does not. */
 static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, char **args) {
         for (size_t i = 0; i < ELEMENTSOF(options); i++)
@@ -734,8 +846,9 @@ static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, ch
         if (n_args - 1 > v->max_args)
                 return verb_usage_error(v->name, "too many arguments");
 
-        /* The host is "" only where the contract allows it (share, propagation). */
-        if (n_args > 1 && args[1][0] == '\0' && !(v->flags & VERB_EMPTY_USER_IS_HOST))
+        /* The host is "" only where the contract allows it (share, propagation); verify takes
+         * no USER. */
+        if (n_args > 1 && args[1][0] == '\0' && !(v->flags & (VERB_EMPTY_USER_IS_HOST | VERB_NO_BUS)))
                 return verb_usage_error(v->name, "empty user name");
 
         if (v->local_only && arg_transport == BUS_TRANSPORT_REMOTE)
@@ -753,6 +866,7 @@ static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, ch
 
 int main(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_free_ char *resolved_user = NULL;
         bool seen[ELEMENTSOF(options)] = {};
         const Verb *v;
         unsigned n_args;
@@ -770,6 +884,12 @@ int main(int argc, char *argv[]) {
                 return NSCTL_EXIT_SUCCESS;
         }
 
+        /* polkit may ask only where somebody can answer: the agent nsctl starts on this
+         * machine's terminal, or one the session runs (--ask-password). Without one, a call
+         * that needs a password is refused as such, and error_advice() says what to do. */
+        arg_ask_password = arg_ask_password_mode >= 0 ? arg_ask_password_mode :
+                arg_transport == BUS_TRANSPORT_LOCAL && isatty(STDIN_FILENO);
+
         args = argv + optind;
         n_args = (unsigned) (argc - optind);
         v = n_args > 0 ? find_verb(args[0]) : NULL;
@@ -782,8 +902,12 @@ int main(int argc, char *argv[]) {
                 return NSCTL_EXIT_SUCCESS;
         }
         if (n_args == 0) {
-                verb_usage_error(NULL, "no command given");
-                return NSCTL_EXIT_USAGE;
+                /* As loginctl: no command lists. */
+                static char *list_args[] = { (char *) "list", NULL };
+
+                args = list_args;
+                n_args = 1;
+                v = find_verb("list");
         }
         if (!v) {
                 verb_usage_error(NULL, "unknown command '%s'", args[0]);
@@ -799,6 +923,10 @@ int main(int argc, char *argv[]) {
                 if (r < 0)
                         return NSCTL_EXIT_FAILURE;
         }
+
+        r = resolve_user_argument(bus, v, n_args, args, &resolved_user);
+        if (r < 0)
+                return NSCTL_EXIT_FAILURE;
 
         r = v->run(bus, (int) n_args, args);
         pager_close();

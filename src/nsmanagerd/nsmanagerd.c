@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
@@ -27,7 +28,11 @@ static void help(void) {
                "  -h --help           Show this help\n"
                "     --version        Show the version\n"
                "     --config=FILE    Read FILE (and FILE.d/*.conf) instead of %s\n"
-               "     --debug          Log debug messages\n"
+               "     --debug          Log debug messages (as --log-level=debug)\n"
+               "     --log-level=LEVEL  emerg … debug (default: info)\n"
+               "     --log-target=TARGET  auto, console, console-prefixed, journal or null\n"
+               "     --log-export=FILE  Also append every record, with its fields, to FILE in\n"
+               "                        the journal's export format\n"
                "     --release        Do not start: unmount what nsmanagerd mounted on the host\n"
                "                      (for removing the package; refused while it runs)\n\n"
                "See nsmanagerd(8) and nsmanagerd.conf(5).\n",
@@ -37,16 +42,20 @@ static void help(void) {
 static bool arg_release = false;
 
 static int parse_argv(int argc, char *argv[], Manager *m) {
-        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_DEBUG, ARG_RELEASE };
+        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_DEBUG, ARG_LOG_LEVEL, ARG_LOG_TARGET, ARG_LOG_EXPORT, ARG_RELEASE };
         static const struct option options[] = {
-                { "help",    no_argument,       NULL, 'h'         },
-                { "version", no_argument,       NULL, ARG_VERSION },
-                { "config",  required_argument, NULL, ARG_CONFIG  },
-                { "debug",   no_argument,       NULL, ARG_DEBUG   },
-                { "release", no_argument,       NULL, ARG_RELEASE },
+                { "help",       no_argument,       NULL, 'h'            },
+                { "version",    no_argument,       NULL, ARG_VERSION    },
+                { "config",     required_argument, NULL, ARG_CONFIG     },
+                { "debug",      no_argument,       NULL, ARG_DEBUG      },
+                { "log-level",  required_argument, NULL, ARG_LOG_LEVEL  },
+                { "log-target", required_argument, NULL, ARG_LOG_TARGET },
+                { "log-export", required_argument, NULL, ARG_LOG_EXPORT },
+                { "release",    no_argument,       NULL, ARG_RELEASE    },
                 {}
         };
-        int c;
+        int c, fd, level;
+        LogTarget target;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
@@ -67,6 +76,26 @@ static int parse_argv(int argc, char *argv[], Manager *m) {
                         break;
                 case ARG_RELEASE:
                         arg_release = true;
+                        break;
+                case ARG_LOG_LEVEL:
+                        level = log_level_from_string(optarg);
+                        if (level < 0)
+                                return log_error_errno(level, "Invalid log level '%s'.", optarg);
+                        log_set_max_level(level);
+                        break;
+                case ARG_LOG_TARGET:
+                        target = log_target_from_string(optarg);
+                        if (target < 0)
+                                return log_error_errno(target, "Invalid log target '%s'.", optarg);
+                        log_set_target(target);
+                        break;
+                case ARG_LOG_EXPORT:
+                        /* Kept open for the whole run (and inherited by the helpers, which
+                         * log too); O_APPEND: every record is one write. */
+                        fd = open(optarg, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+                        if (fd < 0)
+                                return log_error_errno(-errno, "Failed to open '%s': %m", optarg);
+                        log_set_export_fd(fd);
                         break;
                 case '?':
                         return -EINVAL;
@@ -124,6 +153,8 @@ int main(int argc, char *argv[]) {
         r = parse_argv(argc, argv, m);
         if (r <= 0)
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        /* The journal when run as a service, plain lines on a terminal (no "<N>"). */
+        log_target_resolve();
 
         if (geteuid() != 0) {
                 log_error("nsmanagerd must run as root: it creates mount namespaces.");
