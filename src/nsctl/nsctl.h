@@ -154,6 +154,9 @@ void json_strv(JsonWriter *w, char **l);
 /* Verbs */
 int verb_mounts(sd_bus *bus, int argc, char **argv);
 int verb_attach(sd_bus *bus, int argc, char **argv);
+/* nsctl-verify.c: reads files, never connects (bus is NULL). */
+extern const char *arg_config; /* --config=FILE, as nsmanagerd's */
+int verb_verify(sd_bus *bus, int argc, char **argv);
 
 /* helpers for the verbs */
 size_t utf8_width(const char *s);

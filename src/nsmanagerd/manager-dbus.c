@@ -786,11 +786,26 @@ int manager_bus_add_objects(Manager *m, sd_bus *bus) {
 }
 
 int manager_connect_bus(Manager *m) {
-        int r;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int has_owner = 0, r;
 
         r = sd_bus_default_system(&m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the system bus: %m");
+        /* Another instance serving already: leave the host to it. (Asked, not taken: the name
+         * is taken last, once this one can serve; a start that loses the race undoes itself.) */
+        r = sd_bus_call_method(m->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "NameHasOwner", &error, &reply, "s", NSM_BUS_NAME);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "b", &has_owner);
+        if (r < 0)
+                return log_error_errno(r, "Failed to ask the bus whether %s runs: %s", NSM_BUS_NAME,
+                                       error.message ?: strerror(-r));
+        if (has_owner) {
+                log_error("%s is already owned on the bus: another nsmanagerd runs. Not starting.", NSM_BUS_NAME);
+                return -EEXIST;
+        }
         r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
                 return r;
@@ -805,6 +820,12 @@ int manager_connect_bus(Manager *m) {
         r = bus_creds_cache_attach(m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the bus's connections: %m");
+        return 0;
+}
+
+int manager_bus_serve(Manager *m) {
+        int r;
+
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");

@@ -367,10 +367,17 @@ static int join_host(int sock, const ViewOp *op) {
 
 static int host_share(int sock, const ViewOp *op) {
         _cleanup_free_ char *message = NULL;
-        int r = host_share_path(op->path, &message);
+        ViewOpResult result = {};
+        HostChanges changes = {};
+        int r = host_share_path(op->path, /* only_root= */ false, &changes, &message);
         if (r < 0)
                 return reply_error(sock, r, "%s", message ?: strerror(-r));
-        return reply_ok(sock, NULL);
+        /* The bind it made, if it made one: the daemon records it for --release. */
+        for (size_t i = 0; i < changes.n; i++)
+                if (changes.items[i].type == HOST_CHANGE_BIND)
+                        result.mounted = changes.items[i].id;
+        host_changes_done(&changes);
+        return reply_ok(sock, &result);
 }
 
 /* ---- BindMount ---- */
