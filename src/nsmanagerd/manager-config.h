@@ -43,6 +43,7 @@ typedef struct ManagerConfig {
         uint64_t rate_limit_interval_usec; /* RateLimitIntervalSec= (10s) … */
         unsigned rate_limit_burst;     /* RateLimitBurst= (200): calls per interval per unprivileged caller */
         unsigned attach_tasks_max;     /* AttachTasksMax= (4096): tasks of one uid's attached commands */
+        bool release_with_host;        /* ReleaseWithHost= (yes): the host's eject detaches the views' copies */
 } ManagerConfig;
 
 /* Per-user view policy, section [View]; list settings accumulate across files, an empty
