@@ -81,6 +81,10 @@ void mount_events_dbus_free(Manager *m) {
 
 /* ---- Subscribe(), Unsubscribe() ---- */
 
+static void on_watch_ready(void *userdata) {
+        bus_request_reply_result(userdata, 0, NULL);
+}
+
 static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         Manager *m = req->manager;
         sd_bus *bus = sd_bus_message_get_bus(req->message);
@@ -126,13 +130,18 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
                 subscription_free(s, false);
                 return sd_bus_error_set_errnof(error, r, "Failed to track the subscriber: %m");
         }
-        r = mount_events_watch(m->mount_events, ns);
+        /* Answered once the watched tables were read: whatever changes after the answer is
+         * signalled. */
+        r = mount_events_watch(m->mount_events, ns, on_watch_ready, req);
         if (r < 0) {
                 subscription_free(s, false);
                 return sd_bus_error_set_errnof(error, r, "Failed to watch the mounts of %s: %m",
                                                ns ? ns->name : "every view");
         }
-        return sd_bus_reply_method_return(req->message, NULL);
+        if (r > 0)
+                return sd_bus_reply_method_return(req->message, NULL);
+        req->pending = true;
+        return 1;
 }
 
 static int unsubscribe(sd_bus_message *message, Manager *m, Namespace *ns) {

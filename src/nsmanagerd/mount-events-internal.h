@@ -22,12 +22,15 @@ typedef struct MountSnapshotEntry {
 
 typedef struct WatchedView WatchedView;
 struct Subscription;             /* mount-events-dbus.c */
+struct WatchWaiter;              /* mount-events.c */
 
 /* A view (or the host) whose changes are being collected or whose mounts are tracked. */
 struct WatchedView {
         MountEvents *events;
         Namespace *ns;           /* a reference; NULL for the host */
         unsigned n_watchers;     /* watches of this view alone (Namespace.Subscribe) */
+        bool settled;            /* its first table was read (or could not be): changes are told from then on */
+        bool new_view;           /* created while everything is watched: its first table is all attached */
 
         /* Changes not yet signalled. */
         MountChange *attached;
@@ -78,6 +81,8 @@ struct MountEvents {
         sd_event_source *batch_defer;
 
         struct Subscription *subscriptions; /* mount-events-dbus.c's */
+        struct WatchWaiter *waiters;        /* mount_events_watch() calls waiting for a first read */
+        sd_event_source *waiters_defer;
 };
 
 /* mount-events.c */
@@ -91,6 +96,9 @@ bool watched_view_collects(const WatchedView *v);
 void host_blocks_add(MountEvents *e, uint64_t id, dev_t dev);
 void host_blocks_remove(MountEvents *e, uint64_t id);
 void host_blocks_release_candidates(MountEvents *e);
+
+/* A view (or the host) was read for the first time: watchers waiting for it go on. */
+void watched_view_settled(WatchedView *v);
 
 /* mount-events-poll.c: reading tables inside their namespaces */
 int poll_view_start(WatchedView *v);

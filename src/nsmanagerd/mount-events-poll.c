@@ -186,7 +186,7 @@ static void view_diff(WatchedView *v, MountSnapshotEntry *s, size_t n) {
         size_t i = 0, j = 0;
 
         qsort(s, n, sizeof *s, snapshot_cmp);
-        if (v->have_snapshot)
+        if (v->have_snapshot || v->new_view)
                 while (i < v->n_snapshot || j < n) {
                         const MountSnapshotEntry *o = i < v->n_snapshot ? v->snapshot + i : NULL, *c = j < n ? s + j : NULL;
                         if (o && (!c || o->id < c->id)) {
@@ -267,6 +267,7 @@ static void batch_free(Batch *b) {
 static void view_read_done(WatchedView *v) {
         v->reading = false;
         v->batch_item = NULL;
+        watched_view_settled(v);
         if (v->dirty) {
                 v->dirty = false;
                 poll_view_schedule_read(v);
@@ -457,11 +458,14 @@ static void on_mountinfo_opened(BuilderReply *reply, void *userdata) {
         if (reply->result < 0 || reply->fd < 0) {
                 log_warning("Cannot watch the mounts of the view of '%s': %s", v->ns->name,
                             reply->message ?: strerror(-reply->result));
+                watched_view_settled(v);
                 return;
         }
         r = poll_view_watch_fd(v, TAKE_FD(reply->fd));
-        if (r < 0)
+        if (r < 0) {
                 log_warning_errno(r, "Cannot watch the mounts of the view of '%s': %m", v->ns->name);
+                watched_view_settled(v);
+        }
 }
 
 int poll_view_start(WatchedView *v) {

@@ -379,6 +379,8 @@ static int view_ensure(MountEvents *e, Namespace *ns) {
         return 0;
 }
 
+static void waiters_check(MountEvents *e);
+
 static void view_drop(WatchedView *v) {
         MountEvents *e = v->events;
 
@@ -386,6 +388,8 @@ static void view_drop(WatchedView *v) {
         hashmap_remove(e->views, v->ns->name);
         LIST_REMOVE(e->views_list, v);
         watched_view_free(v);
+        /* Who waited for it waits no more. */
+        waiters_check(e);
 }
 
 /* The views nobody watches any more. */
@@ -423,6 +427,8 @@ static int host_start(MountEvents *e) {
         r = sd_event_add_io(e->manager->event, &e->host_source, e->host_fd, EPOLLIN, on_host_io, e);
         if (r < 0)
                 return r;
+        /* Marked: from now on every change is an event. */
+        e->host->settled = true;
         return e->release ? host_blocks_scan(e) : 0;
 }
 
@@ -443,7 +449,73 @@ static int host_update(MountEvents *e) {
         return r;
 }
 
-int mount_events_watch(MountEvents *e, Namespace *ns) {
+/* ---- waiting for the first read ---- */
+
+typedef struct WatchWaiter WatchWaiter;
+struct WatchWaiter {
+        Namespace *ns;           /* a reference; NULL: everything */
+        MountEventsReadyFunc ready;
+        void *userdata;
+        WatchWaiter *prev, *next;
+};
+
+static bool watch_settled(MountEvents *e, Namespace *ns) {
+        WatchedView *v;
+
+        if (ns) {
+                v = view_find(e, ns);
+                return !v || v->settled;
+        }
+        if (e->host && !e->host->settled)
+                return false;
+        for (v = e->views_list; v; v = v->next)
+                if (!v->settled)
+                        return false;
+        return true;
+}
+
+static WatchWaiter *watch_waiter_free(MountEvents *e, WatchWaiter *w) {
+        LIST_REMOVE(e->waiters, w);
+        namespace_unref(w->ns);
+        free(w);
+        return NULL;
+}
+
+static int on_waiters_defer(sd_event_source *s, void *userdata) {
+        MountEvents *e = userdata;
+
+        e->waiters_defer = sd_event_source_disable_unref(e->waiters_defer);
+        for (WatchWaiter *w = e->waiters, *next; w; w = next) {
+                next = w->next;
+                if (!watch_settled(e, w->ns))
+                        continue;
+                MountEventsReadyFunc ready = w->ready;
+                void *userdata_ = w->userdata;
+                watch_waiter_free(e, w);
+                ready(userdata_);
+                /* The callback may have changed the list: start over. */
+                next = e->waiters;
+        }
+        return 0;
+}
+
+/* Checked from the loop, never from within a caller's own call. */
+static void waiters_check(MountEvents *e) {
+        if (!e->waiters || e->waiters_defer)
+                return;
+        if (sd_event_add_defer(e->manager->event, &e->waiters_defer, on_waiters_defer, e) < 0)
+                log_warning("Failed to schedule answering subscribers, they wait for the next change.");
+}
+
+void watched_view_settled(WatchedView *v) {
+        if (v->settled)
+                return;
+        v->settled = true;
+        waiters_check(v->events);
+}
+
+int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata) {
+        WatchWaiter *w;
         Namespace *n;
         int r;
 
@@ -454,21 +526,28 @@ int mount_events_watch(MountEvents *e, Namespace *ns) {
                 if (r < 0)
                         return r;
                 view_find(e, ns)->n_watchers++;
-                return 0;
+        } else if (e->n_all++ == 0) {
+                r = host_update(e);
+                for (size_t i = 0; r >= 0 && hashmap_iterate(e->manager->namespaces, &i, (void **) &n, NULL);)
+                        if (n->ready)
+                                r = view_ensure(e, n);
+                if (r < 0) {
+                        e->n_all--;
+                        views_drop_unwatched(e);
+                        (void) host_update(e);
+                        return r;
+                }
+                log_debug("Watching the mounts of every view (%zu) and of the host.", hashmap_size(e->views));
         }
-        if (e->n_all++ > 0)
-                return 0;
-        r = host_update(e);
-        for (size_t i = 0; r >= 0 && hashmap_iterate(e->manager->namespaces, &i, (void **) &n, NULL);)
-                if (n->ready)
-                        r = view_ensure(e, n);
-        if (r < 0) {
-                e->n_all--;
-                views_drop_unwatched(e);
-                (void) host_update(e);
-                return r;
+        if (watch_settled(e, ns) || !ready)
+                return 1;
+        w = calloc(1, sizeof(WatchWaiter));
+        if (!w) {
+                mount_events_unwatch(e, ns);
+                return -ENOMEM;
         }
-        log_debug("Watching the mounts of every view (%zu) and of the host.", hashmap_size(e->views));
+        *w = (WatchWaiter) { .ns = ns ? namespace_ref(ns) : NULL, .ready = ready, .userdata = userdata };
+        LIST_PREPEND(e->waiters, w);
         return 0;
 }
 
@@ -494,13 +573,21 @@ void mount_events_unwatch(MountEvents *e, Namespace *ns) {
 }
 
 void mount_events_namespace_ready(MountEvents *e, Namespace *ns) {
+        WatchedView *v;
         int r;
 
         if (!e || e->n_all == 0)
                 return;
         r = view_ensure(e, ns);
-        if (r < 0)
+        if (r < 0) {
                 log_warning_errno(r, "Failed to watch the mounts of the new view of '%s', ignoring: %m", ns->name);
+                return;
+        }
+        /* A subscriber learns of it from NamespaceNew, sent before its first table is read: what
+         * it starts with is signalled as attached, so that nothing mounted in between is lost. */
+        v = view_find(e, ns);
+        if (v && !v->settled)
+                v->new_view = true;
 }
 
 void mount_events_namespace_gone(MountEvents *e, Namespace *ns) {
@@ -539,11 +626,12 @@ static MountEventsMode choose_mode(void) {
 
         /* A test knob: the fallback, or nothing, on a kernel that has fanotify mount events. */
         if (knob && *knob) {
-                mode = mount_events_mode_from_string(knob);
+                /* poll-mountinfo: poll, reading tables as before Linux 6.8 (mount-events-poll.c). */
+                mode = streq(knob, "poll-mountinfo") ? MOUNT_EVENTS_POLL : mount_events_mode_from_string(knob);
                 if (mode >= 0 && mode != MOUNT_EVENTS_FANOTIFY)
                         return mode;
                 if (mode < 0)
-                        log_warning("NSM_MOUNT_EVENTS='%s' is not one of poll, none; ignoring it.", knob);
+                        log_warning("NSM_MOUNT_EVENTS='%s' is not one of poll, poll-mountinfo, none; ignoring it.", knob);
         }
         r = mount_notify_open(&fd);
         safe_close(fd);
@@ -589,6 +677,10 @@ MountEvents *mount_events_free(MountEvents *e) {
         if (!e)
                 return NULL;
         mount_events_dbus_free(e->manager);
+        /* At exit the calls that wait are dropped with every other (bus_requests_free()). */
+        while (e->waiters)
+                watch_waiter_free(e, e->waiters);
+        e->waiters_defer = sd_event_source_disable_unref(e->waiters_defer);
         while ((v = e->views_list)) {
                 LIST_REMOVE(e->views_list, v);
                 watched_view_free(v);

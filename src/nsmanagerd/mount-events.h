@@ -64,8 +64,12 @@ MountEventsMode mount_events_mode(const MountEvents *e);
 void mount_events_config_changed(MountEvents *e);
 
 /* Watching: 'ns' (NULL: every view, those created later too, and the host) while at least one
- * watch of it is held. Counted: each watch is dropped once. */
-int mount_events_watch(MountEvents *e, Namespace *ns);
+ * watch of it is held. Counted: each watch is dropped once. A view's first table is read
+ * before its changes can be told: 1 if what is watched has been read already, else 0 and
+ * 'ready' is called once it has (or could not be: the watch goes on), from the event loop;
+ * what changes afterwards is signalled. */
+typedef void (*MountEventsReadyFunc)(void *userdata);
+int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata);
 void mount_events_unwatch(MountEvents *e, Namespace *ns);
 
 /* Hooks: a namespace became ready / is being dropped (its watches are gone with it). */
