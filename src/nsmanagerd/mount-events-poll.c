@@ -204,6 +204,7 @@ static void view_diff(WatchedView *v, MountSnapshotEntry *s, size_t n) {
                         }
                 }
         /* The host's block devices, for ReleaseWithHost=: by the same comparison. */
+        log_debug("Read the mount table of %s%s: %zu mounts.", v->ns ? "the view of " : "the host", v->ns ? v->ns->name : "", n);
         if (!v->ns && v->events->release) {
                 MountEvents *e = v->events;
                 for (i = 0; i < v->n_snapshot; i++)
