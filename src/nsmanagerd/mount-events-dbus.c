@@ -10,73 +10,110 @@
 #include "namespace-dbus.h"
 #include "path-util.h"
 
-/* One bus name's watch of one view (ns), or of everything (ns NULL). */
-typedef struct Subscription Subscription;
-struct Subscription {
+/* One bus name and what it watches: everything, and views one by one. One sd_bus_track (one
+ * match rule in dbus-daemon) per name, however many views it watches. */
+typedef struct Subscriber Subscriber;
+struct Subscriber {
         Manager *manager;
         char *name;
         uid_t uid;
-        Namespace *ns;           /* a reference; NULL: every view and the host */
-        sd_bus_track *track;     /* the name: when it leaves the bus, the subscription ends */
-        Subscription *prev, *next;
+        bool all;                /* Manager.Subscribe() */
+        Namespace **views;       /* references: Namespace.Subscribe() of each */
+        size_t n_views;
+        sd_bus_track *track;     /* the name: when it leaves the bus, its watches end */
+        Subscriber *prev, *next;
 };
 
-static Subscription **subscriptions(Manager *m) {
-        return (Subscription **) &m->mount_events->subscriptions;
+static Subscriber **subscribers(Manager *m) {
+        return (Subscriber **) &m->mount_events->subscriptions;
 }
 
-static Subscription *subscription_free(Subscription *s, bool unwatch) {
+static unsigned subscriber_count(const Subscriber *s) {
+        return (unsigned) s->n_views + s->all;
+}
+
+/* unwatch: the watches end (false: the mount events go themselves, at exit). */
+static Subscriber *subscriber_free(Subscriber *s, bool unwatch) {
         Manager *m = s->manager;
 
         if (m->mount_events)
-                LIST_REMOVE(*subscriptions(m), s);
-        if (unwatch && m->mount_events)
-                mount_events_unwatch(m->mount_events, s->ns);
+                LIST_REMOVE(*subscribers(m), s);
+        for (size_t i = 0; i < s->n_views; i++) {
+                if (unwatch && m->mount_events)
+                        mount_events_unwatch(m->mount_events, s->views[i]);
+                namespace_unref(s->views[i]);
+        }
+        if (unwatch && m->mount_events && s->all)
+                mount_events_unwatch(m->mount_events, NULL);
+        free(s->views);
         s->track = sd_bus_track_unref(s->track);
-        namespace_unref(s->ns);
         free(s->name);
         free(s);
         return NULL;
 }
 
-static Subscription *subscription_find(Manager *m, const char *name, Namespace *ns) {
-        for (Subscription *s = *subscriptions(m); s; s = s->next)
-                if (s->ns == ns && streq(s->name, name))
+static Subscriber *subscriber_find(Manager *m, const char *name) {
+        for (Subscriber *s = *subscribers(m); s; s = s->next)
+                if (streq(s->name, name))
                         return s;
         return NULL;
 }
 
+static bool subscriber_has(const Subscriber *s, Namespace *ns) {
+        if (!ns)
+                return s->all;
+        for (size_t i = 0; i < s->n_views; i++)
+                if (s->views[i] == ns)
+                        return true;
+        return false;
+}
+
+static void subscriber_forget(Subscriber *s, Namespace *ns) {
+        if (!ns) {
+                s->all = false;
+                return;
+        }
+        for (size_t i = 0; i < s->n_views; i++)
+                if (s->views[i] == ns) {
+                        namespace_unref(ns);
+                        s->views[i] = s->views[--s->n_views];
+                        return;
+                }
+}
+
 static unsigned subscriptions_of(Manager *m, uid_t uid) {
         unsigned n = 0;
-        for (Subscription *s = *subscriptions(m); s; s = s->next)
-                n += s->uid == uid;
+        for (Subscriber *s = *subscribers(m); s; s = s->next)
+                if (s->uid == uid)
+                        n += subscriber_count(s);
         return n;
 }
 
 static int on_name_gone(sd_bus_track *track, void *userdata) {
-        Subscription *s = userdata;
+        Subscriber *s = userdata;
 
-        log_debug("Subscriber '%s' left the bus; its watch of %s%s%s ends.", s->name, s->ns ? "the view of '" : "everything",
-                  s->ns ? s->ns->name : "", s->ns ? "'" : "");
-        subscription_free(s, true);
+        log_debug("Subscriber '%s' left the bus; its %u watches end.", s->name, subscriber_count(s));
+        subscriber_free(s, true);
         return 0;
 }
 
 void mount_events_dbus_namespace_gone(Manager *m, Namespace *ns) {
         if (!m->mount_events)
                 return;
-        for (Subscription *s = *subscriptions(m), *next; s; s = next) {
+        /* The view's watch goes with the view: nothing to unwatch. */
+        for (Subscriber *s = *subscribers(m), *next; s; s = next) {
                 next = s->next;
-                if (s->ns == ns)
-                        subscription_free(s, false);   /* the view's watch goes with the view */
+                subscriber_forget(s, ns);
+                if (subscriber_count(s) == 0)
+                        subscriber_free(s, false);
         }
 }
 
 void mount_events_dbus_free(Manager *m) {
         if (!m->mount_events)
                 return;
-        while (*subscriptions(m))
-                subscription_free(*subscriptions(m), false);
+        while (*subscribers(m))
+                subscriber_free(*subscribers(m), false);
 }
 
 /* ---- Subscribe(), Unsubscribe() ---- */
@@ -85,11 +122,34 @@ static void on_watch_ready(void *userdata) {
         bus_request_reply_result(userdata, 0, NULL);
 }
 
+static int subscriber_new(Manager *m, sd_bus *bus, const char *name, uid_t uid, Subscriber **ret) {
+        Subscriber *s = calloc(1, sizeof(Subscriber));
+        int r;
+
+        if (!s)
+                return -ENOMEM;
+        *s = (Subscriber) { .manager = m, .uid = uid, .name = strdup(name) };
+        LIST_PREPEND(*subscribers(m), s);
+        if (!s->name) {
+                subscriber_free(s, false);
+                return -ENOMEM;
+        }
+        r = sd_bus_track_new(bus, &s->track, on_name_gone, s);
+        if (r >= 0)
+                r = sd_bus_track_add_name(s->track, name);
+        if (r < 0) {
+                subscriber_free(s, false);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
 static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         Manager *m = req->manager;
         sd_bus *bus = sd_bus_message_get_bus(req->message);
         const char *sender = sd_bus_message_get_sender(req->message);
-        Subscription *s;
+        Subscriber *s;
         uid_t uid;
         int r;
 
@@ -103,7 +163,8 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         r = bus_message_caller_uid(req->message, &uid, error);
         if (r < 0)
                 return r;
-        if (subscription_find(m, sender, ns))
+        s = subscriber_find(m, sender);
+        if (s && subscriber_has(s, ns))
                 return sd_bus_reply_method_return(req->message, NULL);
         r = bus_request_rate_limit(req, error);
         if (r < 0)
@@ -113,28 +174,30 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
                                          "UID %u has %u subscriptions already, the most a user may hold; end one "
                                          "(Unsubscribe(), or close its bus connection).",
                                          (unsigned) uid, SUBSCRIPTIONS_PER_UID_MAX);
+        if (!s) {
+                r = subscriber_new(m, bus, sender, uid, &s);
+                if (r < 0)
+                        return sd_bus_error_set_errnof(error, r, "Failed to track the subscriber: %m");
+        }
+        if (ns) {
+                Namespace **v = realloc(s->views, (s->n_views + 1) * sizeof(Namespace *));
+                if (!v) {
+                        if (subscriber_count(s) == 0)
+                                subscriber_free(s, false);
+                        return -ENOMEM;
+                }
+                s->views = v;
+                v[s->n_views++] = namespace_ref(ns);
+        } else
+                s->all = true;
 
-        s = calloc(1, sizeof(Subscription));
-        if (!s)
-                return -ENOMEM;
-        *s = (Subscription) { .manager = m, .uid = uid, .ns = ns ? namespace_ref(ns) : NULL, .name = strdup(sender) };
-        LIST_PREPEND(*subscriptions(m), s);
-        if (!s->name) {
-                subscription_free(s, false);
-                return -ENOMEM;
-        }
-        r = sd_bus_track_new(bus, &s->track, on_name_gone, s);
-        if (r >= 0)
-                r = sd_bus_track_add_name(s->track, sender);
-        if (r < 0) {
-                subscription_free(s, false);
-                return sd_bus_error_set_errnof(error, r, "Failed to track the subscriber: %m");
-        }
         /* Answered once the watched tables were read: whatever changes after the answer is
          * signalled. */
         r = mount_events_watch(m->mount_events, ns, on_watch_ready, req);
         if (r < 0) {
-                subscription_free(s, false);
+                subscriber_forget(s, ns);
+                if (subscriber_count(s) == 0)
+                        subscriber_free(s, false);
                 return sd_bus_error_set_errnof(error, r, "Failed to watch the mounts of %s: %m",
                                                ns ? ns->name : "every view");
         }
@@ -146,10 +209,14 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
 
 static int unsubscribe(sd_bus_message *message, Manager *m, Namespace *ns) {
         const char *sender = sd_bus_message_get_sender(message);
-        Subscription *s = sender && m->mount_events ? subscription_find(m, sender, ns) : NULL;
+        Subscriber *s = sender && m->mount_events ? subscriber_find(m, sender) : NULL;
 
-        if (s)
-                subscription_free(s, true);
+        if (s && subscriber_has(s, ns)) {
+                subscriber_forget(s, ns);
+                mount_events_unwatch(m->mount_events, ns);
+                if (subscriber_count(s) == 0)
+                        subscriber_free(s, false);
+        }
         return sd_bus_reply_method_return(message, NULL);
 }
 

@@ -21,7 +21,7 @@ typedef struct MountSnapshotEntry {
 } MountSnapshotEntry;
 
 typedef struct WatchedView WatchedView;
-struct Subscription;             /* mount-events-dbus.c */
+struct Subscriber;               /* mount-events-dbus.c */
 struct WatchWaiter;              /* mount-events.c */
 
 /* A view (or the host) whose changes are being collected or whose mounts are tracked. */
@@ -80,7 +80,7 @@ struct MountEvents {
         bool batch_running;
         sd_event_source *batch_defer;
 
-        struct Subscription *subscriptions; /* mount-events-dbus.c's */
+        struct Subscriber *subscriptions;   /* mount-events-dbus.c's */
         struct WatchWaiter *waiters;        /* mount_events_watch() calls waiting for a first read */
         sd_event_source *waiters_defer;
 };
