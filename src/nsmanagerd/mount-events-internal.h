@@ -49,6 +49,7 @@ struct WatchedView {
         MountSnapshotEntry *snapshot;
         size_t n_snapshot;
         bool have_snapshot;
+        bool unique_ids;         /* the snapshot's ids are unique ones (statmount), not mountinfo's */
         bool due;                /* to be read by the next batch */
         bool reading;            /* a batch is reading it */
         bool dirty;              /* changed again while it was read */
@@ -77,7 +78,7 @@ struct MountEvents {
         IdMap *ejected;          /* block devices Eject() detached everywhere */
 
         /* Poll mode. */
-        bool batch_running;
+        unsigned batches_running;
         sd_event_source *batch_defer;
 
         struct Subscriber *subscriptions;   /* mount-events-dbus.c's */

@@ -24,8 +24,10 @@
 
 void poll_view_schedule_read(WatchedView *v);
 
-/* At most this many views per child: each is an fd the child keeps. */
-#define BATCH_MAX 256
+/* At most this many namespaces per child (each is an fd it keeps), and as many children at
+ * once as there are CPUs, at most BATCHES_MAX. */
+#define BATCH_MAX 512
+#define BATCHES_MAX 4
 
 /* The test knob NSM_MOUNT_EVENTS=poll-mountinfo: the tables as kernels before 6.8 give them. */
 static bool force_mountinfo(void) {
@@ -59,8 +61,11 @@ typedef struct TableHeader {
 typedef struct MountRecord {
         uint64_t id, parent_id;
         uint32_t dev_major, dev_minor;
-        uint32_t path_len;       /* bytes of the path that follow, without a NUL */
+        uint32_t path_len;       /* bytes of the path that follow, without a NUL; RECORD_KNOWN: as before */
 } MountRecord;
+
+/* A mount of the last table: only its id is sent, the rest is what the daemon has. */
+#define RECORD_KNOWN UINT32_MAX
 
 static int write_mount(FILE *f, uint64_t id, uint64_t parent, uint32_t major_, uint32_t minor_, const char *path) {
         MountRecord rec = { .id = id, .parent_id = parent, .dev_major = major_, .dev_minor = minor_,
@@ -70,8 +75,12 @@ static int write_mount(FILE *f, uint64_t id, uint64_t parent, uint32_t major_, u
         return 0;
 }
 
-/* The table of the namespace we are in, with unique ids. */
-static int read_by_statmount(FILE *f, uint32_t *ret_n) {
+static int snapshot_cmp(const void *a, const void *b);
+
+/* The table of the namespace we are in, with unique ids. The child sees the daemon's memory as
+ * it was at the fork: of the mounts the last table (old, sorted by id) had, only the ids are
+ * sent, and only a new one is asked its parent and mount point. A unique id is never reused. */
+static int read_by_statmount(FILE *f, const MountSnapshotEntry *old, size_t n_old, uint32_t *ret_n) {
         uint64_t ids[256], after = 0;
         uint32_t n = 0;
 
@@ -80,7 +89,15 @@ static int read_by_statmount(FILE *f, uint32_t *ret_n) {
                 if (k < 0)
                         return (int) k;
                 for (ssize_t i = 0; i < k; i++) {
+                        MountSnapshotEntry key = { .id = ids[i] };
                         MountStat st = {};
+                        if (old && bsearch(&key, old, n_old, sizeof key, snapshot_cmp)) {
+                                MountRecord rec = { .id = ids[i], .path_len = RECORD_KNOWN };
+                                if (fwrite(&rec, sizeof rec, 1, f) != 1)
+                                        return -EIO;
+                                n++;
+                                continue;
+                        }
                         if (mount_stat(ids[i], true, &st) < 0)
                                 continue;   /* gone meanwhile */
                         int r = write_mount(f, st.id, st.parent_id, st.dev_major, st.dev_minor, st.path);
@@ -132,7 +149,9 @@ static int batch_run(int sock, void *userdata) {
                 if (setns(b->items[i].ns_fd >= 0 ? b->items[i].ns_fd : b->host_ns_fd, CLONE_NEWNS) < 0)
                         r = -errno;
                 if (r >= 0 && !b->mountinfo_only) {
-                        r = read_by_statmount(f, &h.n_mounts);
+                        const WatchedView *v = b->items[i].v;
+                        bool known = v && v->have_snapshot && v->unique_ids;
+                        r = read_by_statmount(f, known ? v->snapshot : NULL, known ? v->n_snapshot : 0, &h.n_mounts);
                         h.unique_ids = r >= 0;
                 }
                 if (b->mountinfo_only || r == -EOPNOTSUPP) {
@@ -221,9 +240,10 @@ static void view_diff(WatchedView *v, MountSnapshotEntry *s, size_t n) {
         v->have_snapshot = true;
 }
 
-/* One table of the answer: its mounts into a new snapshot. Returns the bytes used, < 0 if
- * malformed. */
-static ssize_t parse_table(const char *p, size_t size, const TableHeader *h, MountSnapshotEntry **ret) {
+/* One table of the answer: its mounts into a new snapshot (a known one copied from v's last).
+ * Returns the bytes used, < 0 if malformed. */
+static ssize_t parse_table(const WatchedView *v, const char *p, size_t size, const TableHeader *h,
+                           MountSnapshotEntry **ret) {
         MountSnapshotEntry *s = calloc(h->n_mounts + 1, sizeof(MountSnapshotEntry));
         size_t off = 0;
 
@@ -235,6 +255,21 @@ static ssize_t parse_table(const char *p, size_t size, const TableHeader *h, Mou
                         goto bad;
                 memcpy(&rec, p + off, sizeof rec);
                 off += sizeof rec;
+                if (rec.path_len == RECORD_KNOWN) {
+                        MountSnapshotEntry key = { .id = rec.id }, *o = NULL;
+                        if (v && v->have_snapshot)
+                                o = bsearch(&key, v->snapshot, v->n_snapshot, sizeof key, snapshot_cmp);
+                        if (!o && v)
+                                goto bad;
+                        /* (A view gone meanwhile: its table is dropped anyway.) */
+                        s[k] = o ? *o : key;
+                        s[k].path = strdup(o ? o->path : "");
+                        if (!s[k].path) {
+                                snapshot_free(s, k);
+                                return -ENOMEM;
+                        }
+                        continue;
+                }
                 if (rec.path_len > size - off)
                         goto bad;
                 s[k] = (MountSnapshotEntry) { .id = rec.id, .parent_id = rec.parent_id, .dev_major = rec.dev_major,
@@ -253,6 +288,15 @@ bad:
 }
 
 static void batch_start(MountEvents *e);
+
+static unsigned batches_max(void) {
+        static unsigned n = 0;
+        if (n == 0) {
+                long k = sysconf(_SC_NPROCESSORS_ONLN);
+                n = k < 1 ? 1 : MIN((unsigned) k, (unsigned) BATCHES_MAX);
+        }
+        return n;
+}
 
 static void batch_free(Batch *b) {
         for (size_t i = 0; i < b->n_items; i++)
@@ -281,7 +325,7 @@ static void on_batch_done(int result, const char *message, IpcMessage *final, co
         MountEvents *e = b->events;
         size_t off = 0;
 
-        e->batch_running = false;
+        e->batches_running--;
         if (result < 0)
                 log_warning("Failed to read the mount tables of %zu watched namespaces, trying again later: %s",
                             b->n_items, message ?: strerror(-result));
@@ -294,11 +338,11 @@ static void on_batch_done(int result, const char *message, IpcMessage *final, co
                 off += sizeof h;
                 if (h.index >= b->n_items)
                         break;
-                used = parse_table(data + off, size - off, &h, &s);
+                WatchedView *v = b->items[h.index].v;
+                used = parse_table(v, data + off, size - off, &h, &s);
                 if (used < 0)
                         break;
                 off += (size_t) used;
-                WatchedView *v = b->items[h.index].v;
                 if (!v) {
                         snapshot_free(s, h.n_mounts);
                         continue;
@@ -308,6 +352,7 @@ static void on_batch_done(int result, const char *message, IpcMessage *final, co
                         snapshot_free(s, h.n_mounts);
                         v->dirty = true;
                 } else {
+                        v->unique_ids = h.unique_ids;
                         view_diff(v, s, h.n_mounts);
                         watched_view_emit(v);
                 }
@@ -334,7 +379,7 @@ static void batch_start(MountEvents *e) {
         size_t n = 0;
         int r;
 
-        if (e->batch_running || e->manager->exiting)
+        if (e->batches_running >= batches_max() || e->manager->exiting)
                 return;
         b = calloc(1, sizeof(Batch));
         if (!b || !(b->items = calloc(BATCH_MAX, sizeof(BatchItem))) || !(fds = calloc(BATCH_MAX + 1, sizeof(int)))) {
@@ -387,7 +432,9 @@ static void batch_start(MountEvents *e) {
                 batch_free(b);
                 return;
         }
-        e->batch_running = true;
+        e->batches_running++;
+        /* More due than one batch holds: another child, on another CPU. */
+        batch_start(e);
 }
 
 static int on_batch_defer(sd_event_source *s, void *userdata) {
@@ -408,7 +455,7 @@ void poll_view_due(WatchedView *v) {
                 return;
         }
         v->due = true;
-        if (e->batch_running || e->batch_defer)
+        if (e->batches_running >= batches_max() || e->batch_defer)
                 return;
         r = sd_event_add_defer(e->manager->event, &e->batch_defer, on_batch_defer, e);
         if (r < 0) {
