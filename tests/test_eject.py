@@ -276,3 +276,22 @@ def test_nsctl_eject_json(daemon, usb):
     assert {("", "/mnt/usb"), ("bob", "/mnt/usb"), ("alice", "/home/alice/usb")} <= got
     r = daemon.run([nsctl_binary(), "eject", usb.dev])
     assert r.returncode == 0 and "Nothing of" in r.stdout, r
+
+
+@pytest.mark.daemon_config(ReleaseWithHost=False)
+def test_eject_refuses_a_copy_hidden_under_another_mount(daemon, usb):
+    """alice covers the directory that holds her bind of the stick with a tmpfs: no path leads to
+    the bind any more, so it cannot be unmounted; Eject says which, and detaches nothing (lazy
+    or not)."""
+    setup_copies(daemon, usb)
+    daemon.manager().BindMount("alice", "/mnt/usb/sub", "/home/alice/dir/usb", BIND_MKDIR)
+    daemon.mount_tmpfs("/home/alice/dir", view="alice")
+    before = (usb.mounts(), usb.mounts("alice"), usb.mounts("bob"))
+    for flags in (0, EJECT_LAZY):
+        e = expect_error(lambda: daemon.manager().Eject("/mnt/usb", flags), E_BUSY)
+        assert "'/home/alice/dir/usb' in the view of 'alice'" in e.get_dbus_message() and "hidden" in \
+            e.get_dbus_message(), e.get_dbus_message()
+        assert (usb.mounts(), usb.mounts("alice"), usb.mounts("bob")) == before, "nothing may be detached"
+    daemon.umount("/home/alice/dir", view="alice")
+    daemon.manager().Eject("/mnt/usb", 0)
+    assert usb.free()

@@ -395,6 +395,27 @@ static int detach_one(const Found *f, const Scan *s, bool lazy, int sock, const 
         return -EBUSY;
 }
 
+/* Whether f can be reached by its path: what is there is f, another mount of the file system
+ * stacked on it, or (for a lazy detach) a mount on top of one of them. A mount hidden under
+ * another one (mounted over a directory above it) cannot be unmounted by any path. */
+static bool reachable(const Found *f, const Scan *s, bool lazy) {
+        _cleanup_close_ int parent = -EBADF;
+        _cleanup_free_ char *dir = NULL;
+        const char *base;
+        uint64_t id;
+
+        if (streq(f->path, "/") || !path_is_absolute_normalized(f->path))
+                return false;
+        base = strrchr(f->path, '/') + 1;
+        dir = strndup(f->path, (size_t) (base - f->path));
+        if (!dir || open_path_no_symlinks(dir, &parent) < 0 || fd_get_mount_id(parent, base, &id) < 0)
+                return false;
+        for (size_t i = 0; i < s->n; i++)
+                if (s->found[i].ns == f->ns && s->found[i].id == id)
+                        return true;
+        return lazy && id_in(s->on_top, s->n_on_top, id);
+}
+
 static int eject_run(int sock, void *userdata) {
         const EjectOp *op = userdata;
         _cleanup_(scan_done) Scan s = {}, after = {};
@@ -435,6 +456,22 @@ static int eject_run(int sock, void *userdata) {
                                        "detached.", op->what, s.on_top_example ?: "another file system");
         }
 
+        /* Nothing is detached unless everything can be. */
+        if (!op->release)
+                for (size_t i = 0; i < s.n; i++) {
+                        const Found *f = s.found + i;
+                        r = enter(op, host_fd, f->ns);
+                        if (r >= 0 && !reachable(f, &s, op->lazy)) {
+                                (void) enter(op, host_fd, -1);
+                                return ipc_send_result(sock, -EBUSY, "'%s' %s%s%s, a mount of the file system of '%s', is "
+                                                       "hidden under another mount (over a directory above it), which "
+                                                       "has to go first; nothing was detached.", f->path,
+                                                       f->ns < 0 ? "on the host" : "in the view of '", ns_name(op, f->ns),
+                                                       f->ns < 0 ? "" : "'", op->what);
+                        }
+                }
+        (void) enter(op, host_fd, -1);
+
         qsort(s.found, s.n, sizeof(Found), found_cmp);
         for (size_t i = 0; i < s.n; i++) {
                 Found *f = s.found + i;
@@ -471,8 +508,8 @@ static int eject_run(int sock, void *userdata) {
                 send_fields(sock, (const char *const[]) { left ? "R" : "D", sns, s.found[i].path, NULL });
         }
         if (after.n > 0)
-                return ipc_send_result(sock, op->release ? 0 : -EBUSY, "%zu mounts of the file system could not be detached.",
-                                       after.n);
+                return ipc_send_result(sock, op->release ? 0 : -EBUSY, "%zu mounts of the file system could not be detached "
+                                       "(hidden under another mount, or in use); the others were.", after.n);
         return ipc_send_result(sock, 0, NULL);
 }
 
@@ -661,6 +698,11 @@ static void on_eject_child_done(int result, const char *message, IpcMessage *fin
                 holders = holders_text(&res);
                 if (res.result == -EBUSY && asprintf(&full, "%s Held by: %s. Detach it anyway with the lazy flag (nsctl eject "
                                                      "--lazy).", res.message ?: "In use.", holders ?: "?") >= 0)
+                        res.message = full;
+        } else if (res.result < 0 && !j->op.release && lazy) {
+                /* Some were detached, some not (one hidden under another mount, say): which. */
+                _cleanup_free_ char *left = strv_join(lazy, "; ");
+                if (asprintf(&full, "%s Left: %s.", res.message ?: "Not every mount could be detached.", left ?: "?") >= 0)
                         res.message = full;
         }
         if (j->op.release) {
