@@ -155,7 +155,17 @@ void watched_view_schedule_emit(WatchedView *v) {
 /* In poll mode the timer schedules the next read of the table: no sooner than the interval. */
 void poll_view_schedule_read(WatchedView *v);
 void poll_view_schedule_read(WatchedView *v) {
-        watched_view_arm(v, MAX(now_usec(CLOCK_MONOTONIC), v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        int enabled = SD_EVENT_OFF;
+
+        /* Quiet for an interval (the usual case: a host mount reaching every view): into the
+         * next batch at once, without a timer per view. */
+        if (now >= v->last_emit + MOUNT_EVENTS_INTERVAL_USEC &&
+            !(v->timer && sd_event_source_get_enabled(v->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)) {
+                poll_view_due(v);
+                return;
+        }
+        watched_view_arm(v, MAX(now, v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
 }
 
 /* ---- ReleaseWithHost=: the host's block devices ---- */
