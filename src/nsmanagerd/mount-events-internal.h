@@ -93,6 +93,9 @@ void watched_view_note_detach(WatchedView *v, uint64_t id);
 void watched_view_schedule_emit(WatchedView *v);
 void watched_view_emit(WatchedView *v);
 bool watched_view_collects(const WatchedView *v);
+/* A view whose table changed is read again: now, or once the interval since its last read has
+ * passed. */
+void poll_view_schedule_read(WatchedView *v);
 /* The host's block devices (tracking for ReleaseWithHost=). */
 void host_blocks_add(MountEvents *e, uint64_t id, dev_t dev);
 void host_blocks_remove(MountEvents *e, uint64_t id);

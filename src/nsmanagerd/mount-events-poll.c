@@ -22,7 +22,6 @@
 #include "mount-util.h"
 #include "time-util.h"
 
-void poll_view_schedule_read(WatchedView *v);
 
 /* At most this many namespaces per child (each is an fd it keeps), and as many children at
  * once as there are CPUs, at most BATCHES_MAX. */

@@ -152,8 +152,6 @@ void watched_view_schedule_emit(WatchedView *v) {
         watched_view_arm(v, MAX(now_usec(CLOCK_MONOTONIC), v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
 }
 
-/* In poll mode the timer schedules the next read of the table: no sooner than the interval. */
-void poll_view_schedule_read(WatchedView *v);
 void poll_view_schedule_read(WatchedView *v) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         int enabled = SD_EVENT_OFF;
