@@ -38,6 +38,8 @@ static bool arg_recursive = false;
 static bool arg_read_only = false;
 static bool arg_mkdir = false;
 static bool arg_detach = false;
+bool arg_follow = false;
+bool arg_lazy = false;
 static bool arg_help = false;
 static bool arg_version = false;
 
@@ -396,6 +398,11 @@ static int verb_reload(sd_bus *bus, int argc _unused_, char **argv _unused_) {
 static int check_mounts(int argc _unused_, char **argv _unused_) {
         if (arg_json != JSON_OFF && arg_graph)
                 return verb_usage_error("mounts", "--json and --graph cannot be combined");
+        if (arg_follow && arg_graph)
+                return verb_usage_error("mounts", "--follow and --graph cannot be combined");
+        /* A stream of changes goes straight to its reader. */
+        if (arg_follow)
+                arg_no_pager = true;
         return 0;
 }
 
@@ -489,6 +496,10 @@ static const Option options[] = {
           "detach the mount even if busy, with everything below it", .flag = &arg_detach },
         { "config", 0, required_argument, "FILE", false,
           "the configuration nsmanagerd --config=FILE reads", .parse = parse_config },
+        { "follow", 'f', no_argument, NULL, false,
+          "print the changes as they come, until interrupted", .flag = &arg_follow },
+        { "lazy", 0, no_argument, NULL, false,
+          "detach what is in use too (it goes once its processes let go)", .flag = &arg_lazy },
 };
 
 static const Option *find_option(const char *name) {
@@ -542,7 +553,7 @@ static const Verb verbs[] = {
           .description =
           "Show the state of USER's namespace: sessions, lingering, mount namespace id,\n"
           "creation time, number of mounts." },
-        { "mounts", "[USER]", 0, 1, .options = OPTIONS("json", "graph", "no-legend"),
+        { "mounts", "[USER]", 0, 1, .options = OPTIONS("json", "graph", "no-legend", "follow"),
           .check = check_mounts, .run = verb_mounts,
           .summary = "show a view's mounts and where they propagate",
           .description =
@@ -550,7 +561,11 @@ static const Verb verbs[] = {
           "with each mount's propagation, peer group and master group, and the other\n"
           "namespaces that receive what is mounted there: peers (two-way) and slaves\n"
           "(marked \"(slave)\", receive only). With --graph, print the peer groups of all\n"
-          "namespaces as a Graphviz dot graph (with USER: only the groups USER takes part in)." },
+          "namespaces as a Graphviz dot graph (with USER: only the groups USER takes part in).\n"
+          "With --follow, print each mount and unmount as it happens instead (like\n"
+          "findmnt --poll), with where the mount came from: \"from the host's /mnt/cd (peer\n"
+          "group 57)\" for a copy of a host mount, \"made in this view\"; --json: one object\n"
+          "per line. Runs until interrupted." },
         { "create", "USER", 1, 1, .run = verb_create,
           .summary = "create USER's namespace",
           .description = "Create USER's namespace (nothing happens if it exists)." },
@@ -602,6 +617,14 @@ static const Verb verbs[] = {
         { "linger", "USER yes|no", 2, 2, .check = check_linger, .run = verb_linger,
           .summary = "keep USER's namespace without sessions",
           .description = "Enable or disable lingering: a lingering namespace survives its last session." },
+        { "eject", "WHAT", 1, 1, .options = OPTIONS("lazy", "json", "no-legend"), .run = verb_eject,
+          .summary = "detach a device's file system everywhere",
+          .description =
+          "Detach every mount of the file system of WHAT (a block device, or a mount point on\n"
+          "the host) in the host and in every view: copies a user made private, binds of its\n"
+          "subdirectories, mounts stacked on it. Then the device can be powered off. If a\n"
+          "process uses it, nothing is detached and the processes are named (pid, user,\n"
+          "command, view); with --lazy it is detached anyway and goes once they let go." },
         { "reload", "", 0, 0, .run = verb_reload,
           .summary = "reload the daemon's configuration",
           .description =

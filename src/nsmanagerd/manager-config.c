@@ -28,6 +28,7 @@ void manager_config_init(ManagerConfig *c) {
                 .rate_limit_interval_usec = 10 * USEC_PER_SEC,
                 .rate_limit_burst = 200,
                 .attach_tasks_max = 4096,
+                .release_with_host = true,
         };
         c->subtree_root = strdup("/subtree");
         c->state_directory = strdup("/run/nsmanager");
@@ -269,6 +270,7 @@ static const ConfigItem config_items[] = {
         { "Manager", "RateLimitIntervalSec", config_parse_timeout,            offsetof(ManagerConfig, rate_limit_interval_usec) },
         { "Manager", "RateLimitBurst",       config_parse_unsigned,           offsetof(ManagerConfig, rate_limit_burst) },
         { "Manager", "AttachTasksMax",       config_parse_unsigned,           offsetof(ManagerConfig, attach_tasks_max) },
+        { "Manager", "ReleaseWithHost",      config_parse_bool,               offsetof(ManagerConfig, release_with_host) },
         { "View",    "PrivateTmp",           config_parse_bool,               offsetof(ViewPolicy, private_tmp) },
         { "View",    "TmpSize",              config_parse_size,               offsetof(ViewPolicy, tmp_size) },
         { "View",    "BindPaths",            config_parse_bind_list,          offsetof(ViewPolicy, bind_paths) },

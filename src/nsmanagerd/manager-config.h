@@ -64,6 +64,7 @@ typedef struct ManagerConfig {
         size_t n_group_policies;
         PolicyFile *user_policies;  /* user.d/USER.conf, by name */
         size_t n_user_policies;
+        bool release_with_host;        /* ReleaseWithHost= (yes): the host's eject detaches the views' copies */
 } ManagerConfig;
 
 

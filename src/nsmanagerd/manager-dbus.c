@@ -13,6 +13,7 @@
 #include "log-control.h"
 #include "manager-dbus.h"
 #include "manager.h"
+#include "mount-events-dbus.h"
 #include "namespace-dbus.h"
 #include "namespace.h"
 #include "path-util.h"
@@ -777,6 +778,9 @@ int manager_bus_add_objects(Manager *m, sd_bus *bus) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add the Manager object: %m");
         r = namespace_dbus_register(m, bus);
+        if (r < 0)
+                return r;
+        r = mount_events_bus_register(m, bus);
         if (r < 0)
                 return r;
         r = sd_bus_add_object_manager(bus, NULL, NSM_MANAGER_PATH);

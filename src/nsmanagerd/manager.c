@@ -15,6 +15,7 @@
 #include "log.h"
 #include "login-filter.h"
 #include "manager.h"
+#include "mount-events.h"
 #include "namespace-dbus.h"
 #include "namespace.h"
 #include "op-queue.h"
@@ -77,6 +78,7 @@ Manager *manager_free(Manager *m) {
         m->children = child_set_free(m->children);
         view_jobs_free(m);
         m->builder = builder_free(m->builder);
+        m->mount_events = mount_events_free(m->mount_events);
         if (m->namespaces)
                 manager_drop_namespaces(m);
         op_queue_free_with(m->host_ops, -ESHUTDOWN);
@@ -216,6 +218,8 @@ int manager_reload(Manager *m, char **ret_error) {
         manager_config_done(&m->config);
         m->config = c;
         manager_publish_login_filter(m);
+        if (m->mount_events)
+                mount_events_config_changed(m->mount_events);
         log_info("Configuration reloaded; it applies to namespaces created from now on.");
         return 0;
 }
@@ -486,6 +490,10 @@ int manager_serve(Manager *m) {
         host_changes_done(&m->startup_changes);
         m->registry_created = false;
         manager_retry_pending_joins(m);
+        /* Without them the daemon works on: no signals for subscribers, no ReleaseWithHost=. */
+        r = mount_events_new(m, &m->mount_events);
+        if (r < 0)
+                log_warning_errno(r, "Failed to set up mount events, going on without them: %m");
         return 0;
 }
 

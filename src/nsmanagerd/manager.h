@@ -24,6 +24,7 @@ typedef struct BusRequest BusRequest;
 typedef struct PrivateBus PrivateBus;
 typedef struct KeptConnection KeptConnection;
 typedef struct ViewJob ViewJob;
+typedef struct MountEvents MountEvents;
 
 /* The daemon: the event loop, the bus, the configuration, and the namespaces it owns. */
 typedef struct Manager {
@@ -60,6 +61,7 @@ typedef struct Manager {
         Hashmap *rate_limits;    /* caller uid → RateLimit (manager.c) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
+        MountEvents *mount_events;       /* subscribers' signals, ReleaseWithHost= (mount-events.c) */
 } Manager;
 
 int manager_new(Manager **ret);

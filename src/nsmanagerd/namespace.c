@@ -5,6 +5,7 @@
 
 #include "builder.h"
 #include "log.h"
+#include "mount-events.h"
 #include "namespace-dbus.h"
 #include "namespace.h"
 #include "path-util.h"
@@ -157,6 +158,7 @@ void namespace_drop_with(Namespace *ns, int error) {
         if (!m)
                 return;
         namespace_ref(ns);
+        mount_events_namespace_gone(m->mount_events, ns);
         if (hashmap_get(m->namespaces, ns->name) == ns)
                 hashmap_remove(m->namespaces, ns->name);
         if (hashmap_get(m->namespaces_by_uid, ns->uid_key) == ns)
@@ -256,6 +258,7 @@ static void build_finish(BuildContext *c, int r, const char *message) {
                 ns->ready = true;
                 log_info("Created the mount namespace of '%s' (mnt:[%" PRIu64 "]).", ns->name, ns->mntns_inode);
                 (void) namespace_dbus_send_new(ns);
+                mount_events_namespace_ready(m->mount_events, ns);
                 namespace_notify_waiters(ns, 0, NULL);
         }
         build_context_free(c);
