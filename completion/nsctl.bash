@@ -26,15 +26,17 @@ _nsctl() {
                 cword=$COMP_CWORD
         }
 
-        local verbs='list status mounts create remove attach share enslave propagation bind unmount linger reload'
+        local verbs='list status mounts create remove attach share enslave propagation bind unmount linger eject reload verify'
         local common='--no-pager --no-ask-password --ask-password -h --help -H --host -M --machine'
         local -A opts=(
                 [list]='--json --no-legend'
                 [status]='--json'
-                [mounts]='--json --graph --no-legend'
+                [mounts]='--json --graph --no-legend --follow'
                 [propagation]='--recursive'
                 [bind]='--read-only --mkdir'
                 [unmount]='--detach'
+                [verify]='--config'
+                [eject]='--lazy --json --no-legend'
         )
 
         # The argument of -H/-M: a host from ssh's known hosts, a running container.
@@ -47,6 +49,10 @@ _nsctl() {
                 ;;
         -M|--machine)
                 COMPREPLY=($(compgen -W "$(machinectl list --no-legend --no-pager 2>/dev/null | cut -d' ' -f1)" -- "$cur"))
+                return
+                ;;
+        --config)
+                COMPREPLY=($(compgen -f -- "$cur"))
                 return
                 ;;
         esac
@@ -65,6 +71,10 @@ _nsctl() {
                         ;;
                 --host=*|--machine=*)
                         transport+=("$w")
+                        continue
+                        ;;
+                --config)
+                        ((i++))
                         continue
                         ;;
                 esac
@@ -90,7 +100,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --follow --lazy" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi
@@ -109,6 +119,10 @@ _nsctl() {
                 ;;
         create)
                 ((n == 0)) && COMPREPLY=($(compgen -W "$(__nsctl_all_users)" -- "$cur"))
+                ;;
+        eject)
+                # a block device or a mount point of the host
+                ((n == 0)) && COMPREPLY=($(compgen -W "$(findmnt -rn -o TARGET,SOURCE 2>/dev/null | tr ' ' '\n' | sed -n '\#^/dev/#p; \#^/media/#p; \#^/mnt/#p' | sort -u)" -- "$cur"))
                 ;;
         attach)
                 if ((n == 0)); then
@@ -161,6 +175,10 @@ _nsctl() {
                 elif ((n == 2)) && [[ ${args[0]} != /* ]]; then
                         COMPREPLY=($(compgen -W "$modes" -- "$cur"))
                 fi
+                ;;
+        verify)
+                # configuration files: any number
+                COMPREPLY=($(compgen -f -- "$cur"))
                 ;;
         bind)
                 if ((n == 0)); then

@@ -100,3 +100,89 @@ def test_export_records(daemon, manager):
     r = created[0]
     assert r["PRIORITY"] == "6" and r["SYSLOG_IDENTIFIER"] == "nsmanagerd"
     assert int(r["__REALTIME_TIMESTAMP"]) > 0 and int(r["_PID"]) == daemon.daemon.pid
+
+
+# ---------------------------------------------------------------------------
+# the audit records: who changed what (src/nsmanagerd/audit.h)
+
+AUDIT_IDS = {
+    "CreateNamespace": "b064cde38c59441c9b83ad891b2d6284",
+    "RemoveNamespace": "73d2b3853694401c8f64b9dabd57a931",
+    "ShareSubtree": "b2c9bb3546434ef2b105c1965cf7ab80",
+    "EnslaveSubtree": "920b36f2f1c848db89dd3e516475c1b2",
+    "SetPropagation": "5ccd9834eee744c582841972b55a1679",
+    "BindMount": "234f4ef9fa8841c8ba2eaf1e05ba42f3",
+    "Unmount": "1de3f1e86c974d7fb61292f482e82788",
+    "SetLinger": "ff08291e0f46411881298f54ed9326c7",
+    "OpenAttach": "c612a1464d94450fb7eba4600478c07c",
+    "ReloadConfig": "c93ed6426ca140b096e87616af594b4d",
+}
+
+
+def audit_records(sb, action):
+    return [r for r in sb.journal_records() if r.get("NSM_ACTION") == action]
+
+
+def test_audit_records_name_caller_and_arguments(daemon, manager, nsctl, polkit_rules):
+    """carol (group nsadmin, allowed manage by a rule) binds into bob's view, root enslaves,
+    shares, sets linger, creates, removes and reloads, alice attaches to her own view: each
+    change is one record with its MESSAGE_ID, the caller's uid, name and pid, the namespace's
+    user and the arguments, and the outcome. Reads leave none."""
+    sb = daemon
+    polkit_rules("50-nsadmin", """polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage" && subject.isInGroup("nsadmin"))
+            return polkit.Result.YES;
+    });""")
+    src = sb.instance / "audit-src"
+    src.mkdir()
+    for u in ("alice", "bob"):
+        manager.CreateNamespace(u)
+    assert nsctl("bind", "bob", src, "/mnt", as_user="carol").returncode == 0
+    assert nsctl("enslave", "bob", "/mnt").returncode == 0
+    assert nsctl("share", "bob", "/mnt").returncode == 0
+    assert nsctl("propagation", "bob", "/mnt", "private").returncode == 0
+    assert nsctl("linger", "bob", "yes").returncode == 0
+    assert nsctl("create", "carol").returncode == 0
+    assert nsctl("remove", "carol").returncode == 0
+    assert nsctl("reload").returncode == 0
+    p = nsctl("attach", "alice", "--", "true", as_user="alice")
+    assert p.returncode == 0, p.stderr
+    reads_before = len(sb.journal_records())
+    nsctl("list"), nsctl("status", "bob"), nsctl("mounts", "bob")
+    assert not [r for r in sb.journal_records()[reads_before:] if "NSM_ACTION" in r]
+
+    def one(action, **fields):
+        found = [r for r in audit_records(sb, action) if all(r.get(k) == v for k, v in fields.items())]
+        assert len(found) == 1, (action, fields, audit_records(sb, action))
+        r = found[0]
+        assert r["MESSAGE_ID"] == AUDIT_IDS[action] and r["NSM_RESULT"] == "done", r
+        assert int(r["NSM_CALLER_PID"]) > 0 and r["PRIORITY"] == "6", r
+        return r
+
+    r = one("BindMount", NSM_USER="bob", NSM_CALLER_UID="2003")
+    assert (r["NSM_CALLER_USER"], r["NSM_SOURCE"], r["NSM_PATH"], r["NSM_FLAGS"]) == ("carol", str(src), "/mnt", "0x0")
+    assert "BindMount by carol (uid 2003" in r["MESSAGE"] and "in the view of 'bob'" in r["MESSAGE"], r["MESSAGE"]
+    one("EnslaveSubtree", NSM_USER="bob", NSM_CALLER_UID="0", NSM_CALLER_USER="root", NSM_PATH="/mnt")
+    one("ShareSubtree", NSM_USER="bob", NSM_CALLER_UID="0", NSM_PATH="/mnt")
+    one("SetPropagation", NSM_USER="bob", NSM_PATH="/mnt", NSM_MODE="private", NSM_FLAGS="0x0")
+    one("SetLinger", NSM_USER="bob", NSM_LINGER="yes", NSM_CALLER_UID="0")
+    one("CreateNamespace", NSM_USER="carol", NSM_CALLER_UID="0")
+    one("RemoveNamespace", NSM_USER="carol", NSM_CALLER_UID="0")
+    one("ReloadConfig", NSM_CALLER_UID="0")
+    r = one("OpenAttach", NSM_USER="alice", NSM_CALLER_UID="2001", NSM_CALLER_USER="alice", NSM_COMMAND="true")
+    assert int(r["NSM_PID"]) > 0
+    assert not any("ENV" in k for k in r), r     # never the command's environment
+
+
+def test_audit_records_refusals(daemon, manager, nsctl):
+    """A refused change is on record too, with the error's name: alice trying bob's view."""
+    sb = daemon
+    manager.CreateNamespace("bob")
+    assert nsctl("--no-ask-password", "linger", "bob", "yes", as_user="alice").returncode == 1
+    assert nsctl("unmount", "bob", "/").returncode == 1
+    recs = audit_records(sb, "SetLinger")
+    assert len(recs) == 1 and recs[0]["NSM_CALLER_UID"] == "2001" and recs[0]["PRIORITY"] == "5", recs
+    assert recs[0]["NSM_RESULT"] == "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired", recs
+    recs = audit_records(sb, "Unmount")
+    assert len(recs) == 1 and recs[0]["NSM_RESULT"] == "org.example.NSManager.Error.InvalidPath", recs
+    assert "refused:" in recs[0]["MESSAGE"]

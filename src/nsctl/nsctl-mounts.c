@@ -635,6 +635,8 @@ int verb_mounts(sd_bus *bus, int argc, char **argv) {
         Views v = {};
         int r;
 
+        if (arg_follow)
+                return verb_mounts_follow(bus, user);
         r = views_load(bus, user, &v);
         if (r < 0)
                 return r;

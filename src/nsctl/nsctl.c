@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * nsctl: the command line client of nsmanagerd. It only talks D-Bus (and setns() for
- * "attach" as root); it never mounts anything itself.
+ * "attach" as root, and reads the configuration files for "verify"); it never mounts
+ * anything itself.
  *
  * Two tables say what nsctl accepts: options[] (every option, its help line and what it
  * sets) and verbs[] (every command, its arguments and the options it takes besides the
@@ -37,6 +38,8 @@ static bool arg_recursive = false;
 static bool arg_read_only = false;
 static bool arg_mkdir = false;
 static bool arg_detach = false;
+bool arg_follow = false;
+bool arg_lazy = false;
 static bool arg_help = false;
 static bool arg_version = false;
 
@@ -136,6 +139,14 @@ int verb_usage_error(const char *verb, const char *fmt, ...) {
         }
 
         return -EINVAL;
+}
+
+/* ---- verify ---- */
+
+static int check_verify(int argc, char **argv _unused_) {
+        if (argc > 1 && arg_config)
+                return verb_usage_error("verify", "--config and FILE arguments cannot be combined");
+        return 0;
 }
 
 /* Timeout of calls that may wait for an interactive polkit authorization: only with our agent
@@ -387,6 +398,11 @@ static int verb_reload(sd_bus *bus, int argc _unused_, char **argv _unused_) {
 static int check_mounts(int argc _unused_, char **argv _unused_) {
         if (arg_json != JSON_OFF && arg_graph)
                 return verb_usage_error("mounts", "--json and --graph cannot be combined");
+        if (arg_follow && arg_graph)
+                return verb_usage_error("mounts", "--follow and --graph cannot be combined");
+        /* A stream of changes goes straight to its reader. */
+        if (arg_follow)
+                arg_no_pager = true;
         return 0;
 }
 
@@ -442,6 +458,13 @@ static int parse_machine(const char *arg) {
         return parse_transport(BUS_TRANSPORT_MACHINE, arg);
 }
 
+static int parse_config(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_config = arg;
+        return 0;
+}
+
 static const Option options[] = {
         { "host", 'H', required_argument, "[USER@]HOST", true,
           "operate on the daemon of HOST, over ssh", .parse = parse_host },
@@ -471,6 +494,12 @@ static const Option options[] = {
           "create the destination if it is missing", .flag = &arg_mkdir },
         { "detach", 0, no_argument, NULL, false,
           "detach the mount even if busy, with everything below it", .flag = &arg_detach },
+        { "config", 0, required_argument, "FILE", false,
+          "the configuration nsmanagerd --config=FILE reads", .parse = parse_config },
+        { "follow", 'f', no_argument, NULL, false,
+          "print the changes as they come, until interrupted", .flag = &arg_follow },
+        { "lazy", 0, no_argument, NULL, false,
+          "detach what is in use too (it goes once its processes let go)", .flag = &arg_lazy },
 };
 
 static const Option *find_option(const char *name) {
@@ -495,6 +524,7 @@ static void print_option(FILE *f, const Option *o, const char *help) {
 
 typedef enum VerbFlags {
         VERB_EMPTY_USER_IS_HOST = 1 << 0, /* USER "" names the host, as on the bus */
+        VERB_NO_BUS             = 1 << 1, /* does not talk to the daemon: no connection */
 } VerbFlags;
 
 struct Verb {
@@ -523,7 +553,7 @@ static const Verb verbs[] = {
           .description =
           "Show the state of USER's namespace: sessions, lingering, mount namespace id,\n"
           "creation time, number of mounts." },
-        { "mounts", "[USER]", 0, 1, .options = OPTIONS("json", "graph", "no-legend"),
+        { "mounts", "[USER]", 0, 1, .options = OPTIONS("json", "graph", "no-legend", "follow"),
           .check = check_mounts, .run = verb_mounts,
           .summary = "show a view's mounts and where they propagate",
           .description =
@@ -531,7 +561,11 @@ static const Verb verbs[] = {
           "with each mount's propagation, peer group and master group, and the other\n"
           "namespaces that receive what is mounted there: peers (two-way) and slaves\n"
           "(marked \"(slave)\", receive only). With --graph, print the peer groups of all\n"
-          "namespaces as a Graphviz dot graph (with USER: only the groups USER takes part in)." },
+          "namespaces as a Graphviz dot graph (with USER: only the groups USER takes part in).\n"
+          "With --follow, print each mount and unmount as it happens instead (like\n"
+          "findmnt --poll), with where the mount came from: \"from the host's /mnt/cd (peer\n"
+          "group 57)\" for a copy of a host mount, \"made in this view\"; --json: one object\n"
+          "per line. Runs until interrupted." },
         { "create", "USER", 1, 1, .run = verb_create,
           .summary = "create USER's namespace",
           .description = "Create USER's namespace (nothing happens if it exists)." },
@@ -583,12 +617,34 @@ static const Verb verbs[] = {
         { "linger", "USER yes|no", 2, 2, .check = check_linger, .run = verb_linger,
           .summary = "keep USER's namespace without sessions",
           .description = "Enable or disable lingering: a lingering namespace survives its last session." },
+        { "eject", "WHAT", 1, 1, .options = OPTIONS("lazy", "json", "no-legend"), .run = verb_eject,
+          .summary = "detach a device's file system everywhere",
+          .description =
+          "Detach every mount of the file system of WHAT (a block device, or a mount point on\n"
+          "the host) in the host and in every view: copies a user made private, binds of its\n"
+          "subdirectories, mounts stacked on it. Then the device can be powered off. If a\n"
+          "process uses it, nothing is detached and the processes are named (pid, user,\n"
+          "command, view); with --lazy it is detached anyway and goes once they let go." },
         { "reload", "", 0, 0, .run = verb_reload,
           .summary = "reload the daemon's configuration",
           .description =
           "Make nsmanagerd read its configuration files again (as SIGHUP does). The new\n"
           "settings apply to namespaces created afterwards; existing ones stay as they are.\n"
-          "A file with an error is refused and the old configuration stays." },
+          "A file with an error is refused and the old configuration stays: every file is\n"
+          "read first (nsmanagerd.conf, its drop-ins, group.d/, user.d/), and any error or\n"
+          "unknown setting fails the reload with FILE:LINE. 'nsctl verify' checks first." },
+        { "verify", "[FILE...]", 0, UINT_MAX, VERB_NO_BUS, .options = OPTIONS("config"),
+          .local_only = "it reads this machine's files", .check = check_verify, .run = verb_verify,
+          .summary = "check the configuration files",
+          .description =
+          "Check nsmanagerd's configuration with the daemon's own parser, without asking the\n"
+          "daemon: each FILE alone (one in a group.d/ or user.d/ directory holds [View] only),\n"
+          "or without FILE the set nsmanagerd reads: /etc/nsmanager/nsmanagerd.conf, its\n"
+          "drop-ins nsmanagerd.conf.d/*.conf, group.d/*.conf and user.d/*.conf (with --config,\n"
+          "FILE, FILE.d/ and FILE's directory, as nsmanagerd --config=FILE). Prints each error\n"
+          "as FILE:LINE: reason, an unknown section or setting included, and exits with 1 if\n"
+          "there is any. Warns (exit status 0) of user.d/ and group.d/ files for names the\n"
+          "system does not know." },
 };
 
 static const Verb *find_verb(const char *name) {
@@ -813,8 +869,9 @@ static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, ch
         if (n_args - 1 > v->max_args)
                 return verb_usage_error(v->name, "too many arguments");
 
-        /* The host is "" only where the contract allows it (share, propagation). */
-        if (n_args > 1 && args[1][0] == '\0' && !(v->flags & VERB_EMPTY_USER_IS_HOST))
+        /* The host is "" only where the contract allows it (share, propagation); verify takes
+         * no USER. */
+        if (n_args > 1 && args[1][0] == '\0' && !(v->flags & (VERB_EMPTY_USER_IS_HOST | VERB_NO_BUS)))
                 return verb_usage_error(v->name, "empty user name");
 
         if (v->local_only && arg_transport == BUS_TRANSPORT_REMOTE)
@@ -884,9 +941,11 @@ int main(int argc, char *argv[]) {
         if (r < 0)
                 return NSCTL_EXIT_USAGE;
 
-        r = bus_connect(&bus);
-        if (r < 0)
-                return NSCTL_EXIT_FAILURE;
+        if (!(v->flags & VERB_NO_BUS)) {
+                r = bus_connect(&bus);
+                if (r < 0)
+                        return NSCTL_EXIT_FAILURE;
+        }
 
         r = resolve_user_argument(bus, v, n_args, args, &resolved_user);
         if (r < 0)

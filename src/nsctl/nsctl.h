@@ -40,6 +40,8 @@ extern bool arg_ask_password;
 extern bool arg_graph;
 extern BusTransport arg_transport;
 extern const char *arg_host; /* --host or --machine */
+extern bool arg_follow;
+extern bool arg_lazy;
 
 /* Reported by a verb for bad usage: prints "nsctl VERB: message" and the verb's usage line. */
 int verb_usage_error(const char *verb, const char *fmt, ...) _printf_(2, 3);
@@ -153,7 +155,13 @@ void json_strv(JsonWriter *w, char **l);
 
 /* Verbs */
 int verb_mounts(sd_bus *bus, int argc, char **argv);
+/* nsctl mounts [USER] --follow (nsctl-follow.c); user NULL: the host. */
+int verb_mounts_follow(sd_bus *bus, const char *user);
+int verb_eject(sd_bus *bus, int argc, char **argv);
 int verb_attach(sd_bus *bus, int argc, char **argv);
+/* nsctl-verify.c: reads files, never connects (bus is NULL). */
+extern const char *arg_config; /* --config=FILE, as nsmanagerd's */
+int verb_verify(sd_bus *bus, int argc, char **argv);
 
 /* helpers for the verbs */
 size_t utf8_width(const char *s);

@@ -25,6 +25,7 @@ typedef enum BuilderRequestType {
         BUILDER_UNPIN,              /* name */
         BUILDER_LIST,               /* (nothing) */
         BUILDER_READ_MOUNTS,        /* fd: the namespace, or none for the host */
+        BUILDER_OPEN_MOUNTINFO,     /* fd: the namespace; the reply's fd is its /proc/self/mountinfo */
 } BuilderRequestType;
 
 #define BUILDER_MAX_ARGS 64
@@ -203,6 +204,24 @@ static int handle_read_mounts(BuilderProcess *p, IpcMessage *m) {
         return ipc_send_data(p->sock, buf, size);
 }
 
+/* An open mountinfo of a namespace flags every change in it (POLLPRI), whoever holds it and
+ * wherever: for mount-events-poll.c, which holds it without reading it. */
+static int handle_open_mountinfo(BuilderProcess *p, IpcMessage *m) {
+        _cleanup_close_ int fd = -EBADF;
+
+        if (m->n_fds != 1)
+                return reply_error(p, -EBADMSG, "Malformed request.");
+        if (setns(m->fds[0], CLONE_NEWNS) < 0)
+                return reply_error(p, -errno, "Failed to enter the namespace: %m");
+        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+        int r = fd < 0 ? -errno : 0;
+        if (setns(p->host_ns_fd, CLONE_NEWNS) < 0)
+                _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
+        if (r < 0)
+                return reply_error(p, r, "Failed to open the namespace's mount table: %s", strerror(-r));
+        return ipc_send(p->sock, 0, 0, NULL, 0, &fd, 1);
+}
+
 static int builder_dispatch(BuilderProcess *p, IpcMessage *m) {
         const char *args[BUILDER_MAX_ARGS];
         size_t n = split_args(m, args, ELEMENTSOF(args));
@@ -218,6 +237,8 @@ static int builder_dispatch(BuilderProcess *p, IpcMessage *m) {
                 return handle_list(p);
         case BUILDER_READ_MOUNTS:
                 return handle_read_mounts(p, m);
+        case BUILDER_OPEN_MOUNTINFO:
+                return handle_open_mountinfo(p, m);
         default:
                 return reply_error(p, -EOPNOTSUPP, "Unknown request %d.", m->result);
         }
@@ -687,6 +708,10 @@ int builder_list(Builder *b, uint64_t deadline, BuilderDoneFunc done, void *user
 
 int builder_read_mounts(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
         return builder_enqueue(b, false, BUILDER_READ_MOUNTS, NULL, ns_fd, deadline, done, userdata);
+}
+
+int builder_open_mountinfo(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
+        return builder_enqueue(b, false, BUILDER_OPEN_MOUNTINFO, NULL, ns_fd, deadline, done, userdata);
 }
 
 void builder_sync_done(BuilderReply *reply, void *userdata) {

@@ -51,6 +51,8 @@ int builder_unpin(Builder *b, const char *name, uint64_t deadline, BuilderDoneFu
 int builder_list(Builder *b, uint64_t deadline, BuilderDoneFunc done, void *userdata);
 /* /proc/self/mountinfo of the namespace ns_fd (< 0: the host): reply->data. */
 int builder_read_mounts(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata);
+/* /proc/self/mountinfo opened in the namespace ns_fd, unread: reply->fd. */
+int builder_open_mountinfo(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata);
 
 /* Runs the event loop until the request just made with done = builder_sync_done and
  * userdata = &sync has answered (for start-up, before the bus is connected). */

@@ -205,6 +205,11 @@ static int on_child_deadline(sd_event_source *s, uint64_t usec, void *userdata) 
         return 0;
 }
 
+static int int_cmp(const void *a, const void *b) {
+        int x = *(const int *) a, y = *(const int *) b;
+        return x < y ? -1 : x > y;
+}
+
 int child_setup(int sock, const int *keep, size_t n_keep) {
         sigset_t ss;
         int lo = 3;
@@ -221,7 +226,25 @@ int child_setup(int sock, const int *keep, size_t n_keep) {
                 log_set_target(LOG_TARGET_CONSOLE_PREFIXED);
         log_set_export_fd(-EBADF);
 
-        /* Close every fd but sock and keep[]: walk the gaps between them in ascending order. */
+        /* Close every fd but sock and keep[]: walk the gaps between them in ascending order.
+         * Many fds (Eject keeps every view's) are sorted first: the walk is then linear. */
+        int *sorted = n_keep > 8 ? malloc((n_keep + 1) * sizeof(int)) : NULL;
+        if (sorted) {
+                memcpy(sorted, keep, n_keep * sizeof(int));
+                sorted[n_keep] = sock;
+                qsort(sorted, n_keep + 1, sizeof(int), int_cmp);
+                for (size_t i = 0; i <= n_keep; i++) {
+                        if (sorted[i] < lo)
+                                continue;
+                        if (sorted[i] > lo && syscall(SYS_close_range, (unsigned) lo, (unsigned) sorted[i] - 1, 0) < 0) {
+                                free(sorted);
+                                return -errno;
+                        }
+                        lo = sorted[i] + 1;
+                }
+                free(sorted);
+                return syscall(SYS_close_range, (unsigned) lo, ~0U, 0) < 0 ? -errno : 0;
+        }
         for (;;) {
                 int next = INT32_MAX;
                 if (sock >= lo)

@@ -168,7 +168,7 @@ int namespace_bus_path_to_uid(const char *path, uid_t *ret) {
 }
 
 /* /org/example/NSManager/user/_UID */
-static int namespace_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+int namespace_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
                                  sd_bus_error *error) {
         Manager *m = userdata;
         Namespace *ns;

@@ -12,6 +12,10 @@ char *namespace_bus_path(Namespace *ns);
  * path. Any caller may name any path: fuzzed (src/fuzz/fuzz-bus-args.c). */
 int namespace_bus_path_to_uid(const char *path, uid_t *ret);
 int namespace_dbus_register(Manager *m, sd_bus *bus);
+/* The Namespace object at 'path' (sd-bus's object find function; userdata: the Manager): for
+ * every vtable of the Namespace interface. */
+int namespace_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
+                          sd_bus_error *error);
 
 int namespace_dbus_send_new(Namespace *ns);
 int namespace_dbus_send_removed(Namespace *ns);

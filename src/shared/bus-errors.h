@@ -33,3 +33,4 @@ extern const sd_bus_error_map nsm_bus_error_map[];
 #define NSM_BIND_READ_ONLY UINT64_C(0x1)
 #define NSM_BIND_MKDIR UINT64_C(0x2)
 #define NSM_UNMOUNT_DETACH UINT64_C(0x1)
+#define NSM_EJECT_LAZY UINT64_C(0x1)

@@ -1,0 +1,235 @@
+#!/usr/bin/python3 -P
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What mount events cost: the latency of a signal, what watching adds to a host mount, and
+what ReleaseWithHost= costs (docs/mount-events.md, docs/benchmarks.md).
+
+Runs in the project's throwaway sandbox (tests/sandbox.py), the host being the sandbox's
+namespace. The helper bench/nsm-events is the subscriber: it mounts a small tmpfs on the
+host under /tmp (the slave rest of /: every view receives a copy), waits for the
+MountsChanged of each watched view, unmounts, waits again, and waits out the daemon's 100 ms.
+
+  latency   with 1, 100 and 1,000 views watched (Namespace.Subscribe of each, N views there):
+            from the host's mount(2) to the first signal and to the last (every watched view's)
+  cost      at N views (default 1,000 and 10,000), in one run, alternating: the host's mount(2)
+            and umount(2) with nobody watching, and with every view watched (Manager.Subscribe):
+            what watching adds to the system calls, and the CPU the daemon (its helpers
+            included) and dbus-daemon spend per mount and unmount; against the kernel's own
+            fan-out (mount(2) at N views less at none, bench_fanout's measure)
+  quiet     nobody watching, ReleaseWithHost=no: the daemon's CPU time and wakeups over 200
+            host mounts (should be none)
+  release   ReleaseWithHost=yes at N views (default 10,000): an ext4 loop device mounted on the
+            host reaches every view, one view keeps a bind of it; from the host's umount(2)
+            until the device is free (open O_EXCL), and the daemon's CPU for it
+
+Usage: sudo bench/bench_mount_events.py [--stages latency,cost,quiet,release] [--views N,...]
+       [--iterations N] [--release-views N]
+"""
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib as bl  # noqa: E402
+from benchlib import sbx  # noqa: E402
+
+TARGET = "/tmp/nsm-events"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of pid and of its children it has reaped (the daemon's helpers)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK_TCK
+
+
+def wakeups(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
+
+
+def run_events(subscribe: list[str], iterations: int, views: int = 0) -> list[tuple[float, float, float, float]]:
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=sbx.SYSTEM_BUS_ADDRESS, NSM_EVENTS_VIEWS=str(views))
+    out = subprocess.run([str(bl.tool("nsm-events")), TARGET, str(iterations), *subscribe], check=True,
+                         capture_output=True, text=True, env=env, timeout=3600)
+    return [tuple(map(float, line.split())) for line in out.stdout.splitlines()]
+
+
+def ensure_views(sb, mgr, users: list[str], created: list[int], n: int) -> None:
+    while created[0] < n:
+        mgr.CreateNamespace(users[created[0]])
+        created[0] += 1
+
+
+def ms(us: float) -> str:
+    return f"{us / 1000:.2f}"
+
+
+def stage_latency(sb, mgr, users, created, counts, iterations):
+    ensure_views(sb, mgr, users, created, max(counts))
+    paths = [str(mgr.GetNamespace(u)) for u in users[:max(counts)]]
+    print(f"\nlatency: host mount(2) to MountsChanged, {created[0]} views, {iterations} mounts each")
+    print(f"{'watched':>8} {'first med':>10} {'first p99':>10} {'last med':>9} {'last p99':>9}  (ms)")
+    rows = []
+    for k in counts:
+        res = run_events(paths[:k], iterations)
+        first = [r[2] for r in res]
+        last = [r[3] for r in res]
+        rows.append((k, first, last))
+        print(f"{k:>8} {ms(bl.median(first)):>10} {ms(bl.percentile(first, 99)):>10} "
+              f"{ms(bl.median(last)):>9} {ms(bl.percentile(last, 99)):>9}", flush=True)
+    return rows
+
+
+def stage_cost(sb, mgr, users, created, counts, iterations, base):
+    daemon, bus = sb.daemon.pid, sb.process("dbus-daemon").pid
+    base_mount = bl.median([r[0] for r in base])
+    print(f"\ncost: what watching every view adds to a host mount ({iterations} mounts per round, medians)")
+    print(f"no views (at the start): mount {base_mount:.0f} µs, umount {bl.median([r[1] for r in base]):.0f} µs")
+    print(f"{'views':>6} {'mount µs':>9} {'watched':>8} {'umount µs':>10} {'watched':>8} {'fan-out':>8} "
+          f"{'daemon ms':>10} {'bus ms':>7} {'last sig ms':>12}")
+    for n in counts:
+        ensure_views(sb, mgr, users, created, n)
+        plain, watched = [], []
+        cpu_d = cpu_b = 0.0
+        for _round in range(2):
+            plain += run_events(["none"], iterations)
+            d0, b0 = cpu_seconds(daemon), cpu_seconds(bus)
+            watched += run_events(["all"], iterations, views=n)
+            cpu_d += cpu_seconds(daemon) - d0
+            cpu_b += cpu_seconds(bus) - b0
+        # The subscription itself (every view's first read) is in the CPU too: a run without
+        # mounts measures it, to be taken off.
+        d0, b0 = cpu_seconds(daemon), cpu_seconds(bus)
+        for _round in range(2):
+            run_events(["all"], 0, views=n)
+        sub_d, sub_b = cpu_seconds(daemon) - d0, cpu_seconds(bus) - b0
+        per = 2 * iterations
+        m_plain, m_watch = bl.median([r[0] for r in plain]), bl.median([r[0] for r in watched])
+        u_plain, u_watch = bl.median([r[1] for r in plain]), bl.median([r[1] for r in watched])
+        print(f"{n:>6} {m_plain:>9.0f} {m_watch:>8.0f} {u_plain:>10.0f} {u_watch:>8.0f} {m_plain - base_mount:>8.0f} "
+              f"{(cpu_d - sub_d) / per * 1000:>10.1f} {(cpu_b - sub_b) / per * 1000:>7.1f} "
+              f"{ms(bl.median([r[3] for r in watched])):>12}", flush=True)
+
+
+def stage_quiet(sb):
+    pid = sb.daemon.pid
+    c0, w0 = cpu_seconds(pid), wakeups(pid)
+    subprocess.run([str(bl.tool("nsm-fanout")), TARGET, "200"], check=True, capture_output=True)
+    print(f"\nquiet (nobody watching, ReleaseWithHost=no): 200 host mounts and umounts cost the daemon "
+          f"{(cpu_seconds(pid) - c0) * 1000:.0f} ms of CPU and {wakeups(pid) - w0} wakeups")
+
+
+def loop_device(sb) -> tuple[str, str]:
+    image = sb.instance / "usb.img"
+    subprocess.run(["truncate", "-s", "16M", str(image)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+    dev = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    return dev, str(image)
+
+
+def free(dev: str) -> bool:
+    try:
+        os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))
+        return True
+    except OSError:
+        return False
+
+
+def stage_release(sb, mgr, users, created, n, iterations):
+    ensure_views(sb, mgr, users, created, n)
+    dev, _ = loop_device(sb)
+    pid = sb.daemon.pid
+    target = "/tmp/nsm-usb"
+    os.makedirs(target, exist_ok=True)
+    keeper = users[0]
+    times, umounts, cpu = [], [], []
+    try:
+        for _i in range(iterations):
+            subprocess.run(["mount", "-t", "ext4", dev, target], check=True)
+            os.makedirs(f"{target}/sub", exist_ok=True)
+            home = f"/home/{keeper}"
+            mgr.BindMount(keeper, f"{target}/sub", f"{home}/usb", 0x2)
+            time.sleep(0.3)   # the daemon has seen the mount (one event)
+            assert not free(dev)
+            c0 = cpu_seconds(pid)
+            t0 = time.monotonic()
+            subprocess.run(["umount", target], check=True)
+            t1 = time.monotonic()
+            while not free(dev):
+                if time.monotonic() - t0 > 120:
+                    raise RuntimeError("the device was not released within 120 s")
+                time.sleep(0.0005)
+            t2 = time.monotonic()
+            time.sleep(0.5)   # the release's helper has been reaped: its CPU counted
+            cpu.append(cpu_seconds(pid) - c0)
+            umounts.append((t1 - t0) * 1e6)
+            times.append((t2 - t1) * 1e6)
+    finally:
+        subprocess.run(["umount", "-l", target], capture_output=True)
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+    print(f"\nrelease (ReleaseWithHost=yes, {created[0]} views, one keeps a bind of the device): host umount(2) "
+          f"{bl.median(umounts) / 1000:.1f} ms; device free {ms(bl.median(times))} ms after it (median of {iterations}, "
+          f"max {ms(max(times))}); daemon and helpers' CPU {bl.median(cpu) * 1000:.0f} ms per release")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stages", default="latency,cost,quiet,release")
+    ap.add_argument("--watched", default="1,100,1000", help="views watched for the latency (default 1,100,1000)")
+    ap.add_argument("--views", default="1000,10000", help="views for the cost (default 1000,10000)")
+    ap.add_argument("--iterations", type=int, default=50, help="mounts per measurement (default 50)")
+    ap.add_argument("--release-views", type=int, default=10000)
+    args = ap.parse_args()
+    stages = args.stages.split(",")
+    watched = [int(v) for v in args.watched.split(",")]
+    counts = [int(v) for v in args.views.split(",")]
+    total = max([1] + (watched if "latency" in stages else []) + (counts if "cost" in stages else []) +
+                ([args.release_views] if "release" in stages else []))
+
+    # Towards the unit's LimitNOFILE=524288: every namespace is an fd of the daemon, every watched
+    # one two. Without CAP_SYS_RESOURCE only up to the hard limit (watching N views needs 2N).
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if "cost" in stages and 2 * max(counts) + 100 > hard:
+        sys.exit(f"watching {max(counts)} views needs {2 * max(counts) + 100} fds; the limit here is {hard}")
+    sb = sbx.Sandbox(polkit=False)
+    users = [f"ev{i:05d}" for i in range(total)]
+    bl.add_users(sb, users)
+    created = [0]
+    t0 = time.monotonic()
+    sb.setup()
+    try:
+        os.makedirs(TARGET, exist_ok=True)
+        if "quiet" in stages:
+            sb.start_daemon(StopDelaySec="1h", ReleaseWithHost=False)
+            sb.manager().CreateNamespace(users[0])
+            stage_quiet(sb)
+            sb.stop_daemon()
+            sb.new_instance("events")
+            created[0] = 0
+        sb.start_daemon(StopDelaySec="1h", RateLimitBurst=0, wait=120)
+        mgr = sb.manager()
+        print(f"sandbox ready in {time.monotonic() - t0:.1f}s; MountEvents={sb.properties()['MountEvents']}")
+        # The kernel's own fan-out is the mount's cost at N views less this, with no view at all.
+        base = run_events(["none"], args.iterations)
+        if "latency" in stages:
+            stage_latency(sb, mgr, users, created, watched, args.iterations)
+        if "cost" in stages:
+            stage_cost(sb, mgr, users, created, counts, args.iterations, base)
+        if "release" in stages:
+            stage_release(sb, mgr, users, created, args.release_views, max(3, args.iterations // 10))
+        os.rmdir(TARGET)
+    finally:
+        sb.teardown(check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    bl.require_root("bench_mount_events.py")
+    sys.exit(main())

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A subscriber that mounts: how long from the host's mount(2) to the signals, and what the
+ * mount and its unmount cost the host while views are watched (bench/bench_mount_events.py).
+ *
+ *   nsm-events TARGET ITERATIONS all|none|PATH...
+ *
+ * subscribes to every view and the host (all: Manager.Subscribe), to nothing (none), or to
+ * the Namespace objects PATH... (Namespace.Subscribe), then ITERATIONS times: mounts a small
+ * tmpfs on TARGET (an empty directory of the host whose mounts every view receives), waits
+ * for the MountsChanged of every watched view that lists it (none: for nothing), unmounts it,
+ * waits for the signals of the unmount, and waits out the daemon's coalescing interval.
+ * Prints one line per iteration: "MOUNT_US UMOUNT_US FIRST_US ALL_US" (the two system calls,
+ * the first signal and the last one after the mount; 0 for none). Run as root, in the
+ * project's sandbox (DBUS_SYSTEM_BUS_ADDRESS), on the host's namespace. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <systemd/sd-bus.h>
+#include <unistd.h>
+
+#include "bench-util.h"
+
+#define BUS_NAME "org.example.NSManager"
+#define INTERVAL_US 150000.0   /* above the daemon's 100 ms: every iteration starts afresh */
+
+typedef struct State {
+        const char *mount_point;   /* as a view sees it: the host's path */
+        size_t want;               /* views to hear from */
+        size_t heard;
+        bool attach;               /* waiting for the mount (else for the unmount) */
+        double first, last;
+} State;
+
+static int on_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        State *s = userdata;
+        uint64_t id, parent;
+        const char *point;
+        bool ours = false;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(tts)");
+        while (r > 0 && (r = sd_bus_message_read(m, "(tts)", &id, &parent, &point)) > 0)
+                if (s->attach && strcmp(point, s->mount_point) == 0)
+                        ours = true;
+        if (r < 0)
+                return 0;
+        (void) sd_bus_message_exit_container(m);
+        /* An unmount: any detached id (only ours come and go meanwhile). */
+        if (!s->attach) {
+                const void *ids;
+                size_t size = 0;
+                if (sd_bus_message_read_array(m, 't', &ids, &size) >= 0 && size > 0)
+                        ours = true;
+        }
+        if (!ours)
+                return 0;
+        double t = now_us();
+        if (s->heard == 0)
+                s->first = t;
+        s->last = t;
+        s->heard++;
+        return 0;
+}
+
+static int wait_heard(sd_bus *bus, State *s) {
+        double deadline = now_us() + 600e6;
+
+        while (s->heard < s->want) {
+                int r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
+                if (now_us() > deadline)
+                        return -ETIMEDOUT;
+                r = sd_bus_wait(bus, 1000000);
+                if (r < 0 && r != -EINTR)
+                        return r;
+        }
+        return 0;
+}
+
+static void drain(sd_bus *bus, double us) {
+        double until = now_us() + us;
+        while (now_us() < until) {
+                if (sd_bus_process(bus, NULL) > 0)
+                        continue;
+                (void) sd_bus_wait(bus, (uint64_t) (until - now_us() > 0 ? until - now_us() : 1));
+        }
+}
+
+int main(int argc, char *argv[]) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus *bus = NULL;
+        State s = {};
+        int n, r;
+
+        if (argc < 4) {
+                fprintf(stderr, "usage: nsm-events TARGET ITERATIONS all|none|PATH...\n");
+                return 2;
+        }
+        s.mount_point = argv[1];
+        n = atoi(argv[2]);
+        r = sd_bus_open_system(&bus);
+        if (r < 0) {
+                fprintf(stderr, "bus: %s\n", strerror(-r));
+                return 1;
+        }
+        r = sd_bus_match_signal(bus, NULL, BUS_NAME, NULL, "org.example.NSManager.Namespace", "MountsChanged", on_changed, &s);
+        if (r < 0) {
+                fprintf(stderr, "match: %s\n", strerror(-r));
+                return 1;
+        }
+        if (strcmp(argv[3], "all") == 0) {
+                sd_bus_message *reply = NULL, *call = NULL;
+                /* Answered once every view was read: give it time. */
+                r = sd_bus_message_new_method_call(bus, &call, BUS_NAME, "/org/example/NSManager",
+                                                   "org.example.NSManager.Manager", "Subscribe");
+                if (r >= 0)
+                        r = sd_bus_call(bus, call, 600 * 1000000ULL, &error, &reply);
+                sd_bus_message_unref(call);
+                sd_bus_message_unref(reply);
+                s.want = (size_t) atoi(getenv("NSM_EVENTS_VIEWS") ?: "0");
+        } else if (strcmp(argv[3], "none") != 0) {
+                for (int i = 3; i < argc && r >= 0; i++) {
+                        sd_bus_message *reply = NULL, *call = NULL;
+                        r = sd_bus_message_new_method_call(bus, &call, BUS_NAME, argv[i], "org.example.NSManager.Namespace",
+                                                           "Subscribe");
+                        if (r >= 0)
+                                r = sd_bus_call(bus, call, 600 * 1000000ULL, &error, &reply);
+                        sd_bus_message_unref(call);
+                        sd_bus_message_unref(reply);
+                }
+                s.want = (size_t) (argc - 3);
+        }
+        if (r < 0) {
+                fprintf(stderr, "Subscribe: %s\n", error.message ?: strerror(-r));
+                return 1;
+        }
+        drain(bus, INTERVAL_US);
+        for (int i = 0; i < n; i++) {
+                double t0, t1, t2, t3, first = 0, last = 0;
+
+                s = (State) { .mount_point = s.mount_point, .want = s.want, .attach = true };
+                t0 = now_us();
+                if (mount("nsm-events", argv[1], "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") < 0) {
+                        perror("mount");
+                        return 1;
+                }
+                t1 = now_us();
+                r = wait_heard(bus, &s);
+                if (r < 0) {
+                        fprintf(stderr, "waiting for the mount's signals: %s (%zu of %zu)\n", strerror(-r), s.heard, s.want);
+                        return 1;
+                }
+                if (s.want > 0) {
+                        first = s.first - t0;
+                        last = s.last - t0;
+                }
+                drain(bus, INTERVAL_US);
+                s = (State) { .mount_point = s.mount_point, .want = s.want, .attach = false };
+                t2 = now_us();
+                if (umount2(argv[1], 0) < 0) {
+                        perror("umount");
+                        return 1;
+                }
+                t3 = now_us();
+                r = wait_heard(bus, &s);
+                if (r < 0) {
+                        fprintf(stderr, "waiting for the unmount's signals: %s\n", strerror(-r));
+                        return 1;
+                }
+                drain(bus, INTERVAL_US);
+                printf("%.1f %.1f %.1f %.1f\n", t1 - t0, t3 - t2, first, last);
+                fflush(stdout);
+        }
+        sd_bus_flush_close_unref(bus);
+        return 0;
+}

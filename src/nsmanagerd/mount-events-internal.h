@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What mount-events.c (watching, the host's fanotify events, coalescing, ReleaseWithHost=)
+ * and mount-events-poll.c (mount tables read inside their namespace when the kernel flags a
+ * change) share. Nothing else includes this. */
+
+#include <systemd/sd-event.h>
+
+#include "hashmap.h"
+#include "id-map.h"
+#include "mount-events.h"
+#include "namespace.h"
+
+/* One mount of a table read in poll mode. */
+typedef struct MountSnapshotEntry {
+        uint64_t id;
+        uint64_t parent_id;
+        uint32_t dev_major, dev_minor;
+        char *path;
+} MountSnapshotEntry;
+
+typedef struct WatchedView WatchedView;
+struct Subscriber;               /* mount-events-dbus.c */
+struct WatchWaiter;              /* mount-events.c */
+
+/* A view (or the host) whose changes are being collected or whose mounts are tracked. */
+struct WatchedView {
+        MountEvents *events;
+        Namespace *ns;           /* a reference; NULL for the host */
+        unsigned n_watchers;     /* watches of this view alone (Namespace.Subscribe) */
+        bool settled;            /* its first table was read (or could not be): changes are told from then on */
+        bool new_view;           /* created while everything is watched: its first table is all attached */
+
+        /* Changes not yet signalled. */
+        MountChange *attached;
+        size_t n_attached;
+        uint64_t *detached;
+        size_t n_detached;
+        uint64_t last_emit;      /* CLOCK_MONOTONIC µs of the last signal */
+        sd_event_source *timer;  /* the next signal (fanotify) or the next read (poll) */
+
+        /* Read in its namespace (views always, the host in poll mode). */
+        int mountinfo_fd;        /* /proc/self/mountinfo opened in the namespace: POLLPRI after a change */
+        sd_event_source *mountinfo_source;
+        bool opening;            /* the builder is opening mountinfo_fd */
+        void *open_request;      /* … for this request, which forgets the view if it goes first */
+        WatchedView **batch_item; /* while a batch reads it: the batch's pointer to it */
+        MountSnapshotEntry *snapshot;
+        size_t n_snapshot;
+        bool have_snapshot;
+        bool unique_ids;         /* the snapshot's ids are unique ones (statmount), not mountinfo's */
+        bool due;                /* to be read by the next batch */
+        bool reading;            /* a batch is reading it */
+        bool dirty;              /* changed again while it was read */
+
+        WatchedView *prev, *next; /* MountEvents.views_list, the most recently active first */
+};
+
+struct MountEvents {
+        Manager *manager;
+        MountEventsMode mode;
+        unsigned n_all;          /* watches of everything (Manager.Subscribe) */
+        bool release;            /* ReleaseWithHost=yes is in effect */
+        Hashmap *views;          /* user name → WatchedView */
+        WatchedView *views_list;
+        WatchedView *host;       /* while n_all > 0 or release */
+        int host_ns_fd;          /* our own mount namespace */
+
+        /* fanotify: the host's mount events */
+        int host_fd;
+        sd_event_source *host_source;
+
+        /* ReleaseWithHost= */
+        IdMap *host_blocks;      /* host mount id → its block device (dev_t) */
+        IdMap *dev_counts;       /* block device → its mounts on the host */
+        IdMap *release_candidates; /* block devices whose last host mount went in this read */
+        IdMap *ejected;          /* block devices Eject() detached everywhere */
+
+        /* Poll mode. */
+        unsigned batches_running;
+        sd_event_source *batch_defer;
+
+        struct Subscriber *subscriptions;   /* mount-events-dbus.c's */
+        struct WatchWaiter *waiters;        /* mount_events_watch() calls waiting for a first read */
+        sd_event_source *waiters_defer;
+};
+
+/* mount-events.c */
+void watched_view_note_attach(WatchedView *v, uint64_t id, uint64_t parent_id, const char *path);
+void watched_view_note_detach(WatchedView *v, uint64_t id);
+/* Signals what was collected now, or as soon as the interval allows. */
+void watched_view_schedule_emit(WatchedView *v);
+void watched_view_emit(WatchedView *v);
+bool watched_view_collects(const WatchedView *v);
+/* A view whose table changed is read again: now, or once the interval since its last read has
+ * passed. */
+void poll_view_schedule_read(WatchedView *v);
+/* The host's block devices (tracking for ReleaseWithHost=). */
+void host_blocks_add(MountEvents *e, uint64_t id, dev_t dev);
+void host_blocks_remove(MountEvents *e, uint64_t id);
+void host_blocks_release_candidates(MountEvents *e);
+
+/* A view (or the host) was read for the first time: watchers waiting for it go on. */
+void watched_view_settled(WatchedView *v);
+
+/* mount-events-poll.c: reading tables inside their namespaces */
+int poll_view_start(WatchedView *v);
+void poll_view_stop(WatchedView *v);
+void poll_view_free_snapshot(WatchedView *v);
+/* The timer of a view in poll mode fired: read it in the next batch. */
+void poll_view_due(WatchedView *v);

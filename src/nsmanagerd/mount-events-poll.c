@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Mount tables read inside their namespace: every watched view, and the host where the kernel
+ * has no fanotify mount events (before Linux 6.15) or NSM_MOUNT_EVENTS=poll. Each time the
+ * kernel flags a change on a /proc/self/mountinfo opened in the namespace (POLLPRI), the table
+ * is read again and compared with the last one.
+ *
+ * The daemon only holds those files, opened by the builder inside each view: it never reads
+ * one (a table can be large, and reading takes the kernel's namespace lock). Reading is done by
+ * a killable child, one per batch of namespaces that changed, which enters each namespace and
+ * reads it with listmount(2) and statmount(2) where the kernel has them (unique ids), else from
+ * /proc/self/mountinfo (the ids the kernel reuses). A namespace is read at most once per
+ * MOUNT_EVENTS_INTERVAL_USEC. */
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/sysmacros.h>
+
+#include "builder.h"
+#include "child.h"
+#include "log.h"
+#include "mount-events-internal.h"
+#include "mount-notify.h"
+#include "mount-util.h"
+#include "time-util.h"
+
+
+/* At most this many namespaces per child (each is an fd it keeps), and as many children at
+ * once as there are CPUs, at most BATCHES_MAX. */
+#define BATCH_MAX 512
+#define BATCHES_MAX 4
+
+/* The test knob NSM_MOUNT_EVENTS=poll-mountinfo: the tables as kernels before 6.8 give them. */
+static bool force_mountinfo(void) {
+        const char *knob = getenv("NSM_MOUNT_EVENTS");
+        return knob && streq(knob, "poll-mountinfo");
+}
+
+/* ---- the reader child ---- */
+
+typedef struct BatchItem {
+        WatchedView *v;          /* NULL once v went while it was read */
+        int ns_fd;               /* < 0: the host */
+} BatchItem;
+
+typedef struct Batch {
+        MountEvents *events;
+        BatchItem *items;
+        size_t n_items;
+        int host_ns_fd;
+        bool mountinfo_only;
+} Batch;
+
+/* Record layout (native byte order, the child is ours): per table a header, then its mounts. */
+typedef struct TableHeader {
+        uint32_t index;
+        int32_t result;          /* < 0: this table could not be read */
+        uint32_t n_mounts;
+        uint32_t unique_ids;     /* 1: unique ids (statmount), 0: mountinfo's */
+} TableHeader;
+
+typedef struct MountRecord {
+        uint64_t id, parent_id;
+        uint32_t dev_major, dev_minor;
+        uint32_t path_len;       /* bytes of the path that follow, without a NUL; RECORD_KNOWN: as before */
+} MountRecord;
+
+/* A mount of the last table: only its id is sent, the rest is what the daemon has. */
+#define RECORD_KNOWN UINT32_MAX
+
+static int write_mount(FILE *f, uint64_t id, uint64_t parent, uint32_t major_, uint32_t minor_, const char *path) {
+        MountRecord rec = { .id = id, .parent_id = parent, .dev_major = major_, .dev_minor = minor_,
+                            .path_len = (uint32_t) strlen(path) };
+        if (fwrite(&rec, sizeof rec, 1, f) != 1 || fwrite(path, 1, rec.path_len, f) != rec.path_len)
+                return -EIO;
+        return 0;
+}
+
+static int snapshot_cmp(const void *a, const void *b);
+
+/* The table of the namespace we are in, with unique ids. The child sees the daemon's memory as
+ * it was at the fork: of the mounts the last table (old, sorted by id) had, only the ids are
+ * sent, and only a new one is asked its parent and mount point. A unique id is never reused. */
+static int read_by_statmount(FILE *f, const MountSnapshotEntry *old, size_t n_old, uint32_t *ret_n) {
+        uint64_t ids[256], after = 0;
+        uint32_t n = 0;
+
+        for (;;) {
+                ssize_t k = mount_list_ids(after, ids, ELEMENTSOF(ids));
+                if (k < 0)
+                        return (int) k;
+                for (ssize_t i = 0; i < k; i++) {
+                        MountSnapshotEntry key = { .id = ids[i] };
+                        MountStat st = {};
+                        if (old && bsearch(&key, old, n_old, sizeof key, snapshot_cmp)) {
+                                MountRecord rec = { .id = ids[i], .path_len = RECORD_KNOWN };
+                                if (fwrite(&rec, sizeof rec, 1, f) != 1)
+                                        return -EIO;
+                                n++;
+                                continue;
+                        }
+                        if (mount_stat(ids[i], true, &st) < 0)
+                                continue;   /* gone meanwhile */
+                        int r = write_mount(f, st.id, st.parent_id, st.dev_major, st.dev_minor, st.path);
+                        mount_stat_done(&st);
+                        if (r < 0)
+                                return r;
+                        n++;
+                }
+                if ((size_t) k < ELEMENTSOF(ids))
+                        break;
+                after = ids[k - 1];
+        }
+        *ret_n = n;
+        return 0;
+}
+
+static int read_by_mountinfo(FILE *f, uint32_t *ret_n) {
+        MountEntry *e = NULL;
+        size_t n = 0;
+        int r;
+
+        r = mount_table_read_self(&e, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = write_mount(f, e[i].id, e[i].parent_id, major(e[i].dev), minor(e[i].dev), e[i].target ?: "");
+        mount_entries_free(e, n);
+        *ret_n = (uint32_t) n;
+        return r;
+}
+
+static int batch_run(int sock, void *userdata) {
+        const Batch *b = userdata;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return ipc_send_result(sock, -ENOMEM, "Out of memory.");
+        for (size_t i = 0; i < b->n_items; i++) {
+                TableHeader h = { .index = (uint32_t) i };
+                long start, end;
+                int r = 0;
+
+                /* Reserve the header, write the mounts, then fill the header in. */
+                start = ftell(f);
+                if (fwrite(&h, sizeof h, 1, f) != 1)
+                        break;
+                if (setns(b->items[i].ns_fd >= 0 ? b->items[i].ns_fd : b->host_ns_fd, CLONE_NEWNS) < 0)
+                        r = -errno;
+                if (r >= 0 && !b->mountinfo_only) {
+                        const WatchedView *v = b->items[i].v;
+                        bool known = v && v->have_snapshot && v->unique_ids;
+                        r = read_by_statmount(f, known ? v->snapshot : NULL, known ? v->n_snapshot : 0, &h.n_mounts);
+                        h.unique_ids = r >= 0;
+                }
+                if (b->mountinfo_only || r == -EOPNOTSUPP) {
+                        h.n_mounts = 0;
+                        (void) fseek(f, start + (long) sizeof h, SEEK_SET);
+                        r = read_by_mountinfo(f, &h.n_mounts);
+                }
+                if (r < 0) {
+                        h.n_mounts = 0;
+                        (void) fseek(f, start + (long) sizeof h, SEEK_SET);
+                }
+                h.result = r;
+                end = ftell(f);
+                (void) fseek(f, start, SEEK_SET);
+                (void) fwrite(&h, sizeof h, 1, f);
+                (void) fseek(f, end, SEEK_SET);
+        }
+        if (fclose(f) != 0)
+                return ipc_send_result(sock, -ENOMEM, "Out of memory.");
+        return ipc_send_data(sock, buf, size);
+}
+
+/* ---- reading a batch's answer ---- */
+
+static int snapshot_cmp(const void *a, const void *b) {
+        const MountSnapshotEntry *x = a, *y = b;
+        return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void snapshot_free(MountSnapshotEntry *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(s[i].path);
+        free(s);
+}
+
+void poll_view_free_snapshot(WatchedView *v) {
+        snapshot_free(v->snapshot, v->n_snapshot);
+        v->snapshot = NULL;
+        v->n_snapshot = 0;
+        v->have_snapshot = false;
+}
+
+static bool same_mount(const MountSnapshotEntry *a, const MountSnapshotEntry *b) {
+        /* The same id for another mount: mountinfo ids are reused. */
+        return a->parent_id == b->parent_id && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+               streq(a->path, b->path);
+}
+
+/* Compares the new table with the last one: each change once, detached before attached. */
+static void view_diff(WatchedView *v, MountSnapshotEntry *s, size_t n) {
+        size_t i = 0, j = 0;
+
+        qsort(s, n, sizeof *s, snapshot_cmp);
+        if (v->have_snapshot || v->new_view)
+                while (i < v->n_snapshot || j < n) {
+                        const MountSnapshotEntry *o = i < v->n_snapshot ? v->snapshot + i : NULL, *c = j < n ? s + j : NULL;
+                        if (o && (!c || o->id < c->id)) {
+                                watched_view_note_detach(v, o->id);
+                                i++;
+                        } else if (c && (!o || c->id < o->id)) {
+                                watched_view_note_attach(v, c->id, c->parent_id, c->path);
+                                j++;
+                        } else {
+                                if (!same_mount(o, c)) {
+                                        watched_view_note_detach(v, o->id);
+                                        watched_view_note_attach(v, c->id, c->parent_id, c->path);
+                                }
+                                i++, j++;
+                        }
+                }
+        /* The host's block devices, for ReleaseWithHost=: by the same comparison. */
+        log_debug("Read the mount table of %s%s: %zu mounts.", v->ns ? "the view of " : "the host", v->ns ? v->ns->name : "", n);
+        if (!v->ns && v->events->release) {
+                MountEvents *e = v->events;
+                for (i = 0; i < v->n_snapshot; i++)
+                        if (v->snapshot[i].dev_major != 0 && !bsearch(v->snapshot + i, s, n, sizeof *s, snapshot_cmp))
+                                host_blocks_remove(e, v->snapshot[i].id);
+                for (j = 0; j < n; j++)
+                        if (s[j].dev_major != 0)
+                                host_blocks_add(e, s[j].id, makedev(s[j].dev_major, s[j].dev_minor));
+                host_blocks_release_candidates(e);
+        }
+        snapshot_free(v->snapshot, v->n_snapshot);
+        v->snapshot = s;
+        v->n_snapshot = n;
+        v->have_snapshot = true;
+}
+
+/* One table of the answer: its mounts into a new snapshot (a known one copied from v's last).
+ * Returns the bytes used, < 0 if malformed. */
+static ssize_t parse_table(const WatchedView *v, const char *p, size_t size, const TableHeader *h,
+                           MountSnapshotEntry **ret) {
+        MountSnapshotEntry *s = calloc(h->n_mounts + 1, sizeof(MountSnapshotEntry));
+        size_t off = 0;
+
+        if (!s)
+                return -ENOMEM;
+        for (uint32_t k = 0; k < h->n_mounts; k++) {
+                MountRecord rec;
+                if (size - off < sizeof rec)
+                        goto bad;
+                memcpy(&rec, p + off, sizeof rec);
+                off += sizeof rec;
+                if (rec.path_len == RECORD_KNOWN) {
+                        MountSnapshotEntry key = { .id = rec.id }, *o = NULL;
+                        if (v && v->have_snapshot)
+                                o = bsearch(&key, v->snapshot, v->n_snapshot, sizeof key, snapshot_cmp);
+                        if (!o && v)
+                                goto bad;
+                        /* (A view gone meanwhile: its table is dropped anyway.) */
+                        s[k] = o ? *o : key;
+                        s[k].path = strdup(o ? o->path : "");
+                        if (!s[k].path) {
+                                snapshot_free(s, k);
+                                return -ENOMEM;
+                        }
+                        continue;
+                }
+                if (rec.path_len > size - off)
+                        goto bad;
+                s[k] = (MountSnapshotEntry) { .id = rec.id, .parent_id = rec.parent_id, .dev_major = rec.dev_major,
+                                              .dev_minor = rec.dev_minor, .path = strndup(p + off, rec.path_len) };
+                off += rec.path_len;
+                if (!s[k].path) {
+                        snapshot_free(s, k);
+                        return -ENOMEM;
+                }
+        }
+        *ret = s;
+        return (ssize_t) off;
+bad:
+        snapshot_free(s, h->n_mounts);
+        return -EBADMSG;
+}
+
+static void batch_start(MountEvents *e);
+
+static unsigned batches_max(void) {
+        static unsigned n = 0;
+        if (n == 0) {
+                long k = sysconf(_SC_NPROCESSORS_ONLN);
+                n = k < 1 ? 1 : MIN((unsigned) k, (unsigned) BATCHES_MAX);
+        }
+        return n;
+}
+
+static void batch_free(Batch *b) {
+        for (size_t i = 0; i < b->n_items; i++)
+                if (b->items[i].v) {
+                        b->items[i].v->reading = false;
+                        b->items[i].v->batch_item = NULL;
+                }
+        free(b->items);
+        free(b);
+}
+
+/* A view read (or not): the next read when it changed meanwhile. */
+static void view_read_done(WatchedView *v) {
+        v->reading = false;
+        v->batch_item = NULL;
+        watched_view_settled(v);
+        if (v->dirty) {
+                v->dirty = false;
+                poll_view_schedule_read(v);
+        }
+}
+
+static void on_batch_done(int result, const char *message, IpcMessage *final, const char *data, size_t size,
+                          void *userdata) {
+        Batch *b = userdata;
+        MountEvents *e = b->events;
+        size_t off = 0;
+
+        e->batches_running--;
+        if (result < 0)
+                log_warning("Failed to read the mount tables of %zu watched namespaces, trying again later: %s",
+                            b->n_items, message ?: strerror(-result));
+        while (result >= 0 && size - off >= sizeof(TableHeader)) {
+                MountSnapshotEntry *s = NULL;
+                TableHeader h;
+                ssize_t used;
+
+                memcpy(&h, data + off, sizeof h);
+                off += sizeof h;
+                if (h.index >= b->n_items)
+                        break;
+                WatchedView *v = b->items[h.index].v;
+                used = parse_table(v, data + off, size - off, &h, &s);
+                if (used < 0)
+                        break;
+                off += (size_t) used;
+                if (!v) {
+                        snapshot_free(s, h.n_mounts);
+                        continue;
+                }
+                if (h.result < 0) {
+                        log_debug_errno(h.result, "Failed to read a watched mount table, trying again later: %m");
+                        snapshot_free(s, h.n_mounts);
+                        v->dirty = true;
+                } else {
+                        v->unique_ids = h.unique_ids;
+                        view_diff(v, s, h.n_mounts);
+                        watched_view_emit(v);
+                }
+                v->last_emit = now_usec(CLOCK_MONOTONIC);
+                b->items[h.index].v = NULL;
+                view_read_done(v);
+        }
+        /* What the answer did not cover is read again later. */
+        for (size_t i = 0; i < b->n_items; i++)
+                if (b->items[i].v) {
+                        WatchedView *v = b->items[i].v;
+                        b->items[i].v = NULL;
+                        v->dirty = true;
+                        v->last_emit = now_usec(CLOCK_MONOTONIC);
+                        view_read_done(v);
+                }
+        batch_free(b);
+        batch_start(e);
+}
+
+static void batch_start(MountEvents *e) {
+        _cleanup_free_ int *fds = NULL;
+        Batch *b;
+        size_t n = 0;
+        int r;
+
+        if (e->batches_running >= batches_max() || e->manager->exiting)
+                return;
+        b = calloc(1, sizeof(Batch));
+        if (!b || !(b->items = calloc(BATCH_MAX, sizeof(BatchItem))) || !(fds = calloc(BATCH_MAX + 1, sizeof(int)))) {
+                if (b)
+                        free(b->items);
+                free(b);
+                log_oom();
+                return;
+        }
+        *b = (Batch) { .events = e, .items = b->items, .host_ns_fd = e->host_ns_fd, .mountinfo_only = force_mountinfo() };
+        fds[n++] = e->host_ns_fd;
+        if (e->host && e->host->due) {
+                e->host->due = false;
+                e->host->reading = true;
+                e->host->batch_item = &b->items[b->n_items].v;
+                b->items[b->n_items++] = (BatchItem) { .v = e->host, .ns_fd = -EBADF };
+        }
+        for (WatchedView *v = e->views_list; v && b->n_items < BATCH_MAX; v = v->next)
+                if (v->due) {
+                        v->due = false;
+                        v->reading = true;
+                        v->batch_item = &b->items[b->n_items].v;
+                        b->items[b->n_items++] = (BatchItem) { .v = v, .ns_fd = v->ns->mntns_fd };
+                        fds[n++] = v->ns->mntns_fd;
+                }
+        if (b->n_items == 0) {
+                batch_free(b);
+                return;
+        }
+        ChildSpec spec = {
+                .description = "Reading the mount tables of watched namespaces",
+                .run = batch_run,
+                .run_userdata = b,
+                .keep_fds = fds,
+                .n_keep_fds = n,
+                .deadline = manager_deadline(e->manager),
+                .done = on_batch_done,
+                .userdata = b,
+        };
+        r = child_start(e->manager->children, &spec);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to start reading mount tables, trying again later: %m");
+                for (size_t i = 0; i < b->n_items; i++) {
+                        WatchedView *v = b->items[i].v;
+                        b->items[i].v = NULL;
+                        v->dirty = true;
+                        v->last_emit = now_usec(CLOCK_MONOTONIC);
+                        view_read_done(v);
+                }
+                batch_free(b);
+                return;
+        }
+        e->batches_running++;
+        /* More due than one batch holds: another child, on another CPU. */
+        batch_start(e);
+}
+
+static int on_batch_defer(sd_event_source *s, void *userdata) {
+        MountEvents *e = userdata;
+
+        e->batch_defer = sd_event_source_disable_unref(e->batch_defer);
+        batch_start(e);
+        return 0;
+}
+
+/* Every view that is due by the end of this turn of the loop goes in one batch. */
+void poll_view_due(WatchedView *v) {
+        MountEvents *e = v->events;
+        int r;
+
+        if (v->reading) {
+                v->dirty = true;
+                return;
+        }
+        v->due = true;
+        if (e->batches_running >= batches_max() || e->batch_defer)
+                return;
+        r = sd_event_add_defer(e->manager->event, &e->batch_defer, on_batch_defer, e);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to schedule reading mount tables, reading now: %m");
+                batch_start(e);
+        }
+}
+
+/* ---- watching a namespace's mountinfo ---- */
+
+static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        WatchedView *v = userdata;
+
+        /* The kernel reports a change once per poll: nothing to read here. */
+        if (v->reading || !v->have_snapshot)
+                v->dirty = true;
+        else
+                poll_view_schedule_read(v);
+        return 0;
+}
+
+static int poll_view_watch_fd(WatchedView *v, int fd) {
+        int r;
+
+        v->mountinfo_fd = fd;
+        r = sd_event_add_io(v->events->manager->event, &v->mountinfo_source, fd, EPOLLPRI, on_mountinfo, v);
+        if (r < 0)
+                return r;
+        /* The first table: what later ones are compared with. */
+        poll_view_due(v);
+        return 0;
+}
+
+typedef struct OpenRequest {
+        WatchedView *v;          /* NULL once v went */
+} OpenRequest;
+
+static void on_mountinfo_opened(BuilderReply *reply, void *userdata) {
+        OpenRequest *q = userdata;
+        WatchedView *v = q->v;
+        int r;
+
+        free(q);
+        if (!v)
+                return;
+        v->opening = false;
+        v->mountinfo_fd = -EBADF;   /* was the request */
+        if (reply->result < 0 || reply->fd < 0) {
+                log_warning("Cannot watch the mounts of the view of '%s': %s", v->ns->name,
+                            reply->message ?: strerror(-reply->result));
+                watched_view_settled(v);
+                return;
+        }
+        r = poll_view_watch_fd(v, TAKE_FD(reply->fd));
+        if (r < 0) {
+                log_warning_errno(r, "Cannot watch the mounts of the view of '%s': %m", v->ns->name);
+                watched_view_settled(v);
+        }
+}
+
+int poll_view_start(WatchedView *v) {
+        MountEvents *e = v->events;
+        OpenRequest *q;
+        int fd, r;
+
+        if (!v->ns) {
+                /* The host is our own namespace: its mountinfo is ours to open (not to read). */
+                fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                return poll_view_watch_fd(v, fd);
+        }
+        q = calloc(1, sizeof(OpenRequest));
+        if (!q)
+                return -ENOMEM;
+        q->v = v;
+        r = builder_open_mountinfo(e->manager->builder, v->ns->mntns_fd, manager_deadline(e->manager),
+                                   on_mountinfo_opened, q);
+        if (r < 0) {
+                free(q);
+                return r;
+        }
+        v->opening = true;
+        /* While the builder works, the request is the view's to cancel. */
+        v->mountinfo_fd = -EBADF;
+        v->open_request = q;
+        return 0;
+}
+
+void poll_view_stop(WatchedView *v) {
+        if (v->opening && v->open_request)
+                ((OpenRequest *) v->open_request)->v = NULL;
+        v->opening = false;
+        v->open_request = NULL;
+        v->mountinfo_source = sd_event_source_disable_unref(v->mountinfo_source);
+        v->mountinfo_fd = safe_close(v->mountinfo_fd);
+        v->due = false;
+        /* A batch reading it forgets it. */
+        if (v->batch_item)
+                *v->batch_item = NULL;
+        v->batch_item = NULL;
+        v->reading = false;
+}

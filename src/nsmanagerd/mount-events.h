@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "macros.h"
+#include "manager.h"
+
+/* Mounts attached and detached in the views someone watches, and in the host, as the
+ * MountsChanged and HostMountsChanged signals (mount-events-dbus.c sends them and keeps the
+ * subscribers); and ReleaseWithHost=: when the host unmounts the last mount of a block
+ * device's file system, the copies that views still hold are detached (eject.c).
+ *
+ * The cost follows the watchers: a view nobody watches costs nothing per mount; nobody
+ * watching and ReleaseWithHost=no, the daemon does nothing at all when something is mounted.
+ *
+ * The host, our own namespace: where the kernel has fanotify mount events (Linux 6.15), a
+ * fanotify group marks it and every mount attached or detached there is an event with the
+ * mount's unique id, read from the event loop, and looked at with statmount(2) (nothing in
+ * either asks a file system anything). Elsewhere, or with NSM_MOUNT_EVENTS=poll, as a view.
+ *
+ * A watched view: the kernel flags each change of its mount table on a /proc/self/mountinfo
+ * opened inside it (POLLPRI; the builder opens it, the daemon holds it unread), and a killable
+ * child enters the view and reads the table (listmount(2) and statmount(2) with unique ids,
+ * else mountinfo), which is compared with the last one. fanotify cannot serve the views:
+ * Linux 6.18 cannot statmount(2) a view's mounts from outside (mount-notify.h says why), so
+ * each change of a view is read inside it whichever way it was seen.
+ *
+ * Changes are coalesced: at most one signal per view per MOUNT_EVENTS_INTERVAL_USEC, and
+ * together the signals of a view list each change once (detached before attached). */
+
+#define MOUNT_EVENTS_INTERVAL_USEC (100 * USEC_PER_MSEC)
+
+typedef enum MountEventsMode {
+        MOUNT_EVENTS_FANOTIFY,
+        MOUNT_EVENTS_POLL,
+        MOUNT_EVENTS_NONE,
+        _MOUNT_EVENTS_MODE_MAX,
+        _MOUNT_EVENTS_MODE_INVALID = -EINVAL,
+} MountEventsMode;
+
+const char *mount_events_mode_to_string(MountEventsMode m) _pure_;
+MountEventsMode mount_events_mode_from_string(const char *s) _pure_;
+
+/* One mount attached: ids as the signals carry them (unique where the kernel has them). */
+typedef struct MountChange {
+        uint64_t id;
+        uint64_t parent_id;
+        char *path;              /* relative to the namespace's root */
+} MountChange;
+
+typedef struct MountEvents MountEvents;
+
+/* Chooses how changes are seen (fanotify, else poll; the environment variable
+ * NSM_MOUNT_EVENTS=poll|none chooses for tests) and, with ReleaseWithHost=yes, starts
+ * watching the host's unmounts. */
+int mount_events_new(Manager *m, MountEvents **ret);
+MountEvents *mount_events_free(MountEvents *e);
+MountEventsMode mount_events_mode(const MountEvents *e);
+
+/* ReleaseWithHost= may have changed (ReloadConfig). */
+void mount_events_config_changed(MountEvents *e);
+
+/* Watching: 'ns' (NULL: every view, those created later too, and the host) while at least one
+ * watch of it is held. Counted: each watch is dropped once. A view's first table is read
+ * before its changes can be told: 1 if what is watched has been read already, else 0 and
+ * 'ready' is called once it has (or could not be: the watch goes on), from the event loop;
+ * what changes afterwards is signalled. */
+typedef void (*MountEventsReadyFunc)(void *userdata);
+int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata);
+void mount_events_unwatch(MountEvents *e, Namespace *ns);
+
+/* Hooks: a namespace became ready / is being dropped (its watches are gone with it). */
+void mount_events_namespace_ready(MountEvents *e, Namespace *ns);
+void mount_events_namespace_gone(MountEvents *e, Namespace *ns);
+
+/* Eject() detached every mount of 'dev': the host's unmount of it needs no release. */
+void mount_events_ejected(MountEvents *e, dev_t dev);
+/* Whether Eject() detached every mount of 'dev' since its last host mount came (then a release
+ * has nothing to do); forgets it. */
+bool mount_events_consume_ejected(MountEvents *e, dev_t dev);

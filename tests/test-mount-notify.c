@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* src/shared/id-map.c and the pure parsers of src/shared/mount-notify.c (fanotify mount events,
+ * statmount records). TAP output. */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "id-map.h"
+#include "mount-notify.h"
+#include "tap.h"
+
+static bool drop_odd(uint64_t key, void *value, void *userdata) {
+        return key % 2 == 1;
+}
+
+static void test_id_map(void) {
+        IdMap *m = id_map_new();
+        bool ok = true;
+        size_t n = 0;
+        uint64_t key;
+
+        /* Sequential ids, as the kernel hands them out: growth and probing. */
+        for (uint64_t i = 1; i <= 10000; i++)
+                ok = ok && id_map_put(m, (UINT64_C(1) << 31) + i, (void *) (uintptr_t) i) == 0;
+        check(ok && id_map_size(m) == 10000, "10000 puts");
+        ok = true;
+        for (uint64_t i = 1; i <= 10000; i++)
+                ok = ok && id_map_get(m, (UINT64_C(1) << 31) + i) == (void *) (uintptr_t) i;
+        check(ok, "every key found with its value");
+        check(id_map_get(m, 5) == NULL && id_map_get(m, 0) == NULL, "absent keys and 0 are not found");
+        check(id_map_put(m, 0, m) == -EINVAL, "0 is not a key");
+        check(id_map_put(m, (UINT64_C(1) << 31) + 7, (void *) 99) == 0 && id_map_size(m) == 10000 &&
+              id_map_get(m, (UINT64_C(1) << 31) + 7) == (void *) 99, "a put of a present key replaces its value");
+        ok = true;
+        for (uint64_t i = 1; i <= 10000; i += 3)
+                ok = ok && id_map_remove(m, (UINT64_C(1) << 31) + i) != NULL;
+        check(ok && id_map_remove(m, (UINT64_C(1) << 31) + 1) == NULL, "removal, and a second removal finds nothing");
+        ok = true;
+        for (uint64_t i = 1; i <= 10000; i++)
+                ok = ok && (id_map_get(m, (UINT64_C(1) << 31) + i) != NULL) == ((i - 1) % 3 != 0);
+        check(ok, "after removals (backward shift) every other key is still found");
+        size_t before = id_map_size(m), odd = 0;
+        for (size_t i = 0; id_map_iterate(m, &i, &key, NULL);) {
+                n++;
+                odd += key % 2;
+        }
+        check(n == before, "iteration visits every entry once (%zu of %zu)", n, before);
+        check(id_map_remove_if(m, drop_odd, NULL) == odd && id_map_size(m) == before - odd, "remove_if removes what it says");
+        ok = true;
+        for (uint64_t i = 1; i <= 10000; i++) {
+                uint64_t k = (UINT64_C(1) << 31) + i;
+                ok = ok && (id_map_get(m, k) != NULL) == ((i - 1) % 3 != 0 && k % 2 == 0);
+        }
+        check(ok, "after remove_if exactly the even survivors are found");
+        id_map_free(m);
+}
+
+/* An event as the kernel writes it: metadata, then the mount info record. */
+static size_t put_event(uint8_t *p, uint64_t mask, uint64_t id) {
+        uint32_t len = 24 + 16;
+        uint8_t vers = 3, type = 7;
+        uint16_t mdlen = 24, infolen = 16;
+        int32_t fd = -1, pid = 1;
+
+        memset(p, 0, len);
+        memcpy(p, &len, 4);
+        memcpy(p + 4, &vers, 1);
+        memcpy(p + 6, &mdlen, 2);
+        memcpy(p + 8, &mask, 8);
+        memcpy(p + 16, &fd, 4);
+        memcpy(p + 20, &pid, 4);
+        memcpy(p + 24, &type, 1);
+        memcpy(p + 26, &infolen, 2);
+        memcpy(p + 32, &id, 8);
+        return len;
+}
+
+typedef struct Seen {
+        MountEvent e[8];
+        size_t n;
+} Seen;
+
+static void record(const MountEvent *e, void *userdata) {
+        Seen *s = userdata;
+        if (s->n < 8)
+                s->e[s->n++] = *e;
+}
+
+static void test_parse_events(void) {
+        uint8_t buf[256];
+        size_t n = 0;
+        Seen s = {};
+
+        n += put_event(buf + n, NSM_FAN_MNT_ATTACH, 0x80001234);
+        n += put_event(buf + n, NSM_FAN_MNT_DETACH, 0x80001235);
+        check(mount_notify_parse(buf, n, record, &s) == 0 && s.n == 2 && s.e[0].kind == MOUNT_EVENT_ATTACH &&
+              s.e[0].mnt_id == 0x80001234 && s.e[1].kind == MOUNT_EVENT_DETACH && s.e[1].mnt_id == 0x80001235,
+              "an attach and a detach, in order, with their ids");
+        s = (Seen) {};
+        check(mount_notify_parse(buf, n - 1, record, &s) == -EBADMSG && s.n == 1,
+              "a truncated second event: the first is reported, then -EBADMSG");
+        buf[4] = 2;
+        s = (Seen) {};
+        check(mount_notify_parse(buf, n, record, &s) == -EBADMSG && s.n == 0, "another metadata version is refused");
+        buf[4] = 3;
+        uint16_t shortlen = 8;
+        memcpy(buf + 26, &shortlen, 2);
+        s = (Seen) {};
+        check(mount_notify_parse(buf, n, record, &s) == -EBADMSG, "a mount record shorter than its id is refused");
+}
+
+static void test_statmount_buffer(void) {
+        uint8_t buf[1024] = {};
+        uint32_t size = 512 + 10, major_ = 7, minor_ = 3, point = 1, old = 42;
+        uint64_t mask = 0x1 | 0x2 | 0x10, id = 0x80000010, parent = 0x80000001;
+        MountStat st = {};
+
+        memcpy(buf, &size, 4);
+        memcpy(buf + 8, &mask, 8);
+        memcpy(buf + 16, &major_, 4);
+        memcpy(buf + 20, &minor_, 4);
+        memcpy(buf + 40, &id, 8);
+        memcpy(buf + 48, &parent, 8);
+        memcpy(buf + 56, &old, 4);
+        memcpy(buf + 108, &point, 4);
+        memcpy(buf + 512 + 1, "/mnt/usb", 9);
+        check(mount_stat_from_buffer(buf, sizeof buf, true, &st) == 0 && st.id == id && st.parent_id == parent &&
+              st.old_id == 42 && st.dev_major == 7 && st.dev_minor == 3 && st.path && strcmp(st.path, "/mnt/usb") == 0,
+              "a record: ids, device, mount point");
+        mount_stat_done(&st);
+        point = 10;
+        memcpy(buf + 108, &point, 4);
+        check(mount_stat_from_buffer(buf, sizeof buf, true, &st) == -EBADMSG,
+              "a mount point offset past what the kernel says it wrote is refused");
+        size = 2048;
+        memcpy(buf, &size, 4);
+        check(mount_stat_from_buffer(buf, sizeof buf, false, &st) == -EBADMSG, "a size beyond the buffer is refused");
+        check(mount_stat_from_buffer(buf, 100, false, &st) == -EBADMSG, "a short buffer is refused");
+}
+
+int main(void) {
+        test_id_map();
+        test_parse_events();
+        test_statmount_buffer();
+        return tap_finish();
+}
