@@ -21,7 +21,8 @@ ROOT_ANSWERS = {
     "OpenSession": ("no", "yes"), "CloseSession": ("no", "yes"), "OpenMountNamespace": ("no", "yes"),
     "ShareSubtree": ("yes", "yes"), "EnslaveSubtree": ("no", "yes"), "SetPropagation": ("yes", "yes"),
     "BindMount": ("no", "yes"), "Unmount": ("no", "yes"), "GetMounts": ("yes", "yes"),
-    "SetLinger": ("no", "yes"), "Attach": ("no", "yes"), "ReloadConfig": ("yes", "no"),
+    "SetLinger": ("no", "yes"), "Attach": ("no", "yes"), "OpenAttach": ("no", "yes"),
+    "ReloadConfig": ("yes", "no"),
     "Eject": ("yes", "no"), "Subscribe": ("yes", "yes"), "Unsubscribe": ("yes", "yes"), "Can": ("yes", "yes"),
 }
 
@@ -47,8 +48,9 @@ def test_polkit_defaults_without_a_session(daemon):
     for method in CHANGES_OF_A_VIEW:
         assert can(daemon, "alice", method, "alice") == "challenge", f"manage-own is auth_admin: {method}"
         assert can(daemon, "alice", method, "bob") == "challenge", f"manage is auth_admin_keep: {method}"
-    assert can(daemon, "alice", "Attach", "alice") == "yes"          # attach-own: yes
-    assert can(daemon, "alice", "Attach", "bob") == "challenge"      # attach: auth_admin
+    assert can(daemon, "alice", "OpenAttach", "alice") == "yes"      # attach-own: yes
+    assert can(daemon, "alice", "OpenAttach", "bob") == "challenge"  # attach: auth_admin
+    assert can(daemon, "alice", "Attach", "alice") == "no"           # takes fds: root's alone
     assert can(daemon, "alice", "RemoveNamespace", "alice") == "challenge"   # manage, also one's own
     assert can(daemon, "alice", "SetPropagation", "") == "challenge"
     assert can(daemon, "alice", "Eject", "") == "challenge"

@@ -335,7 +335,8 @@ static const struct {
         { "Unmount",            NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
         { "GetMounts",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "SetLinger",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
-        { "Attach",             NEED_IMPOSSIBLE, NEED_ATTACH_OWN, NEED_ATTACH },
+        { "Attach",             NEED_IMPOSSIBLE, NEED_ROOT,       NEED_ROOT },   /* takes fds: root's */
+        { "OpenAttach",         NEED_IMPOSSIBLE, NEED_ATTACH_OWN, NEED_ATTACH },
         { "ReloadConfig",       NEED_MANAGE,     NEED_IMPOSSIBLE, NEED_IMPOSSIBLE },
         { "Eject",              NEED_MANAGE,     NEED_IMPOSSIBLE, NEED_IMPOSSIBLE },
         { "Subscribe",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
