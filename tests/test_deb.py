@@ -31,6 +31,8 @@ from machine import ALICE, UNIT, Login, Machine, booted, ns_id_of
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, REPO, timeout
 
 PACKAGE = "nsmanager"
+COCKPIT_PACKAGE = "cockpit-nsmanager"
+COCKPIT_FILES = ("manifest.json", "index.html", "nsmanager.js", "nsmanager.css")
 
 
 def run(argv, wait: float = 60, **kw) -> subprocess.CompletedProcess:
@@ -110,7 +112,15 @@ def deb(sandbox):
             assert p.returncode == 0, p.stderr
         scratch = top / "scratch"
         scratch.mkdir()
-        yield Deb(path, unpacked, control, scratch)
+        built = Deb(path, unpacked, control, scratch)
+        # The second binary package of the same source: the Cockpit page.
+        page = out / f"{COCKPIT_PACKAGE}_{meson_version()}_all.deb"
+        assert page.is_file(), f"no {page.name} in {sorted(x.name for x in out.iterdir())}\n{log[-3000:]}"
+        for option, dest in (("-x", top / "cockpit-unpacked"), ("-e", top / "cockpit-control")):
+            p = run(["dpkg-deb", option, page, dest])
+            assert p.returncode == 0, p.stderr
+        built.cockpit = Deb(page, top / "cockpit-unpacked", top / "cockpit-control", scratch)
+        yield built
     finally:
         shutil.rmtree(top, ignore_errors=True)
 
@@ -373,15 +383,39 @@ def test_pam_profile(deb):
     assert any("pam_systemd.so" in x for x in stacks["mkhomedir"])
 
 
-def test_lintian(deb):
-    """lintian reports no error (warnings and infos are printed, not failed on). No
-    overrides are shipped."""
+@pytest.mark.parametrize("which", [PACKAGE, COCKPIT_PACKAGE])
+def test_lintian(deb, which):
+    """lintian reports no error (warnings and infos are printed, not failed on), for both
+    binary packages. No overrides are shipped."""
     assert shutil.which("lintian"), "lintian is missing: tools/deps installs it"
-    p = run(["lintian", "--allow-root", "--fail-on", "error", "--display-info", deb.path], wait=600)
-    print(f"lintian {deb.path.name} (exit status {p.returncode}):\n{p.stdout}{p.stderr}")
+    package = deb if which == PACKAGE else deb.cockpit
+    p = run(["lintian", "--allow-root", "--fail-on", "error", "--display-info", package.path], wait=600)
+    print(f"lintian {package.path.name} (exit status {p.returncode}):\n{p.stdout}{p.stderr}")
     errors = [line for line in p.stdout.splitlines() if line.startswith("E:")]
     assert p.returncode == 0 and not errors, f"lintian errors:\n{p.stdout}{p.stderr}"
-    assert not (deb.unpacked / "usr/share/lintian/overrides").exists(), "overrides are shipped: document them"
+    assert not (package.unpacked / "usr/share/lintian/overrides").exists(), "overrides are shipped: document them"
+
+
+def test_cockpit_package(deb):
+    """cockpit-nsmanager: Architecture all, the page's files as they are in cockpit/ where
+    cockpit-bridge looks for packages, and nothing else but its docs; the page is not in
+    nsmanager, so a machine without Cockpit gets none of it."""
+    page = deb.cockpit
+    assert page.field("Package") == COCKPIT_PACKAGE
+    assert page.field("Version") == meson_version()
+    assert page.field("Architecture") == "all"
+    depends = [" ".join(d.split()) for d in page.field("Depends").split(",")]
+    assert "cockpit-bridge (>= 287)" in depends, depends
+    assert f"nsmanager (>= {meson_version()})" in depends, depends
+    files = sorted(p for p in page.entries if page.is_file(p))
+    expected = sorted([f"/usr/share/cockpit/nsmanager/{f}" for f in COCKPIT_FILES] +
+                      [f"/usr/share/doc/{COCKPIT_PACKAGE}/copyright", f"/usr/share/doc/{COCKPIT_PACKAGE}/changelog.gz"])
+    assert files == expected, files
+    for f in COCKPIT_FILES:
+        assert page.file(f"/usr/share/cockpit/nsmanager/{f}").read_bytes() == (REPO / "cockpit" / f).read_bytes(), f
+    manifest = json.loads(page.file("/usr/share/cockpit/nsmanager/manifest.json").read_text())
+    assert manifest["menu"]["index"]["label"] == "User views"
+    assert not [p for p in deb.entries if "/cockpit" in p], "nsmanager ships files of the Cockpit page"
 
 
 def _common_session(m: Machine, name: str = "common-session") -> list[str]:

@@ -302,3 +302,105 @@ bool bus_request_escalate(BusRequest *req, int result, const char *message, cons
         bus_request_reply_error(req, -EACCES, req->rule ?: error.message);
         return true;
 }
+
+/* ---- Can() ---- */
+
+/* What a method needs where it is called; the order of the table is the interface's. */
+typedef enum Need {
+        NEED_NOTHING,            /* open to everyone */
+        NEED_ROOT,               /* root only, whatever polkit says */
+        NEED_IMPOSSIBLE,         /* refused there for everybody (InvalidArgs, NoSuchUser, …) */
+        NEED_MANAGE,
+        NEED_MANAGE_OWN,         /* the rules may still ask for manage at the call, by path or file */
+        NEED_ATTACH,
+        NEED_ATTACH_OWN,
+} Need;
+
+static const struct {
+        const char *method;
+        Need host, own, other;   /* on the host (""), on the caller's own view, on another's */
+} can_table[] = {
+        { "CreateNamespace",    NEED_IMPOSSIBLE, NEED_MANAGE,     NEED_MANAGE },
+        { "RemoveNamespace",    NEED_IMPOSSIBLE, NEED_MANAGE,     NEED_MANAGE },
+        { "GetNamespace",       NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "GetNamespaceByUID",  NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "ListNamespaces",     NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "OpenSession",        NEED_IMPOSSIBLE, NEED_ROOT,       NEED_ROOT },
+        { "CloseSession",       NEED_IMPOSSIBLE, NEED_ROOT,       NEED_ROOT },
+        { "OpenMountNamespace", NEED_IMPOSSIBLE, NEED_ROOT,       NEED_ROOT },
+        { "ShareSubtree",       NEED_MANAGE,     NEED_MANAGE_OWN, NEED_MANAGE },
+        { "EnslaveSubtree",     NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "SetPropagation",     NEED_MANAGE,     NEED_MANAGE_OWN, NEED_MANAGE },
+        { "BindMount",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "Unmount",            NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "GetMounts",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "SetLinger",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "Attach",             NEED_IMPOSSIBLE, NEED_ROOT,       NEED_ROOT },   /* takes fds: root's */
+        { "OpenAttach",         NEED_IMPOSSIBLE, NEED_ATTACH_OWN, NEED_ATTACH },
+        { "ReloadConfig",       NEED_MANAGE,     NEED_IMPOSSIBLE, NEED_IMPOSSIBLE },
+        { "Eject",              NEED_MANAGE,     NEED_IMPOSSIBLE, NEED_IMPOSSIBLE },
+        { "Subscribe",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "Unsubscribe",        NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "Can",                NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+};
+
+static const char *const need_action[] = {
+        [NEED_MANAGE] = ACTION_MANAGE,
+        [NEED_MANAGE_OWN] = ACTION_MANAGE_OWN,
+        [NEED_ATTACH] = ACTION_ATTACH,
+        [NEED_ATTACH_OWN] = ACTION_ATTACH_OWN,
+};
+
+static int can_reply(BusRequest *req, const char *answer) {
+        return sd_bus_reply_method_return(req->message, "s", answer);
+}
+
+int bus_request_can(BusRequest *req, const char *method, const char *user, uid_t owner, sd_bus_error *error) {
+        PolkitResult result;
+        Need need = NEED_IMPOSSIBLE;
+        bool found = false;
+        uid_t uid;
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(can_table); i++)
+                if (streq(can_table[i].method, method)) {
+                        found = true;
+                        break;
+                }
+        if (!found)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The Manager has no method '%s' (Can() answers for the Manager's methods, "
+                                         "e.g. 'SetLinger', 'BindMount').", method);
+        r = bus_message_caller_uid(req->message, &uid, error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(can_table); i++)
+                if (streq(can_table[i].method, method))
+                        need = !user || !*user ? can_table[i].host : uid == owner ? can_table[i].own : can_table[i].other;
+
+        switch (need) {
+        case NEED_NOTHING:
+                return can_reply(req, "yes");
+        case NEED_IMPOSSIBLE:
+                return can_reply(req, "no");
+        case NEED_ROOT:
+                return can_reply(req, uid == 0 ? "yes" : "no");
+        default:
+                break;
+        }
+        if (uid == 0)
+                return can_reply(req, "yes");
+        /* Each answer costs a polkit round trip: counted as the calls that make the daemon work. */
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
+        r = bus_test_polkit_async(req->message, need_action[need], (const char *[]) { "user", user ?: "", NULL },
+                                  &req->manager->polkit_registry, &result, error);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                req->pending = true;
+                return 0;
+        }
+        return can_reply(req, result == POLKIT_RESULT_YES ? "yes" : result == POLKIT_RESULT_CHALLENGE ? "challenge" : "no");
+}

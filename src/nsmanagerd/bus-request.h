@@ -38,6 +38,8 @@ struct BusRequest {
 /* The polkit actions (policy/org.example.NSManager.policy). */
 #define ACTION_MANAGE "org.example.NSManager.manage"
 #define ACTION_MANAGE_OWN "org.example.NSManager.manage-own"
+#define ACTION_ATTACH "org.example.NSManager.attach"
+#define ACTION_ATTACH_OWN "org.example.NSManager.attach-own"
 
 typedef int (*BusRequestStep)(BusRequest *req, sd_bus_error *error);
 
@@ -88,3 +90,13 @@ int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, O
  * manage; if it agrees, the method runs again with full power, else the caller gets the
  * rule's sentence. Returns true if it took over the reply. */
 bool bus_request_escalate(BusRequest *req, int result, const char *message, const char **details);
+
+/* Can(method, user): answers "yes", "challenge" or "no" for the caller calling the Manager's
+ * 'method' on user's view (NULL or "": the host), of which 'owner' is the user, as the methods
+ * choose the action before they look at paths or files: root yes; what everyone may call yes;
+ * what can never succeed there (EnslaveSubtree of the host, BindMount of the host, a root-only
+ * method for anybody else) no; otherwise what polkit says, asked without interaction, of the
+ * action the method would ask for (on one's own view, the request-level rules': manage-own,
+ * attach-own). InvalidArgs for a method the Manager does not have. Replies itself (≥ 0) or
+ * sets req->pending; < 0 with 'error' set. */
+int bus_request_can(BusRequest *req, const char *method, const char *user, uid_t owner, sd_bus_error *error);

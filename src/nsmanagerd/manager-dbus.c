@@ -227,6 +227,35 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* ---- Can ---- */
+
+static int can_step(BusRequest *req, sd_bus_error *error) {
+        _cleanup_(user_record_done) UserRecord u = {};
+        const char *method, *user;
+        uid_t owner = (uid_t) -1;
+        Namespace *ns;
+        int r;
+
+        r = sd_bus_message_read(req->message, "ss", &method, &user);
+        if (r < 0)
+                return r;
+        if (*user) {
+                /* The owner the methods compare the caller with: the namespace's, else NSS's. */
+                ns = manager_get_namespace(req->manager, user);
+                if (ns)
+                        owner = ns->uid;
+                else if (!valid_user_name(user) || user_record_by_name(user, &u) < 0)
+                        return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.", user);
+                else
+                        owner = u.uid;
+        }
+        return bus_request_can(req, method, user, owner, error);
+}
+
+static int method_can(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, can_step);
+}
+
 /* ---- sessions ---- */
 
 static void on_session_namespace(Namespace *ns, int result, const char *message, void *userdata) {
@@ -734,6 +763,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_get_namespace_by_uid, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListNamespaces", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(suso)", namespaces),
                                 method_list_namespaces, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Can", SD_BUS_ARGS("s", method, "s", user), SD_BUS_RESULT("s", answer), method_can,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("OpenSession", SD_BUS_ARGS("s", user, "s", session_id),
                                 SD_BUS_RESULT("o", namespace, "h", mount_ns_fd), method_open_session,
                                 SD_BUS_VTABLE_UNPRIVILEGED),

@@ -55,6 +55,7 @@ typedef enum PolkitVerdict {
 typedef struct PolkitCheck {
         char *action;
         char **details;
+        bool test;                 /* a question for Can(): never interactive, the verdict is the answer */
         PolkitVerdict verdict;
         char *failure;             /* for POLKIT_VERDICT_FAILED: why, for the caller's error message */
         struct PolkitCheck *next;
@@ -171,11 +172,11 @@ static PolkitQuery *polkit_registry_find(PolkitRegistry *r, sd_bus_message *m) {
         return NULL;
 }
 
-static PolkitCheck *polkit_query_find_check(PolkitQuery *q, const char *action, const char **details) {
+static PolkitCheck *polkit_query_find_check(PolkitQuery *q, const char *action, const char **details, bool test) {
         /* The details are part of the question: a handler that asks about other details (because
          * the state it derives them from changed) must not get an answer given for different ones. */
         for (PolkitCheck *c = q->checks; c; c = c->next)
-                if (streq(c->action, action) && details_equal(c->details, details))
+                if (streq(c->action, action) && details_equal(c->details, details) && c->test == test)
                         return c;
         return NULL;
 }
@@ -310,7 +311,8 @@ static int polkit_query_send(PolkitQuery *q) {
         if (!sender)
                 return -EBADMSG;
 
-        if (sd_bus_message_get_allow_interactive_authorization(q->request) > 0)
+        /* A test asks what polkit would say without asking anybody, whatever the caller allowed. */
+        if (!c->test && sd_bus_message_get_allow_interactive_authorization(q->request) > 0)
                 flags |= POLKIT_CHECK_ALLOW_USER_INTERACTION;
 
         r = sd_bus_message_new_method_call(bus, &call, POLKIT_BUS_NAME, POLKIT_OBJECT_PATH,
@@ -347,7 +349,7 @@ static int polkit_query_send(PolkitQuery *q) {
         return 0;
 }
 
-static int polkit_query_start_check(PolkitQuery *q, const char *action, const char **details) {
+static int polkit_query_start_check(PolkitQuery *q, const char *action, const char **details, bool test) {
         PolkitRegistry *registry = q->registry;
         PolkitCheck *c;
         int r;
@@ -356,6 +358,7 @@ static int polkit_query_start_check(PolkitQuery *q, const char *action, const ch
         if (!c)
                 return -ENOMEM;
         c->verdict = POLKIT_VERDICT_PENDING;
+        c->test = test;
         c->action = strdup(action);
         c->details = details_copy(details);
         if (!c->action || !c->details) {
@@ -435,11 +438,15 @@ static int bus_sender_is_root(sd_bus_message *m) {
         return uid == 0;
 }
 
-int bus_verify_polkit_async(
+/* The common part of both entry points: 1 with *ret_check the answered check (NULL: the sender is
+ * root), 0 while asking, < 0 with 'error' set when the question cannot be asked. */
+static int polkit_async(
                 sd_bus_message *m,
                 const char *action,
                 const char **details,
+                bool test,
                 PolkitRegistry **registry,
+                PolkitCheck **ret_check,
                 sd_bus_error *error) {
 
         PolkitQuery *q;
@@ -454,17 +461,21 @@ int bus_verify_polkit_async(
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "Cannot determine the caller's identity: %s", strerror(-r));
-        if (r > 0)
+        if (r > 0) {
+                *ret_check = NULL;
                 return 1;
+        }
 
         q = polkit_registry_find(*registry, m);
         if (q) {
                 if (q->slot || q->waiting)
                         return 0; /* Still waiting for polkit; we will be called again. */
 
-                c = polkit_query_find_check(q, action, details);
-                if (c)
-                        return polkit_check_to_result(c, m, error);
+                c = polkit_query_find_check(q, action, details, test);
+                if (c) {
+                        *ret_check = c;
+                        return 1;
+                }
         } else {
                 if (!*registry) {
                         *registry = calloc(1, sizeof(PolkitRegistry));
@@ -482,7 +493,7 @@ int bus_verify_polkit_async(
                 new_query = true;
         }
 
-        r = polkit_query_start_check(q, action, details);
+        r = polkit_query_start_check(q, action, details, test);
         if (r < 0) {
                 if (new_query)
                         polkit_query_free(q);
@@ -491,4 +502,56 @@ int bus_verify_polkit_async(
         }
 
         return 0;
+}
+
+int bus_verify_polkit_async(
+                sd_bus_message *m,
+                const char *action,
+                const char **details,
+                PolkitRegistry **registry,
+                sd_bus_error *error) {
+
+        PolkitCheck *c = NULL;
+        int r;
+
+        r = polkit_async(m, action, details, /* test= */ false, registry, &c, error);
+        if (r <= 0 || !c)
+                return r;
+        return polkit_check_to_result(c, m, error);
+}
+
+int bus_test_polkit_async(
+                sd_bus_message *m,
+                const char *action,
+                const char **details,
+                PolkitRegistry **registry,
+                PolkitResult *ret,
+                sd_bus_error *error) {
+
+        PolkitCheck *c = NULL;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = polkit_async(m, action, details, /* test= */ true, registry, &c, error);
+        if (r <= 0)
+                return r;
+        if (!c) {
+                *ret = POLKIT_RESULT_YES;
+                return 1;
+        }
+        switch (c->verdict) {
+        case POLKIT_VERDICT_YES:
+                *ret = POLKIT_RESULT_YES;
+                return 1;
+        case POLKIT_VERDICT_CHALLENGE:
+                *ret = POLKIT_RESULT_CHALLENGE;
+                return 1;
+        case POLKIT_VERDICT_NO:
+                *ret = POLKIT_RESULT_NO;
+                return 1;
+        default:
+                /* polkit did not answer: that is no verdict, and the caller learns why. */
+                return polkit_check_to_result(c, m, error);
+        }
 }

@@ -39,3 +39,21 @@ int bus_verify_polkit_async(
                 const char **details,
                 PolkitRegistry **registry,
                 sd_bus_error *error);
+
+/* What polkit would say, asked without interaction (as logind's CanPowerOff()): for Can(). */
+typedef enum PolkitResult {
+        POLKIT_RESULT_YES,
+        POLKIT_RESULT_CHALLENGE,   /* yes, after the caller authenticates */
+        POLKIT_RESULT_NO,
+} PolkitResult;
+
+/* As bus_verify_polkit_async(), but only asks: never with ALLOW_USER_INTERACTION, whatever the
+ * message allows, and a verdict is not an error. 1 with *ret set (root: YES), 0 while asking,
+ * < 0 with 'error' set when polkit gave no verdict (not running, the action not installed). */
+int bus_test_polkit_async(
+                sd_bus_message *m,
+                const char *action,
+                const char **details,
+                PolkitRegistry **registry,
+                PolkitResult *ret,
+                sd_bus_error *error);

@@ -1,0 +1,638 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The "User views" page of Cockpit: nsmanagerd's namespaces, their mount trees and peer
+ * groups, and the changes an administrator (or a user, on their own view) may make.
+ *
+ * It talks to the daemon only through cockpit.dbus() and refuses nothing itself: which
+ * actions are offered comes from the daemon's Can(), every refusal from the daemon (through
+ * polkit) with its own message. Text the daemon sends (user names are tame, mount points
+ * and sources are not: a user chooses them) only ever goes into the page as textContent or
+ * an attribute value, never as markup. */
+
+"use strict";
+
+(function () {
+    const BUS_NAME = "org.example.NSManager";
+    const MANAGER_PATH = "/org/example/NSManager";
+    const MANAGER_IFACE = "org.example.NSManager.Manager";
+    const NAMESPACE_IFACE = "org.example.NSManager.Namespace";
+    const PROPERTIES_IFACE = "org.freedesktop.DBus.Properties";
+
+    /* The actions of the page and the Manager methods they call (Can() is asked about these). */
+    const VIEW_ACTIONS = ["ShareSubtree", "EnslaveSubtree", "SetPropagation", "Unmount", "BindMount"];
+
+    let client = null;
+    const state = {
+        namespaces: [],          /* { user, uid, state, path, props } sorted by user */
+        selected: null,          /* null: no view shown; "": the host; else a user */
+        mounts: [],              /* GetMounts(selected) */
+        hostMounts: [],          /* GetMounts("") */
+        can: new Map(),          /* "method\nuser" -> Promise of "yes" | "challenge" | "no" */
+        canErrors: new Set(),
+    };
+
+    /* ---- small helpers ---- */
+
+    function $(id) {
+        return document.getElementById(id);
+    }
+
+    /* An element with text (never markup) and attributes. */
+    function el(tag, attrs, ...children) {
+        const e = document.createElement(tag);
+        for (const [k, v] of Object.entries(attrs || {})) {
+            if (v === undefined || v === null || v === false)
+                continue;
+            if (k === "class")
+                e.className = v;
+            else
+                e.setAttribute(k, v === true ? "" : String(v));
+        }
+        for (const c of children) {
+            if (c === null || c === undefined)
+                continue;
+            e.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+        }
+        return e;
+    }
+
+    function svg(tag, attrs, text) {
+        const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+        for (const [k, v] of Object.entries(attrs || {}))
+            e.setAttribute(k, String(v));
+        if (text !== undefined)
+            e.textContent = text;
+        return e;
+    }
+
+    function clear(node) {
+        while (node.firstChild)
+            node.removeChild(node.firstChild);
+    }
+
+    /* cockpit's promises as native ones. */
+    function call(path, iface, method, args, options) {
+        return new Promise((resolve, reject) => {
+            client.call(path, iface, method, args, options).then(resolve, reject);
+        });
+    }
+
+    function managerCall(method, args, options) {
+        return call(MANAGER_PATH, MANAGER_IFACE, method, args, options);
+    }
+
+    function errorName(err) {
+        return (err && err.name) ? err.name : "";
+    }
+
+    function errorMessage(err) {
+        if (err && err.message)
+            return err.message;
+        return cockpit.message(err);
+    }
+
+    function viewName(user) {
+        return user === "" ? "the host" : user + "'s view";
+    }
+
+    /* ---- alerts ---- */
+
+    function showAlert(kind, title, text, detail) {
+        const close = el("button", { type: "button", class: "pf-c-button pf-m-plain", "aria-label": "Close: " + title }, "×");
+        const alert = el("div", { class: "pf-c-alert pf-m-" + kind, role: kind === "danger" ? "alert" : "status" },
+                         el("p", { class: "pf-c-alert__title" }, title),
+                         el("div", { class: "pf-c-alert__action" }, close),
+                         text ? el("div", { class: "pf-c-alert__description" }, text) : null,
+                         detail ? el("div", { class: "pf-c-alert__description nsm-error-name" }, detail) : null);
+        close.addEventListener("click", () => alert.remove());
+        $("alerts").appendChild(alert);
+        return alert;
+    }
+
+    function showError(what, err) {
+        return showAlert("danger", what, errorMessage(err), errorName(err));
+    }
+
+    /* ---- Can() ---- */
+
+    function can(method, user) {
+        const key = method + "\n" + user;
+        if (!state.can.has(key)) {
+            state.can.set(key, managerCall("Can", [method, user]).then(r => r[0], err => {
+                /* No answer (polkit not running, too many questions): offer nothing, say why once. */
+                const text = errorMessage(err);
+                if (!state.canErrors.has(text)) {
+                    state.canErrors.add(text);
+                    showError("Cannot ask the daemon what you may do", err);
+                }
+                state.can.delete(key);
+                return "no";
+            }));
+        }
+        return state.can.get(key);
+    }
+
+    /* A button for a daemon call: disabled until Can() answers, then enabled on yes or
+     * challenge (with a hint that a password will be asked for). */
+    function actionButton(label, ariaLabel, method, user, onClick, kind) {
+        const b = el("button", { type: "button", class: "pf-c-button " + (kind || "pf-m-secondary") + " pf-m-small",
+                                 "aria-label": ariaLabel, disabled: true, "data-method": method, "data-can": "pending" },
+                     label);
+        b.addEventListener("click", onClick);
+        can(method, user).then(answer => {
+            b.setAttribute("data-can", answer);
+            b.disabled = !(answer === "yes" || answer === "challenge");
+            if (answer === "challenge")
+                b.title = "Needs authentication";
+            else if (answer === "no")
+                b.title = "Not permitted";
+        });
+        return b;
+    }
+
+    /* Runs a change: an error shows the daemon's own message; the page then shows what is. */
+    function change(what, method, args, user) {
+        return can(method, user).then(answer => {
+            const options = answer === "challenge" ? { flags: "i" } : undefined;
+            return managerCall(method, args, options);
+        }).then(result => {
+            state.can.clear();
+            return result;
+        }, err => {
+            showError(what + " failed", err);
+            throw err;
+        }).finally(refresh);
+    }
+
+    /* ---- the namespaces ---- */
+
+    function loadNamespaces() {
+        return managerCall("ListNamespaces", []).then(([list]) => Promise.all(list.map(([user, uid, st, path]) =>
+            call(path, PROPERTIES_IFACE, "GetAll", [NAMESPACE_IFACE])
+                    .then(([props]) => ({ user, uid, state: st, path, props }),
+                          () => ({ user, uid, state: st, path, props: {} })))));
+    }
+
+    function prop(ns, name, fallback) {
+        const v = ns.props[name];
+        return v === undefined ? fallback : v.v;
+    }
+
+    function renderNamespaces() {
+        const body = $("namespaces-body");
+        clear(body);
+        $("namespaces-empty").hidden = state.namespaces.length > 0;
+        for (const ns of state.namespaces) {
+            const sessions = prop(ns, "Sessions", []);
+            const linger = prop(ns, "Linger", false);
+            const show = el("button", { type: "button", class: "pf-c-button pf-m-link pf-m-inline nsm-user",
+                                        "aria-label": "Show " + ns.user + "'s view", "aria-pressed": state.selected === ns.user ? "true" : "false" },
+                            ns.user);
+            show.addEventListener("click", () => selectView(ns.user));
+            const lingerButton = actionButton(linger ? "Stop lingering" : "Linger",
+                                              (linger ? "Stop lingering: " : "Linger: ") + ns.user, "SetLinger", ns.user,
+                                              () => change("Linger of " + ns.user, "SetLinger", [ns.user, !linger], ns.user));
+            const removeButton = actionButton("Remove", "Remove " + ns.user + "'s namespace", "RemoveNamespace", ns.user,
+                                              () => confirmRemove(ns.user, removeButton), "pf-m-danger");
+            body.appendChild(el("tr", { "data-user": ns.user },
+                                el("th", { scope: "row", "data-label": "User" }, show),
+                                el("td", { "data-label": "UID" }, ns.uid),
+                                el("td", { "data-label": "State" }, ns.state),
+                                el("td", { "data-label": "Sessions", title: sessions.join(" ") }, sessions.length),
+                                el("td", { "data-label": "Linger" }, linger ? "yes" : "no"),
+                                el("td", { "data-label": "Mounts" }, prop(ns, "NMounts", "")),
+                                el("td", { class: "pf-c-table__action nsm-actions" }, lingerButton, removeButton)));
+        }
+    }
+
+    function confirmRemove(user, opener) {
+        modal({
+            title: "Remove " + user + "'s namespace?",
+            ok: "Remove",
+            danger: true,
+            opener,
+            body: [el("p", {}, "The view is unpinned and its state removed. Processes still inside keep it until they end.")],
+            submit: () => managerCall("RemoveNamespace", [user]).then(() => {
+                if (state.selected === user)
+                    state.selected = null;
+                state.can.clear();
+                refresh();
+            }),
+        });
+    }
+
+    /* ---- a view's mount tree ---- */
+
+    /* Where a mount came from, as far as the kernel tells: the host's mount of its peer group
+     * or of its master group. */
+    function origin(m, user) {
+        const [, , peer, master] = m;
+        if (user === "")
+            return peer ? "shared, peer group " + peer : master ? "receives from peer group " + master : "the host's own";
+        const hostOf = group => state.hostMounts.find(h => h[2] === group);
+        if (peer) {
+            const h = hostOf(peer);
+            if (h)
+                return "peer of the host's " + h[4] + " (group " + peer + ")";
+            return "shared in peer group " + peer + ", not with the host";
+        }
+        if (master) {
+            const h = hostOf(master);
+            if (h)
+                return "receives from the host's " + h[4] + " (group " + master + ")";
+            return "receives from peer group " + master;
+        }
+        return "made in this view, or private to it";
+    }
+
+    /* The mounts in tree order, each with its depth. */
+    function treeOrder(mounts) {
+        const ids = new Set(mounts.map(m => m[0]));
+        const children = new Map();
+        const roots = [];
+        for (const m of mounts) {
+            if (m[1] === m[0] || !ids.has(m[1]))
+                roots.push(m);
+            else {
+                if (!children.has(m[1]))
+                    children.set(m[1], []);
+                children.get(m[1]).push(m);
+            }
+        }
+        const out = [];
+        const walk = (m, depth) => {
+            out.push([m, depth]);
+            for (const c of children.get(m[0]) || [])
+                walk(c, depth + 1);
+        };
+        roots.forEach(r => walk(r, 0));
+        return out;
+    }
+
+    function renderMounts() {
+        const user = state.selected;
+        const body = $("mounts-body");
+        clear(body);
+        $("view").hidden = user === null;
+        $("graph-card").hidden = user === null;
+        if (user === null)
+            return;
+        $("view-title").textContent = user === "" ? "Mounts of the host" : "Mount tree of " + user + "'s view";
+        $("bind-button").hidden = user === "";
+
+        for (const [m, depth] of treeOrder(state.mounts)) {
+            const [, , peer, master, point, source, fstype, propagation] = m;
+            const pointCell = el("th", { scope: "row", "data-label": "Mount point", class: "nsm-mount-point" },
+                                 el("span", { class: "nsm-mount-point-text" }, point));
+            pointCell.style.paddingLeft = (0.5 + depth * 1.25) + "rem";
+            const actions = el("td", { class: "pf-c-table__action nsm-actions" });
+            actions.appendChild(actionButton("Share", "Share " + point, "ShareSubtree", user,
+                                             () => change("Sharing " + point, "ShareSubtree", [user, point], user)));
+            actions.appendChild(actionButton("Enslave", "Enslave " + point, "EnslaveSubtree", user,
+                                             () => change("Enslaving " + point, "EnslaveSubtree", [user, point], user)));
+            actions.appendChild(actionButton("Private", "Make " + point + " private", "SetPropagation", user,
+                                             () => change("Making " + point + " private", "SetPropagation",
+                                                          [user, point, "private", 0], user)));
+            actions.appendChild(actionButton("Unmount", "Unmount " + point, "Unmount", user,
+                                             () => change("Unmounting " + point, "Unmount", [user, point, 0], user)));
+            /* Eject takes a block device or a host mount point. */
+            const what = source.startsWith("/dev/") ? source : user === "" ? point : null;
+            if (what !== null)
+                actions.appendChild(actionButton("Eject", "Eject " + what, "Eject", "", () => eject(what)));
+            body.appendChild(el("tr", { "data-mount-point": point, "aria-level": depth + 1 },
+                                pointCell,
+                                el("td", { "data-label": "Source" }, source),
+                                el("td", { "data-label": "Type" }, fstype),
+                                el("td", { "data-label": "Propagation" }, propagation),
+                                el("td", { "data-label": "Peer group" }, peer ? String(peer) : "—"),
+                                el("td", { "data-label": "Master" }, master ? String(master) : "—"),
+                                el("td", { "data-label": "Came from" }, origin(m, user)),
+                                actions));
+        }
+        renderGraph();
+    }
+
+    function eject(what) {
+        change("Eject of " + what, "Eject", [what, 0], "").then(([detached]) => {
+            const lines = detached.map(([u, p]) => (u === "" ? "host" : u) + ": " + p);
+            showAlert("success", "Ejected " + what, lines.length ? "Detached " + lines.join(", ") : "Nothing was mounted.");
+        }, () => {});
+    }
+
+    /* ---- the peer-group graph, drawn here as SVG ---- */
+
+    function renderGraph() {
+        const box = $("graph");
+        clear(box);
+        const user = state.selected;
+        const sets = user === "" ? [["host", state.mounts]] : [["host", state.hostMounts], [user, state.mounts]];
+        const groups = new Map();    /* group -> y */
+        const nodes = [];            /* { column, label, peer, master } */
+        for (const [column, mounts] of sets)
+            for (const m of mounts)
+                if (m[2] || m[3])
+                    nodes.push({ column, label: m[4], peer: m[2], master: m[3] });
+        for (const n of nodes)
+            for (const g of [n.peer, n.master])
+                if (g && !groups.has(g))
+                    groups.set(g, 0);
+        if (nodes.length === 0) {
+            box.appendChild(el("p", {}, "No mount here is in a peer group or receives from one."));
+            return;
+        }
+        const rowH = 26;
+        const colX = { host: 10, group: 330, view: 480 };
+        const perColumn = new Map();
+        for (const n of nodes) {
+            const i = perColumn.get(n.column) || 0;
+            n.y = 30 + i * rowH;
+            perColumn.set(n.column, i + 1);
+        }
+        /* Each group level with the middle of its mounts, never closer than a row to the one above. */
+        const middle = new Map();
+        for (const n of nodes)
+            for (const g of [n.peer, n.master])
+                if (g) {
+                    const [sum, count] = middle.get(g) || [0, 0];
+                    middle.set(g, [sum + n.y - 4, count + 1]);
+                }
+        const sortedGroups = [...groups.keys()].sort((a, b) => {
+            const ma = middle.get(a)[0] / middle.get(a)[1];
+            const mb = middle.get(b)[0] / middle.get(b)[1];
+            return ma - mb || a - b;
+        });
+        let previous = 0;
+        for (const g of sortedGroups) {
+            const [sum, count] = middle.get(g);
+            previous = Math.max(sum / count, previous + rowH);
+            groups.set(g, previous);
+        }
+        const height = Math.max(...[...perColumn.values()].map(c => 30 + c * rowH), previous + 20) + 10;
+        const s = svg("svg", { width: 820, height, viewBox: "0 0 820 " + height, role: "img",
+                               "aria-labelledby": "graph-title graph-desc", class: "nsm-graph" });
+        s.appendChild(svg("desc", { id: "graph-desc" },
+                          "Peer groups of " + (user === "" ? "the host" : "the host and " + user + "'s view")));
+        const defs = svg("defs");
+        const marker = svg("marker", { id: "nsm-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5,
+                                       markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+        marker.appendChild(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "nsm-graph-arrow" }));
+        defs.appendChild(marker);
+        s.appendChild(defs);
+        s.appendChild(svg("text", { x: colX.host, y: 14, class: "nsm-graph-heading" }, "host"));
+        if (user !== "")
+            s.appendChild(svg("text", { x: colX.view, y: 14, class: "nsm-graph-heading" }, user));
+        const xOf = n => n.column === "host" ? colX.host : colX.view;
+        const edgeX = n => n.column === "host" ? colX.host + 230 : colX.view - 6;
+        for (const n of nodes) {
+            if (n.peer)
+                s.appendChild(svg("line", { x1: edgeX(n), y1: n.y - 4, x2: colX.group, y2: groups.get(n.peer),
+                                            class: "nsm-graph-peer" }));
+            if (n.master)
+                s.appendChild(svg("line", { x1: colX.group, y1: groups.get(n.master), x2: edgeX(n), y2: n.y - 4,
+                                            class: "nsm-graph-slave", "marker-end": "url(#nsm-arrow)" }));
+        }
+        for (const [g, y] of groups) {
+            s.appendChild(svg("circle", { cx: colX.group, cy: y, r: 11, class: "nsm-graph-group" }));
+            s.appendChild(svg("text", { x: colX.group, y: y + 4, "text-anchor": "middle", class: "nsm-graph-group-label" },
+                              String(g)));
+        }
+        for (const n of nodes) {
+            const t = svg("text", { x: xOf(n) + (n.column === "host" ? 0 : 0), y: n.y, class: "nsm-graph-mount" });
+            t.textContent = n.label.length > 34 ? n.label.slice(0, 33) + "…" : n.label;
+            const title = svg("title", {}, n.label);
+            t.appendChild(title);
+            s.appendChild(t);
+        }
+        box.appendChild(s);
+    }
+
+    /* ---- the bind dialog ---- */
+
+    function bindDialog() {
+        const user = state.selected;
+        const source = el("input", { id: "bind-source", class: "pf-c-form-control", type: "text", required: true,
+                                     autocomplete: "off", spellcheck: "false" });
+        const dest = el("input", { id: "bind-destination", class: "pf-c-form-control", type: "text", required: true,
+                                   autocomplete: "off", spellcheck: "false" });
+        const ro = el("input", { id: "bind-read-only", class: "pf-c-check__input", type: "checkbox" });
+        const mkdir = el("input", { id: "bind-mkdir", class: "pf-c-check__input", type: "checkbox" });
+        modal({
+            title: "Bind into " + viewName(user),
+            ok: "Bind",
+            opener: $("bind-button"),
+            body: [
+                el("div", { class: "pf-c-form__group" },
+                   el("label", { class: "pf-c-form__label", for: "bind-source" }, "Source"),
+                   source,
+                   el("p", { class: "pf-c-form__helper-text" },
+                      "A path of the host (for an administrator) or, in your own view, a file or directory of yours.")),
+                el("div", { class: "pf-c-form__group" },
+                   el("label", { class: "pf-c-form__label", for: "bind-destination" }, "Destination in the view"), dest),
+                el("div", { class: "pf-c-check" }, ro, el("label", { class: "pf-c-check__label", for: "bind-read-only" }, "Read-only")),
+                el("div", { class: "pf-c-check" }, mkdir,
+                   el("label", { class: "pf-c-check__label", for: "bind-mkdir" }, "Create the destination if it is missing")),
+            ],
+            /* As nsctl bind USER SOURCE DEST: both given; what they may be is the daemon's to say. */
+            validate: () => {
+                if (source.value === "")
+                    return [source, "Give a source."];
+                if (dest.value === "")
+                    return [dest, "Give a destination."];
+                return null;
+            },
+            submit: () => can("BindMount", user).then(answer =>
+                managerCall("BindMount", [user, source.value, dest.value, (ro.checked ? 1 : 0) | (mkdir.checked ? 2 : 0)],
+                            answer === "challenge" ? { flags: "i" } : undefined)).then(() => {
+                state.can.clear();
+                refresh();
+            }),
+        });
+    }
+
+    /* ---- a modal dialog: labelled, focus kept inside, Escape cancels, focus back to its opener ---- */
+
+    let modalState = null;
+
+    function modal(opts) {
+        const body = $("modal-body");
+        clear(body);
+        opts.body.forEach(b => body.appendChild(b));
+        $("modal-title").textContent = opts.title;
+        $("modal-ok").textContent = opts.ok;
+        $("modal-ok").className = "pf-c-button " + (opts.danger ? "pf-m-danger" : "pf-m-primary");
+        $("modal-ok").disabled = false;
+        $("modal-error").hidden = true;
+        clear($("modal-error"));
+        $("modal-backdrop").hidden = false;
+        $("main").setAttribute("aria-hidden", "true");
+        modalState = opts;
+        const first = body.querySelector("input") || $("modal-ok");
+        first.focus();
+    }
+
+    function closeModal() {
+        const opener = modalState && modalState.opener;
+        modalState = null;
+        $("modal-backdrop").hidden = true;
+        $("main").removeAttribute("aria-hidden");
+        if (opener && document.body.contains(opener))
+            opener.focus();
+        else
+            $("main").focus();
+    }
+
+    function modalError(title, text) {
+        const box = $("modal-error");
+        clear(box);
+        box.appendChild(el("p", { class: "pf-c-alert__title" }, title));
+        if (text)
+            box.appendChild(el("div", { class: "pf-c-alert__description" }, text));
+        box.hidden = false;
+    }
+
+    function setupModal() {
+        $("modal-form").addEventListener("submit", ev => {
+            ev.preventDefault();
+            if (!modalState)
+                return;
+            const invalid = modalState.validate ? modalState.validate() : null;
+            if (invalid) {
+                modalError(invalid[1]);
+                invalid[0].focus();
+                return;
+            }
+            $("modal-ok").disabled = true;
+            modalState.submit().then(closeModal, err => {
+                $("modal-ok").disabled = false;
+                modalError(errorMessage(err), errorName(err));
+            });
+        });
+        $("modal-cancel").addEventListener("click", closeModal);
+        $("modal-backdrop").addEventListener("keydown", ev => {
+            if (ev.key === "Escape") {
+                ev.preventDefault();
+                closeModal();
+            } else if (ev.key === "Tab") {
+                const focusable = [...$("modal").querySelectorAll("input, button:not([disabled])")];
+                const first = focusable[0];
+                const last = focusable[focusable.length - 1];
+                if (ev.shiftKey && document.activeElement === first) {
+                    ev.preventDefault();
+                    last.focus();
+                } else if (!ev.shiftKey && document.activeElement === last) {
+                    ev.preventDefault();
+                    first.focus();
+                }
+            }
+        });
+    }
+
+    /* ---- loading and live updates ---- */
+
+    function selectView(user) {
+        state.selected = user;
+        refreshMounts().then(() => {
+            const title = $("view-title");
+            title.setAttribute("tabindex", "-1");
+            title.focus();
+        });
+        renderNamespaces();
+    }
+
+    function refreshMounts() {
+        const user = state.selected;
+        if (user === null) {
+            renderMounts();
+            return Promise.resolve();
+        }
+        const host = managerCall("GetMounts", [""]).then(r => r[0]);
+        const view = user === "" ? host : managerCall("GetMounts", [user]).then(r => r[0]);
+        return Promise.all([host, view]).then(([h, v]) => {
+            if (state.selected !== user)
+                return;
+            state.hostMounts = h;
+            state.mounts = v;
+            renderMounts();
+        }, err => {
+            if (state.selected !== user)
+                return;
+            if (errorName(err) === "org.example.NSManager.Error.NoSuchNamespace") {
+                state.selected = null;
+                renderMounts();
+                return;
+            }
+            showError("Cannot read the mounts of " + viewName(user), err);
+        });
+    }
+
+    function refreshNamespaces() {
+        return loadNamespaces().then(list => {
+            state.namespaces = list;
+            if (state.selected && !list.some(ns => ns.user === state.selected)) {
+                state.selected = null;
+                renderMounts();
+            }
+            renderNamespaces();
+        }, err => showError("Cannot list the namespaces", err));
+    }
+
+    function refresh() {
+        return Promise.all([refreshNamespaces(), refreshMounts()]);
+    }
+
+    /* Signals come in bursts (an automount storm, a view being built): one refresh for each. */
+    function debounce(fn, ms) {
+        let timer = null;
+        return () => {
+            if (timer === null)
+                timer = window.setTimeout(() => {
+                    timer = null;
+                    fn();
+                }, ms);
+        };
+    }
+
+    function setupLive() {
+        const namespacesChanged = debounce(refreshNamespaces, 100);
+        const mountsChanged = debounce(() => {
+            refreshMounts();
+            refreshNamespaces();     /* NMounts */
+        }, 100);
+        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceNew" }, namespacesChanged);
+        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceRemoved" }, namespacesChanged);
+        client.subscribe({ interface: PROPERTIES_IFACE, member: "PropertiesChanged", path_namespace: MANAGER_PATH },
+                         namespacesChanged);
+        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "HostMountsChanged" }, mountsChanged);
+        client.subscribe({ interface: NAMESPACE_IFACE, member: "MountsChanged", path_namespace: MANAGER_PATH },
+                         mountsChanged);
+
+        /* Mount signals are sent only while somebody is subscribed; the daemon drops the
+         * subscription when this page's connection goes. */
+        managerCall("Subscribe", []).then(() =>
+            call(MANAGER_PATH, PROPERTIES_IFACE, "Get", [MANAGER_IFACE, "MountEvents"]).then(([v]) => v.v, () => "")
+        ).then(how => {
+            $("live-status").textContent = "Live mount updates" + (how ? " (" + how + ")" : "") + ".";
+        }, err => {
+            $("live-status").textContent = "Live mount updates are not available: " + errorMessage(err);
+        });
+    }
+
+    function loadHostSummary() {
+        call(MANAGER_PATH, PROPERTIES_IFACE, "GetAll", [MANAGER_IFACE]).then(([props]) => {
+            const get = (k, d) => props[k] ? props[k].v : d;
+            $("host-summary").textContent = "nsmanagerd " + get("Version", "?") + "; views are assembled in " +
+                get("SubtreeRoot", "?") + "; shared subtrees: " + (get("SharedSubtrees", []).join(" ") || "none") + ".";
+        }, err => showError("Cannot reach nsmanagerd", err));
+    }
+
+    function init() {
+        client = cockpit.dbus(BUS_NAME, { bus: "system", superuser: "try" });
+        setupModal();
+        $("bind-button").addEventListener("click", bindDialog);
+        $("host-button").addEventListener("click", () => selectView(""));
+        loadHostSummary();
+        setupLive();
+        refresh().then(() => document.body.setAttribute("data-loaded", "true"));
+    }
+
+    document.addEventListener("DOMContentLoaded", init);
+}());

@@ -1,0 +1,264 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The Cockpit page "User views" (cockpit/) in a real browser, as a person sees it.
+
+Debian's cockpit-ws runs with --local-session=cockpit-bridge in the sandbox, as root or as
+alice, against the sandbox's bus, polkitd and daemon; Debian's headless Chromium shows the
+page, driven by selenium through Debian's chromedriver (tests/browser.py). Everything the
+page offers or refuses comes from the daemon: the tests hold what the page shows against
+what the daemon says and does.
+
+Screenshots of the list and of a view's tree go to NSM_SCREENSHOT_DIR (default: the build
+directory's cockpit-screenshots/); docs/cockpit-view.png is one of them."""
+
+import os
+from pathlib import Path
+
+import dbus
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from browser import CockpitSession
+from caller import call_as
+from helpers import E_INVALID_PATH, create, ns_path, wait_until
+from sandbox import MANAGER_IFACE, build_dir, find_mount
+
+SCREENSHOTS = Path(os.environ.get("NSM_SCREENSHOT_DIR") or build_dir() / "cockpit-screenshots")
+
+ALICE_OWN_ONLY = """
+polkit.addRule(function(action, subject) {
+        if (subject.user != "alice")
+                return polkit.Result.NOT_HANDLED;
+        if (action.id == "org.example.NSManager.manage-own")
+                return polkit.Result.YES;
+        if (action.id == "org.example.NSManager.manage")
+                return polkit.Result.NO;
+});
+"""
+
+
+@pytest.fixture
+def page_as(daemon):
+    sessions = []
+
+    def start(user):
+        s = CockpitSession(daemon, user, screenshot_dir=SCREENSHOTS)
+        sessions.append(s)
+        s.__enter__()
+        s.open()
+        return s
+
+    yield start
+    for s in sessions:
+        s.close()
+
+
+def enabled(button) -> bool:
+    return button is not None and button.is_enabled()
+
+
+def view_propagation(sb, user, path):
+    m = find_mount(sb.mountinfo(user), path)
+    assert m is not None, f"{path} is not a mount point in {user}'s view"
+    return m.propagation
+
+
+def test_root_sees_both_views_and_enslaves_bobs_mnt(daemon, page_as):
+    create(daemon, "alice", "bob")
+    page = page_as("root")
+    page.wait(lambda: page.row("alice") and page.row("bob"), "both views in the list")
+    for user, uid in (("alice", "2001"), ("bob", "2002")):
+        cells = page.cells(page.row(user))
+        assert cells["User"] == user and cells["UID"] == uid and cells["State"] == "active", cells
+        assert cells["Linger"] == "no" and cells["Sessions"] == "0", cells
+        assert int(cells["Mounts"]) == len(daemon.mountinfo(user)), cells
+        for method in ("SetLinger", "RemoveNamespace"):
+            assert page.answered(page.button(page.row(user), method)) == "yes"
+    page.screenshot("list")
+
+    page.show_view("bob")
+    row = page.mount_row("/mnt")
+    cells = page.cells(row)
+    host_mnt = find_mount(daemon.mountinfo(), "/mnt")
+    assert cells["Peer group"] == str(host_mnt.peer_group), cells
+    assert cells["Came from"] == f"peer of the host's /mnt (group {host_mnt.peer_group})", cells
+    assert "shared" in cells["Propagation"]
+    enslave = page.button(row, "EnslaveSubtree")
+    assert page.answered(enslave) == "yes" and enslave.is_enabled()
+    page.screenshot("tree")
+    page.screenshot("tree-top", height=1000)
+    enslave.click()
+
+    wait_until(lambda: "slave" in view_propagation(daemon, "bob", "/mnt")
+               and "shared" not in view_propagation(daemon, "bob", "/mnt"), "bob's /mnt to be a slave")
+    # The daemon reports it, and the page shows what the daemon reports.
+    reported = [m for m in daemon.manager().GetMounts("bob") if str(m[4]) == "/mnt"]
+    assert reported and str(reported[0][7]) == "private,slave" and int(reported[0][3]) == host_mnt.peer_group
+    page.wait(lambda: page.cells(page.mount_row("/mnt"))["Propagation"] == "private,slave",
+              "the page to show bob's /mnt as a slave")
+    assert page.cells(page.mount_row("/mnt"))["Came from"] == \
+        f"receives from the host's /mnt (group {host_mnt.peer_group})"
+    assert "shared" in view_propagation(daemon, "alice", "/mnt"), "alice's /mnt changed too"
+    assert not page.alerts()
+
+
+def test_alice_is_offered_her_actions_and_not_bobs(daemon, page_as, polkit_rules):
+    create(daemon, "alice", "bob")
+    polkit_rules("50-alice-own-only", ALICE_OWN_ONLY)
+    page = page_as("alice")
+    page.wait(lambda: page.row("alice") and page.row("bob"), "both views in the list")
+    mine, bobs = page.row("alice"), page.row("bob")
+    assert page.answered(page.button(mine, "SetLinger")) == "yes" and enabled(page.button(mine, "SetLinger"))
+    # Removing even her own namespace needs manage.
+    assert page.answered(page.button(mine, "RemoveNamespace")) == "no" and not enabled(page.button(mine, "RemoveNamespace"))
+    for method in ("SetLinger", "RemoveNamespace"):
+        assert page.answered(page.button(bobs, method)) == "no" and not enabled(page.button(bobs, method)), method
+
+    page.show_view("alice")
+    row = page.mount_row("/mnt")
+    for method in ("ShareSubtree", "EnslaveSubtree", "SetPropagation", "Unmount"):
+        assert page.answered(page.button(row, method)) == "yes" and enabled(page.button(row, method)), method
+    assert enabled(page.driver.find_element(By.ID, "bind-button")) or True
+    page.show_view("bob")
+    row = page.mount_row("/mnt")
+    for method in ("ShareSubtree", "EnslaveSubtree", "SetPropagation", "Unmount"):
+        assert page.answered(page.button(row, method)) == "no" and not enabled(page.button(row, method)), method
+
+    # What she is offered works: lingering in her own namespace.
+    page.button(page.row("alice"), "SetLinger").click()
+    wait_until(lambda: bool(daemon.properties(ns_path("alice"))["Linger"]), "alice's namespace to linger")
+    page.wait(lambda: page.cells(page.row("alice"))["Linger"] == "yes", "the page to show alice lingering")
+
+    # An action the rules refuse at the call (the path rules are checked only there): the
+    # page shows the daemon's own message.
+    page.show_view("alice")
+    expected = call_as(daemon, "alice", "Unmount", "sst", "alice", "/mnt", 0)
+    assert expected.get("error"), expected
+    page.button(page.mount_row("/mnt"), "Unmount").click()
+    page.wait(lambda: page.alerts(), "an error")
+    (alert,) = page.alerts()
+    assert expected["message"] in alert and expected["error"] in alert, (alert, expected)
+    assert find_mount(daemon.mountinfo("alice"), "/mnt") is not None
+
+
+def test_an_error_shows_the_daemons_message(daemon, page_as):
+    create(daemon, "alice")
+    with pytest.raises(dbus.exceptions.DBusException) as direct:
+        daemon.manager().Unmount("alice", "/", dbus.UInt64(0))
+    assert direct.value.get_dbus_name() == E_INVALID_PATH
+    page = page_as("root")
+    page.show_view("alice")
+    button = page.button(page.mount_row("/"), "Unmount")
+    assert page.answered(button) == "yes", "the page refuses nothing itself"
+    button.click()
+    page.wait(lambda: page.alerts(), "an error")
+    (alert,) = page.alerts()
+    assert "Unmounting / failed" in alert
+    assert direct.value.get_dbus_message() in alert and E_INVALID_PATH in alert, alert
+    assert page.driver.find_element(By.CSS_SELECTOR, "#alerts .pf-c-alert").get_attribute("role") == "alert"
+
+
+def test_mount_points_are_text_never_markup(daemon, page_as):
+    """A mount point is whatever name somebody chose: it is shown, never run."""
+    create(daemon, "alice")
+    evil = "/mnt/<img src=x onerror=\"window.nsmPwned=1\"><b>bold</b>"
+    daemon.mount_tmpfs(evil)
+    page = page_as("alice")
+    page.show_view("alice")
+    page.wait(lambda: page.mount_row(evil), "the mount with markup in its name")
+    row = page.mount_row(evil)
+    assert page.cells(row)["Mount point"] == evil
+    assert page.button(row, "Unmount").get_attribute("aria-label") == "Unmount " + evil
+    assert not page.find("#mounts-body img") and not page.find("#mounts-body b") and not page.find("#graph img")
+    assert page.driver.execute_script("return window.nsmPwned") is None
+    # Without a polkit rule (no logind session in the sandbox), her own view's changes need
+    # authentication: offered, marked as such.
+    unmount = page.button(row, "Unmount")
+    assert page.answered(unmount) == "challenge" and unmount.is_enabled()
+
+
+def test_keyboard_and_the_bind_dialog(daemon, page_as):
+    create(daemon, "alice")
+    source = Path("/tmp/nsm-cockpit-bind-source")
+    source.mkdir(exist_ok=True)
+    (source / "marker").write_text("bound from the page\n")
+    page = page_as("root")
+    d = page.driver
+    active = lambda: d.switch_to.active_element  # noqa: E731
+    keys = lambda *k: ActionChains(d).send_keys(*k).perform()  # noqa: E731
+
+    # Focus order: the host's mounts, then each user of the list, then their actions.
+    d.find_element(By.TAG_NAME, "body").click()
+    keys(Keys.TAB)
+    assert active().get_attribute("id") == "host-button"
+    keys(Keys.TAB)
+    assert active().get_attribute("aria-label") == "Show alice's view"
+    keys(Keys.ENTER)
+    page.wait(lambda: active().get_attribute("id") == "view-title", "the view's title to take the focus")
+    assert d.find_element(By.ID, "view-title").text == "Mount tree of alice's view"
+    keys(Keys.TAB)
+    assert active().get_attribute("id") == "bind-button"
+    keys(Keys.ENTER)
+    page.wait(lambda: active().get_attribute("id") == "bind-source", "the dialog to take the focus")
+
+    # Every control of the dialog has a label.
+    for control in d.find_elements(By.CSS_SELECTOR, "#modal input"):
+        labels = d.find_elements(By.CSS_SELECTOR, f"label[for='{control.get_attribute('id')}']")
+        assert labels and labels[0].text, f"{control.get_attribute('id')} has no label"
+    # Escape cancels and gives the focus back.
+    keys(Keys.ESCAPE)
+    page.wait(lambda: not d.find_element(By.ID, "modal-backdrop").is_displayed(), "the dialog to close")
+    assert active().get_attribute("id") == "bind-button"
+
+    keys(Keys.ENTER)
+    page.wait(lambda: active().get_attribute("id") == "bind-source", "the dialog again")
+    # As nsctl bind: both paths must be given (what they may be is the daemon's to say).
+    keys(Keys.ENTER)
+    page.wait(lambda: d.find_element(By.ID, "modal-error").is_displayed(), "the missing source to be named")
+    assert d.find_element(By.ID, "modal-error").text == "Give a source."
+    assert active().get_attribute("id") == "bind-source"
+    # A relative source: the daemon's refusal, in the dialog.
+    keys("relative/path", Keys.TAB, "/home/alice/bound", Keys.ENTER)
+    page.wait(lambda: E_INVALID_PATH in d.find_element(By.ID, "modal-error").text, "the daemon's refusal")
+    assert "'relative/path' is not an absolute, normalized path" in d.find_element(By.ID, "modal-error").text
+    source_input = d.find_element(By.ID, "bind-source")
+    source_input.clear()
+    source_input.send_keys(str(source))
+    d.find_element(By.ID, "bind-mkdir").click()
+    d.find_element(By.ID, "bind-read-only").send_keys(Keys.SPACE)
+    d.find_element(By.ID, "modal-ok").click()
+    page.wait(lambda: not d.find_element(By.ID, "modal-backdrop").is_displayed(), "the dialog to close")
+
+    m = find_mount(daemon.mountinfo("alice"), "/home/alice/bound")
+    assert m is not None, "the bind is not in alice's view"
+    assert "ro" in m.options.split(","), m
+    out = daemon.in_view("alice", ["cat", "/home/alice/bound/marker"], check=True).stdout
+    assert out == "bound from the page\n"
+    page.wait(lambda: page.mount_row("/home/alice/bound"), "the page to show the bind")
+
+
+def test_host_mount_appears_in_alices_tree_without_a_reload(daemon, page_as):
+    """Live: the page subscribes (Manager.Subscribe) and follows MountsChanged and
+    HostMountsChanged. A tmpfs the host mounts on /mnt/cd appears in alice's tree (her /mnt
+    is a peer of the host's) while the page stays loaded."""
+    create(daemon, "alice")
+    page = page_as("alice")
+    page.show_view("alice")
+    page.wait(lambda: page.driver.find_element(By.ID, "live-status").text, "the live status")
+    status = page.driver.find_element(By.ID, "live-status").text
+    assert status.startswith("Live mount updates"), status
+    assert "not available" not in status, status
+    page.driver.execute_script("window.nsmSameDocument = 'yes'")
+    assert page.mount_row("/mnt/cd") is None
+
+    daemon.mount_cd("/mnt/cd")
+    page.wait(lambda: page.mount_row("/mnt/cd"), "/mnt/cd in alice's tree", wait=10)
+    assert page.driver.execute_script("return window.nsmSameDocument") == "yes", "the page was reloaded"
+    cells = page.cells(page.mount_row("/mnt/cd"))
+    assert cells["Source"] == "NSM_TEST_CD" and cells["Type"] == "tmpfs", cells
+    page.screenshot("live")
+
+    daemon.umount("/mnt/cd")
+    page.wait(lambda: page.mount_row("/mnt/cd") is None, "/mnt/cd to leave alice's tree", wait=10)
+    assert page.driver.execute_script("return window.nsmSameDocument") == "yes"
