@@ -30,7 +30,7 @@ import pytest
 
 from caller import assert_ok, call_as
 from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, daemon_syscalls, expect_error,
-                     ns_path, processes_of, wait_until)
+                     ns_path, open_session, processes_of, wait_until)
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, build_dir, find_mount, timeout
 
 # OperationTimeoutSec= of these tests, seconds: scaled as the waits are, or under the slower
@@ -116,10 +116,9 @@ def others_are_served(sb):
     _, took = timed(lambda: mgr.CreateNamespace("bob"))
     assert took < timeout(1), f"bob's CreateNamespace waited {took:.2f}s"
     session = f"hung-fs-test-{time.monotonic_ns()}"
-    (_, fd), took = timed(lambda: mgr.OpenSession("bob", session))
-    os.close(fd.take())
+    fd, took = timed(lambda: open_session(mgr, "bob", session))
+    os.close(fd)
     assert took < timeout(1), f"bob's OpenSession waited {took:.2f}s"
-    mgr.CloseSession("bob", session)
 
 
 def alice_fuse_dir():
@@ -596,14 +595,15 @@ def test_share_survives_a_kill_in_the_middle(daemon, servers):
 # ---- crash windows ----
 
 # A login's session: OpenSession from a process of its own, its leader, which holds the
-# session until its stdin closes.
+# session (its fd) until its stdin closes.
 SESSION_HOLDER = r"""
 import os, sys
 import dbus
 bus_name, path, interface, user, session = sys.argv[1:6]
 manager = dbus.Interface(dbus.SystemBus().get_object(bus_name, path), interface)
-_, fd = manager.OpenSession(user, session)
+_, fd, session_fd = manager.OpenSession(user, session)
 os.close(fd.take())
+held = session_fd.take()
 print("open", flush=True)
 sys.stdin.read()
 """

@@ -27,8 +27,7 @@ from pathlib import Path
 import pytest
 
 import sandbox as sb_module
-import wire
-from helpers import E_NO_SUCH_NAMESPACE, PamServices, ns_path, wait_until
+from helpers import E_NO_SUCH_NAMESPACE, PamServices, ns_path, open_session, wait_until
 from sandbox import REPO, mntns_id, timeout
 from sshd import Sshd
 
@@ -289,7 +288,9 @@ def test_runuser_login_lands_in_view(daemon, pam):
     ended = time.monotonic()
     assert sessions(daemon, "alice") == []
     wait_namespace_gone(daemon, "alice", ended)
-    assert "exited without closing" not in daemon.daemon_log_text()
+    # Closed by its fd, not by watching the login process (the daemon's fallback).
+    assert re.search(r"Session 'pam-runuser-l-notty-\d+' of 'alice' closed\.", daemon.daemon_log_text())
+    assert "Login process" not in daemon.daemon_log_text()
 
 
 def test_su_login_lands_in_view(daemon, pam):
@@ -312,10 +313,8 @@ def test_pamtester_open_close(daemon, pam):
     # The fallback session id (no pam_systemd here): pam-SERVICE-TTY-PID.
     opened = re.findall(r"Session '(pam-nsm-pamtester-required-notty-\d+)' of 'alice' opened", log)
     assert len(opened) == 1, log
-    # close_session writes CloseSession on the private socket without waiting for it, and
-    # pamtester exits right after: the daemon may see the leader go first. Closed either way.
-    wait_until(lambda: f"Session '{opened[0]}' of 'alice' closed." in daemon.daemon_log_text() or
-               f"of session '{opened[0]}' of 'alice' exited without closing it" in daemon.daemon_log_text(),
+    # close_session closes the session fd, which ends the session: no call, nothing to wait for.
+    wait_until(lambda: f"Session '{opened[0]}' of 'alice' closed." in daemon.daemon_log_text(),
                "the session to be closed")
     signals.wait_for("NamespaceRemoved", lambda args: args[0] == "alice", timeout_sec=STOP_DELAY + MARGIN)
 
@@ -403,15 +402,89 @@ def test_linger_keeps_namespace(daemon, pam, logins):
 
 
 def test_killed_login_is_cleaned_up(daemon, pam, logins):
+    """SIGKILL: no close_session ran, and the session still ends, with the login process's
+    last copy of its fd."""
     signals = daemon.signals(interface=sb_module.MANAGER_IFACE)
     login = logins(["runuser", "-l", "alice", "-c"])
-    assert sessions(daemon, "alice") == [f"pam-runuser-l-notty-{login.pid}"]
+    sid = f"pam-runuser-l-notty-{login.pid}"
+    assert sessions(daemon, "alice") == [sid]
     killed = time.monotonic()
     login.kill()
     wait_until(lambda: sessions(daemon, "alice") == [], "the killed login's session to be closed")
     signals.wait_for("NamespaceRemoved", lambda args: args[0] == "alice", timeout_sec=STOP_DELAY + MARGIN)
     assert time.monotonic() - killed <= timeout(STOP_DELAY + MARGIN)
-    assert f"Login process {login.pid} of session" in daemon.daemon_log_text()
+    assert f"Session '{sid}' of 'alice' closed." in daemon.daemon_log_text()
+
+
+def read_until(reader: "LineReader", prefix: str) -> str:
+    while True:
+        line = reader.read_line(60)
+        assert line is not None, f"no {prefix!r} line"
+        if line.startswith(prefix):
+            return line[len(prefix):].strip()
+
+
+def test_a_forked_child_keeps_the_session_until_it_exits(daemon, pam):
+    """A child the login process forks without exec (sshd's internal-sftp) holds a copy of the
+    session fd: the session lasts past the login's own close_session and exit, until the child
+    is gone too; nothing but the fd says so."""
+    errpath = sb_module.BASE / "logs" / "pam-threaded-child.err"
+    with open(errpath, "wb") as err:
+        p = subprocess.Popen([pam_threaded_binary(), "nsm-pamtester-required", "alice"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=err, text=True, env=dict(os.environ, PAM_THREADED_CHILD="1"))
+    reader = LineReader(p.stdout, errpath.read_text)
+    child = int(read_until(reader, "child="))
+    try:
+        assert p.wait(timeout(30)) == 0, errpath.read_text()
+        sid = f"pam-nsm-pamtester-required-notty-{p.pid}"
+        assert sessions(daemon, "alice") == [sid], "the session ended while the child holds its fd"
+        time.sleep(0.5)
+        assert sessions(daemon, "alice") == [sid], "the session ended while the child holds its fd"
+        os.kill(child, signal.SIGKILL)
+        wait_until(lambda: sessions(daemon, "alice") == [], "the session to end with the child")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+        p.stdout.close()
+    assert "Login process" not in daemon.daemon_log_text()
+
+
+def test_a_killed_daemon_keeps_open_sessions(daemon, pam, logins):
+    """nsmanagerd killed (SIGKILL) and started again while a login is open: without systemd's
+    fd store (the sandbox) the session comes back by its leader's pid and start time, and ends
+    when that process does."""
+    login = logins(["runuser", "-l", "alice", "-c"])
+    sid = f"pam-runuser-l-notty-{login.pid}"
+    daemon.kill_daemon()
+    daemon.start_daemon(write=False)
+    assert sessions(daemon, "alice") == [sid]
+    assert parse_ns(login.check("readlink /proc/self/ns/mnt")) == int(namespace_props(daemon, "alice")["MountNamespaceId"])
+    time.sleep(STOP_DELAY + 1)
+    assert namespace_path(daemon, "alice") is not None, "the namespace went while its login was open"
+    assert login.logout() == 0
+    wait_until(lambda: sessions(daemon, "alice") == [], "the session to end with its login process")
+    assert f"Login process {login.pid} of session '{sid}' of 'alice' exited" in daemon.daemon_log_text()
+
+
+def test_sessions_of_one_id_last_until_the_last_ends(daemon):
+    """Two OpenSessions of one id (su -l inside an ssh session is in that logind session too):
+    the id stays in Sessions until both fds are closed. CloseSession (root's, busctl's) ends
+    every session of the id at once, whatever fds are still open."""
+    mgr = daemon.manager()
+    fds = [open_session(mgr, "alice", "7"), open_session(mgr, "alice", "7")]
+    try:
+        assert sessions(daemon, "alice") == ["7"]
+        os.close(fds.pop())
+        time.sleep(0.3)
+        assert sessions(daemon, "alice") == ["7"], "the id went with the first of its two sessions"
+        os.close(fds.pop())
+        wait_until(lambda: sessions(daemon, "alice") == [], "the id to go with the last session")
+        fds += [open_session(mgr, "alice", "8"), open_session(mgr, "alice", "8")]
+        mgr.CloseSession("alice", "8")
+        assert sessions(daemon, "alice") == []
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 # ---------------------------------------------------------------------------
@@ -482,9 +555,9 @@ def test_reload_rewrites_the_login_filter(daemon, pam, how):
     """A reload publishes the new MinUID= and ExcludeUsers= for the module at once: alice
     (MinUID= raised above her uid) and carol (now in ExcludeUsers=) log in on the host
     without a bus call, and dave (no longer excluded) lands in his view."""
-    assert login_filter() == {"MIN_UID": "1000", "EXCLUDE_USERS": "dave", "PIPELINED_CALLS": "1"}
+    assert login_filter() == {"MIN_UID": "1000", "EXCLUDE_USERS": "dave"}
     daemon.write_config(MinUID=2002, ExcludeUsers="carol")
-    want = {"MIN_UID": "2002", "EXCLUDE_USERS": "carol", "PIPELINED_CALLS": "1"}
+    want = {"MIN_UID": "2002", "EXCLUDE_USERS": "carol"}
     if how == "ReloadConfig":
         daemon.manager().ReloadConfig()
         assert login_filter() == want, "ReloadConfig answered before the filter was rewritten"
@@ -736,10 +809,16 @@ def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
 
 
 def chattering_signal(serial: int) -> bytes:
-    """A signal with no body: a message a login skips while it waits for its answer."""
-    m = bytearray(wire.method_call(serial, "Chatter", reply=False))
-    m[1] = 4
-    return bytes(m)
+    """A signal with no body (path /a, interface a.b, member C): a message a login skips while
+    it waits for its answer. Written out here, for this test only: the module itself speaks
+    D-Bus through sd-bus."""
+    fields = b""
+    for code, value in ((1, "/a"), (2, "a.b"), (3, "C")):
+        fields += b"\0" * (-len(fields) % 8)
+        fields += bytes([code, 1]) + (b"o" if code == 1 else b"s") + b"\0" + struct.pack("<I", len(value)) \
+            + value.encode() + b"\0"
+    header = struct.pack("<cBBBIII", b"l", 4, 1, 1, 0, serial, len(fields)) + fields
+    return header + b"\0" * (-len(header) % 8)
 
 
 AUTH_OK = b"OK 0123456789abcdef0123456789abcdef\r\nAGREE_UNIX_FD\r\n"
@@ -805,7 +884,9 @@ def test_a_wrong_answer_on_the_private_socket_costs_at_most_the_timeout(daemon, 
             os.unlink(sb_module.NSM_PRIVATE_SOCKET)
     assert p.returncode == 0 and p.stdout == "logged-in\n", p.stdout + p.stderr
     assert elapsed <= TIMEOUT + timeout(1.5), f"the login took {elapsed:.2f}s with timeout={TIMEOUT}"
-    assert any("pam_nsmanager" in line and "OpenSession" in line for line in log), log
+    # sd-bus answers a call on a connection that went away with NoReply ("Connection terminated").
+    assert any("pam_nsmanager" in line and ("OpenSession" in line or "Failed to open session" in line)
+               for line in log), log
 
 
 def test_logins_take_the_private_socket(daemon, pam):

@@ -11,6 +11,7 @@
 #include "bus-request.h"
 #include "bus-polkit.h"
 #include "child.h"
+#include "fd-store.h"
 #include "host.h"
 #include "log.h"
 #include "login-filter.h"
@@ -82,6 +83,7 @@ Manager *manager_free(Manager *m) {
         op_queue_free_with(m->host_ops, -ESHUTDOWN);
         bus_requests_free(m);
         private_bus_done(m);
+        m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ false);
         hashmap_free(m->namespaces);
         hashmap_free(m->namespaces_by_uid);
         rate_limits_free(m->rate_limits);
@@ -346,6 +348,10 @@ int manager_startup(Manager *m) {
         _cleanup_free_ char *why = NULL;
         int r;
 
+        /* First: sd_listen_fds() wants the fds it finds untouched. */
+        r = stored_fds_receive(&m->stored_fds);
+        if (r < 0)
+                return log_oom();
         r = state_dir_init(&m->state, m->config.state_directory);
         if (r < 0)
                 return log_oom();
@@ -369,6 +375,7 @@ int manager_startup(Manager *m) {
         r = manager_restore_namespaces(m);
         if (r < 0)
                 return r;
+        m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ true);
         manager_retry_pending_joins(m);
         return 0;
 }
@@ -392,10 +399,10 @@ Namespace *manager_get_namespace(Manager *m, const char *user) {
         return hashmap_get(m->namespaces, user);
 }
 
-int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader) {
+int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader, int *ret_fd) {
         int r;
 
-        r = namespace_add_session(ns, id, leader);
+        r = namespace_add_session(ns, id, leader, ret_fd);
         if (r < 0)
                 return r;
         log_info("Session '%s' of '%s' opened (leader %d).", id, ns->name, (int) leader);

@@ -33,8 +33,7 @@ int login_filter_parse(FILE *f, LoginFilter *ret) {
                                 r = -ENOMEM;
                                 break;
                         }
-                } else if (streq(line, "PIPELINED_CALLS=1"))
-                        lf.pipelined_calls = true;
+                }
         }
         /* Without MIN_UID the file says nothing we can rely on. */
         if (r >= 0 && lf.min_uid == (uid_t) -1)
@@ -75,7 +74,7 @@ int login_filter_write(const char *path, uid_t min_uid, char *const *exclude_use
                 return r;
         }
         fprintf(f, "# Written by nsmanagerd for pam_nsmanager (MinUID=, ExcludeUsers=). Do not edit.\n"
-                   "MIN_UID=%u\nEXCLUDE_USERS=%s\nPIPELINED_CALLS=1\n", (unsigned) min_uid, list);
+                   "MIN_UID=%u\nEXCLUDE_USERS=%s\n", (unsigned) min_uid, list);
         if (fflush(f) != 0 || rename(tmp, path) < 0) {
                 r = -errno;
                 (void) unlink(tmp);

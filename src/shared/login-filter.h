@@ -14,19 +14,13 @@
  *   # … comment …
  *   MIN_UID=1000
  *   EXCLUDE_USERS=dave 1234
- *   PIPELINED_CALLS=1
- *
- * PIPELINED_CALLS=1 also says this about the daemon that wrote it: it answers a call written on
- * its private socket right behind the authentication (direct-call.h). A daemon from before that
- * does not, and the module then waits for the authentication's answer first: while a package
- * upgrade has replaced the module but not yet restarted the daemon, logins still work. */
+ */
 
 #define NSM_LOGIN_FILTER_FILE "/run/nsmanager/login-filter"
 
 typedef struct LoginFilter {
         uid_t min_uid;
         char **exclude_users;    /* names or uids */
-        bool pipelined_calls;
 } LoginFilter;
 
 void login_filter_done(LoginFilter *f);
