@@ -49,6 +49,18 @@ def pam_threaded_binary() -> Path:
     return sb_module.pam_build_dir() / "src/pam/pam-threaded"
 
 
+def outer_logind_session() -> str | None:
+    """The logind session the test process is in (its cgroup is session-N.scope), if any:
+    the logins the tests start are in it too, and the module takes that id (sd_pid_get_session)."""
+    m = re.search(r"/session-([^/]+)\.scope$", Path("/proc/self/cgroup").read_text(), re.M)
+    return m.group(1) if m else None
+
+
+def session_id(service: str, pid: int) -> str:
+    """The id the module gives a login of `service` whose login process is `pid` (no tty)."""
+    return outer_logind_session() or f"pam-{service}-notty-{pid}"
+
+
 def parse_ns(text: str) -> int:
     m = re.search(r"mnt:\[(\d+)\]", text)
     assert m, f"no mnt:[N] in {text!r}"
@@ -289,7 +301,7 @@ def test_runuser_login_lands_in_view(daemon, pam):
     assert sessions(daemon, "alice") == []
     wait_namespace_gone(daemon, "alice", ended)
     # Closed by its fd, not by watching the login process (the daemon's fallback).
-    assert re.search(r"Session 'pam-runuser-l-notty-\d+' of 'alice' closed\.", daemon.daemon_log_text())
+    assert re.search(r"Session '[^']+' of 'alice' closed\.", daemon.daemon_log_text())
     assert "Login process" not in daemon.daemon_log_text()
 
 
@@ -310,8 +322,9 @@ def test_pamtester_open_close(daemon, pam):
     assert "successfully opened a session" in p.stdout + p.stderr
     signals.wait_for("NamespaceNew", lambda args: args[0] == "alice")
     log = daemon.daemon_log_text()
-    # The fallback session id (no pam_systemd here): pam-SERVICE-TTY-PID.
-    opened = re.findall(r"Session '(pam-nsm-pamtester-required-notty-\d+)' of 'alice' opened", log)
+    # The module's own session id (no logind session here): pam-SERVICE-TTY-PID.
+    opened = re.findall(r"Session '(" + (outer_logind_session() or r"pam-nsm-pamtester-required-notty-\d+")
+                        + r")' of 'alice' opened", log)
     assert len(opened) == 1, log
     # close_session closes the session fd, which ends the session: no call, nothing to wait for.
     wait_until(lambda: f"Session '{opened[0]}' of 'alice' closed." in daemon.daemon_log_text(),
@@ -319,9 +332,11 @@ def test_pamtester_open_close(daemon, pam):
     signals.wait_for("NamespaceRemoved", lambda args: args[0] == "alice", timeout_sec=STOP_DELAY + MARGIN)
 
 
-def test_session_id_from_pam_environment(daemon, pam):
-    """XDG_SESSION_ID in the PAM environment (as pam_systemd sets it) is the session id;
-    the process's own XDG_SESSION_ID (an outer session's) is not."""
+def test_the_session_id_is_not_the_users_to_choose(daemon, pam):
+    """XDG_SESSION_ID is never the session id: not in the PAM environment, where a stack with
+    pam_env's user_readenv=1 before the module lets a user put it (here pam_env from a file),
+    nor in the process's own environment. The id is logind's session of the login process, as
+    its cgroup says (none in the sandbox), else the module's own pam-SERVICE-TTY-PID."""
     envfile = sb_module.BASE / "overlays" / "nsm-xdg-env.conf"
     envfile.write_text("XDG_SESSION_ID DEFAULT=c42\n")
     pam.install("nsm-pamtester-xdg", text=(
@@ -341,10 +356,14 @@ def test_session_id_from_pam_environment(daemon, pam):
     finally:
         envfile.unlink(missing_ok=True)
     log = daemon.daemon_log_text()
-    assert "Session 'c42' of 'alice' opened" in log
-    assert "Session 'c42' of 'alice' closed." in log
-    assert "outer7" not in log
-    assert re.search(r"Session 'pam-nsm-pamtester-required-notty-\d+' of 'alice' opened", log)
+    assert "c42" not in log and "outer7" not in log, log
+    opened = re.findall(r"Session '([^']+)' of 'alice' opened", log)
+    assert len(opened) == 2, log
+    if outer_logind_session() is None:
+        assert re.fullmatch(r"pam-nsm-pamtester-xdg-notty-\d+", opened[0]), opened
+        assert re.fullmatch(r"pam-nsm-pamtester-required-notty-\d+", opened[1]), opened
+    else:
+        assert opened == [outer_logind_session()] * 2, opened
 
 
 # ---------------------------------------------------------------------------
@@ -357,13 +376,13 @@ def test_concurrent_logins_share_namespace(daemon, pam, logins):
     assert first.ns == second.ns == int(props["MountNamespaceId"])
     assert first.ns != host_ns()
     ids = set(sessions(daemon, "alice"))
-    assert ids == {f"pam-runuser-l-notty-{first.pid}", f"pam-su-l-notty-{second.pid}"}, ids
+    assert ids == {session_id("runuser-l", first.pid), session_id("su-l", second.pid)}, ids
 
     # Both shells are still there, in the same namespace.
     assert parse_ns(first.check("readlink /proc/self/ns/mnt")) == parse_ns(second.check("readlink /proc/self/ns/mnt"))
 
     assert first.logout() == 0
-    wait_until(lambda: sessions(daemon, "alice") == [f"pam-su-l-notty-{second.pid}"], "the first session to close")
+    wait_until(lambda: sessions(daemon, "alice") == [session_id("su-l", second.pid)], "the first session to close")
     assert namespace_path(daemon, "alice") is not None, "namespace removed while a session is open"
     assert second.logout() == 0
     ended = time.monotonic()
@@ -406,7 +425,7 @@ def test_killed_login_is_cleaned_up(daemon, pam, logins):
     last copy of its fd."""
     signals = daemon.signals(interface=sb_module.MANAGER_IFACE)
     login = logins(["runuser", "-l", "alice", "-c"])
-    sid = f"pam-runuser-l-notty-{login.pid}"
+    sid = session_id("runuser-l", login.pid)
     assert sessions(daemon, "alice") == [sid]
     killed = time.monotonic()
     login.kill()
@@ -436,7 +455,7 @@ def test_a_forked_child_keeps_the_session_until_it_exits(daemon, pam):
     child = int(read_until(reader, "child="))
     try:
         assert p.wait(timeout(30)) == 0, errpath.read_text()
-        sid = f"pam-nsm-pamtester-required-notty-{p.pid}"
+        sid = session_id("nsm-pamtester-required", p.pid)
         assert sessions(daemon, "alice") == [sid], "the session ended while the child holds its fd"
         time.sleep(0.5)
         assert sessions(daemon, "alice") == [sid], "the session ended while the child holds its fd"
@@ -454,7 +473,7 @@ def test_a_killed_daemon_keeps_open_sessions(daemon, pam, logins):
     fd store (the sandbox) the session comes back by its leader's pid and start time, and ends
     when that process does."""
     login = logins(["runuser", "-l", "alice", "-c"])
-    sid = f"pam-runuser-l-notty-{login.pid}"
+    sid = session_id("runuser-l", login.pid)
     daemon.kill_daemon()
     daemon.start_daemon(write=False)
     assert sessions(daemon, "alice") == [sid]
@@ -646,7 +665,7 @@ def test_threaded_pam_caller_lands_in_namespace(daemon, pam):
         assert parse_ns(out["session-ns"]) == int(props["MountNamespaceId"])
         assert parse_ns(out["main-ns"]) == host_ns(), "the other thread must stay where it was"
         assert out["cwd"] == "/home/alice"
-        assert sessions(daemon, "alice") == [f"pam-nsm-pamtester-required-notty-{p.pid}"]
+        assert sessions(daemon, "alice") == [session_id("nsm-pamtester-required", p.pid)]
         p.stdin.write("\n")
         p.stdin.flush()
         assert p.wait(timeout(30)) == 0, errpath.read_text()
@@ -790,7 +809,7 @@ def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
         elapsed = time.monotonic() - start
         assert p.returncode == 0 and p.stdout == "logged-in\n", p.stdout + p.stderr
         assert TIMEOUT - 0.1 <= elapsed <= TIMEOUT + slack, f"the login took {elapsed:.2f}s with timeout={TIMEOUT}"
-        expected = "nsmanagerd did not answer OpenSession for session 'pam-runuser-l-notty-"
+        expected = f"nsmanagerd did not answer OpenSession for session '{outer_logind_session() or 'pam-runuser-l-notty-'}"
         errors = [line for line in log if expected in line]
         assert errors and f"within {TIMEOUT}s (timeout=)" in errors[0], log
         assert errors[0].startswith("<83>"), errors[0]   # LOG_AUTHPRIV | LOG_ERR

@@ -46,6 +46,7 @@
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-login.h>
 
 #include "bus-errors.h"
 #include "login-filter.h"
@@ -161,27 +162,24 @@ static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, con
         return true;
 }
 
-/* The session id: logind's (XDG_SESSION_ID, which pam_systemd puts into the PAM environment
- * when it registered a session), else one made of this handle's service, tty and the login
- * process's pid: unique among live logins, and kept for close_session with pam_set_data().
+/* The session id: logind's session of the login process, as the kernel says (the process's
+ * cgroup, session-N.scope, where pam_systemd put it before us), else one made of this handle's
+ * service, tty and the login process's pid, kept for close_session with pam_set_data().
  *
- * Only the PAM environment is consulted, never the process's own: a login started from
- * inside another session (runuser in an ssh session) inherits that session's XDG_SESSION_ID,
- * which names the outer session, not this one. */
+ * Never XDG_SESSION_ID: in the PAM environment a stack with pam_env's user_readenv=1 before us
+ * lets the user choose it, and the process's own is inherited from whatever session started
+ * the login. (A login started inside another logind session, su in an ssh session, is in that
+ * session: it gets that id, and the daemon keeps the id until the last session of it ends.) */
 static int make_session_id(pam_handle_t *handle, const ModuleOptions *opts, char **ret) {
-        const char *xdg, *service = NULL, *tty = NULL;
-        char *id;
+        const char *service = NULL, *tty = NULL;
+        char *id = NULL;
 
-        /* An attach unit is no logind session; its environment is the caller's, whose
-         * XDG_SESSION_ID names the caller's own session. */
-        xdg = opts->attach ? NULL : pam_getenv(handle, "XDG_SESSION_ID");
-        if (xdg && xdg[0]) {
-                id = strdup(xdg);
-                if (!id)
-                        return -ENOMEM;
+        /* An attach unit runs in the caller's user slice, in no session. */
+        if (!opts->attach && sd_pid_get_session(0, &id) >= 0) {
                 *ret = id;
                 return 0;
         }
+        id = mfree(id);
 
         (void) pam_get_item(handle, PAM_SERVICE, (const void **) &service);
         (void) pam_get_item(handle, PAM_TTY, (const void **) &tty);
