@@ -306,6 +306,10 @@ pam-auth-update --package --remove nsmanager
 show removed-again
 """
 
+# The control of the package's profile: the module's PAM_SESSION_ERR (LoginWithoutView=) fails
+# the session, anything else is ignored, a module that cannot be loaded too.
+PROFILE_CONTROL = "[success=ok ignore=ignore session_err=bad default=ignore]"
+
 OLD_PROFILE = """\
 Name: Enter the per-user mount namespace of nsmanager on login
 Default: no
@@ -319,7 +323,8 @@ Session:
 
 def test_pam_profile(deb):
     """/usr/share/pam-configs/nsmanager: off until `pam-auth-update --enable nsmanager`,
-    which adds `session optional pam_nsmanager.so` to common-session and to
+    which adds `session [success=ok ignore=ignore session_err=bad default=ignore]
+    pam_nsmanager.so` (only the module's PAM_SESSION_ERR fails a login) to common-session and to
     common-session-noninteractive (cron, sudo, systemd --user), after pam_systemd and
     pam_mkhomedir (docs/pam.md); an administrator's own line stays through every step; an
     upgrade from the interactive-only profile adds the non-interactive line; the prerm's
@@ -327,7 +332,7 @@ def test_pam_profile(deb):
     profile = pam_profile(deb.file("/usr/share/pam-configs/nsmanager").read_text())
     assert profile["Default"] == "no"
     assert profile["Session-Type"] == "Additional"
-    assert profile["Session"].split() == ["optional", "pam_nsmanager.so"]
+    assert profile["Session"] == PROFILE_CONTROL + " pam_nsmanager.so"
     # pam-auth-update takes the field as set whatever its value (`defined(...)` in its
     # parse_pam_profile) and leaves the profile out of common-session-noninteractive then.
     assert "Session-Interactive-Only" not in profile, "Session-Interactive-Only in any form keeps cron, sudo " \
@@ -349,7 +354,7 @@ def test_pam_profile(deb):
         elif name:
             stacks[name].append(" ".join(line.split()))
     print(p.stdout)
-    line = "session optional pam_nsmanager.so"
+    line = f"session {PROFILE_CONTROL} pam_nsmanager.so"
     admin = "session optional pam_umask.so"
     assert any("pam_systemd.so" in x for x in stacks["postinst"]), \
         "common-session has no pam_systemd.so: tools/deps installs libpam-systemd"
@@ -413,7 +418,7 @@ def test_deb_package(deb, tmp_path_factory):
     /etc/pam.d), stops the daemon and keeps the conffile, which `purge` removes; logins
     work throughout."""
     package = "/root/" + deb.path.name     # (not /tmp: nspawn mounts a tmpfs there)
-    line = "session optional pam_nsmanager.so"
+    line = f"session {PROFILE_CONTROL} pam_nsmanager.so"
     image = None
 
     def copy_package(m: Machine) -> None:

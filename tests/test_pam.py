@@ -533,10 +533,11 @@ def test_excluded_user_untouched(daemon, pam):
 
 @pytest.mark.daemon_config(ExcludeUsers="dave")
 def test_daemon_is_asked_without_a_login_filter(daemon, pam):
-    """Without the range nsmanagerd publishes (/run/nsmanager/login-filter: a daemon that never
-    ran, a file removed), the module asks the daemon, whose UserExcluded makes it step aside
-    (PAM_IGNORE, a notice in syslog), even with required."""
+    """Without the range nsmanagerd publishes (/run/nsmanager/login-filter, nor its copy
+    under /var/lib: a daemon that never ran, files removed), the module asks the daemon, whose
+    UserExcluded makes it step aside (PAM_IGNORE, a notice in syslog), even with required."""
     sb_module.LOGIN_FILTER.unlink()
+    sb_module.LOGIN_FILTER_PERSISTENT.unlink()
     p, log = run_with_syslog(["pamtester", "nsm-pamtester-required", "dave", "open_session", "close_session"],
                              sb_module.BASE / "syslog")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -574,9 +575,10 @@ def test_reload_rewrites_the_login_filter(daemon, pam, how):
     """A reload publishes the new MinUID= and ExcludeUsers= for the module at once: alice
     (MinUID= raised above her uid) and carol (now in ExcludeUsers=) log in on the host
     without a bus call, and dave (no longer excluded) lands in his view."""
-    assert login_filter() == {"MIN_UID": "1000", "EXCLUDE_USERS": "dave"}
+    assert login_filter() == {"MIN_UID": "1000", "EXCLUDE_USERS": "dave", "LOGIN_WITHOUT_VIEW": "restricted",
+                              "VIEW_MAIN": "------"}
     daemon.write_config(MinUID=2002, ExcludeUsers="carol")
-    want = {"MIN_UID": "2002", "EXCLUDE_USERS": "carol"}
+    want = {"MIN_UID": "2002", "EXCLUDE_USERS": "carol", "LOGIN_WITHOUT_VIEW": "restricted", "VIEW_MAIN": "------"}
     if how == "ReloadConfig":
         daemon.manager().ReloadConfig()
         assert login_filter() == want, "ReloadConfig answered before the filter was rewritten"
@@ -743,7 +745,11 @@ def run_with_syslog(argv: list, workdir: Path) -> tuple[subprocess.CompletedProc
     return p, lines
 
 
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_daemon_stopped_optional_lets_in_required_refuses(daemon, pam):
+    """With the daemon stopped and a login the rule does not let go on without its view
+    (LoginWithoutView=deny: tests/test_login_without_view.py has the others): optional lets it
+    in all the same (always fail open), required refuses it."""
     daemon.stop_daemon()
     work = sb_module.BASE / "syslog"
 
@@ -796,6 +802,7 @@ def private_socket_gone():
 
 
 @pytest.mark.parametrize("which", ["nsmanagerd", "dbus-daemon"])
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
     pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", f"timeout={TIMEOUT}"))
     pam.install("nsm-runuser-l-required", text=pam.text_of("nsm-runuser-l-required", f"timeout={TIMEOUT}"))
@@ -1037,7 +1044,7 @@ def test_nothing_on_the_terminal(daemon, pam):
     text = "\n".join(log)
     assert "pam_nsmanager(runuser-l:session): Unknown option 'bogus', ignoring." in text, log
     assert "Invalid timeout 'abc'" in text, log
-    assert f"Failed to read {sb_module.LOGIN_FILTER}, asking nsmanagerd" in text, log
+    assert f"Failed to read {sb_module.LOGIN_FILTER}, ignoring" in text, log
 
 
 # ---------------------------------------------------------------------------
@@ -1074,6 +1081,7 @@ def test_sshd_login_lands_in_view(daemon, pam, sshd):
     assert re.search(r"Session 'pam-sshd-ssh-\d+' of 'alice' closed", daemon.daemon_log_text())
 
 
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_sshd_required_refuses_without_daemon(daemon, pam, sshd):
     daemon.stop_daemon()
     pam.install("sshd", text=pam.text_of("nsm-sshd").replace(
@@ -1102,10 +1110,12 @@ def required_only(pam, args: str = "") -> str:
     return f"session required {pam.module_args} {args}".rstrip() + "\n"
 
 
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_the_daemons_refusal_fails_a_required_login(daemon, pam):
     """A PAM stack run by a program that is not root (here pamtester as alice) gets the
-    daemon's AccessDenied for OpenSession: `required` fails the session, the module logs the
-    daemon's message, and no namespace or session is made."""
+    daemon's AccessDenied for OpenSession: where the rule denies a login without its view,
+    `required` fails the session, the module logs the daemon's message, and no namespace or
+    session is made."""
     pam.install("nsm-pam-refused", text=required_only(pam))
     p, log = run_with_syslog(daemon._setpriv("alice") + ["env", f"DBUS_SYSTEM_BUS_ADDRESS={sb_module.SYSTEM_BUS_ADDRESS}",
                                                           "pamtester", "nsm-pam-refused", "alice", "open_session"],
@@ -1115,8 +1125,10 @@ def test_the_daemons_refusal_fails_a_required_login(daemon, pam):
     assert list(daemon.manager().ListNamespaces()) == []
 
 
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_an_unknown_user_fails_a_required_login(daemon, pam):
-    """A valid name NSS does not know: PAM_USER_UNKNOWN, logged, and nothing asked of the daemon."""
+    """A valid name NSS does not know: logged, nothing asked of the daemon, and the rule
+    decides (deny: the session fails)."""
     pam.install("nsm-pam-refused", text=required_only(pam))
     p, log = run_with_syslog(["pamtester", "nsm-pam-refused", "nsm-nosuchuser", "open_session"],
                              sb_module.BASE / "syslog")

@@ -21,6 +21,7 @@ void manager_config_init(ManagerConfig *c) {
                 .stop_delay_usec = 10 * USEC_PER_SEC,
                 .min_uid = 1000,
                 .view_propagation = VIEW_PROPAGATION_SLAVE,
+                .login_without_view = LOGIN_WITHOUT_VIEW_RESTRICTED,
                 .operation_timeout_usec = 5 * USEC_PER_SEC,
                 .max_stuck_operations = 4,
                 .max_user_mounts = 64,
@@ -66,6 +67,17 @@ static int config_parse_view_propagation(const char *value, void *data, char **r
         return 0;
 }
 
+static int config_parse_login_without_view(const char *value, void *data, char **ret_message) {
+        LoginWithoutView v = login_without_view_from_string(value);
+        if (v < 0) {
+                if (asprintf(ret_message, "'%s' is not one of restricted, allow, deny", value) < 0)
+                        *ret_message = NULL;
+                return -EINVAL;
+        }
+        *(LoginWithoutView *) data = v;
+        return 0;
+}
+
 static int config_parse_timeout(const char *value, void *data, char **ret_message) {
         uint64_t *t = data;
         int r = config_parse_sec(value, data, ret_message);
@@ -86,6 +98,7 @@ static const ConfigItem config_items[] = {
         { "Manager", "ExcludeUsers",         config_parse_name_list,          offsetof(ManagerConfig, exclude_users) },
         { "Manager", "StateDirectory",       config_parse_absolute_path,      offsetof(ManagerConfig, state_directory) },
         { "Manager", "ViewPropagation",      config_parse_view_propagation,   offsetof(ManagerConfig, view_propagation) },
+        { "Manager", "LoginWithoutView",     config_parse_login_without_view, offsetof(ManagerConfig, login_without_view) },
         { "Manager", "OperationTimeoutSec",  config_parse_timeout,            offsetof(ManagerConfig, operation_timeout_usec) },
         { "Manager", "MaxStuckOperations",   config_parse_unsigned,           offsetof(ManagerConfig, max_stuck_operations) },
         { "Manager", "MaxUserMounts",        config_parse_unsigned,           offsetof(ManagerConfig, max_user_mounts) },
@@ -134,6 +147,29 @@ int view_policy_groups_with_files(const char *file, char ***ret) {
         if (!dir || asprintf(&groups, "%s/group.d", dir) < 0)
                 return -ENOMEM;
         return config_dir_conf_names(groups, ret);
+}
+
+int view_policy_users_with_files(const char *file, char ***ret) {
+        _cleanup_free_ char *dir = config_dir(file ?: NSM_CONFIG_FILE), *users = NULL;
+
+        if (!dir || asprintf(&users, "%s/user.d", dir) < 0)
+                return -ENOMEM;
+        return config_dir_conf_names(users, ret);
+}
+
+int view_policy_load_one(const char *file, const char *group, const char *user, ViewPolicy *p, char **ret_error) {
+        ConfigContext ctx = config_context("View", p);
+        _cleanup_free_ char *dir = NULL, *path = NULL;
+
+        file = file ?: NSM_CONFIG_FILE;
+        if (!group && !user)
+                return config_parse_file_with_dropins(&ctx, file, ret_error);
+        if (!filename_is_valid(group ?: user))
+                return -EINVAL;
+        dir = config_dir(file);
+        if (!dir || asprintf(&path, "%s/%s/%s.conf", dir, group ? "group.d" : "user.d", group ?: user) < 0)
+                return -ENOMEM;
+        return config_parse_file(&ctx, path, ret_error);
 }
 
 int view_policy_load(const char *file, const char *user, char *const *groups, ViewPolicy *p, char **ret_error) {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "login-filter.h"
 #include "macros.h"
 
 /* The daemon's configuration: nsmanagerd.conf and its drop-ins, section [Manager], and the
@@ -34,6 +35,7 @@ typedef struct ManagerConfig {
         char **exclude_users;          /* ExcludeUsers= */
         char *state_directory;         /* StateDirectory= (/run/nsmanager) */
         ViewPropagation view_propagation; /* ViewPropagation= (slave) */
+        LoginWithoutView login_without_view; /* LoginWithoutView= (restricted), for pam_nsmanager (login-filter.h) */
 
         /* Limits: whatever one user's view holds, or however one user calls, nobody else waits. */
         uint64_t operation_timeout_usec; /* OperationTimeoutSec= (5s): deadline of every mount operation */
@@ -74,3 +76,9 @@ int view_policy_load(const char *file, const char *user, char *const *groups, Vi
 /* The groups that have a policy of their own (DIR/group.d/GROUP.conf), NULL if none: where
  * there are none, a user's groups need not be looked up. */
 int view_policy_groups_with_files(const char *file, char ***ret);
+/* The same for DIR/user.d/USER.conf. */
+int view_policy_users_with_files(const char *file, char ***ret);
+/* The [View] section of one file of the policy on top of *p: the main file 'file' (NULL:
+ * NSM_CONFIG_FILE) with its drop-ins where 'group' and 'user' are NULL, else group.d/GROUP.conf
+ * or user.d/USER.conf next to it (a missing one changes nothing). */
+int view_policy_load_one(const char *file, const char *group, const char *user, ViewPolicy *p, char **ret_error);

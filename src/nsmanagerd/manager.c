@@ -15,6 +15,7 @@
 #include "host.h"
 #include "log.h"
 #include "login-filter.h"
+#include "login-rule.h"
 #include "manager.h"
 #include "namespace-dbus.h"
 #include "namespace.h"
@@ -104,12 +105,16 @@ uint64_t manager_deadline(Manager *m) {
 
 /* ---- configuration ---- */
 
-/* What pam_nsmanager needs to skip users we would refuse, without a bus call (login-filter.h). */
+/* What pam_nsmanager needs without a bus call (login-filter.h): the users we would refuse, and
+ * LoginWithoutView= compiled. Logged where it fails. */
 static void manager_publish_login_filter(Manager *m) {
-        int r = login_filter_write(NSM_LOGIN_FILTER_FILE, m->config.min_uid, m->config.exclude_users);
-        if (r < 0)
-                log_warning_errno(r, "Failed to publish %s for pam_nsmanager, ignoring (logins of users we refuse "
-                                  "then ask over the bus): %m", NSM_LOGIN_FILTER_FILE);
+        _cleanup_(login_filter_done) LoginFilter f = {};
+
+        if (login_rule_compile(m->config_file, &m->config, &f) < 0) {
+                log_oom();
+                return;
+        }
+        (void) login_rule_publish(&f);
 }
 
 static int config_read(Manager *m, ManagerConfig *ret, char **ret_error) {

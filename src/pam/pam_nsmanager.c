@@ -21,6 +21,14 @@
  * dbus-daemon in between), else, where nobody listens there (the daemon is not running), to the
  * system bus, which starts the daemon. One code path either way: only the address differs.
  *
+ * A login that does not get its view, whatever the reason (the daemon down, stuck or refusing,
+ * an NSS failure, a failed setns), follows LoginWithoutView= as the daemon last published it
+ * (login-filter.h): PAM_IGNORE where the login may go on in the host namespace, PAM_SESSION_ERR
+ * where it may not, which the package's profile ([... session_err=bad default=ignore]) and
+ * `required` turn into a failed login. Root and users outside MinUID=/ExcludeUsers= always get
+ * PAM_IGNORE. The module returns nothing else from open_session but PAM_SUCCESS, so that a
+ * stack's other controls (default=ignore) never meet an answer they did not expect.
+ *
  * Nothing it does may reach the login's terminal: it reports through pam_syslog() only, never
  * through the conversation function, stdio or the shared code's log functions (log.c, which
  * writes to stderr, is not linked in: tests/test_pam.py checks the module's imports).
@@ -52,6 +60,7 @@
 #include "login-filter.h"
 #include "macros.h"
 #include "parse-util.h"
+#include "strv.h"
 #include "time-util.h"
 #include "user-util.h"
 
@@ -136,30 +145,80 @@ static void parse_argv(pam_handle_t *handle, int argc, const char **argv, Module
         *ret = opts;
 }
 
-/* Is the user one nsmanagerd manages? Root never is, and no bus call is made for it. The others
- * by what the daemon published from its MinUID= and ExcludeUsers= (login-filter.h): every cron
- * job of a system user loads this module, and none of them should cost a bus call, nor start
- * the daemon. Without the file (the daemon never ran) the daemon is asked, and its UserExcluded
- * answer is followed. */
-static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, const char *user, uid_t uid) {
-        _cleanup_(login_filter_done) LoginFilter filter = {};
-        int r;
+/* What the daemon published (login-filter.h): this boot's copy, else, before the daemon's first
+ * start since boot, the one it keeps across reboots. 1 with *ret filled, 0 if there is none
+ * (none was ever published: the daemon is asked about the range, and a login without its view
+ * is allowed). */
+static int read_login_filter(pam_handle_t *handle, const ModuleOptions *opts, LoginFilter *ret) {
+        const char *const paths[] = { NSM_LOGIN_FILTER_FILE, NSM_LOGIN_FILTER_PERSISTENT_FILE };
 
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                int r = login_filter_read(paths[i], ret);
+                if (r >= 0) {
+                        if (i > 0)
+                                pam_debug_syslog(handle, opts, "Following %s: nsmanagerd has not started since boot.",
+                                                 paths[i]);
+                        return 1;
+                }
+                if (r != -ENOENT)
+                        pam_syslog(handle, LOG_WARNING, "Failed to read %s, ignoring: %s", paths[i], strerror(-r));
+        }
+        return 0;
+}
+
+/* Is the user one nsmanagerd manages? Root never is, and no bus call is made for it. The others
+ * by what the daemon published from its MinUID= and ExcludeUsers=: every cron job of a system
+ * user loads this module, and none of them should cost a bus call, nor start the daemon.
+ * Without the filter (the daemon never ran) the daemon is asked, and its UserExcluded answer is
+ * followed. */
+static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter,
+                            const char *user, uid_t uid) {
         if (uid == 0)
                 return false;
-        r = login_filter_read(NSM_LOGIN_FILTER_FILE, &filter);
-        if (r < 0) {
-                if (r != -ENOENT)
-                        pam_syslog(handle, LOG_WARNING, "Failed to read %s, asking nsmanagerd: %s",
-                                   NSM_LOGIN_FILTER_FILE, strerror(-r));
+        if (!filter) {
+                pam_debug_syslog(handle, opts, "No login filter published, asking nsmanagerd about user '%s'.", user);
                 return true;
         }
-        if (login_filter_excludes(&filter, user, uid)) {
+        if (login_filter_excludes(filter, user, uid)) {
                 pam_debug_syslog(handle, opts, "User '%s' (UID %u) is outside nsmanagerd's range (MinUID=, ExcludeUsers=).",
                                  user, (unsigned) uid);
                 return false;
         }
         return true;
+}
+
+/* The answer for a login that does not get its view: LoginWithoutView= as the daemon last
+ * published it (none: allow). 'record' is the user's, NULL where NSS did not say; under
+ * `restricted` her groups are looked up where a group has a [View] policy, and a failed lookup
+ * counts as a policy. An attach unit's command runs in the view or not at all. Logged. */
+static int without_view(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter, const char *user,
+                        const UserRecord *record) {
+        _cleanup_strv_free_ char **groups = NULL;
+        const char *rule = filter && filter->login_without_view >= 0 ? login_without_view_to_string(filter->login_without_view)
+                                                                      : "allow";
+        bool groups_known = false;
+
+        if (opts->attach)
+                return PAM_SESSION_ERR;
+        if (record && login_filter_needs_groups(filter)) {
+                int r = user_group_names(record->name, record->gid, &groups);
+                if (r < 0)
+                        pam_syslog(handle, LOG_ERR, "Failed to look up the groups of user '%s': %s", record->name,
+                                   strerror(-r));
+                else
+                        groups_known = true;
+        }
+        if (login_filter_allows_without_view(filter, user, groups, groups_known)) {
+                pam_syslog(handle, LOG_NOTICE, "The session of user '%s' goes on in the host namespace, without its view "
+                           "(LoginWithoutView=%s%s).", user ?: "(unknown)", rule,
+                           filter ? "" : ", none published");
+                return PAM_IGNORE;
+        }
+        pam_syslog(handle, LOG_ERR, "Refusing the session of user '%s' without its view (LoginWithoutView=%s%s).",
+                   user ?: "(unknown)", rule,
+                   filter && filter->login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED ?
+                   ": a [View] policy applies, or cannot be ruled out" : "");
+        return PAM_SESSION_ERR;
 }
 
 /* The session id: logind's session of the login process, as the kernel says (the process's
@@ -344,8 +403,9 @@ static int call_open_session(sd_bus *bus, const char *user, const char *id, uint
 }
 
 /* Who logs in: PAM_SUCCESS with the user's record, PAM_IGNORE for a user not ours (logged at
- * debug level), or an error (logged). */
-static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const char *user, UserRecord *ret_record) {
+ * debug level), or what LoginWithoutView= says for a user NSS could not tell about (logged). */
+static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter, const char *user,
+                        UserRecord *ret_record) {
         int r;
 
         /* A name the daemon could never serve (nsmanagerd accepts what useradd does) is not ours. */
@@ -354,23 +414,26 @@ static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const c
                 return PAM_IGNORE;
         }
         r = user_record_by_name(user, ret_record);
-        if (r == -ESRCH) {
-                pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", user);
-                return PAM_USER_UNKNOWN;
-        }
         if (r < 0) {
-                pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
-                return PAM_SESSION_ERR;
+                if (r == -ESRCH)
+                        pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", user);
+                else
+                        pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
+                /* Without a uid only what the name says: root, and ExcludeUsers=. */
+                if (streq(user, "root") ||
+                    (filter && strv_contains((const char *const *) filter->exclude_users, user)))
+                        return PAM_IGNORE;
+                return without_view(handle, opts, filter, user, NULL);
         }
-        if (!user_is_managed(handle, opts, user, ret_record->uid))
+        if (!user_is_managed(handle, opts, filter, user, ret_record->uid))
                 return PAM_IGNORE;
         return PAM_SUCCESS;
 }
 
 /* Whose namespace: the PAM user's; with "attach" the one nsmanagerd named in the unit, and the
  * command starts in the home of the PAM user (the caller). */
-static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const char **ret_user,
-                          UserRecord *ret_record, char **ret_home) {
+static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter,
+                          const char **ret_user, UserRecord *ret_record, char **ret_home) {
         _cleanup_(user_record_done) UserRecord caller = {};
         const char *user = NULL;
         int r;
@@ -378,7 +441,7 @@ static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const
         r = pam_get_user(handle, &user, NULL);
         if (r != PAM_SUCCESS || !user || !user[0]) {
                 pam_syslog(handle, LOG_ERR, "Failed to get the user name: %s", pam_strerror(handle, r));
-                return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
+                return without_view(handle, opts, filter, NULL, NULL);
         }
         if (opts->attach) {
                 r = user_record_by_name(user, &caller);
@@ -393,10 +456,10 @@ static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const
                         return PAM_SESSION_ERR;
                 }
         }
-        r = resolve_user(handle, opts, user, ret_record);
+        *ret_user = user;
+        r = resolve_user(handle, opts, filter, user, ret_record);
         if (r != PAM_SUCCESS)
                 return r;
-        *ret_user = user;
         *ret_home = TAKE_PTR(caller.home);
         return PAM_SUCCESS;
 }
@@ -469,8 +532,10 @@ static int open_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, Ses
 _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
         _cleanup_(session_data_freep) SessionData *data = NULL;
         _cleanup_(user_record_done) UserRecord record = {};
+        _cleanup_(login_filter_done) LoginFilter filter_data = {};
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *attach_home = NULL;
+        const LoginFilter *filter;
         const char *user = NULL;
         ModuleOptions opts;
         uint64_t deadline;
@@ -478,28 +543,29 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
 
         parse_argv(handle, argc, argv, &opts);
         deadline = now_usec(CLOCK_MONOTONIC) + opts.timeout_usec;
+        filter = read_login_filter(handle, &opts, &filter_data) > 0 ? &filter_data : NULL;
 
-        r = resolve_target(handle, &opts, &user, &record, &attach_home);
+        r = resolve_target(handle, &opts, filter, &user, &record, &attach_home);
         if (r != PAM_SUCCESS)
                 return r;
         data = session_data_new(handle, &opts, user);
         if (!data) {
                 pam_syslog(handle, LOG_ERR, "Out of memory.");
-                return PAM_BUF_ERR;
+                return without_view(handle, &opts, filter, user, &record);
         }
         pam_debug_syslog(handle, &opts, "Opening session '%s' of user '%s'.", data->id, user);
 
         r = open_with_daemon(handle, &opts, data, deadline, &fd);
-        if (r != PAM_SUCCESS)
+        if (r == PAM_IGNORE)
                 return r;
-        /* On failure our thread is still in the namespace it was in, and the session ends as
-         * 'data' goes, with our only copy of its fd. */
-        if (join_namespace(handle, &opts, fd, attach_home ?: record.home) < 0)
-                return PAM_SESSION_ERR;
+        /* On a failure to join our thread is still in the namespace it was in, and the session
+         * ends as 'data' goes, with our only copy of its fd. */
+        if (r != PAM_SUCCESS || join_namespace(handle, &opts, fd, attach_home ?: record.home) < 0)
+                return without_view(handle, &opts, filter, user, &record);
         r = pam_set_data(handle, PAM_DATA_SESSION, data, session_data_cleanup);
         if (r != PAM_SUCCESS) {
                 pam_syslog(handle, LOG_ERR, "Failed to keep the session: %s", pam_strerror(handle, r));
-                return PAM_SESSION_ERR;
+                return without_view(handle, &opts, filter, user, &record);
         }
         pam_debug_syslog(handle, &opts, "Session '%s' of user '%s' joined.", data->id, user);
         TAKE_PTR(data);
