@@ -310,6 +310,7 @@ show removed-again
 # the session, anything else is ignored, a module that cannot be loaded too.
 PROFILE_CONTROL = "[success=ok ignore=ignore session_err=bad default=ignore]"
 
+# An earlier version's: interactive sessions only, and `optional`.
 OLD_PROFILE = """\
 Name: Enter the per-user mount namespace of nsmanager on login
 Default: no
@@ -373,7 +374,8 @@ def test_pam_profile(deb):
         assert stacks["removed" + kind] == edited, f"--remove did not restore the stack{kind}"
         assert stacks["from-old" + kind] == enabled, f"the upgrade from the interactive-only profile{kind}"
         assert stacks["removed-again" + kind] == edited
-    assert line in stacks["old"] and line not in stacks["old noninteractive"], \
+    old_line = "session optional pam_nsmanager.so"
+    assert old_line in stacks["old"] and old_line not in stacks["old noninteractive"], \
         "the earlier profile is not interactive-only: the upgrade step proves nothing"
     assert any("pam_systemd.so" in x for x in stacks["mkhomedir"])
 
