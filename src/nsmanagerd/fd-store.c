@@ -22,6 +22,10 @@ struct StoredFds {
         size_t n;
 };
 
+bool fd_store_available(void) {
+        return getenv("NOTIFY_SOCKET");
+}
+
 int fd_store_new_name(char ret[static FD_STORE_NAME_MAX]) {
         sd_id128_t id;
         int r;
@@ -36,7 +40,7 @@ int fd_store_new_name(char ret[static FD_STORE_NAME_MAX]) {
 int fd_store_add(int fd, const char *name) {
         _cleanup_free_ char *state = NULL;
 
-        if (!getenv("NOTIFY_SOCKET"))
+        if (!fd_store_available())
                 return 0;
         if (asprintf(&state, "FDSTORE=1\nFDNAME=%s", name) < 0)
                 return -ENOMEM;
@@ -46,7 +50,7 @@ int fd_store_add(int fd, const char *name) {
 void fd_store_remove(const char *name) {
         _cleanup_free_ char *state = NULL;
 
-        if (!name || !getenv("NOTIFY_SOCKET"))
+        if (!name || !fd_store_available())
                 return;
         if (asprintf(&state, "FDSTOREREMOVE=1\nFDNAME=%s", name) < 0)
                 return;

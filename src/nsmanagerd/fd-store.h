@@ -18,6 +18,8 @@
 
 #define FD_STORE_NAME_MAX 64
 
+/* Whether there is a service manager to hand fds to (NOTIFY_SOCKET). */
+bool fd_store_available(void);
 /* A fresh name: "session-" and 16 random hex digits. */
 int fd_store_new_name(char ret[static FD_STORE_NAME_MAX]);
 /* Hands a copy of 'fd' to systemd under 'name'; 0 where there is no service manager to

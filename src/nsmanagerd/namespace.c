@@ -602,7 +602,7 @@ int namespace_add_session(Namespace *ns, const char *id, pid_t leader, int *ret_
          * restart without the fd store looks at it. */
         s->leader = leader;
         s->leader_start = leader > 0 ? process_start_time(leader) : 0;
-        if (fd_store_new_name(fdname) >= 0) {
+        if (fd_store_available() && fd_store_new_name(fdname) >= 0) {
                 r = fd_store_add(s->fd, fdname);
                 if (r > 0)
                         s->fdname = strdup(fdname);
