@@ -417,7 +417,8 @@ def test_deb_package(deb, tmp_path_factory):
     common-session-noninteractive) and a session through a common-session-noninteractive
     stack of the test's own — nothing but the package and pam-auth-update put the module
     there. `apt-get remove` takes the lines out again (no pam_nsmanager left anywhere in
-    /etc/pam.d), stops the daemon and keeps the conffile, which `purge` removes; logins
+    /etc/pam.d), stops the daemon and keeps the conffile and the login filter under
+    /var/lib/nsmanager, which `purge` removes; logins
     work throughout."""
     package = "/root/" + deb.path.name     # (not /tmp: nspawn mounts a tmpfs there)
     line = f"session {PROFILE_CONTROL} pam_nsmanager.so"
@@ -502,8 +503,12 @@ def test_deb_package(deb, tmp_path_factory):
             "apt-get remove removed the conffile"
         after = m.su_alice("readlink /proc/self/ns/mnt").stdout.strip()
         assert after == m.mntns(1), f"after the removal su -l alice lands in {after}, not the machine's namespace"
+        assert m.exec(["test", "-f", "/var/lib/nsmanager/login-filter"], check=False).returncode == 0, \
+            "no login filter kept under /var/lib/nsmanager (LoginWithoutView= after a reboot)"
         m.exec(apt + ["purge", "nsmanager"], wait=180, what="apt-get purge nsmanager")
         assert m.exec(["test", "-e", "/etc/nsmanager/nsmanagerd.conf"], check=False).returncode != 0, \
             "apt-get purge left /etc/nsmanager/nsmanagerd.conf"
+        assert m.exec(["test", "-e", "/var/lib/nsmanager"], check=False).returncode != 0, \
+            "apt-get purge left /var/lib/nsmanager"
     # booted() checked the clean poweroff, the cgroups and the mount table.
     assert not (image / "usr/libexec/nsmanagerd").exists(), "the package was installed into the cached image"
