@@ -100,10 +100,16 @@ def failing(sb, how: str):
         stopped = set()
 
         def stop_helpers():
+            # At a deadline the daemon answers, gives the builder up and forks another, in one
+            # turn of its loop: a call answered after that finds the new one there.
+            sb.manager().ListNamespaces()
             for pid in daemon_children(sb):
+                if pid in stopped:
+                    continue
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGSTOP)
                     stopped.add(pid)
+            assert stopped, "no view builder to stop"
         try:
             yield stop_helpers
         finally:
