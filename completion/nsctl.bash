@@ -26,8 +26,8 @@ _nsctl() {
                 cword=$COMP_CWORD
         }
 
-        local verbs='list status mounts create remove attach share enslave propagation bind unmount linger reload'
-        local common='--no-pager --no-ask-password -h --help -H --host -M --machine'
+        local verbs='list status mounts create remove attach share enslave propagation bind unmount linger reload verify'
+        local common='--no-pager --no-ask-password --ask-password -h --help -H --host -M --machine'
         local -A opts=(
                 [list]='--json --no-legend'
                 [status]='--json'
@@ -35,6 +35,7 @@ _nsctl() {
                 [propagation]='--recursive'
                 [bind]='--read-only --mkdir'
                 [unmount]='--detach'
+                [verify]='--config'
         )
 
         # The argument of -H/-M: a host from ssh's known hosts, a running container.
@@ -47,6 +48,10 @@ _nsctl() {
                 ;;
         -M|--machine)
                 COMPREPLY=($(compgen -W "$(machinectl list --no-legend --no-pager 2>/dev/null | cut -d' ' -f1)" -- "$cur"))
+                return
+                ;;
+        --config)
+                COMPREPLY=($(compgen -f -- "$cur"))
                 return
                 ;;
         esac
@@ -65,6 +70,10 @@ _nsctl() {
                         ;;
                 --host=*|--machine=*)
                         transport+=("$w")
+                        continue
+                        ;;
+                --config)
+                        ((i++))
                         continue
                         ;;
                 esac
@@ -90,7 +99,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi
@@ -161,6 +170,10 @@ _nsctl() {
                 elif ((n == 2)) && [[ ${args[0]} != /* ]]; then
                         COMPREPLY=($(compgen -W "$modes" -- "$cur"))
                 fi
+                ;;
+        verify)
+                # configuration files: any number
+                COMPREPLY=($(compgen -f -- "$cur"))
                 ;;
         bind)
                 if ((n == 0)); then

@@ -105,6 +105,13 @@ if os.geteuid() == 0:
 
 
 def pytest_configure(config):
+    # pytest's temporary directories go to the sandbox's /tmp (a tmpfs of the sandbox, gone
+    # when it ends). Without a basetemp of our own pytest would number them under
+    # /tmp/pytest-of-root and clean up old ones at exit, after the sandbox took its /tmp
+    # away: a traceback after a green run. With one, it empties it when it starts and
+    # leaves it at exit.
+    if config.option.basetemp is None:
+        config.option.basetemp = "/tmp/nsmanager-pytest"
     config.addinivalue_line(
         "markers", "daemon_config(**settings): [Manager] settings (and extra_config=, files=) "
         "for the `daemon` fixture")

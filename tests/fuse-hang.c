@@ -19,6 +19,13 @@
  *                                           holds 'file', 4096 bytes, which opens but whose
  *                                           reads never get an answer; a process faulting on
  *                                           a mapping of it waits, holding what it holds
+ *   fuse-hang flush-hang MOUNTPOINT UID PID [private]
+ *                                           answers everything, 'file' (4096 zeros) included,
+ *                                           except FLUSH from PID and its descendants (the
+ *                                           request's header says who closes): it is read and
+ *                                           never answered, so a process of the daemon's that
+ *                                           closes an fd of 'file' waits beyond SIGKILL, while
+ *                                           everyone else's closes are answered
  *
  * Mounted as the caller (root, with CAP_SYS_ADMIN in the current mount namespace) with
  * allow_other and user_id=UID, as `sshfs -o allow_other` of that user would be; with
@@ -38,6 +45,28 @@
 #include <unistd.h>
 
 #define BUFSIZE (1024 * 1024)
+
+/* Whether 'pid' (a thread's id, as FUSE reports it) is 'ancestor' or below it. */
+static bool descends_from(pid_t pid, pid_t ancestor) {
+        while (pid > 1) {
+                char path[64], line[256];
+                FILE *f;
+                pid_t ppid = 0;
+
+                if (pid == ancestor)
+                        return true;
+                snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+                f = fopen(path, "re");
+                if (!f)
+                        return false;
+                while (fgets(line, sizeof line, f))
+                        if (sscanf(line, "PPid: %d", &ppid) == 1)
+                                break;
+                fclose(f);
+                pid = ppid;
+        }
+        return false;
+}
 
 static int answer_init(int fd, char *buf) {
         ssize_t n = read(fd, buf, BUFSIZE);
@@ -88,8 +117,9 @@ static int reply(int fd, uint64_t unique, int error, const void *data, size_t si
 }
 
 /* The symlink mode: a root directory holding 'link', all of it root's, it says. With target
- * NULL, the file mode: 'file' instead, a regular file whose reads are never answered. */
-static int serve(int fd, char *buf, const char *target) {
+ * NULL, the file mode: 'file' instead, a regular file whose reads are never answered; with
+ * flush_pid too, reads are answered and FLUSH from flush_pid's processes is not. */
+static int serve(int fd, char *buf, const char *target, pid_t flush_pid) {
         const char *name = target ? "link" : "file";
 
         for (;;) {
@@ -131,12 +161,26 @@ static int serve(int fd, char *buf, const char *target) {
                         (void) reply(fd, in->unique, 0, &out, sizeof out);
                         break;
                 }
-                case FUSE_READ:
-                        break;   /* read, never answered */
+                case FUSE_READ: {
+                        static const char zeros[4096];
+                        const struct fuse_read_in *r = (const struct fuse_read_in *) arg;
+                        size_t size = r->offset >= sizeof zeros ? 0 : sizeof zeros - r->offset;
+
+                        if (flush_pid <= 0)
+                                break;   /* read, never answered */
+                        (void) reply(fd, in->unique, 0, zeros, size < r->size ? size : r->size);
+                        break;
+                }
+                case FUSE_FLUSH:
+                        if (flush_pid > 0 && descends_from((pid_t) in->pid, flush_pid)) {
+                                fprintf(stderr, "fuse-hang: not answering FLUSH from %u\n", in->pid);
+                                break;   /* read, never answered */
+                        }
+                        (void) reply(fd, in->unique, 0, NULL, 0);
+                        break;
                 case FUSE_READDIR:
                 case FUSE_RELEASEDIR:
                 case FUSE_RELEASE:
-                case FUSE_FLUSH:
                 case FUSE_ACCESS:
                 case FUSE_DESTROY:
                         (void) reply(fd, in->unique, 0, in->opcode == FUSE_READDIR ? "" : NULL, 0);
@@ -163,12 +207,17 @@ int main(int argc, char *argv[]) {
 
         bool symlink_mode = argc == 5 && strcmp(argv[1], "symlink") == 0;
         bool file_mode = argc == 4 && strcmp(argv[1], "file-read-no-reply") == 0;
-        bool private_mode = argc == 5 && strcmp(argv[4], "private") == 0;
+        bool flush_mode = (argc == 5 || argc == 6) && strcmp(argv[1], "flush-hang") == 0;
+        bool private_mode = (argc == 5 && !flush_mode && strcmp(argv[4], "private") == 0) ||
+                            (argc == 6 && flush_mode && strcmp(argv[5], "private") == 0);
 
-        if (!symlink_mode && !file_mode && ((argc != 4 && !private_mode) ||
+        if (flush_mode)
+                file_mode = true;
+        else if (!symlink_mode && !file_mode && ((argc != 4 && !private_mode) ||
                               (strcmp(argv[1], "never-read") != 0 && strcmp(argv[1], "read-no-reply") != 0))) {
                 fprintf(stderr, "usage: fuse-hang never-read|read-no-reply MOUNTPOINT UID [private]\n"
                                 "       fuse-hang file-read-no-reply MOUNTPOINT UID\n"
+                                "       fuse-hang flush-hang MOUNTPOINT UID PID [private]\n"
                                 "       fuse-hang symlink MOUNTPOINT UID TARGET\n");
                 return 2;
         }
@@ -193,7 +242,7 @@ int main(int argc, char *argv[]) {
         printf("ready\n");
         fflush(stdout);
         if (symlink_mode || file_mode)
-                return serve(fd, buf, symlink_mode ? argv[4] : NULL);
+                return serve(fd, buf, symlink_mode ? argv[4] : NULL, flush_mode ? (pid_t) atoi(argv[4]) : 0);
         if (strcmp(argv[1], "never-read") == 0)
                 for (;;)
                         pause();

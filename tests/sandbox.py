@@ -520,6 +520,34 @@ class SignalRecorder:
         self.close()
 
 
+def parse_journal_export(data: bytes) -> list:
+    """The journal's export format: records separated by an empty line; a field is
+    "KEY=value\\n", or "KEY\\n" + a 64-bit little-endian size + the value + "\\n"."""
+    records, rec, i = [], {}, 0
+    while i < len(data):
+        if data[i:i + 1] == b"\n":
+            if rec:
+                records.append(rec)
+            rec, i = {}, i + 1
+            continue
+        nl = data.index(b"\n", i)
+        line = data[i:nl]
+        if b"=" in line:
+            key, value = line.split(b"=", 1)
+            i = nl + 1
+        else:
+            key, size = line, int.from_bytes(data[nl + 1:nl + 9], "little")
+            value = data[nl + 9:nl + 9 + size]
+            i = nl + 9 + size + 1
+        try:
+            rec[key.decode()] = value.decode()
+        except UnicodeDecodeError:
+            rec[key.decode()] = value
+    if rec:
+        records.append(rec)
+    return records
+
+
 class DaemonError(RuntimeError):
     pass
 
@@ -997,7 +1025,10 @@ class Sandbox:
             self._open_notify_socket()
             e["NOTIFY_SOCKET"] = str(self.instance / "notify.sock")
         e.update(env or {})
-        self.daemon = self._spawn("nsmanagerd", [binary, f"--config={self.config_file}"] + (args or []),
+        # Every record with its fields, as journald would keep them (there is no journald
+        # here): journal_records() reads them back.
+        self.daemon = self._spawn("nsmanagerd", [binary, f"--config={self.config_file}",
+                                                 f"--log-export={self.journal_export}"] + (args or []),
                                   env=e, log=self.daemon_log)
         try:
             self.wait_for_name(BUS_NAME, self.daemon, self.daemon_log_text, wait)
@@ -1012,6 +1043,19 @@ class Sandbox:
                     self.daemon.wait(timeout=timeout(10))
             raise
         return self.daemon
+
+    @property
+    def journal_export(self) -> Path:
+        return self.instance / "journal.export"
+
+    def journal_records(self) -> list:
+        """The daemon's records so far (nsmanagerd --log-export: the journal's export
+        format), each a dict of its fields, values as str (bytes where not UTF-8)."""
+        try:
+            data = self.journal_export.read_bytes()
+        except FileNotFoundError:
+            return []
+        return parse_journal_export(data)
 
     def _open_notify_socket(self) -> None:
         if self._notify_sock is None:

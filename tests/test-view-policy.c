@@ -240,14 +240,38 @@ static void run_case(const char *name, CaseFunc f) {
         check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", name);
 }
 
+/* The notes of the last view_policy_apply(): the entries a user spoiled. */
+static char **last_notes = NULL;
+
 static int policy_apply(const ViewPolicy *p) {
         MountId ids[64];
         size_t n_ids;
         _cleanup_free_ char *message = NULL;
-        int r = view_policy_apply(p, &scratch_user, ids, ELEMENTSOF(ids), &n_ids, &message);
+        int r;
+
+        last_notes = strv_free(last_notes);
+        r = view_policy_apply(p, &scratch_user, ids, ELEMENTSOF(ids), &n_ids, &message, &last_notes);
         if (r < 0 && message)
                 printf("# %s\n", message);
+        for (char **n = last_notes; n && *n; n++)
+                printf("# note: %s\n", *n);
         return r;
+}
+
+/* Whether one note of the last apply contains every one of the strings. */
+static bool noted(const char *const *words) {
+        for (char **n = last_notes; n && *n; n++) {
+                bool all = true;
+                for (const char *const *w = words; *w && all; w++)
+                        all = strstr(*n, *w) != NULL;
+                if (all)
+                        return true;
+        }
+        return false;
+}
+
+static size_t n_notes(void) {
+        return strv_length(last_notes);
 }
 
 static int apply(const char *const *bind, const char *const *bind_ro, const char *const *tmpfs,
@@ -455,6 +479,200 @@ static void case_shared_destination(void) {
         CHECK(mount_count() == before);
 }
 
+/* ---- entries a user spoiled ---- */
+
+#define ALICE 2001
+#define BOB 2002
+
+static void chown_to(const char *path, uid_t uid) {
+        CHECK(lchown(path, uid, uid) == 0);
+}
+
+/* alice's home is hers, as on a real machine (enter_scratch() made it root's); a sticky,
+ * world-writable S/tmp stands in for /tmp. */
+static void make_home_hers(void) {
+        chown_to(S "/home/alice", ALICE);
+        chown_to(S "/home/alice/own", ALICE);
+        CHECK(mkdir(S "/tmp", 01777) == 0 && chmod(S "/tmp", 01777) == 0);
+}
+
+/* Whether a process of uid can read anything at path. */
+static bool readable_by(const char *path, uid_t uid) {
+        pid_t pid = fork();
+        int status;
+
+        CHECK(pid >= 0);
+        if (pid == 0) {
+                char buf[64];
+                int fd;
+                if (setgroups(0, NULL) < 0 || setgid(uid) < 0 || setuid(uid) < 0)
+                        _exit(2);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        _exit(1);
+                _exit(read(fd, buf, sizeof buf) >= 0 ? 0 : 1);
+        }
+        CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) != 2);
+        return WEXITSTATUS(status) == 0;
+}
+
+static void case_spoiled_binds_are_skipped(void) {
+        struct stat st;
+
+        make_home_hers();
+        CHECK(mkdir(S "/secret", 0755) == 0);
+        write_file(S "/secret/file", "the secret\n");
+        /* her symlink where a bind goes, a '-' source that is her symlink, a file where a
+         * directory is expected; the hiding entries must hold all the same */
+        CHECK(symlink("/nonexistent", S "/home/alice/scratch") == 0);
+        chown_to(S "/home/alice/scratch", ALICE);
+        CHECK(symlink(S "/home/bob/secret", S "/home/alice/link") == 0);
+        chown_to(S "/home/alice/link", ALICE);
+        write_file(S "/home/alice/dir", "a file\n");
+        chown_to(S "/home/alice/dir", ALICE);
+        CHECK(apply(L("-" S "/src:%h/scratch", S "/src:%h/dir", S "/src:" S "/fine"), L("-%h/link:%h/peek"), NULL,
+                    L(S "/secret"), false, true) == 0);
+        CHECK(n_notes() == 3);
+        CHECK(noted(L("BindPaths=-" S "/src:%h/scratch", "the destination '" S "/home/alice/scratch'", "symbolic link",
+                      "belongs to alice (uid 2001)", "skipped")));
+        CHECK(noted(L("BindPaths=" S "/src:%h/dir", "'" S "/home/alice/dir'", "where a directory is expected", "skipped")));
+        CHECK(noted(L("BindReadOnlyPaths=-%h/link:%h/peek", "the source '" S "/home/alice/link'", "skipped")));
+        /* her things are as she left them, nothing bound through them */
+        CHECK(lstat(S "/home/alice/scratch", &st) == 0 && S_ISLNK(st.st_mode) && !is_mount_point(S "/home/alice/scratch"));
+        CHECK(!is_mount_point(S "/home/alice/dir") && !exists(S "/home/alice/peek"));
+        CHECK(!exists("/nonexistent"));
+        /* the rest of the policy holds */
+        CHECK(is_mount_point(S "/fine") && exists(S "/fine/data"));
+        CHECK(!exists(S "/home/bob") && count_entries(S "/home") == 1);
+        CHECK(!readable_by(S "/secret/file", ALICE) && count_entries(S "/secret") == 0);
+}
+
+static void case_spoiled_hiding_entries_fail_closed(void) {
+        make_home_hers();
+        /* InaccessiblePaths= and TemporaryFileSystem= paths that are her symlinks, at the end
+         * and on the way; a file where TemporaryFileSystem= wants a directory */
+        CHECK(mkdir(S "/home/alice/real", 0700) == 0);
+        write_file(S "/home/alice/real/private", "private\n");
+        chown_to(S "/home/alice/real", ALICE);
+        chown_to(S "/home/alice/real/private", ALICE);
+        CHECK(symlink("real", S "/home/alice/private") == 0);
+        chown_to(S "/home/alice/private", ALICE);
+        CHECK(symlink(S "/src", S "/home/alice/cache") == 0);
+        chown_to(S "/home/alice/cache", ALICE);
+        CHECK(symlink("real", S "/home/alice/via") == 0);
+        chown_to(S "/home/alice/via", ALICE);
+        write_file(S "/home/alice/flat", "her file\n");
+        chown_to(S "/home/alice/flat", ALICE);
+        CHECK(apply(NULL, NULL, L("%h/cache", "%h/flat"), L("%h/private", "%h/via/private", "%h/gone"), false, true) == 0);
+        CHECK(n_notes() == 5);
+        CHECK(noted(L("InaccessiblePaths=%h/private", "covered '" S "/home/alice/private'")));
+        CHECK(noted(L("InaccessiblePaths=%h/via/private", "covered '" S "/home/alice/via'")));
+        CHECK(noted(L("InaccessiblePaths=%h/gone", "does not exist", "nothing is there to hide")));
+        CHECK(noted(L("TemporaryFileSystem=%h/cache", "covered '" S "/home/alice/cache'")));
+        CHECK(noted(L("TemporaryFileSystem=%h/flat", "covered '" S "/home/alice/flat'")));
+        /* never open: nothing at those paths can be read, not through her links */
+        CHECK(!readable_by(S "/home/alice/private/private", ALICE));
+        CHECK(!readable_by(S "/home/alice/via/private", ALICE));
+        CHECK(!readable_by(S "/home/alice/cache/data", ALICE) && !exists(S "/home/alice/cache/data"));
+        /* her link to root's directory was never followed: nothing mounted over its target */
+        CHECK(!is_mount_point(S "/src") && exists(S "/src/data") && !is_mount_point(S "/home/alice/real"));
+        CHECK(!readable_by(S "/home/alice/flat", ALICE));
+        CHECK(is_mount_point(S "/home/alice/private") && is_read_only(S "/home/alice/private"));
+        /* what she may read anyway stays readable where it is */
+        CHECK(readable_by(S "/home/alice/real/private", ALICE));
+        CHECK(count_entries(S "/home") == 1);
+}
+
+static void case_another_users_path_in_tmp(void) {
+        make_home_hers();
+        /* bob's symlink at alice's /tmp/scratch-alice (he came first), to his directory; and
+         * his directory where her source is expected */
+        CHECK(mkdir(S "/bobs", 0755) == 0);
+        write_file(S "/bobs/planted", "bob's\n");
+        CHECK(symlink(S "/bobs", S "/tmp/scratch-alice") == 0);
+        chown_to(S "/tmp/scratch-alice", BOB);
+        CHECK(mkdir(S "/tmp/source-alice", 0755) == 0);
+        write_file(S "/tmp/source-alice/planted", "bob's\n");
+        chown_to(S "/tmp/source-alice", BOB);
+        CHECK(symlink(S "/bobs", S "/tmp/hide-alice") == 0);
+        chown_to(S "/tmp/hide-alice", BOB);
+        CHECK(apply(L(S "/src:" S "/tmp/scratch-%u", S "/tmp/source-%u:%h/source", S "/tmp/missing-%u:%h/missing"),
+                    NULL, NULL, L(S "/tmp/hide-%u"), false, true) == 0);
+        CHECK(n_notes() == 4);
+        CHECK(noted(L("'" S "/tmp' can be written by anybody, and 'scratch-alice' in it belongs to uid 2002", "skipped")));
+        CHECK(noted(L("the source '" S "/tmp/source-alice' belongs to uid 2002, neither root nor alice", "skipped")));
+        CHECK(noted(L("BindPaths=" S "/tmp/missing-%u:%h/missing", "has no 'missing-alice' yet", "skipped")));
+        CHECK(noted(L("InaccessiblePaths=" S "/tmp/hide-%u", "covered '" S "/tmp/hide-alice'")));
+        CHECK(!is_mount_point(S "/bobs") && count_entries(S "/bobs") == 1);
+        CHECK(!exists(S "/home/alice/source") && !exists(S "/home/alice/missing"));
+        CHECK(!readable_by(S "/tmp/hide-alice/planted", ALICE));
+        CHECK(count_entries(S "/home") == 1);
+}
+
+static void case_root_errors_still_fail(void) {
+        size_t before;
+
+        make_home_hers();
+        before = mount_count();
+        /* root's own directories: a missing source, root's symlink where a bind goes, a file
+         * where a directory is expected; the view fails as before, nothing is left */
+        CHECK(apply(L(S "/missing:%h/x"), NULL, NULL, NULL, false, true) == -ENOENT);
+        CHECK(symlink(S "/src", S "/root-link") == 0);
+        CHECK(apply(L(S "/src:" S "/root-link/x"), NULL, NULL, NULL, false, true) == -ELOOP);
+        CHECK(apply(NULL, NULL, L(S "/src/file"), NULL, false, true) == -ENOTDIR);
+        CHECK(apply(NULL, NULL, NULL, L(S "/missing"), false, true) == -ENOENT);
+        /* a root-owned name in the sticky directory is root's */
+        CHECK(mkdir(S "/tmp/roots", 0755) == 0);
+        CHECK(apply(L(S "/tmp/roots/missing:%h/x"), NULL, NULL, NULL, false, true) == -ENOENT);
+        CHECK(mount_count() == before && !exists(S "/home/alice/x"));
+}
+
+static bool warned(char **warnings, const char *const *words) {
+        for (char **n = warnings; n && *n; n++) {
+                bool all = true;
+                for (const char *const *w = words; *w && all; w++)
+                        all = strstr(*n, *w) != NULL;
+                if (all)
+                        return true;
+        }
+        return false;
+}
+
+static void case_warnings(void) {
+        _cleanup_strv_free_ char **warnings = NULL;
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+        make_home_hers();
+        CHECK(mkdir(S "/tmp/scratch-alice", 0755) == 0);
+        chown_to(S "/tmp/scratch-alice", ALICE);
+        CHECK(mkdir(S "/tmp/source-alice", 0755) == 0);
+        chown_to(S "/tmp/source-alice", BOB);
+        CHECK(mkdir(S "/group", 0775) == 0 && chmod(S "/group", 0775) == 0);
+        CHECK(chown(S "/group", 0, 2100) == 0);
+        char *binds[] = { (char *) S "/tmp/scratch-%u:%h/scratch", (char *) S "/tmp/source-%u:" S "/srv-like", NULL };
+        char *tmpfs[] = { (char *) "%h/cache", (char *) S "/group/x", NULL };
+        char *inaccessible[] = { (char *) S "/src/file", NULL };
+        ViewPolicy p = { .bind_paths = binds, .temporary_file_system = tmpfs, .inaccessible_paths = inaccessible };
+
+        CHECK(root >= 0);
+        CHECK(view_policy_warnings(&p, &scratch_user, root, &warnings) == 0);
+        for (char **w = warnings; w && *w; w++)
+                printf("# warning: %s\n", *w);
+        /* /tmp/scratch-alice is hers today, but anybody may take the name after a reboot */
+        CHECK(warned(warnings, L("the source '" S "/tmp/scratch-alice'", "'" S "/tmp' can be written by anybody")));
+        CHECK(warned(warnings, L("the source '" S "/tmp/source-alice' belongs to uid 2002, neither root nor alice")));
+        CHECK(warned(warnings, L("TemporaryFileSystem=" S "/group/x", "members of group 2100")));
+        /* her own home and root's directories are no warning */
+        CHECK(!warned(warnings, L("%h/cache")) && !warned(warnings, L("InaccessiblePaths")) &&
+              !warned(warnings, L("the destination '" S "/home/alice/scratch'")) && !warned(warnings, L("the destination '" S "/srv-like'")));
+        CHECK(strv_length(warnings) == 4);
+        /* nothing was made, nothing mounted */
+        CHECK(!exists(S "/home/alice/scratch") && !exists(S "/srv-like"));
+        /* a malformed entry: -EINVAL, as view_policy_check() */
+        char *bad[] = { (char *) "relative", NULL };
+        CHECK(view_policy_warnings(&(ViewPolicy) { .bind_paths = bad }, &scratch_user, root, &warnings) == -EINVAL);
+}
+
 static void case_private_tmp(void) {
         ViewPolicy p = { .private_tmp = true, .tmp_size = 2 * 1024 * 1024 };
         struct statfs sf;
@@ -495,6 +713,11 @@ static int run_mounts(void) {
         run_case("sources cloned first, binds sorted, specifiers expanded", case_order_and_specifiers);
         run_case("destinations on a shared mount are refused (-EXDEV)", case_shared_destination);
         run_case("PrivateTmp gives fresh /tmp and /var/tmp", case_private_tmp);
+        run_case("binds a user spoiled are skipped, noted; the rest holds", case_spoiled_binds_are_skipped);
+        run_case("hiding entries a user spoiled cover what they can (closed, never open)", case_spoiled_hiding_entries_fail_closed);
+        run_case("another user's name in a sticky directory spoils only that entry", case_another_users_path_in_tmp);
+        run_case("failures in root's directories still fail the policy", case_root_errors_still_fail);
+        run_case("view_policy_warnings() names paths others may change, changes nothing", case_warnings);
         return 0;
 }
 

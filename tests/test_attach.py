@@ -9,13 +9,15 @@ then starts her command with gid shadow. The race is made deterministic with the
 polkitd: a polkit rule for attach-own waits (polkit.spawn) until the calling process runs
 with group shadow before it says yes, and the daemon acts only after that answer. alice's
 client (CLIENT below) is a small D-Bus client on a raw socket, so that it can send the call
-and exec without waiting for the reply. The command must get alice's groups from NSS,
-every time."""
+(OpenAttach: users send no fds) and exec without waiting for the reply; the command writes
+what it learnt into a file. The command must get alice's groups from NSS, every time."""
 
 import grp
 import os
 import pwd
+import re
 import select
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -26,13 +28,12 @@ from sandbox import SYSTEM_BUS_SOCKET, nsctl_binary, timeout
 
 UNIX_CHKPWD = next((p for p in ("/usr/sbin/unix_chkpwd", "/sbin/unix_chkpwd") if Path(p).exists()), None)
 
-# argv: socket path, user, unix_chkpwd, the fds of the command's stdout and of the status
-# pipe. stdin: unix_chkpwd's, kept open by the test so that it waits for a password.
+# argv: socket path, user, unix_chkpwd, the file the command writes its ids into. stdin:
+# unix_chkpwd's, kept open by the test so that it waits for a password.
 CLIENT = r'''
 import os, socket, struct, sys
 
-sock_path, user, unix_chkpwd = sys.argv[1], sys.argv[2], sys.argv[3]
-OUT, STATUS = int(sys.argv[4]), int(sys.argv[5])
+sock_path, user, unix_chkpwd, OUT = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 
 
 class Writer:
@@ -49,6 +50,10 @@ class Writer:
     def u32(self, v):
         self.align(4)
         self.b += struct.pack("<I", v)
+
+    def u64(self, v):
+        self.align(8)
+        self.b += struct.pack("<Q", v)
 
     def string(self, s):
         e = s.encode()
@@ -122,19 +127,15 @@ s.sendall(b"BEGIN\r\n")
 hello = method_call(1, "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", "org.freedesktop.DBus")
 body = Writer()
 body.string(user)
-body.strv(["sh", "-c", "id -g; id -G"])
+body.strv(["sh", "-c", 'id -g > "$1.new"; id -G >> "$1.new"; mv "$1.new" "$1"', "sh", OUT])
 body.strv(["PATH=/usr/bin:/bin"])
 body.string("/")
-for i in range(4):
-    body.u32(i)
-attach = method_call(2, "/org/example/NSManager", "org.example.NSManager.Manager", "Attach",
-                     "org.example.NSManager", "sasasshhhh", body.b, 4)
-# Hello's reply first: fds sent along with data the bus still reads as part of the
-# authentication would be dropped.
+body.u64(0)
+attach = method_call(2, "/org/example/NSManager", "org.example.NSManager.Manager", "OpenAttach",
+                     "org.example.NSManager", "sasasst", body.b)
 s.sendall(hello)
 read_message(s)
-null = os.open("/dev/null", os.O_RDONLY)
-socket.send_fds(s, [attach], [null, OUT, OUT, STATUS])
+s.sendall(attach)
 
 # The reply is never read: the connection stays open in the setgid program.
 os.set_inheritable(s.fileno(), True)
@@ -162,43 +163,27 @@ def alice_view(daemon, manager):
     return daemon
 
 
-def _read_until(fd, done, wait, client):
-    data = b""
-    deadline = time.monotonic() + timeout(wait)
-    while not done(data):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            client.kill()
-            pytest.fail(f"timed out, got {data!r}; the client said {client.stderr.read()!r}", pytrace=False)
-        if select.select([fd], [], [], left)[0]:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
-            data += chunk
-    return data
-
-
 def attach_after_setgid_exec(sb, user="alice"):
-    """One round of the race: (gid, groups) the command printed."""
-    out_r, out_w = os.pipe()
-    status_r, status_w = os.pipe()
-    argv = sb._setpriv(user) + ["/usr/bin/python3", "-c", CLIENT, SYSTEM_BUS_SOCKET, user, UNIX_CHKPWD,
-                                str(out_w), str(status_w)]
+    """One round of the race: (gid, groups) the command wrote."""
+    home = Path(pwd.getpwnam(user).pw_dir)
+    out = home / f"nsmtest-ids-{time.monotonic_ns()}"
+    argv = sb._setpriv(user) + ["/usr/bin/python3", "-c", CLIENT, SYSTEM_BUS_SOCKET, user, UNIX_CHKPWD, str(out)]
     client = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              pass_fds=(out_w, status_w), env=sb.user_env(user))
-    os.close(out_w)
-    os.close(status_w)
+                              env=sb.user_env(user))
     try:
-        status = _read_until(status_r, lambda d: d.endswith(b"\n"), 20, client)
-        assert status == b"EXITED 0\n", f"the command ended with {status!r}"
-        out = _read_until(out_r, lambda d: d.count(b"\n") >= 2, 5, client).decode().split("\n")
-        return int(out[0]), sorted(int(g) for g in out[1].split())
+        deadline = time.monotonic() + timeout(20)
+        while not out.exists():
+            if time.monotonic() > deadline or client.poll() not in (None, 0):
+                client.kill()
+                pytest.fail(f"the command wrote nothing; the client said {client.stderr.read()!r}", pytrace=False)
+            time.sleep(0.02)
+        lines = out.read_text().split("\n")
+        return int(lines[0]), sorted(int(g) for g in lines[1].split())
     finally:
         client.stdin.close()          # unix_chkpwd reads no password and exits
         client.wait(timeout(10))
         client.stderr.close()
-        os.close(out_r)
-        os.close(status_r)
+        out.unlink(missing_ok=True)
 
 
 def test_groups_from_nss_not_proc(alice_view):
@@ -270,3 +255,180 @@ def test_tasks_max(alice_view, nsctl):
         for c in clients:
             c.kill()
             c.wait()
+
+
+def _attach(sb, user, args, input=b"", cwd=None, env=None):
+    """nsctl attach run as user with pipes (not a terminal) for its stdio."""
+    return subprocess.run(sb._setpriv(user) + [str(nsctl_binary()), "attach", *args], input=input,
+                          capture_output=True, cwd=cwd, env=sb.user_env(user, env), timeout=timeout(30))
+
+
+def test_attach_with_pipes(alice_view):
+    """As a user, through OpenAttach without a terminal: the daemon's pipes carry stdin to the
+    command and its stdout and stderr apart back to nsctl's; the command gets alice's
+    environment as given (a newline, quotes, a '$' unexpanded) and her working directory, a
+    directory name with a newline and unit-file lines in it included; nsctl exits with its
+    status. Root is not needed anywhere."""
+    sb = alice_view
+    alice = pwd.getpwnam("alice")
+    top = Path(alice.pw_dir) / "x\nEnvironmentFile=\nExecStopPost=+"
+    odd = top / "usr/bin/touch /nsmtest-pwned"     # directories, as alice can make them
+    odd.mkdir(parents=True)
+    value = "a 'b' \"c\" $HOME \\d `e`\nline2"
+    try:
+        p = _attach(sb, "alice", ["alice", "--", "sh", "-c", 'cat; echo to-stderr >&2; pwd; printenv NSM_VALUE; '
+                                  'echo "$1"; exit 7', "sh", "$HOME"],
+                    input=b"from stdin\n", cwd=odd, env={"NSM_VALUE": value})
+        assert p.returncode == 7, (p.returncode, p.stderr)
+        assert p.stdout.decode() == f"from stdin\n{odd}\n{value}\n$HOME\n", p.stdout
+        assert p.stderr == b"to-stderr\n", p.stderr
+    finally:
+        shutil.rmtree(top)
+    assert not Path("/nsmtest-pwned").exists()
+
+    # A command that never reads its stdin, and an endless one: nsctl does not wait for it.
+    yes = subprocess.Popen(["yes"], stdout=subprocess.PIPE)
+    try:
+        p = subprocess.run(sb._setpriv("alice") + [str(nsctl_binary()), "attach", "alice", "--", "true"],
+                           stdin=yes.stdout, capture_output=True, env=sb.user_env("alice"), timeout=timeout(30))
+        assert p.returncode == 0, p.stderr
+    finally:
+        yes.kill()
+        yes.wait()
+    # Where nsctl's stdout goes away, so does the command's: yes dies of SIGPIPE (141).
+    p = subprocess.run(["sh", "-c", f"{' '.join(sb._setpriv('alice'))} {nsctl_binary()} attach alice -- yes | "
+                                    "head -n 1; echo \"${PIPESTATUS:-}\""], capture_output=True,
+                       env=sb.user_env("alice"), timeout=timeout(30))
+    assert p.stdout.startswith(b"y\n"), p
+
+
+def test_attach_with_a_pty(alice_view):
+    """On a terminal: OpenAttach's pty, owned by alice, is the command's stdin, stdout, stderr
+    and controlling terminal, with nsctl's terminal's size; typed input reaches it, and ^C
+    kills the command (not nsctl), whose status comes back: 128 + SIGINT."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    sb = alice_view
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 77, 0, 0))
+    script = ('stat -c "owner=%u" "$(tty)"; stty size; cut -d" " -f7 /proc/self/stat; '
+              'read -r line; echo "got=$line"; sleep 100; exit 3')
+    proc = subprocess.Popen(sb._setpriv("alice") + [str(nsctl_binary()), "attach", "alice", "--", "sh", "-c", script],
+                            stdin=slave, stdout=slave, stderr=slave, env=sb.user_env("alice"),
+                            start_new_session=True, preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(slave)
+    out = b""
+
+    def expect(pattern, wait=20):
+        nonlocal out
+        deadline = time.monotonic() + timeout(wait)
+        while not re.search(pattern, out):
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {pattern!r} on the terminal: {out!r}"
+            if select.select([master], [], [], left)[0]:
+                try:
+                    out += os.read(master, 4096)
+                except OSError:
+                    break
+        found = re.search(pattern, out)
+        assert found, f"no {pattern!r} on the terminal: {out!r}"
+        return found
+    try:
+        found = expect(rb"owner=(\d+)\r?\n(\d+ \d+)\r?\n(\d+)\r?\n")
+        assert found.group(1) == str(pwd.getpwnam("alice").pw_uid).encode(), out
+        assert found.group(2) == b"33 77", out
+        assert found.group(3) != b"0", "the pty is not the command's controlling terminal"
+        os.write(master, b"typed\r")
+        expect(rb"got=typed")
+        time.sleep(0.3)
+        os.write(master, b"\x03")       # SIGINT to the command's foreground group, in its pty
+        assert proc.wait(timeout(20)) == 130, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+def test_users_send_no_fds(alice_view, nsctl):
+    """The bus refuses alice's Attach with fds (and any message with fds she sends to the
+    daemon) before the daemon sees it; root's Attach with fds works, and busctl works for root. The
+    status socket OpenAttach returns can only be read: she cannot queue anything (no fd
+    either) to the daemon's end."""
+    from caller import call_as
+    sb = alice_view
+    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
+    r, w = os.pipe()
+    try:
+        result = call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["true"], [], "/", *[{"fd": null}] * 3,
+                         {"fd": w}, pass_fds=(null, w))
+        assert result.get("error") == "org.freedesktop.DBus.Error.AccessDenied", result
+        # dbus-daemon's refusal, not the daemon's ("Attach() takes the command's fds…"): the
+        # message never reached it.
+        assert result["message"].startswith("Rejected send message"), result
+        result = call_as(sb, "root", "Attach", "sasasshhhh", "alice", ["true"], [], "/", *[{"fd": null}] * 3,
+                         {"fd": w}, pass_fds=(null, w))
+        assert "ok" in result, result
+        # busctl (252) sends no fds, but takes them: root's OpenAttach from it.
+        p = subprocess.run(["busctl", "call", "org.example.NSManager", "/org/example/NSManager",
+                            "org.example.NSManager.Manager", "OpenAttach", "sasasst", "alice", "1", "true", "0", "/",
+                            "0"], stdin=null, capture_output=True, text=True, timeout=timeout(30))
+        assert p.returncode == 0 and p.stdout.startswith("uhhhh "), p
+        os.close(w)
+        w = -1
+        assert os.read(r, 64) == b"EXITED 0\n"
+    finally:
+        for fd in (null, r, w):
+            if fd >= 0:
+                os.close(fd)
+
+    check = r'''
+import dbus, os, socket, sys
+bus = dbus.SystemBus()
+m = dbus.Interface(bus.get_object("org.example.NSManager", "/org/example/NSManager"), "org.example.NSManager.Manager")
+pid, i, o, e, status = m.OpenAttach("alice", ["cat"], ["PATH=/usr/bin:/bin"], "/", dbus.UInt64(0))
+s = socket.socket(fileno=status.take())
+try:
+    s.send(b"x")
+    print("sent")
+except BrokenPipeError:
+    print("EPIPE")
+try:
+    socket.send_fds(s, [b"x"], [0])
+    print("sent fd")
+except BrokenPipeError:
+    print("EPIPE")
+os.close(i.take())
+print(s.recv(64).decode(), end="")
+'''
+    p = sb.run_as("alice", ["/usr/bin/python3", "-c", check], wait=30)
+    assert p.stdout == "EPIPE\nEPIPE\nEXITED 0\n", (p.stdout, p.stderr)
+
+
+def test_attach_exec_takes_the_command_from_its_environment(tmp_path):
+    """nsmanager-attach-exec, the fixed main program of attach units where systemd starts the
+    command (tests/test_nspawn_attach.py runs it there): it decodes the command, environment
+    and directory the daemon escaped (a newline, a backslash, quotes, '$'), drops every
+    NSMANAGER_ATTACH_* variable, NSMANAGER_ATTACH_NAMESPACE included, and says why, exit
+    127, when the command is not there."""
+    from sandbox import build_dir
+    binary = build_dir() / "src/nsmanagerd/nsmanager-attach-exec"
+    where = tmp_path / "a\nb"
+    where.mkdir()
+    script = 'printf "%s|" "$PWD" "$X" "$0" "${NSMANAGER_ATTACH_NAMESPACE-unset}"; env | grep -c "^NSMANAGER_ATTACH_"'
+    env = {"PATH": "/usr/bin:/bin", "NSMANAGER_ATTACH_NAMESPACE": "alice",
+           "NSMANAGER_ATTACH_ARGC": "4", "NSMANAGER_ATTACH_ARGV_0": "sh", "NSMANAGER_ATTACH_ARGV_1": "-c",
+           "NSMANAGER_ATTACH_ARGV_2": script.replace("\\", "\\\\"), "NSMANAGER_ATTACH_ARGV_3": "'$HOME' \\\\x41\\x09",
+           "NSMANAGER_ATTACH_ENVC": "2", "NSMANAGER_ATTACH_ENV_0": "X=line1\\x0aline2 \"q\"",
+           "NSMANAGER_ATTACH_ENV_1": "PATH=/bin",
+           "NSMANAGER_ATTACH_DIRECTORY": str(where).replace("\n", "\\x0a")}
+    p = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=timeout(10))
+    assert p.returncode == 1 and p.stdout == f"{where}|line1\nline2 \"q\"|'$HOME' \\x41\t|unset|0\n", (p.stdout, p.stderr)
+    env.update({"NSMANAGER_ATTACH_ARGC": "1", "NSMANAGER_ATTACH_ARGV_0": "no-such-command-here"})
+    p = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=timeout(10))
+    assert p.returncode == 127 and "no-such-command-here" in p.stderr, (p.returncode, p.stderr)
+    env["NSMANAGER_ATTACH_ARGV_0"] = "bad\\q"
+    p = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=timeout(10))
+    assert p.returncode == 1 and "incomplete" in p.stderr, (p.returncode, p.stderr)

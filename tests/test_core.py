@@ -540,6 +540,7 @@ OTHER_METHODS = {
     "SetLinger": ("sb", ["user", "enable"], ""),
     "Attach": ("sasasshhhh", ["user", "command", "environment", "working_directory",
                                "stdin", "stdout", "stderr", "status"], "u"),
+    "OpenAttach": ("sasasst", ["user", "command", "environment", "working_directory", "flags"], "uhhhh"),
     "ReloadConfig": ("", [], ""),
 }
 NAMESPACE_PROPERTIES = {"Name": "s", "UID": "u", "GID": "u", "State": "s", "Root": "s",

@@ -417,9 +417,10 @@ def test_deb_package(deb, tmp_path_factory):
     common-session-noninteractive) and a session through a common-session-noninteractive
     stack of the test's own — nothing but the package and pam-auth-update put the module
     there. `apt-get remove` takes the lines out again (no pam_nsmanager left anywhere in
-    /etc/pam.d), stops the daemon and keeps the conffile and the login filter under
-    /var/lib/nsmanager, which `purge` removes; logins
-    work throughout."""
+    /etc/pam.d), stops the daemon, leaves no mount of the package on the machine (with bob's
+    namespace lingering, and alice logged in: her login keeps a namespace that works) and
+    keeps the conffile and the login filter under /var/lib/nsmanager, which `purge` removes;
+    logins work throughout."""
     package = "/root/" + deb.path.name     # (not /tmp: nspawn mounts a tmpfs there)
     line = f"session {PROFILE_CONTROL} pam_nsmanager.so"
     image = None
@@ -437,6 +438,10 @@ def test_deb_package(deb, tmp_path_factory):
         print("apt-get install:\n" + "\n".join(out[-30:]))
         m.exec(["useradd", "--create-home", "--uid", str(ALICE.uid), "--user-group", "--shell", "/bin/bash",
                 ALICE.name], what="useradd alice")
+        m.exec(["useradd", "--create-home", "--uid", str(ALICE.uid + 1), "--user-group", "--shell", "/bin/bash",
+                "bob"], what="useradd bob")
+        # The machine's mounts before the daemon ever ran.
+        before_daemon = {m_.id for m_ in sandbox_module.parse_mountinfo(m.exec(["cat", "/proc/1/mountinfo"]).stdout)}
 
         # The unit is installed as the package left it: not enabled, not started.
         unit = m.exec(["systemctl", "cat", UNIT], what=f"systemctl cat {UNIT}").stdout
@@ -491,8 +496,31 @@ def test_deb_package(deb, tmp_path_factory):
         finally:
             login.logout()
 
-        # Removal: the PAM line goes (prerm), the daemon stops, the conffile stays.
+        # What removal must cope with: bob's namespace lingers (no process in it), alice is
+        # logged in. The daemon made its mounts on the host: the registry, SubtreeRoot,
+        # StateDirectory, /mnt.
+        m.exec(["nsctl", "create", "bob"], what="nsctl create bob")
+        m.exec(["nsctl", "linger", "bob", "yes"], what="nsctl linger bob yes")
+        login = Login(m)
+        made = [x for x in sandbox_module.parse_mountinfo(m.exec(["cat", "/proc/1/mountinfo"]).stdout)
+                if x.id not in before_daemon]
+        assert {"/subtree", "/run/nsmanager", "/run/nsmanager/registry", "/mnt"} <= {x.target for x in made}, made
+
+        # Removal: the PAM line goes (prerm), the daemon stops, its mounts go (prerm), the
+        # conffile stays.
         p = m.exec(apt + ["remove", "nsmanager"], wait=180, what="apt-get remove nsmanager")
+        print("apt-get remove:\n" + p.stdout + p.stderr)
+        # (alice's logind runtime directory is hers, not the package's)
+        left = [x for x in sandbox_module.parse_mountinfo(m.exec(["cat", "/proc/1/mountinfo"]).stdout)
+                if x.id not in before_daemon and not x.target.startswith("/run/user/")]
+        assert not left, "apt-get remove left mounts of the package:\n" + "\n".join(map(str, left))
+        try:
+            assert login.alive() and m.mntns(login.pid) == login.link, "alice's login lost its namespace"
+            inside = m.exec(["nsenter", f"--target={login.pid}", "--mount", "--", "ls", "-A", "/home"],
+                            what="a command in alice's namespace after the removal")
+            assert {"alice", "bob"} <= set(inside.stdout.split()), inside.stdout
+        finally:
+            login.logout()
         left = m.exec(["grep", "-rl", "pam_nsmanager", "/etc/pam.d"], check=False)
         assert left.returncode == 1 and not left.stdout, f"apt-get remove left pam_nsmanager in {left.stdout}"
         for f, was in before.items():

@@ -16,6 +16,7 @@ touched; sessions matched by pid and start time; files fsync()ed where the state
 is not a tmpfs), and losing the system bus.
 """
 
+import json
 import os
 import re
 import select
@@ -227,6 +228,44 @@ def test_stuck_operations_are_capped_per_user(daemon, polkit_rules, servers):
     others_are_served(sb)
 
 
+@pytest.mark.daemon_config(MaxStuckOperations="2", **FAST, files={
+    "user.d/alice.conf": "[View]\nHideOtherHomes=yes\nInaccessiblePaths=/srv/secret/file\n"})
+def test_stuck_operations_never_refuse_her_next_login_its_policy(daemon, polkit_rules, servers):
+    """Her calls stuck on her own hung FUSE mount up to MaxStuckOperations= refuse her next
+    calls, but never her next login's view: where logins may go on without a view, a refused
+    policy step would be her policy switched off by two timed-out calls."""
+    sb = daemon
+    polkit_rules("50-alice-own", ALICE_OWN)
+    sb.mount_tmpfs("/srv")
+    os.makedirs("/srv/secret")
+    Path("/srv/secret/file").write_text("the secret\n")
+    mgr = sb.manager()
+    mgr.CreateNamespace("alice")
+    target = alice_fuse_dir()
+    servers.append(FuseServer(sb, "read-no-reply", str(target), TEST_USERS["alice"].uid, view="alice"))
+    for name in ("a", "b"):
+        r = call_as(sb, "alice", "SetPropagation", "ssst", "alice", f"{target}/{name}", "private", 0)
+        assert r.get("error") == E_TIMED_OUT, r
+    r = call_as(sb, "alice", "SetPropagation", "ssst", "alice", f"{target}/c", "private", 0)
+    assert r.get("error") == E_LIMIT_EXCEEDED and "MaxStuckOperations" in r["message"], r
+
+    # Her view goes (the stuck calls keep the old one alive, nothing else); her next login
+    # builds a new one, with its policy.
+    mgr.RemoveNamespace("alice")
+    session = f"stuck-then-login-{time.monotonic_ns()}"
+    held = open_session(mgr, "alice", session)
+    try:
+        assert sb.in_view("alice", ["ls", "-A", "/home"], as_user="alice", check=True).stdout.split() == ["alice"]
+        p = sb.in_view("alice", ["cat", "/srv/secret/file"], as_user="alice")
+        assert p.returncode != 0 and "secret" not in p.stdout, p
+        # her own calls are still refused while those two are stuck
+        r = call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0)
+        assert r.get("error") == E_LIMIT_EXCEEDED, r
+        others_are_served(sb)
+    finally:
+        os.close(held)
+
+
 @pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindPaths=/srv/nfs/alice:/home/%u/nfs\n"}, **FAST)
 def test_a_view_source_on_a_dead_server_fails_that_login_only(daemon, servers):
     """A [View] bind source on a hung FUSE mount stands in for homes on a dead NFS server."""
@@ -285,9 +324,42 @@ def read_to_end(r, seconds=10):
     return None
 
 
+# A user's attach of argv[3:] to argv[1]'s namespace: OpenAttach, its stdin closed, the status
+# read to the end; prints {"ok": pid, "status": line} or the error, as JSON. argv[2]: "wait" to
+# read the status, else the status fd is inherited by a child that keeps it open and prints
+# its pid.
+OPEN_ATTACH = r"""
+import json, os, sys
+import dbus
+target, how, command = sys.argv[1], sys.argv[2], sys.argv[3:]
+m = dbus.Interface(dbus.SystemBus().get_object("org.example.NSManager", "/org/example/NSManager"),
+                   "org.example.NSManager.Manager")
+try:
+    pid, i, o, e, status = m.OpenAttach(target, command, ["PATH=/usr/bin:/bin"], "/", dbus.UInt64(0))
+except dbus.exceptions.DBusException as x:
+    print(json.dumps({"error": x.get_dbus_name(), "message": x.get_dbus_message()}))
+    sys.exit(0)
+os.close(i.take())
+status = status.take()
+line = b""
+while True:
+    chunk = os.read(status, 100)
+    if not chunk:
+        break
+    line += chunk
+print(json.dumps({"ok": int(pid), "status": line.decode()}))
+"""
+
+
 def attach_as(sb, user, target):
-    """user's Attach of `true` to target's namespace, from a process of its own: the result of
-    call_as, and what the daemon wrote to the status pipe (b"" if it never took the pipe)."""
+    """user's attach of `true` to target's namespace, from a process of its own: the result,
+    and what came on the status fd (b"" if the command never started). Users call OpenAttach
+    (the daemon makes the fds); root calls Attach with its own."""
+    if user != "root":
+        p = sb.run_as(user, ["/usr/bin/python3", "-c", OPEN_ATTACH, target, "wait", "true"], wait=60)
+        assert p.returncode == 0, p.stderr
+        result = json.loads(p.stdout)
+        return result, result.pop("status", "").encode()
     null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     r, w = os.pipe()
     try:
@@ -328,78 +400,6 @@ def test_attach_is_rate_limited_per_caller(daemon):
         assert_ok(result, f"root's Attach {i}")
 
 
-def test_an_attach_fd_on_a_hung_mount_stalls_nobody(daemon, servers):
-    """The fds Attach() takes are whatever the caller could open: alice's stdin is her FUSE
-    mount whose server never answers (an O_PATH fd asks it nothing to open). Checking them
-    must not ask that file system either, or the whole daemon waits with her call; other
-    users are served meanwhile, and her call is answered."""
-    sb = daemon
-    sb.manager().CreateNamespace("alice")
-    target = alice_fuse_dir()
-    servers.append(FuseServer(sb, "never-read", str(target), TEST_USERS["alice"].uid))
-    hung = os.open(target, os.O_PATH | os.O_CLOEXEC)
-    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-    r, w = os.pipe()
-    result = {}
-
-    def alices_attach():
-        result["r"] = call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["true"], [], "/",
-                              {"fd": hung}, {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(hung, null, w))
-    t = threading.Thread(target=alices_attach)
-    try:
-        t.start()
-        time.sleep(0.3)
-        others_are_served(sb)
-        t.join(timeout(10))
-        assert not t.is_alive(), "alice's Attach was not answered"
-        assert_ok(result["r"], "alice's Attach")
-    finally:
-        for s in servers:          # a daemon stuck on it is let go
-            s.stop()
-        servers.clear()
-        t.join(timeout(30))
-        for fd in (hung, null, r, w):
-            os.close(fd)
-
-
-def test_a_full_status_pipe_stalls_nobody(daemon):
-    """Attach()'s status fd shares its open file description with the caller, who can make it
-    blocking again after the daemon made it non-blocking, and fill the pipe. Reporting the
-    exit to it then must not wait for her to read; other users are served meanwhile."""
-    sb = daemon
-    sb.manager().CreateNamespace("alice")
-    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-    stdin_r, stdin_w = os.pipe()   # the command (cat) ends when stdin_w is closed
-    r, w = os.pipe()
-    try:
-        assert_ok(call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["cat"], [], "/", {"fd": stdin_r},
-                          {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(stdin_r, null, w)), "alice's Attach")
-        os.close(stdin_r)
-        stdin_r = -1
-        os.set_blocking(w, False)
-        try:
-            while True:
-                os.write(w, b"x" * 4096)
-        except BlockingIOError:
-            pass
-        os.set_blocking(w, True)   # as alice may, on the description the daemon writes to
-        os.close(stdin_w)
-        stdin_w = -1
-        wait_until(lambda: not processes_of(TEST_USERS["alice"].uid, "cat"), "alice's command to end")
-        time.sleep(0.3)
-        others_are_served(sb)
-    finally:
-        os.set_blocking(r, False)
-        try:
-            while os.read(r, 65536):   # a daemon stuck on it is let go
-                pass
-        except BlockingIOError:
-            pass
-        for fd in (null, stdin_r, stdin_w, r, w):
-            if fd >= 0:
-                os.close(fd)
-
-
 def alices_hung_file_server(sb, servers):
     """alice's namespace, and her FUSE mount whose 'file' never answers a read: its
     directory and its server."""
@@ -438,86 +438,66 @@ def daemon_children_in(sb, function):
     return found
 
 
-def test_a_status_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon, servers):
-    """Writing to a pipe takes the pipe's lock, whatever the flags (RWF_NOWAIT included),
-    and a writer holds it while it copies from its own memory. Alice writes into her status
-    pipe from a mapping of a file on her FUSE mount whose server never answers reads: her
-    write waits in the page fault, holding the lock, until the server answers or dies.
-    Reporting her command's exit to that pipe must not make the daemon wait for it; others
-    are served meanwhile, and once her server is gone the status comes."""
+# alice's OpenAttach of argv[1:]: her end of the command's stdin goes to fd 3 of a child that
+# she leaves running (it writes from her hung mapping); prints the pid, then the status line.
+OPEN_ATTACH_HOLDING_STDIN = r"""
+import mmap, os, sys
+import dbus
+m = dbus.Interface(dbus.SystemBus().get_object("org.example.NSManager", "/org/example/NSManager"),
+                   "org.example.NSManager.Manager")
+pid, i, o, e, status = m.OpenAttach("alice", sys.argv[2:], ["PATH=/usr/bin:/bin"], "/", dbus.UInt64(0))
+stdin, status = i.take(), status.take()
+if os.fork() == 0:
+    f = open(sys.argv[1], "rb")
+    mp = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)
+    os.write(stdin, mp)
+    os._exit(0)
+os.close(stdin)
+print(int(pid), flush=True)
+line = b""
+while True:
+    chunk = os.read(status, 100)
+    if not chunk:
+        break
+    line += chunk
+print(line.decode(), end="", flush=True)
+"""
+
+
+def test_a_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon, servers):
+    """Writing to a pipe takes the pipe's lock, whatever the flags, and a writer holds it
+    while it copies from its own memory; closing a pipe's last copy takes it too. Alice writes
+    into her command's stdin, the pipe the daemon made for OpenAttach, from a mapping of a file
+    on her FUSE mount whose server never answers reads: her write waits in the page fault,
+    holding the lock. The daemon let go of its copies right after the reply, so nothing of it
+    waits there: others are served, and once her server is gone her command's status comes."""
     sb = daemon
     alice = TEST_USERS["alice"]
     target, server = alices_hung_file_server(sb, servers)
-    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-    stdin_r, stdin_w = os.pipe()   # the command (cat) ends when stdin_w is closed
-    r, w = os.pipe()
-    writer = None
+    client = subprocess.Popen(sb._setpriv("alice") + ["/usr/bin/python3", "-c", OPEN_ATTACH_HOLDING_STDIN,
+                                                      str(target / "file"), "sh", "-c", "sleep 0.5"],
+                              env=sb.user_env("alice"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert_ok(call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["cat"], [], "/", {"fd": stdin_r},
-                          {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(stdin_r, null, w)), "alice's Attach")
-        os.close(stdin_r)
-        stdin_r = -1
-        writer = hold_pipe_from_a_hung_mapping(target / "file", w, alice)
-        os.close(stdin_w)
-        stdin_w = -1
-        wait_until(lambda: not processes_of(alice.uid, "cat"), "alice's command to end")
+        pid = int(client.stdout.readline())
+        wait_until(lambda: any("pipe_write" in Path(f"/proc/{p}/stack").read_text()
+                               for p in processes_of(alice.uid, "python3")),
+                   "alice's write to wait in the fault, inside the pipe's lock")
+        wait_until(lambda: not Path(f"/proc/{pid}").exists() or
+                   Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZD",
+                   "alice's command to end")
         time.sleep(0.3)
         others_are_served(sb)
-
+        # (Without systemd her command is the daemon's child: it waits there, in its exit.)
+        assert not [c for c in daemon_children_in(sb, "pipe") if c != pid], \
+            "a process of the daemon waits for alice's pipe"
         server.stop()
-        writer.wait(timeout=timeout(10))
-        os.close(w)
-        w = -1
-        status = read_to_end(r)
-        assert status is not None, "the status pipe stayed open"
-        assert status.endswith(b"EXITED 0\n"), status[-64:]
-    finally:
-        if writer is not None and writer.poll() is None:
-            server.stop()
-            writer.wait(timeout=timeout(10))
-        for fd in (null, stdin_r, stdin_w, r, w):
-            if fd >= 0:
-                os.close(fd)
-
-
-@pytest.mark.daemon_config(OperationTimeoutSec=f"{TIMEOUT}s", MaxStuckOperations="1", RateLimitBurst="0")
-def test_status_writes_stuck_on_a_held_pipe_are_limited(daemon, servers):
-    """A child writing a command's status into a pipe whose lock alice holds (her write from
-    a hung mapping) waits for the lock uninterruptibly: SIGKILL at its deadline does not end
-    it, it is stuck, charged to her. Each command that ends adds one, and every one is a
-    process of the daemon's that nothing ends until her server answers: enough of them and
-    the daemon can start no more (TasksMax), for anybody. Past MaxStuckOperations= of hers
-    stuck, her commands' status is dropped instead."""
-    sb = daemon
-    alice = TEST_USERS["alice"]
-    target, server = alices_hung_file_server(sb, servers)
-    null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
-    r, w = os.pipe()
-    writer = None
-
-    def attach_true():
-        assert_ok(call_as(sb, "alice", "Attach", "sasasshhhh", "alice", ["true"], [], "/", {"fd": null},
-                          {"fd": null}, {"fd": null}, {"fd": w}, pass_fds=(null, w)), "alice's Attach")
-        wait_until(lambda: not processes_of(alice.uid, "true"), "alice's command to end")
-
-    try:
-        writer = hold_pipe_from_a_hung_mapping(target / "file", w, alice)
-        attach_true()
-        wait_until(lambda: daemon_children_in(sb, "pipe_write"), "the status writer to wait for the lock")
-        time.sleep(TIMEOUT + timeout(1))    # past its deadline: stuck
-        for _ in range(3):
-            attach_true()
-        time.sleep(timeout(0.5))
-        stuck = daemon_children_in(sb, "pipe_write")
-        assert len(stuck) == 1, f"{len(stuck)} of the daemon's children wait for alice's pipe"
-        others_are_served(sb)
+        out, err = client.communicate(timeout=timeout(20))
+        assert out == "EXITED 0\n", (out, err)
     finally:
         server.stop()
-        if writer is not None:
-            writer.wait(timeout=timeout(10))
-        wait_until(lambda: not daemon_children_in(sb, "pipe_write"), "the status writers to end")
-        for fd in (null, r, w):
-            os.close(fd)
+        if client.poll() is None:
+            client.kill()
+            client.wait()
 
 
 @pytest.mark.daemon_config(RateLimitBurst="0", MaxStuckOperations="0",
@@ -704,8 +684,9 @@ def test_state_is_fsynced_where_it_is_not_a_tmpfs(ext4_instance):
     trace = syscalls_during(sb, lambda: (sb.manager().CreateNamespace("alice"),
                                          sb.manager().ShareSubtree("", "/srv/shared-at-runtime")))
     # every state file is synced before it replaces the old one: the namespace's, and the
-    # list of subtrees shared at run time
-    renames = re.findall(r'rename\("([^"]+)", "([^"]+)"\)', trace)
+    # list of subtrees shared at run time (not what is kept in /run, a tmpfs)
+    renames = [(src, dst) for src, dst in re.findall(r'rename\("([^"]+)", "([^"]+)"\)', trace)
+               if dst.startswith(str(sb.ext4_state))]
     assert any(dst.endswith("/namespaces/alice") for _, dst in renames), trace
     assert any(dst.endswith("/shared-subtrees") for _, dst in renames), trace
     assert trace.count("fsync(") >= 2 * len(renames), f"renames without fsync:\n{trace}"

@@ -79,6 +79,7 @@ def expected_dirs():
         "dbus_services": pkg_config_variable("dbus-1", "system_bus_services_dir") or "/usr/share/dbus-1/system-services",
         "units": pkg_config_variable("systemd", "systemdsystemunitdir") or "/lib/systemd/system",
         "dbus_interfaces": pkg_config_variable("dbus-1", "interfaces_dir") or "/usr/share/dbus-1/interfaces",
+        "catalog": pkg_config_variable("systemd", "catalogdir") or "/usr/lib/systemd/catalog",
     }
 
 
@@ -119,6 +120,7 @@ def test_every_file_at_its_place(destdir):
         f"{d['dbus_interfaces']}/org.example.NSManager.Manager.xml": "Manager introspection",
         f"{d['dbus_interfaces']}/org.example.NSManager.Namespace.xml": "Namespace introspection",
         "/usr/lib/pam.d/nsmanager-attach": "PAM service of attached commands (libpam's vendor directory)",
+        f"{d['catalog']}/nsmanager.catalog": "the journal's catalog of the audit records",
     }
     files[f"{d['pam']}/pam_nsmanager.so"] = "PAM module"
     missing = [f"{path} ({what})" for path, what in files.items() if not installed(destdir, path).is_file()]
@@ -307,3 +309,66 @@ def test_unit_capabilities_suffice(instance, nsctl, monkeypatch):
         (home / "etc-copy").exists() and (home / "etc-copy").rmdir()
     log = sb.daemon_log_text()
     assert "Operation not permitted" not in log and "Permission denied" not in log, log
+
+
+def _simulated_install(root: Path, packages: list) -> set:
+    """What `apt-get install --no-install-recommends PACKAGES` would install on the Debian
+    root `root` (its dpkg status, this machine's package lists): apt-get -s, which installs
+    nothing."""
+    p = subprocess.run(["apt-get", "-s", "-o", f"Dir::State::status={root}/var/lib/dpkg/status",
+                        "install", "--no-install-recommends", *packages],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return {line.split()[1] for line in p.stdout.splitlines() if line.startswith("Inst ")}
+
+
+def _deps(*args) -> list:
+    p = subprocess.run([str(REPO / "tools/deps"), "--print", *args], capture_output=True, text=True, check=True)
+    return p.stdout.split()
+
+
+def test_demo_installs_only_what_it_runs():
+    """tools/demo installs its own list (tools/deps --demo), not the tests' (lintian, clang,
+    debootstrap, openssh-server, …): checked against the clean Debian 12 root of the booted
+    test (on this machine, which has everything, an install could never show it)."""
+    from machine import build_image
+    image, _ = build_image()
+    demo, full = _deps("--demo"), _deps()
+    assert set(demo) < set(full)
+    demo_install = _simulated_install(image, demo)
+    full_install = _simulated_install(image, full)
+    # what only the tests run (a few of the tests' packages, binutils say, come in anyway as
+    # dependencies of the build's)
+    for heavy in ("lintian", "debhelper", "clang", "debootstrap", "graphviz", "tmux", "openssh-server",
+                  "pamtester", "strace", "bindfs", "systemd-container", "python3-pytest"):
+        assert heavy in full_install and heavy not in demo_install, heavy
+    assert len(demo_install) < len(full_install) / 2, (len(demo_install), len(full_install))
+
+    # every package of the list is one the demo runs: tools/demo calls --demo
+    assert re.search(r"^tools/deps --demo$", (REPO / "tools/demo").read_text(), re.M)
+
+
+
+def test_catalog_explains_every_audit_record(destdir):
+    """Every MESSAGE_ID of src/nsmanagerd/audit.c has an entry in the catalog, and the
+    catalog is one journalctl accepts (--update-catalog into a directory of ours)."""
+    source = (REPO / "src/nsmanagerd/audit.c").read_text()
+    ids = set(re.findall(r'"([0-9a-f]{32})"', source))
+    assert len(ids) >= 12
+    catalog = (REPO / "catalog/nsmanager.catalog").read_text()
+    entries = set(re.findall(r"^-- ([0-9a-f]{32})$", catalog, re.M))
+    assert entries == ids, (ids ^ entries)
+    root = Path(tempfile.mkdtemp(prefix="nsm-catalog-"))
+    try:
+        d = root / "usr/lib/systemd/catalog"
+        d.mkdir(parents=True)
+        shutil.copy(REPO / "catalog/nsmanager.catalog", d)
+        p = subprocess.run(["journalctl", f"--root={root}", "--update-catalog"], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        p = subprocess.run(["journalctl", f"--root={root}", "--list-catalog", *sorted(ids)],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        listed = {line.split()[0] for line in p.stdout.splitlines() if line.strip()}
+        assert listed == ids, p.stdout
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -244,8 +244,68 @@ def test_other_refusals_are_one_line(views, nsctl):
     one_line_error(nsctl("propagation", "alice", "relative/path", "slave"))
 
 
+def test_bare_nsctl_lists(views, nsctl):
+    """As loginctl: no command is `list` (options included)."""
+    p = nsctl()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == nsctl("list").stdout
+    assert [line.split()[0] for line in p.stdout.splitlines()[1:3]] == ["alice", "bob"]
+    assert json.loads(nsctl("--json").stdout) == json.loads(nsctl("list", "--json").stdout)
+
+
+def test_uid_wherever_a_user_name(views, manager, nsctl):
+    """USER may be a UID, as in loginctl: the same answers as by name, for reading and
+    changing verbs alike, also as a user."""
+    for args in (["status", "{}"], ["status", "--json", "{}"], ["mounts", "--json", "{}"]):
+        by_uid = nsctl(*[a.format("2001") for a in args])
+        assert by_uid.returncode == 0, by_uid.stderr
+        assert by_uid.stdout == nsctl(*[a.format("alice") for a in args]).stdout, args
+    assert nsctl("linger", "2002", "yes").returncode == 0
+    assert any(str(u) == "bob" and str(state) == "lingering" for u, _, state, _ in manager.ListNamespaces())
+    assert json.loads(nsctl("status", "--json", "2002").stdout)["linger"]
+    assert nsctl("create", "2003").returncode == 0
+    assert "carol" in [str(u) for u, *_ in manager.ListNamespaces()]
+    assert nsctl("propagation", "2003", "/mnt", "private").returncode == 0
+    assert nsctl("status", "2001", as_user="alice").returncode == 0
+
+
+def test_unknown_user_is_unknown(views, nsctl):
+    """A name NSS does not know is a typo, not a user without a namespace."""
+    assert one_line_error(nsctl("status", "alcie")) == "Unknown user 'alcie'."
+    assert one_line_error(nsctl("bind", "alcie", "/srv", "/srv")) == "Unknown user 'alcie'."
+    assert one_line_error(nsctl("status", "4242")) == "No user has UID 4242."
+    # a user NSS knows, without a namespace, is told so by the daemon
+    assert "alcie" not in one_line_error(nsctl("status", "carol"))
+    assert "carol" in one_line_error(nsctl("status", "carol"))
+
+
+def test_no_daemon_says_how_to_check(instance, nsctl):
+    """No daemon on the bus (and none the bus could start): what to check, not D-Bus's
+    'was not provided by any .service files'."""
+    msg = one_line_error(nsctl("list"))
+    assert "nsmanagerd is not running" in msg and "systemctl status nsmanagerd" in msg, msg
+    assert "busctl status org.example.NSManager" in msg and ".service files" not in msg, msg
+
+
+def test_polkit_without_a_terminal(views, nsctl, polkit_rules):
+    """alice may create a namespace only as an administrator, and polkit would ask for the
+    password; without a terminal nobody can be asked: nsctl says so and what to do, instead
+    of 'authentication failed or was dismissed'."""
+    msg = one_line_error(nsctl("create", "carol", as_user="alice"))
+    assert "No polkit agent can ask for a password here (standard input is not a terminal)" in msg, msg
+    assert "sudo" in msg and "--ask-password" in msg and "dismissed" not in msg, msg
+    msg = one_line_error(nsctl("--no-ask-password", "create", "carol", as_user="alice"))
+    assert "--no-ask-password was given" in msg and "--ask-password where" not in msg, msg
+    # polkit's plain "no" stays a plain refusal
+    polkit_rules("no-alice", """polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage" && subject.user == "alice")
+            return polkit.Result.NO;
+    });""")
+    msg = one_line_error(nsctl("create", "carol", as_user="alice"))
+    assert "Not authorized" in msg and "polkit agent" not in msg, msg
+
+
 @pytest.mark.parametrize("args", [
-    [],
     ["bogus"],
     ["attach"],
     ["list", "extra"],
@@ -449,6 +509,45 @@ def test_mounts_graph_is_valid_dot(views, nsctl):
         svg = subprocess.run(["dot", "-Tsvg"], input=p.stdout, capture_output=True, text=True)
         assert svg.returncode == 0, svg.stderr
         assert "<svg" in svg.stdout
+
+
+def test_output_escapes_control_characters(views, nsctl, made_in_home):
+    """A mount point is a name anybody can choose (fusermount3 lets every user pick one, and
+    -o fsname= the source). Shown raw, ESC and BEL would retitle root's terminal and clear it:
+    nsctl escapes C0, C1 and DEL in the tree, the graph and errors; --json keeps JSON's own
+    escaping of the real name."""
+    name = "\x1b]0;PWNED\x07\x1b[2J\x7f\u009bx"
+    shown = "\\x1b]0;PWNED\\a\\x1b[2J\\x7f\\u009bx"
+    target = f"/home/alice/{name}"
+    made_in_home(target)
+    os.mkdir(target)
+    p = nsctl("attach", "alice", "--", "mount", "-t", "tmpfs", "-o", "size=1m", f"src{name}", target)
+    assert p.returncode == 0, p.stderr
+
+    def no_controls(text):
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]", text), repr(text)
+
+    tree = nsctl("mounts", "alice")
+    assert tree.returncode == 0, tree.stderr
+    no_controls(tree.stdout)
+    row = next(line for line in tree.stdout.splitlines() if "PWNED" in line)
+    assert f"/home/alice/{shown}" in row and f"src{shown}" in row, row
+
+    graph = nsctl("mounts", "--graph", "alice")
+    assert graph.returncode == 0, graph.stderr
+    no_controls(graph.stdout)
+    svg = subprocess.run(["dot", "-Tsvg"], input=graph.stdout, capture_output=True, text=True)
+    assert svg.returncode == 0, svg.stderr
+
+    js = nsctl("mounts", "--json", "alice")
+    assert js.returncode == 0, js.stderr
+    no_controls(js.stdout)
+    assert target in [m["target"] for m in json.loads(js.stdout)["mounts"]]
+
+    # the daemon's message quotes the path it refuses
+    msg = one_line_error(nsctl("unmount", "alice", f"{target}/none"))
+    no_controls(msg)
+    assert shown in msg, msg
 
 
 # ---------------------------------------------------------------------------

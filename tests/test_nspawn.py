@@ -280,3 +280,50 @@ def test_poweroff_leaves_nothing(sandbox, tmp_path_factory):
         assert check.returncode == 0, "the cached image is no longer current after the run"
         now = mount_table()
         assert now == m.baseline, f"mount table changed: {[x for x in now if x not in m.baseline]}"
+
+
+BIND_MESSAGE_ID = "234f4ef9fa8841c8ba2eaf1e05ba42f3"   # src/nsmanagerd/audit.c
+
+
+def test_log_level_at_run_time_and_audit_in_journal(machine, alice_session):
+    """`systemctl service-log-level` changes the daemon's level through LogControl1 (the unit's
+    BusName=), and a bind alice makes in her own view is in the journal as an audit record:
+    journalctl MESSAGE_ID=… NSM_USER=alice finds it with her uid, and the catalog explains it."""
+    m = machine
+    nsctl = m.installed_path("nsctl")
+    m.exec(["systemctl", "service-log-level", UNIT, "debug"], what="systemctl service-log-level debug")
+    try:
+        level = m.exec(["systemctl", "service-log-level", UNIT], what="systemctl service-log-level").stdout.strip()
+        assert level == "debug", level
+        assert m.busctl("get-property", BUS_NAME, "/org/freedesktop/LogControl1", "org.freedesktop.LogControl1",
+                        "LogLevel").split() == ["debug"]
+    finally:
+        m.exec(["systemctl", "service-log-level", UNIT, "info"], what="systemctl service-log-level info")
+
+    rule = m.root_path("/etc/polkit-1/rules.d/50-nsmtest-audit.rules")
+    rule.write_text('polkit.addRule(function(action, subject) {\n'
+                    '    if (action.id == "org.example.NSManager.manage-own" && subject.user == "alice")\n'
+                    '        return polkit.Result.YES;\n'
+                    '});\n')
+    try:
+        def bound():
+            p = m.exec(["setpriv", f"--reuid={ALICE.uid}", f"--regid={ALICE.gid}", "--init-groups", "--", nsctl,
+                        "bind", ALICE.name, "/home/alice", "/home/alice/audit-bind", "--mkdir"], check=False)
+            return p if p.returncode == 0 else None
+        wait_until(bound, "polkitd to load the rule (it watches rules.d)", 20, interval=0.5, diag=m.diag)
+    finally:
+        rule.unlink()
+
+    def record():
+        p = m.exec(["journalctl", "--no-pager", "-o", "export", f"MESSAGE_ID={BIND_MESSAGE_ID}",
+                    f"NSM_USER={ALICE.name}"], check=False)
+        return p.stdout if f"NSM_CALLER_UID={ALICE.uid}" in p.stdout else None
+    export = wait_until(record, "the bind's audit record in the journal", 10, interval=0.2, diag=m.diag)
+    assert "NSM_PATH=/home/alice/audit-bind" in export and "NSM_RESULT=done" in export, export
+    assert f"NSM_CALLER_USER={ALICE.name}" in export and "_SYSTEMD_UNIT=nsmanagerd.service" in export, export
+
+    m.exec(["journalctl", "--update-catalog"], what="journalctl --update-catalog")
+    p = m.exec(["journalctl", "--no-pager", "-x", f"MESSAGE_ID={BIND_MESSAGE_ID}"], what="journalctl -x")
+    assert "A bind mount into a user's view" in p.stdout, p.stdout
+    m.exec([nsctl, "unmount", ALICE.name, "/home/alice/audit-bind"], what="nsctl unmount (cleanup)")
+    m.exec(["rmdir", "/home/alice/audit-bind"], check=False)

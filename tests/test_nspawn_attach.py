@@ -405,3 +405,81 @@ def test_unit_hardened(machine):
     assert m.mntns(pid) == m.mntns(1), "nsmanagerd does not run in the machine's mount namespace"
     errors = m.journal("-u", UNIT, "-p", "err", lines=50)
     assert "-- No entries --" in errors, f"errors of {UNIT}:\n{errors}"
+
+
+# Properties of an attach unit that a line of a unit file could set or change.
+UNIT_PROPERTIES = ("Description", "ExecStart", "ExecStartPre", "ExecStartPost", "ExecStop", "ExecStopPost",
+                   "ExecReload", "WorkingDirectory", "Environment", "EnvironmentFiles", "User", "Group", "PAMName",
+                   "Slice", "Type", "FailureAction", "SuccessAction", "StandardInput", "StandardOutput",
+                   "NoNewPrivileges", "LoadState", "Names")
+
+
+def _unit_settings(m: Machine, unit: str) -> dict:
+    out = m.exec(["systemctl", "show", unit] + [f"--property={p}" for p in UNIT_PROPERTIES]).stdout
+    props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    # What a command line shows of the process it ran (pid, times) is state, not settings.
+    for k in ("ExecStart", "ExecStopPost"):
+        props[k] = re.sub(r" ; (start_time|stop_time|pid|code|status)=[^;}]*", "", props.get(k, ""))
+    return props
+
+
+def test_caller_text_never_becomes_unit_lines(machine):
+    """The attack: alice attaches from a directory whose name holds a newline and unit lines
+    (`x\\nEnvironmentFile=\\nExecStopPost=+/usr/bin/touch /pwned`), with a command whose name
+    does the same for [Unit]; root runs `systemctl daemon-reload` (apt does, for any package
+    with units); then her command exits. systemd 252 escapes only '%' when it writes a
+    transient unit: a daemon that passed her text as WorkingDirectory= or Description= had
+    systemd run her ExecStopPost= as root. Now the unit holds no text of hers: its settings are
+    the same after the reload, it is still loaded and running (systemd reads back all it
+    wrote: no ExecStartEx=, which 252 writes and then calls an unknown key), her command still
+    ran in her directory, nothing ran as root, and her status still comes back."""
+    m = machine
+    cwd = "x\nEnvironmentFile=\nExecStopPost=+/usr/bin/touch /nsmtest-pwned"
+    script = m.root_path("/usr/local/bin/nsmtest-unit-lines")
+    # Directories as alice can make them; the command's name too holds a newline and a [Unit]
+    # line (a link to sleep, found in her $PATH).
+    script.write_text(r"""#!/bin/sh
+set -e
+cd
+d=$(printf 'x\nEnvironmentFile=\nExecStopPost=+/usr/bin/touch /nsmtest-pwned')
+mkdir -p "$d/bin"
+cd "$d"
+n=$(printf 'sleep\nFailureAction=reboot-force')
+ln -sf /bin/sleep "bin/$n"
+PATH="$PWD/bin:$PATH" exec nsctl attach alice -- "$n" 600
+""")
+    script.chmod(0o755)
+    client = m.popen(["su", "-l", ALICE.name, "-c", "nsmtest-unit-lines; echo \"RC=$?\""])
+    try:
+        unit = poll(lambda: (attach_units(m) or [None])[0], 30, "alice's attach unit", diag=m.diag)
+        pid = int(m.systemctl_value("MainPID", unit))
+        assert pid > 0
+        assert m.exec(["readlink", f"/proc/{pid}/cwd"]).stdout.rstrip("\n") == f"/home/{ALICE.name}/{cwd}", \
+            "the command did not start in alice's directory"
+        transient = m.exec(["cat", f"/run/systemd/transient/{unit}"]).stdout
+        print(transient)
+        assert "nsmtest-pwned" not in transient and "FailureAction" not in transient and "\nx\n" not in transient, \
+            transient
+        before = _unit_settings(m, unit)
+
+        m.exec(["systemctl", "daemon-reload"])
+        after = _unit_settings(m, unit)
+        assert after == before, f"daemon-reload changed {unit}: " + str(
+            {k: (before.get(k), after.get(k)) for k in set(before) | set(after) if before.get(k) != after.get(k)})
+        assert m.systemctl_value("ActiveState", unit) == "active"
+        assert m.systemctl_value("MainPID", unit) == str(pid)
+
+        m.exec(["su", "-s", "/bin/sh", ALICE.name, "-c", f"kill {pid}"])
+        out, err = client.communicate(timeout=timeout(30))
+        assert b"RC=143" in out, f"alice's nsctl said {out!r} {err!r}"
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+        for u in attach_units(m):
+            m.exec(["systemctl", "stop", u], check=False)
+        m.exec(["sh", "-c", "rm -rf /home/alice/x*"], check=False)
+    assert m.exec(["test", "-e", "/nsmtest-pwned"], check=False).returncode != 0, "alice's ExecStopPost ran as root"
+    journal = m.journal("-u", unit, lines=100)
+    assert "Unknown key" not in journal and "nsmtest-pwned" not in journal, journal
+    poll(lambda: not attach_units(m), 10, "the unit to be collected", diag=m.diag)

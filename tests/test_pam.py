@@ -1027,13 +1027,14 @@ def test_module_has_no_way_to_the_terminal(pam_module):
         "the shared code's stderr logging (src/shared/log.c) is linked into the module"
 
 
-@pytest.mark.daemon_config(extra_config="FooBar=1")
+@pytest.mark.daemon_config(SharedSubtrees="/mnt /home/alice")
 def test_nothing_on_the_terminal(daemon, pam):
-    """A broken line in nsmanagerd.conf (the daemon warns about it, in its own log), bad
-    options on the module's PAM line, and a damaged login-filter file: the login still lands
-    in the view, its terminal shows only what the shell printed, and the module's complaints
-    go to syslog. SYSTEMD_LOG_LEVEL=debug does not make libsystemd talk either."""
-    assert "FooBar" in daemon.daemon_log_text()
+    """A SharedSubtrees= path the daemon refuses (alice's home: the daemon warns about it, in
+    its own log), bad options on the module's PAM line, and a damaged login-filter file: the
+    login still lands in the view, its terminal shows only what the shell printed, and the
+    module's complaints go to syslog. SYSTEMD_LOG_LEVEL=debug does not make libsystemd talk
+    either."""
+    assert "SharedSubtrees=/home/alice" in daemon.daemon_log_text()
     pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", "timeout=abc bogus"))
     sb_module.LOGIN_FILTER.write_text("MIN_UID=not-a-number\n")
     p, log = run_with_syslog(["env", "SYSTEMD_LOG_LEVEL=debug", "SYSTEMD_LOG_TARGET=console",

@@ -96,23 +96,26 @@ import dbus, dbus.lowlevel
 out_path, unix_chkpwd = sys.argv[1:3]
 bus = dbus.SystemBus()
 hold_r, hold_w = os.pipe()
-status_r, status_w = os.pipe()
 if os.fork() > 0:
     os.dup2(hold_r, 0)
     os.execv(unix_chkpwd, [unix_chkpwd, "alice", "nullok"])
 os.close(hold_r)
 time.sleep(0.5)   # the parent is unix_chkpwd by now: egid shadow
 out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-null = os.open("/dev/null", os.O_RDONLY)
 msg = dbus.lowlevel.MethodCallMessage("org.example.NSManager", "/org/example/NSManager",
-                                      "org.example.NSManager.Manager", "Attach")
-msg.append("alice", ["sh", "-c", "id -g; cat /etc/shadow"], [], "/",
-           dbus.types.UnixFd(null), dbus.types.UnixFd(out), dbus.types.UnixFd(out),
-           dbus.types.UnixFd(status_w), signature="sasasshhhh")
+                                      "org.example.NSManager.Manager", "OpenAttach")
+msg.append("alice", ["sh", "-c", "id -g; cat /etc/shadow 2>&1"], [], "/", dbus.UInt64(0), signature="sasasst")
 try:
-    bus.send_message_with_reply_and_block(msg, 30)
-    os.close(status_w)
-    os.read(status_r, 100)   # the command's exit status: it has ended
+    reply = bus.send_message_with_reply_and_block(msg, 30)
+    pid, stdin, stdout, stderr, status = reply.get_args_list()
+    os.close(stdin.take())
+    stdout = stdout.take()
+    while True:
+        data = os.read(stdout, 65536)
+        if not data:
+            break
+        os.write(out, data)
+    os.read(status.take(), 100)   # the command's exit status: it has ended
 except dbus.exceptions.DBusException as e:
     os.write(out, ("error " + e.get_dbus_name() + "\n").encode())
 os.close(hold_w)          # unix_chkpwd reads EOF and exits
@@ -570,15 +573,11 @@ ATTACH_NAMED = r"""
 import os, sys
 import dbus, dbus.lowlevel
 name = sys.argv[1]
-status_r, status_w = os.pipe()
-null = os.open("/dev/null", os.O_RDWR)
 msg = dbus.lowlevel.MethodCallMessage("org.example.NSManager", "/org/example/NSManager",
-                                      "org.example.NSManager.Manager", "Attach")
-msg.append("alice", [name], [], "/", dbus.types.UnixFd(null), dbus.types.UnixFd(null),
-           dbus.types.UnixFd(null), dbus.types.UnixFd(status_w), signature="sasasshhhh")
-dbus.SystemBus().send_message_with_reply_and_block(msg, 30)
-os.close(status_w)
-os.read(status_r, 100)
+                                      "org.example.NSManager.Manager", "OpenAttach")
+msg.append("alice", [name], [], "/", dbus.UInt64(0), signature="sasasst")
+pid, stdin, stdout, stderr, status = dbus.SystemBus().send_message_with_reply_and_block(msg, 30).get_args_list()
+os.read(status.take(), 100)
 """
 
 

@@ -72,6 +72,20 @@ def test_attach_refuses_a_status_fd_it_cannot_write(daemon, manager):
         os.close(w)
 
 
+@pytest.mark.parametrize("command, env, cwd, flags, error", [
+    ([], [], "/", 0, E_INVALID_ARGS),                                # no command
+    (["bin/true"], [], "/", 0, E_INVALID_ARGS),                      # relative path with a slash
+    (["true"], ["=value"], "/", 0, E_INVALID_ARGS),                  # empty key
+    (["true"], [], "relative/dir", 0, E_INVALID_PATH),               # relative working directory
+    (["true"], [], "/", 0x2, E_INVALID_ARGS),                        # unknown flag
+])
+def test_open_attach_refuses_bad_arguments(daemon, manager, command, env, cwd, flags, error):
+    """OpenAttach checks its arguments as Attach does, and its flags, before it makes any fd."""
+    manager.CreateNamespace("alice")
+    expect_error(lambda: manager.OpenAttach("alice", dbus.Array(command, "s"), dbus.Array(env, "s"), cwd,
+                                            dbus.UInt64(flags)), error)
+
+
 def test_sighup_reloads_the_configuration_for_new_namespaces(daemon, manager):
     manager.CreateNamespace("alice")
     daemon.write_config(ExcludeUsers="bob")

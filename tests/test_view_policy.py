@@ -10,13 +10,14 @@ The fixture fails a test whose views leaked a mount into the host namespace."""
 
 import os
 import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 
-from helpers import E_FAILED, E_INVALID_PATH, expect_error
-from sandbox import TEST_USERS, find_mount, host_mountinfo
+from helpers import E_FAILED, E_INVALID_PATH, PamServices, expect_error
+from sandbox import TEST_USERS, find_mount, host_mountinfo, timeout
 
 # A view that cannot be built is reported as Failed, naming the stage; bad input would
 # also be fine as InvalidPath.
@@ -237,45 +238,42 @@ def test_temporary_file_system(daemon, host_files):
 # ---------------------------------------------------------------------------
 # Refusals: nothing is created, nothing is left behind
 
-@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindPaths=relative/path:/home/alice/nsm-vp-x\n"})
 def test_bad_entry_fails_cleanly(daemon):
+    """A malformed entry is refused when the file is read (ReloadConfig, naming the file, its
+    line and the entry), not when a view is built: the view is built with the policy in
+    force, and nothing of the bad entry is created."""
     assert not Path("/home/alice/nsm-vp-x").exists()
+    path = daemon.write_config_file("user.d/alice.conf", "[View]\nBindPaths=relative/path:/home/alice/nsm-vp-x\n")
+    message = expect_error(lambda: daemon.manager().ReloadConfig(), E_FAILED).get_dbus_message()
+    assert f"{path}:2: 'relative/path:/home/alice/nsm-vp-x'" in message, message
+    assert f"{path}:2: " in daemon.daemon_log_text()
     before = daemon.mount_count()
-    message = create_fails(daemon, "alice")
-    assert "[View] policy" in message, message
-    # the caller learns which entry is wrong, not only the daemon's log
-    assert "BindPaths=relative/path:/home/alice/nsm-vp-x" in message, message
-    assert not Path(f"{daemon.subtree_root}/alice").exists(), "the view's mount point directory was left behind"
-    assert_no_namespace(daemon, "alice")
-    assert daemon.mount_count() == before
+    daemon.manager().CreateNamespace("alice")
     assert not Path("/home/alice/nsm-vp-x").exists()
-    assert "BindPaths=relative/path:/home/alice/nsm-vp-x" in daemon.daemon_log_text()
-    # other users are not affected, and alice's next attempt fails the same way
+    assert daemon.mount_count() == before
     daemon.manager().CreateNamespace("bob")
-    create_fails(daemon, "alice")
 
 
 @pytest.mark.daemon_config(files={
     "user.d/alice.conf": "[View]\nBindPaths=/tmp/nsm-vp-src:%h/nsm-vp-ok/dir /tmp/nsm-vp-src:%h/nsm-vp-link/planted\n"})
-def test_symlink_in_destination_is_refused(daemon, host_files):
+def test_symlink_in_destination_is_not_followed(daemon, host_files):
     """alice plants a symlink in her home pointing into bob's; the daemon must not follow
-    it (nothing created in bob's home), and must undo what it made for the first entry."""
+    it (nothing created in bob's home). It is her doing, in her home: that entry is
+    skipped, and the rest of her policy applied."""
     host_files("/tmp/nsm-vp-src/f", "f\n")
     assert not Path("/home/bob/nsm-vp-target").exists() and not Path("/home/alice/nsm-vp-ok").exists()
     host_files("/home/bob/nsm-vp-target", owner="bob")
     link = Path("/home/alice/nsm-vp-link")
     link.symlink_to("/home/bob/nsm-vp-target")
+    os.lchown(link, TEST_USERS["alice"].uid, TEST_USERS["alice"].gid)
     host_files.forget_later(link)
     host_files.forget_later("/home/alice/nsm-vp-ok")
-    before = daemon.mount_count()
 
-    message = create_fails(daemon, "alice")
-    assert "[View] policy" in message
-    assert "symbolic links" in message or "symlink" in message, message
+    daemon.manager().CreateNamespace("alice")
     assert os.listdir("/home/bob/nsm-vp-target") == []
-    assert not Path("/home/alice/nsm-vp-ok").exists(), "the first entry's mount point was not removed"
-    assert daemon.mount_count() == before
-    assert_no_namespace(daemon, "alice")
+    assert sh(daemon, "alice", "cat /home/alice/nsm-vp-ok/dir/f", check=True).stdout == "f\n"
+    assert view_mount(daemon, "alice", "/home/bob/nsm-vp-target") is None
+    assert "BindPaths=/tmp/nsm-vp-src:%h/nsm-vp-link/planted" in daemon.daemon_log_text()
 
 
 @pytest.mark.daemon_config(ViewPropagation="shared", extra_config="[View]\nPrivateTmp=yes\n")
@@ -291,3 +289,196 @@ def test_policy_refused_where_it_would_reach_the_host(daemon, host_files):
     assert daemon.mount_count() == before
     assert find_mount(host_mountinfo(), "/tmp").id == host_tmp
     assert Path(marker).read_text() == "host\n"
+
+
+# ---------------------------------------------------------------------------
+# Entries a user spoiled: her symlink where a bind goes, a file where a directory is
+# expected, another user's name in /tmp. The view is still built with everything that
+# hides things; only that entry is skipped (or, where it hides something, covers what it
+# still can), and the log says which, for whom, and why. Logins go through the real PAM
+# stack (runuser -l with pam.d/nsm-runuser-l): with `optional` a view that failed would
+# let the login go on in the host namespace, with every home and the secret in sight.
+
+# What every user's view must hide, whatever they did: the other homes, and a file.
+HIDING = "[View]\nHideOtherHomes=yes\nInaccessiblePaths=/srv/secret/file\n"
+SECRET = "the secret\n"
+# Run inside the login: the homes it sees, then the secret, each section ended by "--".
+SHOW_POLICY = "ls -A /home; echo --; cat /srv/secret/file 2>&1; echo --; "
+
+
+class Logins:
+    def __init__(self, sb):
+        self.sb = sb
+
+    def run(self, user, script=""):
+        """A login of user through the PAM stack, running SHOW_POLICY and then script;
+        asserts that the policy holds in it and returns what script printed."""
+        p = subprocess.run(["runuser", "-l", user, "-c", SHOW_POLICY + script + "\ntrue"], capture_output=True, text=True,
+                           timeout=timeout(60), stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, f"{user}'s login failed: {p.stderr}"
+        homes, secret, rest = p.stdout.split("--\n", 2)
+        assert homes.split() == [user], f"{user}'s login sees the homes {homes.split()}: the [View] policy is off"
+        assert SECRET not in secret and "Permission denied" in secret, f"{user}'s login reads the secret: {secret!r}"
+        return rest
+
+
+@pytest.fixture
+def logins(pam_dir, daemon, pam_module):
+    """/srv (a tmpfs) with the secret and each user's scratch directory, and runuser -l
+    through the project's PAM service."""
+    services = PamServices(pam_dir, pam_module)
+    services.install("runuser-l", "nsm-runuser-l")
+    daemon.mount_tmpfs("/srv")
+    os.makedirs("/srv/secret")
+    Path("/srv/secret/file").write_text(SECRET)
+    for user in ("alice", "bob", "carol"):
+        d = Path("/srv/scratch") / user
+        d.mkdir(parents=True)
+        (d / "marker").write_text(f"{user}'s scratch\n")
+        os.chown(d, TEST_USERS[user].uid, TEST_USERS[user].gid)
+    yield Logins(daemon)
+    services.restore()
+
+
+def as_alice(sb, script):
+    sb.run_as("alice", ["sh", "-c", script], check=True)
+
+
+def spoiled_note(sb, user, *words):
+    """The daemon logged, for user's view, a line with all the words."""
+    lines = [line for line in sb.daemon_log_text().splitlines() if f"the view of '{user}'" in line]
+    assert any(all(w in line for w in words) for line in lines), \
+        f"no log line for {user}'s view with {words}:\n" + "\n".join(lines)
+
+
+@pytest.mark.daemon_config(extra_config=HIDING + "BindPaths=-/srv/scratch/%u:%h/scratch\n")
+def test_her_symlink_where_a_bind_goes(logins, host_files):
+    sb = logins.sb
+    host_files.forget_later("/home/alice/scratch")
+    host_files.forget_later("/home/bob/scratch")
+    as_alice(sb, "ln -s /nonexistent ~/scratch")
+
+    out = logins.run("alice", "readlink ~/scratch; cat ~/scratch/marker 2>&1")
+    assert out.splitlines()[0] == "/nonexistent" and "alice's scratch" not in out, out
+    assert not Path("/nonexistent").exists()
+    spoiled_note(sb, "alice", "BindPaths=-/srv/scratch/%u:%h/scratch", "'/home/alice/scratch'", "symbolic link",
+                 "belongs to alice (uid 2001)", "skipped")
+    # her next login, and bob's (whose entry she cannot touch)
+    logins.run("alice")
+    assert logins.run("bob", "cat ~/scratch/marker") == "bob's scratch\n"
+
+
+@pytest.mark.daemon_config(extra_config=HIDING + "BindReadOnlyPaths=-%h/nsm-link:%h/nsm-peek\n")
+def test_a_dash_source_that_is_her_symlink(logins, host_files):
+    sb = logins.sb
+    host_files("/home/bob/nsm-bob", "bob's secret\n", owner="bob", mode=0o600)
+    for p in ("/home/alice/nsm-link", "/home/alice/nsm-peek"):
+        host_files.forget_later(p)
+    as_alice(sb, "ln -s /home/bob/nsm-bob ~/nsm-link")
+
+    out = logins.run("alice", "ls ~/nsm-peek 2>&1; cat ~/nsm-link 2>&1")
+    assert "bob's secret" not in out, out
+    assert not Path("/home/alice/nsm-peek").exists()
+    spoiled_note(sb, "alice", "BindReadOnlyPaths=-%h/nsm-link:%h/nsm-peek", "the source '/home/alice/nsm-link'",
+                 "skipped")
+    logins.run("alice")
+    logins.run("bob")
+
+
+@pytest.mark.daemon_config(extra_config=HIDING + "BindPaths=/srv/scratch/%u:%h/scratch\n"
+                           "TemporaryFileSystem=%h/nsm-tmp\n")
+def test_a_file_where_a_directory_is_expected(logins, host_files):
+    sb = logins.sb
+    host_files("/home/alice/scratch", "her own file\n", owner="alice")
+    host_files("/home/alice/nsm-tmp", "her tmp file\n", owner="alice")
+    host_files.forget_later("/home/bob/scratch")
+    host_files.forget_later("/home/bob/nsm-tmp")
+
+    out = logins.run("alice", "cat ~/scratch; echo --; cat ~/nsm-tmp 2>&1")
+    scratch, tmp = out.split("--\n")
+    assert scratch == "her own file\n", "the bind went onto her file"
+    # TemporaryFileSystem= hides: what she put there is covered, not shown
+    assert "her tmp file" not in tmp and "Permission denied" in tmp, tmp
+    spoiled_note(sb, "alice", "BindPaths=/srv/scratch/%u:%h/scratch", "where a directory is expected", "skipped")
+    spoiled_note(sb, "alice", "TemporaryFileSystem=%h/nsm-tmp", "covered '/home/alice/nsm-tmp'")
+    logins.run("alice")
+    assert logins.run("bob", "cat ~/scratch/marker; ls -A ~/nsm-tmp | wc -l") == "bob's scratch\n0\n"
+
+
+@pytest.mark.daemon_config(extra_config=HIDING + "TemporaryFileSystem=%h/nsm-cache\n"
+                           "InaccessiblePaths=%h/nsm-private %h/nsm-via/private\n")
+def test_symlinked_hiding_paths_under_her_home(logins, host_files):
+    """InaccessiblePaths= and TemporaryFileSystem= paths that are her symlinks (the last
+    component, and one on the way) fail closed: what is there is covered, never followed,
+    and nothing shows through them."""
+    sb = logins.sb
+    host_files("/home/alice/nsm-real/private", "alice's private file\n", owner="alice")
+    os.chown("/home/alice/nsm-real", TEST_USERS["alice"].uid, TEST_USERS["alice"].gid)
+    for p in ("nsm-private", "nsm-via", "nsm-cache"):
+        host_files.forget_later(f"/home/alice/{p}")
+    for p in ("nsm-cache", "nsm-private", "nsm-via"):
+        host_files.forget_later(f"/home/bob/{p}")
+    as_alice(sb, "ln -s nsm-real ~/nsm-private && ln -s nsm-real ~/nsm-via && ln -s nsm-real ~/nsm-cache")
+
+    out = logins.run("alice", "cat ~/nsm-private/private 2>&1; cat ~/nsm-via/private 2>&1; "
+                              "ls ~/nsm-cache 2>&1; echo --; cat ~/nsm-real/private")
+    hidden, own = out.split("--\n")
+    assert "private file" not in hidden, hidden
+    assert own == "alice's private file\n", "her own files elsewhere are hers"
+    spoiled_note(sb, "alice", "InaccessiblePaths=%h/nsm-private", "covered '/home/alice/nsm-private'")
+    spoiled_note(sb, "alice", "InaccessiblePaths=%h/nsm-via/private", "covered '/home/alice/nsm-via'")
+    spoiled_note(sb, "alice", "TemporaryFileSystem=%h/nsm-cache", "covered '/home/alice/nsm-cache'")
+    # on the host, her links are untouched
+    assert os.readlink("/home/alice/nsm-private") == "nsm-real"
+    logins.run("alice")
+    # bob has none of these paths: nothing to hide, and his view is built all the same
+    assert logins.run("bob", "ls -A ~/nsm-cache | wc -l") == "0\n"
+    spoiled_note(sb, "bob", "InaccessiblePaths=%h/nsm-private", "does not exist", "nothing is there to hide")
+
+
+@pytest.mark.daemon_config(extra_config=HIDING + "BindPaths=/tmp/nsm-vp-scratch-%u:%h/nsm-scratch\n"
+                           "InaccessiblePaths=-/tmp/nsm-vp-hide-%u\n")
+def test_another_users_path_in_tmp(logins, host_files):
+    """bob's and carol's policies name /tmp/nsm-vp-*-%u; alice gets there first. She can
+    neither lock them out nor put anything into their views: the entries are skipped (or
+    cover her link), and the daemon warns about such paths at every build."""
+    sb = logins.sb
+    for p in ("/tmp/nsm-vp-scratch-alice", "/tmp/nsm-vp-scratch-bob", "/tmp/nsm-vp-scratch-carol",
+              "/tmp/nsm-vp-hide-bob", "/home/alice/nsm-trap", "/home/alice/nsm-scratch", "/home/bob/nsm-scratch",
+              "/home/carol/nsm-scratch"):
+        host_files.forget_later(p)
+    as_alice(sb, "mkdir ~/nsm-trap && echo planted > ~/nsm-trap/planted && chmod -R a+rX ~/nsm-trap && "
+                 "ln -s /home/alice/nsm-trap /tmp/nsm-vp-scratch-bob && ln -s /home/alice/nsm-trap /tmp/nsm-vp-hide-bob && "
+                 "mkdir /tmp/nsm-vp-scratch-carol && echo planted > /tmp/nsm-vp-scratch-carol/planted && "
+                 "mkdir /tmp/nsm-vp-scratch-alice && echo mine > /tmp/nsm-vp-scratch-alice/marker")
+    # bob cannot remove her link from the sticky /tmp
+    assert sb.run_as("bob", ["rm", "-f", "/tmp/nsm-vp-scratch-bob"]).returncode != 0
+
+    out = logins.run("bob", "ls -A ~/nsm-scratch 2>&1; cat /tmp/nsm-vp-hide-bob/planted 2>&1")
+    assert "planted\n" not in out.splitlines(keepends=True), out
+    spoiled_note(sb, "bob", "BindPaths=/tmp/nsm-vp-scratch-%u:%h/nsm-scratch", "'/tmp' can be written by anybody",
+                 "'nsm-vp-scratch-bob' in it belongs to uid 2001", "skipped")
+    spoiled_note(sb, "bob", "InaccessiblePaths=-/tmp/nsm-vp-hide-%u", "covered '/tmp/nsm-vp-hide-bob'")
+    out = logins.run("carol", "ls -A ~/nsm-scratch 2>&1")
+    assert "planted" not in out, out
+    spoiled_note(sb, "carol", "the source '/tmp/nsm-vp-scratch-carol' belongs to uid 2001, neither root nor carol",
+                 "skipped")
+    # alice's own directory there is hers to have bound, with a warning: anybody may take
+    # the name once it is gone
+    assert logins.run("alice", "cat ~/nsm-scratch/marker") == "mine\n"
+    spoiled_note(sb, "alice", "the source '/tmp/nsm-vp-scratch-alice' lies where someone other than root and alice",
+                 "'/tmp' can be written by anybody")
+    # their next logins too
+    logins.run("bob")
+    logins.run("carol")
+
+
+@pytest.mark.daemon_config(extra_config=HIDING + "BindPaths=/srv/nsm-vp-missing:%h/nsm-x\n")
+def test_an_administrators_error_still_fails_the_view(logins, host_files):
+    """A source missing from root's own directory is nobody's doing but the administrator's:
+    the view is not built without it, and the caller hears which entry."""
+    host_files.forget_later("/home/alice/nsm-x")
+    message = create_fails(logins.sb, "alice")
+    assert "BindPaths=/srv/nsm-vp-missing:%h/nsm-x" in message, message
+    assert_no_namespace(logins.sb, "alice")
+    assert not Path("/home/alice/nsm-x").exists()

@@ -7,12 +7,16 @@
  * like nsenter(1).
  *
  * Everyone else asks nsmanagerd to start COMMAND inside the namespace with their own ids:
- * Attach(user, command, environment, working_directory, stdin, stdout, stderr, status). The
- * daemon writes "EXITED <code>" or "KILLED <signo>" into 'status' (the write end of our pipe)
- * when the command ends. When our stdin is a terminal we give the command a pseudo terminal
- * of its own (it becomes the controlling terminal of the command's session, so ^C and ^Z
- * work through the pty's line discipline), put our terminal into raw mode and relay bytes
- * both ways; otherwise the command gets our own fds 0/1/2.
+ * OpenAttach(user, command, environment, working_directory, flags) -> (pid, stdin, stdout,
+ * stderr, status). We send no fd: the bus lets only root send them, since a daemon that closes
+ * a user's fd of a file on her FUSE mount can wait forever. The daemon makes the command's
+ * stdio and hands us the other ends, as machined's OpenMachinePTY does for `machinectl shell`,
+ * and we relay. When our stdin is a terminal we ask for a pseudo terminal (flag 0x1; it becomes
+ * the controlling terminal of the command's session, so ^C and ^Z work through the pty's line
+ * discipline), give it our terminal's settings and size, put our terminal into raw mode and
+ * relay bytes both ways; otherwise three pipes, relayed to and from our fds 0/1/2. The daemon
+ * writes "EXITED <code>" or "KILLED <signo>" to the status socket when the command ends; when
+ * we close it, the command gets SIGHUP.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,9 +103,12 @@ static int attach_as_root(sd_bus *bus, const char *user, char **command) {
 
 typedef struct Attach {
         pid_t pid;
-        int status_fd;    /* read end of the status pipe */
+        int status_fd;    /* our end of the status socket */
         int signal_fd;
         int master;       /* pty master, or -EBADF */
+        int in_fd;        /* without a pty: the command's stdin (write end), -EBADF once closed */
+        int out_fd;       /* ... its stdout and stderr (read ends) */
+        int err_fd;
         bool raw;         /* our terminal is in raw mode */
         struct termios saved_termios;
         char status_buf[64];
@@ -320,39 +327,119 @@ static int attach_run(Attach *a) {
         }
 }
 
-static int open_pty(int *ret_master, int *ret_slave) {
-        _cleanup_close_ int master = -EBADF, slave = -EBADF;
-        char name[PATH_MAX];
-        struct termios t;
-        struct winsize ws;
-        int r;
+/* Without a pty: our stdin into the command's, its stdout and stderr out to ours, until the
+ * command has ended and both are at their end (or nothing came for DRAIN_MSEC after the end:
+ * something it left running holds them). Returns the signal that made us stop (> 0), or 0. */
+static int attach_run_pipes(Attach *a) {
+        char inbuf[16384], outbuf[16384];
+        size_t in_len = 0;
+        bool stdin_open = true;
+        uint64_t drain_until = 0;
 
-        master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-        if (master < 0)
-                return log_error_errno(-errno, "Failed to allocate a pseudo terminal: %m");
-        if (grantpt(master) < 0 || unlockpt(master) < 0)
-                return log_error_errno(-errno, "Failed to unlock the pseudo terminal: %m");
-        r = ptsname_r(master, name, sizeof(name));
-        if (r != 0)
-                return log_error_errno(-r, "Failed to get the name of the pseudo terminal: %m");
+        for (;;) {
+                struct pollfd p[6];
+                int n = 0, i_stdin = -1, i_in = -1, i_out = -1, i_err = -1, i_status = -1, i_signal, timeout = -1;
 
-        slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-        if (slave < 0)
-                return log_error_errno(-errno, "Failed to open %s: %m", name);
+                if (a->status_done && ((a->out_fd < 0 && a->err_fd < 0) ||
+                                       (drain_until && now_msec() >= drain_until)))
+                        return 0;
+                if (a->status_done && drain_until == 0)
+                        drain_until = now_msec() + DRAIN_MSEC;
+                if (drain_until) {
+                        uint64_t t = now_msec();
+                        timeout = drain_until > t ? (int) (drain_until - t) : 0;
+                }
+                /* Our stdin is done once it ended and all of it went in: the command sees EOF. */
+                if (!stdin_open && in_len == 0)
+                        a->in_fd = safe_close(a->in_fd);
 
-        /* Start with our terminal's settings and size; the shell inside changes them at will. */
-        if (tcgetattr(STDIN_FILENO, &t) >= 0)
-                (void) tcsetattr(slave, TCSANOW, &t);
-        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) >= 0)
-                (void) ioctl(master, TIOCSWINSZ, &ws);
+                if (stdin_open && a->in_fd >= 0 && in_len < sizeof(inbuf) && !a->status_done) {
+                        i_stdin = n;
+                        p[n++] = (struct pollfd) { .fd = STDIN_FILENO, .events = POLLIN };
+                }
+                if (a->in_fd >= 0 && in_len > 0) {
+                        i_in = n;
+                        p[n++] = (struct pollfd) { .fd = a->in_fd, .events = POLLOUT };
+                }
+                if (a->out_fd >= 0) {
+                        i_out = n;
+                        p[n++] = (struct pollfd) { .fd = a->out_fd, .events = POLLIN };
+                }
+                if (a->err_fd >= 0) {
+                        i_err = n;
+                        p[n++] = (struct pollfd) { .fd = a->err_fd, .events = POLLIN };
+                }
+                if (!a->status_done) {
+                        i_status = n;
+                        p[n++] = (struct pollfd) { .fd = a->status_fd, .events = POLLIN };
+                }
+                i_signal = n;
+                p[n++] = (struct pollfd) { .fd = a->signal_fd, .events = POLLIN };
 
-        r = fcntl(master, F_GETFL);
-        if (r < 0 || fcntl(master, F_SETFL, r | O_NONBLOCK) < 0)
-                return log_error_errno(-errno, "Failed to make the pty master non-blocking: %m");
+                if (poll(p, (nfds_t) n, timeout) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        (void) log_error_errno(-errno, "poll() failed: %m");
+                        a->status_done = true;
+                        a->exit_status = -1;
+                        return 0;
+                }
 
-        *ret_master = TAKE_FD(master);
-        *ret_slave = TAKE_FD(slave);
-        return 0;
+                if (p[i_signal].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+
+                        /* The command is not in our terminal's process group: pass ^C and
+                         * friends on, as to a child of ours (it runs under our uid). */
+                        if (read(a->signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si) && si.ssi_signo != SIGWINCH &&
+                            a->pid > 0 && !a->status_done)
+                                (void) kill(-a->pid, (int) si.ssi_signo);
+                }
+
+                if (i_status >= 0 && p[i_status].revents)
+                        (void) attach_read_status(a);
+
+                for (int i = 0; i < 2; i++) {
+                        int idx = i == 0 ? i_out : i_err, *fd = i == 0 ? &a->out_fd : &a->err_fd;
+                        ssize_t k;
+
+                        if (idx < 0 || !(p[idx].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        k = read(*fd, outbuf, sizeof(outbuf));
+                        if (k > 0) {
+                                if (drain_until)
+                                        drain_until = now_msec() + DRAIN_MSEC;
+                                /* Where ours went away, the command's goes too: its next write
+                                 * gets SIGPIPE, as if it had written to ours. */
+                                if (loop_write(i == 0 ? STDOUT_FILENO : STDERR_FILENO, outbuf, (size_t) k) < 0)
+                                        *fd = safe_close(*fd);
+                        } else if (k == 0 || (errno != EAGAIN && errno != EINTR))
+                                *fd = safe_close(*fd);
+                }
+
+                if (i_in >= 0 && (p[i_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
+                        ssize_t k = write(a->in_fd, inbuf, in_len);
+
+                        if (k > 0) {
+                                memmove(inbuf, inbuf + k, in_len - (size_t) k);
+                                in_len -= (size_t) k;
+                        } else if (k < 0 && errno != EAGAIN && errno != EINTR) {
+                                /* EPIPE: the command closed its stdin; what is left is not read */
+                                a->in_fd = safe_close(a->in_fd);
+                                stdin_open = false;
+                                in_len = 0;
+                        }
+                }
+
+                if (i_stdin >= 0 && (p[i_stdin].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL))) {
+                        ssize_t k = (p[i_stdin].revents & POLLNVAL) ? 0 :
+                                read(STDIN_FILENO, inbuf + in_len, sizeof(inbuf) - in_len);
+
+                        if (k > 0)
+                                in_len += (size_t) k;
+                        else if (k == 0 || (errno != EAGAIN && errno != EINTR))
+                                stdin_open = false;
+                }
+        }
 }
 
 /* The signals we handle, blocked from before the command exists (none may get lost) until we
@@ -385,16 +472,38 @@ static int block_signals(BlockedSignals *b, int *ret_fd) {
         return 0;
 }
 
-/* Attach(): the command started in USER's view with the given stdio and status pipe; its pid. */
-static int call_attach(sd_bus *bus, const char *user, char **command, const int fds[4], pid_t *ret_pid) {
+#define OPEN_ATTACH_PTY UINT64_C(0x1)
+
+/* Takes a copy of an fd of the reply, non-blocking: the reply owns its own. */
+static int take_fd(sd_bus_message *reply, int *ret) {
+        int fd, r;
+
+        r = sd_bus_message_read(reply, "h", &fd);
+        if (r < 0)
+                return r;
+        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        *ret = fd;
+        r = fcntl(fd, F_GETFL);
+        if (r < 0 || fcntl(fd, F_SETFL, r | O_NONBLOCK) < 0)
+                return -errno;
+        return 0;
+}
+
+/* OpenAttach(): the command started in USER's view; its pid and our ends of its stdio and of
+ * the status socket. */
+static int call_open_attach(sd_bus *bus, const char *user, char **command, bool pty, Attach *a) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         /* Our working directory, if the view has it; else the daemon picks our home. */
         _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        int *fds[3] = { pty ? &a->master : &a->in_fd, &a->out_fd, &a->err_fd };
         uint32_t pid;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "Attach");
+        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE,
+                                           "OpenAttach");
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", user);
         if (r >= 0)
@@ -402,11 +511,11 @@ static int call_attach(sd_bus *bus, const char *user, char **command, const int 
         if (r >= 0)
                 r = sd_bus_message_append_strv(m, environ);
         if (r >= 0)
-                r = sd_bus_message_append(m, "shhhh", cwd ?: "", fds[0], fds[1], fds[2], fds[3]);
+                r = sd_bus_message_append(m, "st", cwd ?: "", pty ? OPEN_ATTACH_PTY : 0);
         if (r >= 0)
                 r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
         if (r < 0)
-                return log_error_errno(r, "Failed to build the Attach call: %m");
+                return log_error_errno(r, "Failed to build the OpenAttach call: %m");
 
         /* The call itself is short (the daemon replies as soon as the command runs), but an
          * interactive polkit authorization may take its time. */
@@ -416,10 +525,25 @@ static int call_attach(sd_bus *bus, const char *user, char **command, const int 
         if (r < 0)
                 return bus_log_error(&error, r, "Failed to attach to the namespace of '%s'", user);
         r = sd_bus_message_read(reply, "u", &pid);
+        /* With a pty the three are its master: one copy is ours. */
+        for (int i = 0; r >= 0 && i < 3; i++)
+                r = pty && i > 0 ? sd_bus_message_skip(reply, "h") : take_fd(reply, fds[i]);
+        if (r >= 0)
+                r = take_fd(reply, &a->status_fd);
         if (r < 0)
-                return log_error_errno(r, "Failed to parse the reply of Attach: %m");
-        *ret_pid = (pid_t) pid;
+                return log_error_errno(r, "Failed to parse the reply of OpenAttach: %m");
+        a->pid = (pid_t) pid;
         return 0;
+}
+
+/* Our terminal's settings and size for the pty (on its master: they are the slave's). The
+ * command may have started before: a size change reaches it as SIGWINCH. */
+static void pty_take_terminal(Attach *a) {
+        struct termios t;
+
+        if (tcgetattr(STDIN_FILENO, &t) >= 0)
+                (void) tcsetattr(a->master, TCSANOW, &t);
+        attach_forward_winsize(a);
 }
 
 /* Relays between our terminal and the command until it has ended: its exit status, 128 + the
@@ -437,7 +561,7 @@ static int relay(Attach *a, bool pty) {
         /* Writing to a closed stdout must not kill us in raw mode. */
         (void) signal(SIGPIPE, SIG_IGN);
 
-        sig = attach_run(a);
+        sig = pty ? attach_run(a) : attach_run_pipes(a);
         /* The pty hangs up: the command gets SIGHUP from the kernel if it is still there. */
         a->master = safe_close(a->master);
         attach_restore_terminal(a);
@@ -462,6 +586,9 @@ static int relay(Attach *a, bool pty) {
 static void attach_done(Attach *a) {
         attach_restore_terminal(a);
         a->master = safe_close(a->master);
+        a->in_fd = safe_close(a->in_fd);
+        a->out_fd = safe_close(a->out_fd);
+        a->err_fd = safe_close(a->err_fd);
         a->status_fd = safe_close(a->status_fd);
         a->signal_fd = safe_close(a->signal_fd);
 }
@@ -473,13 +600,15 @@ static int attach_via_daemon(sd_bus *bus, const char *user, char **command) {
                 .status_fd = -EBADF,
                 .signal_fd = -EBADF,
                 .master = -EBADF,
+                .in_fd = -EBADF,
+                .out_fd = -EBADF,
+                .err_fd = -EBADF,
                 .exit_status = -1,
         };
-        _cleanup_close_ int slave = -EBADF, status_write = -EBADF;
         _cleanup_free_ char *shell = NULL;
         char *default_command[2] = {};
         bool pty = isatty(STDIN_FILENO);
-        int pipefd[2], fds[4], r;
+        int r;
 
         if (!command || !command[0]) {
                 struct passwd *pw = getpwnam(user);
@@ -491,33 +620,14 @@ static int attach_via_daemon(sd_bus *bus, const char *user, char **command) {
                 command = default_command;
         }
 
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return log_error_errno(-errno, "Failed to create the status pipe: %m");
-        a.status_fd = pipefd[0];
-        status_write = pipefd[1];
-        if (pty) {
-                r = open_pty(&a.master, &slave);
-                if (r < 0)
-                        return r;
-        }
-        fds[0] = pty ? slave : STDIN_FILENO;
-        fds[1] = pty ? slave : STDOUT_FILENO;
-        fds[2] = pty ? slave : STDERR_FILENO;
-        fds[3] = status_write;
-
         r = block_signals(&blocked, &a.signal_fd);
         if (r < 0)
                 return r;
-        r = call_attach(bus, user, command, fds, &a.pid);
+        r = call_open_attach(bus, user, command, pty, &a);
         if (r < 0)
                 return r;
-
-        /* Only the command may hold the pty's other end and the status pipe's write end now:
-         * that is how we learn it has gone. */
-        slave = safe_close(slave);
-        status_write = safe_close(status_write);
-        if (fcntl(a.status_fd, F_SETFL, O_NONBLOCK) < 0)
-                return log_error_errno(-errno, "Failed to make the status pipe non-blocking: %m");
+        if (pty)
+                pty_take_terminal(&a);
 
         return relay(&a, pty);
 }

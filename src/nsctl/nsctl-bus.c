@@ -281,6 +281,26 @@ int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret) {
         return 0;
 }
 
+int namespace_name_by_uid(sd_bus *bus, uid_t uid, char **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *object;
+        char *name = NULL;
+        int r;
+
+        r = manager_call(bus, "GetNamespaceByUID", 0, &error, &reply, "u", (uint32_t) uid);
+        if (r < 0)
+                return bus_log_error(&error, r, "Failed to get the namespace of UID %u", (unsigned) uid);
+        r = sd_bus_message_read(reply, "o", &object);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse the reply of GetNamespaceByUID: %m");
+        r = sd_bus_get_property_string(bus, NSM_BUS_NAME, object, NSM_NAMESPACE_INTERFACE, "Name", &error, &name);
+        if (r < 0)
+                return bus_log_error(&error, r, "Failed to read the name of %s", object);
+        *ret = name;
+        return 0;
+}
+
 int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         MountEntry *a = NULL;

@@ -489,18 +489,26 @@ static int print_json(const Views *v) {
 
 /* ---- Graphviz ---- */
 
-static void dot_quote(FILE *f, const char *s) {
+/* A DOT string of lines, each escaped as on a terminal (text-escape.h: a mount point may hold
+ * any bytes a user chose), then quoted for DOT, lines joined with DOT's "\n". Escaping first
+ * also keeps the backslashes of the escapes from being read as DOT's own (\N, \G, \l). */
+static int dot_quote_lines(FILE *f, const char *const *lines) {
         fputc('"', f);
-        for (; *s; s++) {
-                if (*s == '"' || *s == '\\')
-                        fputc('\\', f);
-                if (*s == '\n') {
+        for (size_t i = 0; lines[i]; i++) {
+                _cleanup_free_ char *e = text_escape_control(lines[i]);
+
+                if (!e)
+                        return log_oom();
+                if (i > 0)
                         fputs("\\n", f);
-                        continue;
+                for (const char *s = e; *s; s++) {
+                        if (*s == '"' || *s == '\\')
+                                fputc('\\', f);
+                        fputc(*s, f);
                 }
-                fputc(*s, f);
         }
         fputc('"', f);
+        return 0;
 }
 
 static int u64_cmp(const void *a, const void *b) {
@@ -550,20 +558,22 @@ static int print_graph_mounts(FILE *f, const Views *v, bool filter, const uint64
                         const MountEntry *m = w->mounts + j;
                         bool peer = group_wanted(groups, n_groups, m->peer_group);
                         bool slave = group_wanted(groups, n_groups, m->master_group);
-                        _cleanup_free_ char *label = NULL;
+                        int r;
 
                         if (!peer && !slave)
                                 continue;
                         if (!any) {
                                 fprintf(f, "  subgraph \"cluster_%zu\" {\n    label=", i);
-                                dot_quote(f, view_display_name(w));
+                                r = dot_quote_lines(f, (const char *const[]) { view_display_name(w), NULL });
+                                if (r < 0)
+                                        return r;
                                 fprintf(f, ";\n    style=rounded;%s\n", i == v->self && filter ? " color=blue;" : "");
                                 any = true;
                         }
-                        if (asprintf(&label, "%s\n%s", m->target, m->propagation) < 0)
-                                return log_oom();
                         fprintf(f, "    \"m%" PRIu64 "\" [shape=box, label=", m->id);
-                        dot_quote(f, label);
+                        r = dot_quote_lines(f, (const char *const[]) { m->target, m->propagation, NULL });
+                        if (r < 0)
+                                return r;
                         fputs("];\n", f);
                         if (peer)
                                 met[(*n_met)++] = m->peer_group;

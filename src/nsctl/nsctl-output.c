@@ -246,8 +246,9 @@ int table_add_cell(Table *t, const char *text, const char *color) {
                 t->cells = c;
                 t->allocated = a;
         }
+        /* Cells hold what the daemon sent (mount points, sources: a user's choice): escaped. */
         t->cells[t->n_cells] = (Cell) {
-                .text = strdup(text ?: ""),
+                .text = text_escape_control(text),
                 .color = color,
         };
         if (!t->cells[t->n_cells].text)
@@ -425,7 +426,12 @@ static void json_quote(FILE *f, const char *s) {
                 default:
                         if (*p < 0x20 || *p == 0x7f)
                                 fprintf(f, "\\u%04x", *p);
-                        else
+                        else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+                                /* C1 controls (U+0080–U+009F) are valid in JSON strings, but some
+                                 * terminals act on them: escaped too, as JSON allows. */
+                                fprintf(f, "\\u%04x", p[1]);
+                                p++;
+                        } else
                                 fputc(*p, f); /* D-Bus strings are valid UTF-8 */
                 }
         fputc('"', f);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * nsctl: the command line client of nsmanagerd. It only talks D-Bus (and setns() for
- * "attach" as root); it never mounts anything itself.
+ * "attach" as root, and reads the configuration files for "verify"); it never mounts
+ * anything itself.
  *
  * Two tables say what nsctl accepts: options[] (every option, its help line and what it
  * sets) and verbs[] (every command, its arguments and the options it takes besides the
@@ -21,11 +22,15 @@
 #include "config.h"
 #include "nsctl.h"
 #include "parse-util.h"
+#include "user-util.h"
 
 JsonMode arg_json = JSON_OFF;
 bool arg_no_pager = false;
 bool arg_no_legend = false;
 bool arg_ask_password = true;
+/* --ask-password (1), --no-ask-password (0), or neither (-1): ask where nsctl runs a polkit
+ * agent itself, on this machine's terminal. main() resolves arg_ask_password from it. */
+static int arg_ask_password_mode = -1;
 bool arg_graph = false;
 BusTransport arg_transport = BUS_TRANSPORT_LOCAL;
 const char *arg_host = NULL;
@@ -45,21 +50,61 @@ static void print_verb_synopsis(FILE *f, const Verb *v);
 /* The daemon's message is meant for people: print it, never the D-Bus error name. An error
  * sd-bus made up from an errno of ours (the connection failed: "System.Error.ENOTCONN") says
  * nothing about the call, so the context goes first then. */
+/* Why polkit could not ask for a password, for a refusal that says it would have to. */
+static const char *no_agent_reason(void) {
+        if (arg_ask_password_mode == 0)
+                return "--no-ask-password was given";
+        if (arg_transport != BUS_TRANSPORT_LOCAL)
+                return "the daemon is on another machine, whose polkit cannot reach this terminal";
+        return "standard input is not a terminal";
+}
+
+/* Errors whose D-Bus text would not tell a person what to do. NULL: the daemon's message is
+ * fine as it is. */
+static char *error_advice(const sd_bus_error *error) {
+        char *s = NULL;
+
+        if (sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
+                if (asprintf(&s, "nsmanagerd is not running%s%s, and the bus cannot start it (is nsmanager "
+                             "installed?). Check with: systemctl status nsmanagerd; busctl status %s",
+                             arg_host ? " on " : "", arg_host ?: "", NSM_BUS_NAME) < 0)
+                        return NULL;
+                return s;
+        }
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED)) {
+                if (asprintf(&s, "%s No polkit agent can ask for a password here (%s): run it as root (sudo nsctl ...)%s.",
+                             error->message ?: "Authorization is required.", no_agent_reason(),
+                             arg_transport == BUS_TRANSPORT_LOCAL && arg_ask_password_mode != 0 ?
+                             ", or with --ask-password where a polkit agent runs in this session" : "") < 0)
+                        return NULL;
+                return s;
+        }
+        return NULL;
+}
+
 int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
-        _cleanup_free_ char *context = NULL;
+        _cleanup_free_ char *context = NULL, *advice = NULL;
         va_list ap;
         int k;
 
+        advice = error ? error_advice(error) : NULL;
+        if (advice)
+                return log_error_errno(r, "%s", advice);
+
         if (error && error->message && error->message[0] &&
             !(error->name && strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0)) {
-                _cleanup_free_ char *message = strdup(error->message);
+                _cleanup_free_ char *line = strdup(error->message), *message = NULL;
 
-                if (!message)
+                if (!line)
                         return log_oom();
-                /* one line, whatever the daemon wrote */
-                for (char *p = message; *p; p++)
+                /* One line, whatever the daemon wrote; and a message may quote a user's mount
+                 * point or file name, so no control character of it reaches the terminal. */
+                for (char *p = line; *p; p++)
                         if (*p == '\n')
                                 *p = ' ';
+                message = text_escape_control(line);
+                if (!message)
+                        return log_oom();
                 return log_error_errno(r, "%s", message);
         }
 
@@ -94,10 +139,18 @@ int verb_usage_error(const char *verb, const char *fmt, ...) {
         return -EINVAL;
 }
 
+/* ---- verify ---- */
+
+static int check_verify(int argc, char **argv _unused_) {
+        if (argc > 1 && arg_config)
+                return verb_usage_error("verify", "--config and FILE arguments cannot be combined");
+        return 0;
+}
+
 /* Timeout of calls that may wait for an interactive polkit authorization: only with our agent
  * on this machine's terminal (polkit_agent_open_if_enabled()). */
 static uint64_t call_timeout(void) {
-        return arg_ask_password && arg_transport == BUS_TRANSPORT_LOCAL && isatty(STDIN_FILENO) ? UINT64_MAX : 0;
+        return arg_ask_password ? UINT64_MAX : 0;
 }
 
 /* ---- list / status ---- */
@@ -203,7 +256,8 @@ static int verb_list(sd_bus *bus, int argc _unused_, char **argv _unused_) {
 }
 
 static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
-        _cleanup_free_ char *created = NULL, *ago = NULL, *sessions = NULL;
+        _cleanup_free_ char *created = NULL, *ago = NULL, *sessions = NULL, *user = NULL, *state = NULL,
+                *root = NULL, *shown_sessions = NULL, *object = NULL;
         NamespaceInfo i = {};
         const char *dot_color;
         int r;
@@ -230,20 +284,31 @@ static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
                 return log_oom();
         }
 
+        /* What the daemon sent is shown escaped (text-escape.h), as everywhere in nsctl. */
+        user = text_escape_control(i.user);
+        state = text_escape_control(i.state);
+        root = text_escape_control(i.root ?: "n/a");
+        shown_sessions = text_escape_control(sessions);
+        object = text_escape_control(i.object);
+        if (!user || !state || !root || !shown_sessions || !object) {
+                namespace_info_done(&i);
+                return log_oom();
+        }
+
         dot_color = state_color(i.state) ?: "";
         pager_open();
         printf("%s\u25CF%s %s%s%s (%" PRIu32 ")\n", dot_color, ansi_normal(),
-               ansi_highlight(), i.user, ansi_normal(), i.uid);
-        printf("      State: %s%s%s\n", dot_color, i.state, ansi_normal());
+               ansi_highlight(), user, ansi_normal(), i.uid);
+        printf("      State: %s%s%s\n", dot_color, state, ansi_normal());
         printf("        UID: %" PRIu32 "\n", i.uid);
         printf("        GID: %" PRIu32 "\n", i.gid);
-        printf("       Root: %s\n", i.root ?: "n/a");
-        printf("   Sessions: %s\n", sessions);
+        printf("       Root: %s\n", root);
+        printf("   Sessions: %s\n", shown_sessions);
         printf("     Linger: %s\n", i.linger ? "yes" : "no");
         printf("    Created: %s; %s\n", created, ago);
         printf("  Namespace: mnt:[%" PRIu64 "]\n", i.mntns_id);
         printf("     Mounts: %" PRIu32 "\n", i.n_mounts);
-        printf("     Object: %s\n", i.object);
+        printf("     Object: %s\n", object);
 
         namespace_info_done(&i);
         return 0;
@@ -360,7 +425,12 @@ static int parse_json(const char *arg) {
 }
 
 static int parse_no_ask_password(const char *arg _unused_) {
-        arg_ask_password = false;
+        arg_ask_password_mode = 0;
+        return 0;
+}
+
+static int parse_ask_password(const char *arg _unused_) {
+        arg_ask_password_mode = 1;
         return 0;
 }
 
@@ -381,6 +451,13 @@ static int parse_machine(const char *arg) {
         return parse_transport(BUS_TRANSPORT_MACHINE, arg);
 }
 
+static int parse_config(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_config = arg;
+        return 0;
+}
+
 static const Option options[] = {
         { "host", 'H', required_argument, "[USER@]HOST", true,
           "operate on the daemon of HOST, over ssh", .parse = parse_host },
@@ -390,6 +467,8 @@ static const Option options[] = {
           "do not pipe the output into a pager", .flag = &arg_no_pager },
         { "no-ask-password", 0, no_argument, NULL, true,
           "do not ask for a password (polkit)", .parse = parse_no_ask_password },
+        { "ask-password", 0, no_argument, NULL, true,
+          "let polkit ask even without a terminal (a session's own agent)", .parse = parse_ask_password },
         { "help", 'h', no_argument, NULL, true,
           "display this help (nsctl COMMAND --help: of COMMAND)", .flag = &arg_help },
         { "version", 'V', no_argument, NULL, true,
@@ -408,6 +487,8 @@ static const Option options[] = {
           "create the destination if it is missing", .flag = &arg_mkdir },
         { "detach", 0, no_argument, NULL, false,
           "detach the mount even if busy, with everything below it", .flag = &arg_detach },
+        { "config", 0, required_argument, "FILE", false,
+          "the configuration nsmanagerd --config=FILE reads", .parse = parse_config },
 };
 
 static const Option *find_option(const char *name) {
@@ -432,6 +513,7 @@ static void print_option(FILE *f, const Option *o, const char *help) {
 
 typedef enum VerbFlags {
         VERB_EMPTY_USER_IS_HOST = 1 << 0, /* USER "" names the host, as on the bus */
+        VERB_NO_BUS             = 1 << 1, /* does not talk to the daemon: no connection */
 } VerbFlags;
 
 struct Verb {
@@ -525,7 +607,21 @@ static const Verb verbs[] = {
           .description =
           "Make nsmanagerd read its configuration files again (as SIGHUP does). The new\n"
           "settings apply to namespaces created afterwards; existing ones stay as they are.\n"
-          "A file with an error is refused and the old configuration stays." },
+          "A file with an error is refused and the old configuration stays: every file is\n"
+          "read first (nsmanagerd.conf, its drop-ins, group.d/, user.d/), and any error or\n"
+          "unknown setting fails the reload with FILE:LINE. 'nsctl verify' checks first." },
+        { "verify", "[FILE...]", 0, UINT_MAX, VERB_NO_BUS, .options = OPTIONS("config"),
+          .local_only = "it reads this machine's files", .check = check_verify, .run = verb_verify,
+          .summary = "check the configuration files",
+          .description =
+          "Check nsmanagerd's configuration with the daemon's own parser, without asking the\n"
+          "daemon: each FILE alone (one in a group.d/ or user.d/ directory holds [View] only),\n"
+          "or without FILE the set nsmanagerd reads: /etc/nsmanager/nsmanagerd.conf, its\n"
+          "drop-ins nsmanagerd.conf.d/*.conf, group.d/*.conf and user.d/*.conf (with --config,\n"
+          "FILE, FILE.d/ and FILE's directory, as nsmanagerd --config=FILE). Prints each error\n"
+          "as FILE:LINE: reason, an unknown section or setting included, and exits with 1 if\n"
+          "there is any. Warns (exit status 0) of user.d/ and group.d/ files for names the\n"
+          "system does not know." },
 };
 
 static const Verb *find_verb(const char *name) {
@@ -690,6 +786,55 @@ static int parse_argv(int argc, char *argv[], bool *seen) {
         return 0;
 }
 
+/* Where v's command line has a USER: 1, or 0 for none (an optional "[USER]" is given when
+ * all the verb's arguments are). */
+static unsigned verb_user_index(const Verb *v, unsigned n_args) {
+        if (strncmp(v->args, "USER", 4) == 0)
+                return 1;
+        if (strncmp(v->args, "[USER]", 6) == 0 && n_args - 1 == v->max_args)
+                return 1;
+        return 0;
+}
+
+/* USER may be a name or a UID, wherever a verb takes one (as loginctl). On this machine NSS
+ * answers both ways, and a name NSS does not know is reported as unknown rather than as a
+ * user without a namespace (a typo reads differently). On another machine (-H, -M) its own
+ * daemon knows: a UID is looked up among its namespaces. The name replaces args[i]. */
+static int resolve_user_argument(sd_bus *bus, const Verb *v, unsigned n_args, char **args, char **ret) {
+        unsigned i = verb_user_index(v, n_args);
+        _cleanup_free_ char *name = NULL;
+        const char *arg;
+        uid_t uid;
+        int r;
+
+        if (i == 0 || args[i][0] == '\0')
+                return 0;
+        arg = args[i];
+
+        if (arg_transport == BUS_TRANSPORT_LOCAL) {
+                _cleanup_(user_record_done) UserRecord u = {};
+                bool numeric = parse_uid(arg, &uid) >= 0;
+
+                r = numeric ? user_record_by_uid(uid, &u) : user_record_by_name(arg, &u);
+                if (r == -ESRCH && numeric)
+                        return log_error_errno(r, "No user has UID %s.", arg);
+                if (r == -ESRCH)
+                        return log_error_errno(r, "Unknown user '%s'.", arg);
+                if (r < 0)
+                        return 0;   /* NSS failed: the daemon will tell */
+                name = TAKE_PTR(u.name);
+        } else if (parse_uid(arg, &uid) >= 0) {
+                r = namespace_name_by_uid(bus, uid, &name);
+                if (r < 0)
+                        return r;
+        } else
+                return 0;
+
+        *ret = TAKE_PTR(name);
+        args[i] = *ret;
+        return 0;
+}
+
 /* Whether the command line makes sense for v; reports what does not. */
 static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, char **args) {
         for (size_t i = 0; i < ELEMENTSOF(options); i++)
@@ -701,8 +846,9 @@ static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, ch
         if (n_args - 1 > v->max_args)
                 return verb_usage_error(v->name, "too many arguments");
 
-        /* The host is "" only where the contract allows it (share, propagation). */
-        if (n_args > 1 && args[1][0] == '\0' && !(v->flags & VERB_EMPTY_USER_IS_HOST))
+        /* The host is "" only where the contract allows it (share, propagation); verify takes
+         * no USER. */
+        if (n_args > 1 && args[1][0] == '\0' && !(v->flags & (VERB_EMPTY_USER_IS_HOST | VERB_NO_BUS)))
                 return verb_usage_error(v->name, "empty user name");
 
         if (v->local_only && arg_transport == BUS_TRANSPORT_REMOTE)
@@ -720,6 +866,7 @@ static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, ch
 
 int main(int argc, char *argv[]) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_free_ char *resolved_user = NULL;
         bool seen[ELEMENTSOF(options)] = {};
         const Verb *v;
         unsigned n_args;
@@ -737,6 +884,12 @@ int main(int argc, char *argv[]) {
                 return NSCTL_EXIT_SUCCESS;
         }
 
+        /* polkit may ask only where somebody can answer: the agent nsctl starts on this
+         * machine's terminal, or one the session runs (--ask-password). Without one, a call
+         * that needs a password is refused as such, and error_advice() says what to do. */
+        arg_ask_password = arg_ask_password_mode >= 0 ? arg_ask_password_mode :
+                arg_transport == BUS_TRANSPORT_LOCAL && isatty(STDIN_FILENO);
+
         args = argv + optind;
         n_args = (unsigned) (argc - optind);
         v = n_args > 0 ? find_verb(args[0]) : NULL;
@@ -749,8 +902,12 @@ int main(int argc, char *argv[]) {
                 return NSCTL_EXIT_SUCCESS;
         }
         if (n_args == 0) {
-                verb_usage_error(NULL, "no command given");
-                return NSCTL_EXIT_USAGE;
+                /* As loginctl: no command lists. */
+                static char *list_args[] = { (char *) "list", NULL };
+
+                args = list_args;
+                n_args = 1;
+                v = find_verb("list");
         }
         if (!v) {
                 verb_usage_error(NULL, "unknown command '%s'", args[0]);
@@ -761,7 +918,13 @@ int main(int argc, char *argv[]) {
         if (r < 0)
                 return NSCTL_EXIT_USAGE;
 
-        r = bus_connect(&bus);
+        if (!(v->flags & VERB_NO_BUS)) {
+                r = bus_connect(&bus);
+                if (r < 0)
+                        return NSCTL_EXIT_FAILURE;
+        }
+
+        r = resolve_user_argument(bus, v, n_args, args, &resolved_user);
         if (r < 0)
                 return NSCTL_EXIT_FAILURE;
 

@@ -12,6 +12,7 @@
 #include "macros.h"
 #include "mount-entry.h"
 #include "strv.h"
+#include "text-escape.h"
 
 /* Exit codes of nsctl (see nsctl(1)) */
 #define NSCTL_EXIT_SUCCESS 0
@@ -85,6 +86,9 @@ int list_namespaces(sd_bus *bus, bool properties, NamespaceInfo **ret, size_t *r
 /* GetNamespace(user) + properties. Refusals are reported and returned negative. */
 int get_namespace(sd_bus *bus, const char *user, NamespaceInfo *ret);
 
+/* The user of the namespace of UID 'uid' (GetNamespaceByUID, then its Name): for a UID given
+ * where nsctl cannot ask NSS (the daemon of another machine). Errors are reported. */
+int namespace_name_by_uid(sd_bus *bus, uid_t uid, char **ret);
 /* GetMounts(user), user "" = host: one MountEntry (mount-entry.h) per mount, in the daemon's
  * order. The error is left in 'error' and not printed. */
 int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n);
@@ -150,6 +154,9 @@ void json_strv(JsonWriter *w, char **l);
 /* Verbs */
 int verb_mounts(sd_bus *bus, int argc, char **argv);
 int verb_attach(sd_bus *bus, int argc, char **argv);
+/* nsctl-verify.c: reads files, never connects (bus is NULL). */
+extern const char *arg_config; /* --config=FILE, as nsmanagerd's */
+int verb_verify(sd_bus *bus, int argc, char **argv);
 
 /* helpers for the verbs */
 size_t utf8_width(const char *s);

@@ -1,23 +1,41 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Manager.Attach(): read, validate, authorize, act, reply. Who the command runs as comes from
- * the bus, never from the arguments: the uid the bus authenticated, and that uid's primary
- * group and supplementary groups in NSS. Nothing is read from /proc: the caller could have
- * exec'd a setgid program since it sent the call.
+ * Manager.Attach() and Manager.OpenAttach(): read, validate, authorize, act, reply. Who the
+ * command runs as comes from the bus, never from the arguments: the uid the bus authenticated,
+ * and that uid's primary group and supplementary groups in NSS. Nothing is read from /proc: the
+ * caller could have exec'd a setgid program since it sent the call.
+ *
+ * Attach() takes the command's stdio and status fds from the caller: root's alone. Closing an
+ * fd of a file on a user's FUSE mount sends her server FLUSH and waits for the answer, beyond
+ * SIGKILL, so the process that answers everybody's logins never holds an fd a user sent (the
+ * bus policy refuses users' messages with fds before they reach us). Users call OpenAttach()
+ * instead: the daemon makes the pipes or the pty and the status socket, and hands the caller
+ * their ends in the reply, as machined's OpenMachinePTY() does.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "attach-process.h"
 #include "attach.h"
+#include "audit.h"
 #include "bus-errors.h"
 #include "bus-polkit.h"
 #include "bus-request.h"
+#include "child.h"
 #include "log.h"
 #include "namespace.h"
 #include "strv.h"
+
+/* OpenAttach() flags */
+#define OPEN_ATTACH_PTY UINT64_C(0x1)
 
 /* The arguments, as read from the message (strings and fds belong to it). */
 typedef struct AttachArgs {
@@ -25,7 +43,9 @@ typedef struct AttachArgs {
         char **command;
         char **environment;
         const char *working_directory;
-        int fds[4];                    /* stdin, stdout, stderr, status */
+        bool open_attach;              /* OpenAttach(): no fds, 'flags' */
+        uint64_t flags;
+        int fds[4];                    /* Attach(): stdin, stdout, stderr, status */
 } AttachArgs;
 
 static void attach_args_done(AttachArgs *a) {
@@ -42,8 +62,11 @@ static int read_args(sd_bus_message *message, AttachArgs *ret) {
         if (r >= 0)
                 r = sd_bus_message_read_strv(message, &ret->environment);
         if (r >= 0)
-                r = sd_bus_message_read(message, "shhhh", &ret->working_directory, &ret->fds[0], &ret->fds[1],
-                                        &ret->fds[2], &ret->fds[3]);
+                r = sd_bus_message_read(message, "s", &ret->working_directory);
+        if (r >= 0 && ret->open_attach)
+                r = sd_bus_message_read(message, "t", &ret->flags);
+        else if (r >= 0)
+                r = sd_bus_message_read(message, "hhhh", &ret->fds[0], &ret->fds[1], &ret->fds[2], &ret->fds[3]);
         return r;
 }
 
@@ -88,6 +111,12 @@ static int validate_args(const AttachArgs *a, sd_bus_error *error) {
         if (a->working_directory[0] && a->working_directory[0] != '/')
                 return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH, "Working directory '%s' is not an absolute path.",
                                          a->working_directory);
+        if (a->open_attach) {
+                if (a->flags & ~OPEN_ATTACH_PTY)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
+                                                 a->flags & ~OPEN_ATTACH_PTY);
+                return 0;
+        }
         return check_fds(a->fds, error);
 }
 
@@ -98,11 +127,106 @@ static int check_limit(Manager *m, uid_t uid, sd_bus_error *error) {
 
         if (uid == 0)
                 return 0;
+        /* Each helper of hers that could not let go of an attached command's fds (or write its
+         * status) waits on a lock she holds, a process of ours that nothing ends: no more. */
+        if (m->config.max_stuck_operations > 0 &&
+            child_set_stuck(m->children, uid) >= m->config.max_stuck_operations)
+                return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                         "uid %u has as many stuck operations as MaxStuckOperations=%u allows.",
+                                         (unsigned) uid, m->config.max_stuck_operations);
         n = attach_tasks_of_uid(m, uid);
         if (n >= max)
                 return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
                                          "The commands uid %u attached still run %u tasks (AttachTasksMax=%u).",
                                          (unsigned) uid, n, max);
+        return 0;
+}
+
+/* A pseudo terminal for the command, owned by the caller: opened with the caller's file system
+ * uid and gid, so devpts gives the new slave to them (its group is tty where devpts is mounted
+ * with gid=5, as everywhere), as a login's terminal is theirs. No CAP_CHOWN needed. The slave
+ * comes from the master itself (TIOCGPTPEER), never by its name in /dev/pts. */
+static int open_pty(uid_t uid, gid_t gid, int *ret_master, int *ret_slave) {
+        _cleanup_close_ int master = -EBADF, slave = -EBADF;
+        int unlock = 0, r = 0;
+
+        (void) setfsgid(gid);
+        (void) setfsuid(uid);
+        master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+                r = -errno;
+        (void) setfsuid(0);
+        (void) setfsgid(0);
+        if (r < 0)
+                return r;
+        if (ioctl(master, TIOCSPTLCK, &unlock) < 0)
+                return -errno;
+        slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0)
+                return -errno;
+        *ret_master = TAKE_FD(master);
+        *ret_slave = TAKE_FD(slave);
+        return 0;
+}
+
+/* OpenAttach(): the fds, made here. 'p' keeps every one until the hand-over; the command's
+ * ends go to ret_command, the caller's to p->reply_fds. The status is a socket, not a pipe: the
+ * daemon's end is shut for reading at once, so nothing (no fd either) can ever be queued to it,
+ * and neither writing a line to it nor closing it takes a lock the caller's end can hold. */
+static int make_fds(AttachProcess *p, bool pty, gid_t gid, int ret_command[3], int *ret_status, const char **ret_what) {
+        _cleanup_close_ int status = -EBADF;
+        int pair[2], r;
+
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+                *ret_what = "Failed to make the status socket";
+                return -errno;
+        }
+        status = pair[0];
+        if (shutdown(status, SHUT_RD) < 0) {
+                safe_close(pair[1]);
+                *ret_what = "Failed to make the status socket";
+                return -errno;
+        }
+        p->reply_fds[3] = pair[1];
+        r = attach_process_keep_fd(p, pair[1]);
+        if (r < 0)
+                return r;
+
+        if (pty) {
+                int master = -EBADF, slave = -EBADF;
+
+                r = open_pty(p->uid, gid, &master, &slave);
+                if (r < 0) {
+                        *ret_what = "Failed to allocate a pseudo terminal";
+                        return r;
+                }
+                r = attach_process_keep_fd(p, master);
+                if (r >= 0)
+                        r = attach_process_keep_fd(p, slave);
+                if (r < 0)
+                        return r;
+                for (int i = 0; i < 3; i++) {
+                        p->reply_fds[i] = master;
+                        ret_command[i] = slave;
+                }
+        } else
+                for (int i = 0; i < 3; i++) {
+                        int fds[2];
+
+                        if (pipe2(fds, O_CLOEXEC) < 0) {
+                                *ret_what = "Failed to make the pipes";
+                                return -errno;
+                        }
+                        /* stdin: the command reads, the caller writes; stdout, stderr: the other way. */
+                        ret_command[i] = fds[i == 0 ? 0 : 1];
+                        p->reply_fds[i] = fds[i == 0 ? 1 : 0];
+                        r = attach_process_keep_fd(p, fds[0]);
+                        if (r >= 0)
+                                r = attach_process_keep_fd(p, fds[1]);
+                        if (r < 0)
+                                return r;
+                }
+        *ret_status = TAKE_FD(status);
         return 0;
 }
 
@@ -115,6 +239,7 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
         _cleanup_(credentials_done) Credentials caller = {};
         _cleanup_close_ int status_fd = -EBADF;
         const char *what = NULL;
+        int fds[3] = { a->fds[0], a->fds[1], a->fds[2] };
         AttachRequest req;
         int r;
 
@@ -126,12 +251,20 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
         if (r < 0)
                 return sd_bus_error_set_errnof(error, -r, "Failed to look up uid %u and its groups: %m", (unsigned) uid);
 
-        status_fd = fcntl(a->fds[3], F_DUPFD_CLOEXEC, 3);
-        if (status_fd < 0)
-                return sd_bus_error_set_errnof(error, errno, "Failed to duplicate the status fd: %m");
+        if (!a->open_attach) {
+                status_fd = fcntl(a->fds[3], F_DUPFD_CLOEXEC, 3);
+                if (status_fd < 0)
+                        return sd_bus_error_set_errnof(error, errno, "Failed to duplicate the status fd: %m");
+        }
         r = attach_process_new(m, uid, ns->name, a->command[0], TAKE_FD(status_fd), &p);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, -r, "Failed to set up the status fd: %m");
+        if (a->open_attach) {
+                p->open_attach = true;
+                r = make_fds(p, a->flags & OPEN_ATTACH_PTY, caller.gid, fds, &p->status_fd, &what);
+                if (r < 0)
+                        return sd_bus_error_set_errnof(error, -r, "%s: %m", what);
+        }
 
         req = (AttachRequest) {
                 .user = ns->name,
@@ -142,7 +275,7 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 .command = a->command,
                 .environment = a->environment,
                 .working_directory = a->working_directory[0] ? a->working_directory : NULL,
-                .fds = { a->fds[0], a->fds[1], a->fds[2] },
+                .fds = { fds[0], fds[1], fds[2] },
         };
         if (attach_unit_available()) {
                 r = attach_unit_start(p, &req, message, &what);
@@ -154,8 +287,6 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
         r = attach_fork_start(p, &req, &what);
         if (r < 0)
                 return sd_bus_error_set_errnof(error, -r, "%s: %m", what);
-        log_info("Started '%s' as uid %u in the namespace of '%s' (PID %d).", a->command[0], (unsigned) uid,
-                 ns->name, (int) p->pid);
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -166,19 +297,17 @@ void attach_reply_error(AttachProcess *p, const char *name, const char *message)
 
         if (!p->call)
                 return;
-        log_info("Attach of '%s' by uid %u to the namespace of '%s' failed: %s", p->command, (unsigned) p->uid,
-                 p->user, message ?: name);
         (void) sd_bus_error_set(&e, name, message);
+        audit_call(p->manager, p->call, &e);
         r = sd_bus_reply_method_error(p->call, &e);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
         p->call = sd_bus_message_unref(p->call);
 }
 
-int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        _cleanup_(attach_args_done) AttachArgs a = {};
+static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, sd_bus_error *error) {
+        _cleanup_(attach_args_done) AttachArgs a = { .open_attach = open_attach };
         const char *details[] = { "user", NULL, NULL };
-        Manager *m = userdata;
         AttachProcess *p = NULL;
         Namespace *ns;
         uid_t uid;
@@ -223,5 +352,37 @@ int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) 
                 return r;
 
         /* Reply */
-        return sd_bus_reply_method_return(message, "u", (uint32_t) p->pid);
+        return attach_process_reply(p, message);
+}
+
+/* A refusal before the command started (attach_common() returned it, and sd-bus sends it):
+ * recorded here; starts and later failures are recorded where they are answered. */
+static int audited(Manager *m, sd_bus_message *message, sd_bus_error *error, int r) {
+        if (r < 0) {
+                _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+                audit_call(m, message, sd_bus_error_is_set(error) ? error : (sd_bus_error_set_errno(&e, r), &e));
+        }
+        return r;
+}
+
+int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        uid_t uid;
+        int r;
+
+        /* The fds are here already (the bus policy lets only root send any): refusing the
+         * others by name tells a caller on a bus without that rule what to call instead. */
+        r = bus_message_caller_uid(message, &uid, error);
+        if (r < 0)
+                return r;
+        if (uid != 0)
+                return audited(userdata, message, error,
+                               sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                                "Attach() takes the command's fds from its caller, which only root may "
+                                                "send; call OpenAttach(), which returns them."));
+        return audited(userdata, message, error, attach_common(message, userdata, false, error));
+}
+
+int method_open_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return audited(userdata, message, error, attach_common(message, userdata, true, error));
 }

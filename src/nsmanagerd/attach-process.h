@@ -24,8 +24,11 @@ typedef struct AttachRequest {
         char **command;
         char **environment;
         const char *working_directory; /* NULL or absolute */
-        int fds[3];                    /* stdin, stdout, stderr */
+        int fds[3];                    /* the command's stdin, stdout, stderr */
 } AttachRequest;
+
+/* The fds OpenAttach() made for a command: what the command gets, what the caller gets. */
+#define ATTACH_MADE_FDS_MAX 8
 
 struct AttachProcess {
         Manager *manager;
@@ -36,6 +39,13 @@ struct AttachProcess {
         char *command;                 /* argv[0], for the logs */
         pid_t pid;                     /* 0 until it runs */
         int status_fd;                 /* where "EXITED n" / "KILLED n" goes */
+        /* OpenAttach(): the caller's ends, for the reply (stdin, stdout, stderr, status), and
+         * every copy of the fds the daemon made that it still holds, both ends; let go of in a
+         * child right after the hand-over (attach_process_release_fds()). -EBADF where none. */
+        bool open_attach;
+        int reply_fds[4];
+        int made_fds[ATTACH_MADE_FDS_MAX];
+        size_t n_made_fds;
         sd_event_source *hangup_source; /* the client closed its end of the status pipe */
         void (*on_client_gone)(AttachProcess *p);
 
@@ -63,6 +73,17 @@ AttachProcess *attach_process_free(AttachProcess *p);
 static inline void attach_process_freep(AttachProcess **p) {
         attach_process_free(*p);
 }
+
+/* OpenAttach(): keeps 'fd' until the hand-over; attach_process_release_fds() lets go of it. */
+int attach_process_keep_fd(AttachProcess *p, int fd);
+/* Lets go of the daemon's copies of the fds it made, in a child of its own: closing the last
+ * copy of a pipe or pty end takes a lock that the holder of the other end can keep for as long
+ * as her FUSE server does not answer (a read into or write from a mapping of a file there).
+ * The child waits there, if anyone, charged to the command's owner. */
+void attach_process_release_fds(AttachProcess *p);
+/* Answers 'call' (Attach() or OpenAttach()) with the PID, and for OpenAttach() the caller's
+ * ends; then lets go of the daemon's copies. */
+int attach_process_reply(AttachProcess *p, sd_bus_message *call);
 
 /* Writes "EXITED <status>" (code CLD_EXITED) or "KILLED <signo>" to the status fd, without
  * blocking and without dying of SIGPIPE when the client is gone. */

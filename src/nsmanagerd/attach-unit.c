@@ -20,9 +20,20 @@
  *   3. on every PropertiesChanged, read them again: once ExecMainCode is set the command has
  *      ended: write its status, drop our reference to the unit (AddRef=yes kept it loaded).
  *
- * The caller's environment is handed over in an EnvironmentFile= that only root can read,
- * removed as soon as the job is done: a unit's Environment= is a property every user can
- * read on the bus.
+ * No text the caller chose is in the unit: systemd 252 writes a transient unit into
+ * /run/systemd/transient escaping only '%', reads it back at every daemon-reload, and a newline
+ * in a working directory (WorkingDirectory=) or a command name (Description=) became a line of
+ * root's unit (ExecStopPost=+…). The unit's settings are ours alone: a Description= of numbers
+ * and the validated user name, WorkingDirectory=-~, and ExecStart= of our own fixed program,
+ * nsmanager-attach-exec (attach-exec.c), which runs as the caller in the view and takes the
+ * command, its environment and its directory from an EnvironmentFile= that only root can read,
+ * removed as soon as the job is done (a unit's Environment= is a property every user can read on
+ * the bus). There they are under names of ours, escaped: systemd puts the unit's environment
+ * into the PAM handle before pam_open_session, and the root PAM stack must see none of the
+ * caller's variables under a name a module reads (LD_PRELOAD for pam_exec's programs,
+ * XDG_SESSION_ID, NSMANAGER_ATTACH_NAMESPACE). The program puts them in place after PAM, as
+ * the caller. Only properties that systemd 252 writes in a form it reads back are used: not
+ * ExecStartEx=, which it writes under its own name and then refuses ("Unknown key").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -40,6 +51,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "attach-process.h"
+#include "config.h"
 #include "bus-util.h"
 #include "log.h"
 
@@ -52,7 +64,8 @@
 /* The PAM service the package ships (pam.d/nsmanager-attach), and the variable by which its
  * pam_nsmanager learns which namespace to enter. */
 #define ATTACH_PAM_SERVICE "nsmanager-attach"
-#define ATTACH_NAMESPACE_ENV "NSMANAGER_ATTACH_NAMESPACE"
+#define ATTACH_ENV_PREFIX "NSMANAGER_ATTACH_"
+#define ATTACH_NAMESPACE_ENV ATTACH_ENV_PREFIX "NAMESPACE"
 
 bool attach_unit_available(void) {
         return sd_booted() > 0;
@@ -60,56 +73,52 @@ bool attach_unit_available(void) {
 
 /* --- the environment file ------------------------------------------------------------ */
 
-static bool utf8_is_valid(const char *s) {
-        const unsigned char *p = (const unsigned char *) s;
-
-        while (*p) {
-                int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
-                if (n < 0 || (n == 1 && *p < 0xc2))
-                        return false;
-                p++;
-                for (int i = 0; i < n; i++, p++)
-                        if ((*p & 0xc0) != 0x80)
-                                return false;
-        }
-        return true;
-}
-
-/* What systemd accepts in an environment file (env_assignment_is_valid()): a name of letters,
- * digits and '_' not starting with a digit, and a UTF-8 value. The rest cannot be passed. */
-static bool environment_entry_passes(const char *e) {
-        const char *eq = strchr(e, '=');
-
-        if (!eq || eq == e || (*e >= '0' && *e <= '9'))
-                return false;
-        for (const char *c = e; c < eq; c++)
-                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
-                        return false;
-        /* Ours to set: the caller's would choose the namespace. */
-        if ((size_t) (eq - e) == strlen(ATTACH_NAMESPACE_ENV) && strncmp(e, ATTACH_NAMESPACE_ENV, eq - e) == 0)
-                return false;
-        return utf8_is_valid(eq + 1);
-}
-
-/* NAME="VALUE" per line. Inside double quotes systemd's parser keeps every character
- * (newlines too) except '"' and '\', and unescapes \" \\ \` \$: escape those four. */
-static int write_environment(FILE *f, char **environment) {
-        for (char **e = environment; e && *e; e++) {
-                const char *eq = strchr(*e, '=');
-
-                if (!environment_entry_passes(*e)) {
-                        log_debug("Environment entry '%.*s' cannot be passed through systemd, leaving it out.",
-                                  eq ? (int) (eq - *e) : (int) strlen(*e), *e);
-                        continue;
-                }
-                fprintf(f, "%.*s=\"", (int) (eq - *e), *e);
-                for (const char *c = eq + 1; *c; c++) {
-                        if (strchr("\"\\`$", *c))
+/* One line NSMANAGER_ATTACH_<name>="VALUE". The value escaped for nsmanager-attach-exec first
+ * ('\' as "\\", a byte below 0x20 or 0x7f as "\xHH"; UTF-8 is all the bus lets through), so
+ * that it holds no control character; then for systemd's parser, which inside double quotes
+ * unescapes \" \\ \` \$ and keeps everything else. */
+static void write_variable(FILE *f, const char *name, const char *value) {
+        fprintf(f, ATTACH_ENV_PREFIX "%s=\"", name);
+        for (const unsigned char *c = (const unsigned char *) value; *c; c++) {
+                if (*c < 0x20 || *c == 0x7f)
+                        fprintf(f, "\\\\x%02x", *c);     /* \xHH, its '\' escaped for systemd */
+                else if (*c == '\\')
+                        fputs("\\\\\\\\", f);        /* \\, each '\' escaped for systemd */
+                else {
+                        if (strchr("\"`$", *c))
                                 fputc('\\', f);
                         fputc(*c, f);
                 }
-                fputs("\"\n", f);
         }
+        fputs("\"\n", f);
+}
+
+static int write_environment(FILE *f, const AttachRequest *req) {
+        char name[32];
+        size_t n = 0;
+
+        for (char **c = req->command; *c; c++, n++) {
+                (void) snprintf(name, sizeof name, "ARGV_%zu", n);
+                write_variable(f, name, *c);
+        }
+        (void) snprintf(name, sizeof name, "%zu", n);
+        write_variable(f, "ARGC", name);
+
+        n = 0;
+        for (char **e = req->environment; e && *e; e++) {
+                /* Ours to set: the caller's would choose the namespace, or the command. */
+                if (strncmp(*e, ATTACH_ENV_PREFIX, strlen(ATTACH_ENV_PREFIX)) == 0) {
+                        log_debug("Leaving the caller's %.*s out of the environment.", (int) strcspn(*e, "="), *e);
+                        continue;
+                }
+                (void) snprintf(name, sizeof name, "ENV_%zu", n++);
+                write_variable(f, name, *e);
+        }
+        (void) snprintf(name, sizeof name, "%zu", n);
+        write_variable(f, "ENVC", name);
+
+        if (req->working_directory)
+                write_variable(f, "DIRECTORY", req->working_directory);
         return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
 }
 
@@ -139,7 +148,7 @@ static int environment_directory(Manager *m, char **ret) {
         return 0;
 }
 
-static int environment_file_create(AttachProcess *p, char **environment) {
+static int environment_file_create(AttachProcess *p, const AttachRequest *req) {
         _cleanup_free_ char *dir = NULL, *path = NULL;
         _cleanup_fclose_ FILE *f = NULL;
         int fd, r;
@@ -158,7 +167,7 @@ static int environment_file_create(AttachProcess *p, char **environment) {
                 safe_close(fd);
                 return -errno;
         }
-        return write_environment(f, environment);
+        return write_environment(f, req);
 }
 
 static void environment_file_remove(AttachProcess *p) {
@@ -278,12 +287,12 @@ static int answer_call(AttachProcess *p, const ServiceState *st) {
         }
 
         p->pid = (pid_t) st->exec_main_pid;
-        r = sd_bus_reply_method_return(p->call, "u", st->exec_main_pid);
+        r = attach_process_reply(p, p->call);
         if (r < 0)
                 log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
         p->call = sd_bus_message_unref(p->call);
-        log_info("Started '%s' as uid %u in the namespace of '%s' (%s, PID %d).", p->command, (unsigned) p->uid,
-                 p->user, p->unit, (int) p->pid);
+        log_debug("%s runs the command of uid %u in the namespace of '%s' as PID %d.", p->unit, (unsigned) p->uid,
+                  p->user, (int) p->pid);
         return 1;
 }
 
@@ -413,70 +422,42 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
 
 /* --- the transient unit -------------------------------------------------------------- */
 
-/* ExecStart=/bin/sh -c 'exec "$@"' sh COMMAND…, in the view: the shell looks COMMAND up in the
- * caller's $PATH and replaces itself with it, so the command is the unit's main process (its
- * PID is the one Attach() returns). If it cannot be executed, the shell says why on the
- * command's stderr and exits 127 or 126, as a shell does: systemd itself would only log
- * that, and with PAMName= systemd 252 cannot tell the job when execve() succeeded (Type=exec
- * hangs: its sd-pam helper keeps the exec fd open), so the job is done at the fork.
- * no-env-expand: the argv is the caller's, "$HOME" stays "$HOME". */
-static int append_exec_start(sd_bus_message *m, char **command) {
-        int r;
-
-        r = sd_bus_message_open_container(m, 'r', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", "ExecStartEx");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "a(sasas)");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "(sasas)");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'r', "sasas");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", "/bin/sh");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "s");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "ssss", "/bin/sh", "-c", "exec \"$@\"", "sh");
-        for (char **c = command; r >= 0 && *c; c++)
-                r = sd_bus_message_append(m, "s", *c);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "as", 1, "no-env-expand");
-        for (int i = 0; r >= 0 && i < 4; i++)
-                r = sd_bus_message_close_container(m);
-        return r;
-}
-
+/* ExecStart=ATTACH_EXEC_PATH, nothing else: the command is in the environment file. The program
+ * replaces itself with the command, so the command is the unit's main process (its PID is the
+ * one Attach() returns); if it cannot, it says why on the command's stderr and exits 127 or
+ * 126, as a shell does: systemd itself would only log that, and with PAMName= systemd 252
+ * cannot tell the job when execve() succeeded (Type=exec hangs: its sd-pam helper keeps the
+ * exec fd open), so the job is done at the fork. */
 static int append_properties(sd_bus_message *m, AttachProcess *p, const AttachRequest *req) {
-        _cleanup_free_ char *description = NULL, *slice = NULL, *user = NULL, *env = NULL, *wd = NULL;
+        _cleanup_free_ char *description = NULL, *slice = NULL, *user = NULL, *env = NULL;
         int r;
 
-        if (asprintf(&description, "'%s' attached by uid %u to the namespace of '%s'", req->command[0],
-                     (unsigned) req->uid, req->user) < 0 ||
+        /* Numbers and the namespace's user name (valid_user_name(), from NSS): nothing else. */
+        if (asprintf(&description, "nsctl attach of uid %u to the namespace of %s", (unsigned) req->uid,
+                     req->user) < 0 ||
             asprintf(&slice, "user-%u.slice", (unsigned) req->uid) < 0 ||
             asprintf(&user, "%u", (unsigned) req->uid) < 0 ||
-            asprintf(&env, ATTACH_NAMESPACE_ENV "=%s", req->user) < 0 ||
-            /* systemd changes directory as the user, after PAM entered the view; "-": a
-             * directory the view lacks leaves the command where pam_nsmanager put it, the
-             * caller's home (else /). */
-            asprintf(&wd, "-%s", req->working_directory ?: "~") < 0)
+            asprintf(&env, ATTACH_NAMESPACE_ENV "=%s", req->user) < 0)
                 return -ENOMEM;
 
         r = sd_bus_message_open_container(m, 'a', "(sv)");
         if (r >= 0)
-                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
+                r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
                                           "Description", "s", description,
                                           "Type", "s", "simple",
                                           "Slice", "s", slice,
                                           "User", "s", user,
                                           "PAMName", "s", ATTACH_PAM_SERVICE,
                                           "Environment", "as", 1, env,
-                                          "EnvironmentFiles", "a(sb)", 1, p->env_file, false,
-                                          "WorkingDirectory", "s", wd);
+                                          "EnvironmentFiles", "a(sb)", 1, p->env_file, false);
         if (r >= 0)
-                r = append_exec_start(m, req->command);
+                /* The caller's home, as the user, once PAM entered the view (pam_nsmanager put us
+                 * there already); "-": / if the view lacks it. The caller's directory is
+                 * nsmanager-attach-exec's to change to. */
+                r = sd_bus_message_append(m, "(sv)", "WorkingDirectory", "s", "-~");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "(sv)", "ExecStart", "a(sasb)", 1, ATTACH_EXEC_PATH, 1, ATTACH_EXEC_PATH,
+                                          false);
         if (r >= 0)
                 r = sd_bus_message_append(m, "(sv)(sv)(sv)(sv)(sv)(sv)(sv)(sv)",
                                           "StandardInputFileDescriptor", "h", req->fds[0],
@@ -537,7 +518,7 @@ int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message
                 *ret_what = "Failed to name the unit";
                 return r;
         }
-        r = environment_file_create(p, req->environment);
+        r = environment_file_create(p, req);
         if (r < 0) {
                 *ret_what = "Failed to write the environment for systemd";
                 return r;

@@ -19,6 +19,7 @@
 
 #include "attach-process.h"
 #include "attach.h"
+#include "audit.h"
 #include "child.h"
 #include "log.h"
 
@@ -37,6 +38,7 @@ int attach_process_new(Manager *m, uid_t uid, const char *user, const char *comm
                 .status_fd = status_fd,
                 .user = strdup(user),
                 .command = strdup(command),
+                .reply_fds = { -EBADF, -EBADF, -EBADF, -EBADF },
         };
         p->next = m->attach_processes;
         m->attach_processes = p;
@@ -63,6 +65,7 @@ AttachProcess *attach_process_free(AttachProcess *p) {
         sd_bus_slot_unref(p->properties_slot);
         sd_bus_slot_unref(p->call_slot);
         sd_bus_message_unref(p->call);
+        attach_process_release_fds(p);
         if (p->env_file)
                 (void) unlink(p->env_file);
         safe_close(p->status_fd);
@@ -75,6 +78,76 @@ AttachProcess *attach_process_free(AttachProcess *p) {
         free(p->user);
         free(p);
         return NULL;
+}
+
+int attach_process_keep_fd(AttachProcess *p, int fd) {
+        if (p->n_made_fds >= ATTACH_MADE_FDS_MAX) {
+                safe_close(fd);
+                return -ENOBUFS;
+        }
+        p->made_fds[p->n_made_fds++] = fd;
+        return 0;
+}
+
+static int release_run(int sock, void *userdata) {
+        const AttachProcess *p = userdata;
+
+        /* Closing may wait for a lock the other end's holder keeps: here, not in the daemon. */
+        for (size_t i = 0; i < p->n_made_fds; i++)
+                (void) close(p->made_fds[i]);
+        return ipc_send_result(sock, 0, NULL);
+}
+
+static void on_released(int result, const char *message, IpcMessage *final, const char *data, size_t size,
+                        void *userdata) {
+        if (result < 0)
+                log_debug_errno(result, "Failed to let go of the fds of an attached command, ignoring: %m");
+}
+
+void attach_process_release_fds(AttachProcess *p) {
+        _cleanup_free_ char *description = NULL;
+        int r;
+
+        if (p->n_made_fds == 0)
+                return;
+        if (asprintf(&description, "Letting go of the fds of attached command '%s' of uid %u", p->command,
+                     (unsigned) p->uid) < 0)
+                description = NULL;
+        /* The child holds copies from the fork on, so none of our closes below is the last. */
+        ChildSpec spec = {
+                .description = description,
+                .run = release_run,
+                .run_userdata = p,
+                .keep_fds = p->made_fds,
+                .n_keep_fds = p->n_made_fds,
+                .deadline = manager_deadline(p->manager),
+                .owner = p->uid,
+                .done = on_released,
+        };
+        r = child_start(p->manager->children, &spec);
+        if (r < 0)
+                /* Then we close them ourselves, which may wait: rare (no memory, no process). */
+                log_warning_errno(r, "Failed to start a child to let go of the fds of PID %d, closing them here: %m",
+                                  (int) p->pid);
+        for (size_t i = 0; i < p->n_made_fds; i++)
+                safe_close(p->made_fds[i]);
+        p->n_made_fds = 0;
+        for (size_t i = 0; i < ELEMENTSOF(p->reply_fds); i++)
+                p->reply_fds[i] = -EBADF;   /* some of made_fds[], closed with them */
+}
+
+int attach_process_reply(AttachProcess *p, sd_bus_message *call) {
+        int r;
+
+        audit_call_pid(p->manager, call, NULL, p->pid);
+        if (p->open_attach)
+                r = sd_bus_reply_method_return(call, "uhhhh", (uint32_t) p->pid, p->reply_fds[0], p->reply_fds[1],
+                                               p->reply_fds[2], p->reply_fds[3]);
+        else
+                r = sd_bus_reply_method_return(call, "u", (uint32_t) p->pid);
+        /* The reply holds its own copies: the caller has them now, or never will. */
+        attach_process_release_fds(p);
+        return r;
 }
 
 /* The status line is written by a child of its own (child.h), never by the daemon. Writing to

@@ -8,7 +8,7 @@
 /* Manager.Attach(s user, as command, as environment, s working_directory,
  *                h stdin, h stdout, h stderr, h status) -> (u pid)
  *
- * Starts 'command' inside the user's mount namespace as the caller: the uid the bus
+ * Root's alone (AccessDenied for anybody else: see OpenAttach()). Starts 'command' inside the user's mount namespace as the caller: the uid the bus
  * authenticated, with that uid's primary group and supplementary groups from NSS (never from
  * /proc). 'environment' is its environment and the three fds its stdin/stdout/stderr; if stdin
  * is a terminal it becomes the controlling terminal of the command's new session. The command
@@ -27,6 +27,18 @@
  * org.example.NSManager.attach; details: user. AttachTasksMax= caps the tasks of one uid's
  * attached commands (LimitExceeded). */
 int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error);
+
+/* Manager.OpenAttach(s user, as command, as environment, s working_directory, t flags)
+ *     -> (u pid, h stdin, h stdout, h stderr, h status)
+ *
+ * Attach() for everyone, without fds from the caller: the daemon makes them and returns the
+ * caller's ends. Flag 0x1: a pseudo terminal, owned by the caller, whose slave is the command's
+ * stdin, stdout, stderr and controlling terminal; the three fds returned are then its master.
+ * Without it, three pipes (the write end of the command's stdin, the read ends of its stdout and
+ * stderr). 'status' is a stream socket that carries the status line and can only be read; when
+ * the caller closes it, the command gets SIGHUP. The daemon closes its own copies right after
+ * the reply, in a child of its own. Otherwise as Attach(). */
+int method_open_attach(sd_bus_message *message, void *userdata, sd_bus_error *error);
 
 /* Forgets the commands started by Attach(): their status fds are closed without a status line
  * (the commands themselves go on). Called when the daemon exits. */

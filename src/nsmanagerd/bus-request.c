@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "audit.h"
 #include "bus-creds.h"
 #include "bus-errors.h"
 #include "bus-polkit.h"
@@ -72,8 +73,26 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
                 *req = (BusRequest) { .manager = m, .message = sd_bus_message_ref(message), .deadline = manager_deadline(m),
                                       .data = data, .free_data = free_data };
                 LIST_PREPEND(m->requests, req);
+                if (log_get_max_level() >= LOG_DEBUG) {
+                        uid_t uid = (uid_t) -1;
+                        pid_t pid = 0;
+
+                        (void) bus_message_get_sender_uid(message, &uid);
+                        (void) bus_message_get_sender_pid(message, &pid);
+                        log_debug("%s() from %s, uid %d, pid %d.", sd_bus_message_get_member(message),
+                                  sd_bus_message_get_sender(message) ?: "a private connection", (int) uid, (int) pid);
+                }
         }
         r = bus_request_step(req, step, error);
+        /* Answered now: the step failed (sd-bus sends 'error'), or replied itself. Answers
+         * from bus_request_reply*() were recorded there. */
+        if (r < 0) {
+                _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+                audit_call(m, message, sd_bus_error_is_set(error) ? error :
+                           (sd_bus_error_set_errno(&e, r), &e));
+        } else if (!req->finished && !req->pending)
+                audit_call(m, message, NULL);
         if (r < 0 || req->finished || !req->pending)
                 bus_request_free(req);
         /* Handled, now or later: 0 would tell sd-bus to look for another handler. */
@@ -81,7 +100,10 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
 }
 
 void bus_request_reply(BusRequest *req, sd_bus_message *reply) {
-        int r = sd_bus_send(NULL, reply, NULL);
+        int r;
+
+        audit_call(req->manager, req->message, NULL);
+        r = sd_bus_send(NULL, reply, NULL);
         if (r < 0)
                 log_debug_errno(r, "Failed to send a reply, ignoring (the caller has gone?): %m");
         bus_request_finish(req);
@@ -127,6 +149,7 @@ void bus_request_reply_error(BusRequest *req, int r, const char *message) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
         (void) bus_error_from_errno(&error, r, message);
+        audit_call(req->manager, req->message, &error);
         r = sd_bus_reply_method_error(req->message, &error);
         if (r < 0)
                 log_debug_errno(r, "Failed to send an error reply, ignoring (the caller has gone?): %m");

@@ -214,6 +214,13 @@ int child_setup(int sock, const int *keep, size_t n_keep) {
         /* Mount work for a daemon that is gone is work nobody waits for. */
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
 
+        /* The journal's socket is one of the fds closed below, and libsystemd would go on
+         * writing to its number, which the child may reuse for its own socket: log to stderr
+         * (the daemon's, the journal's stream under systemd) from here on. */
+        if (log_get_target() == LOG_TARGET_JOURNAL)
+                log_set_target(LOG_TARGET_CONSOLE_PREFIXED);
+        log_set_export_fd(-EBADF);
+
         /* Close every fd but sock and keep[]: walk the gaps between them in ascending order. */
         for (;;) {
                 int next = INT32_MAX;

@@ -27,11 +27,10 @@ static void policy_set(ViewPolicy *p, bool ret[static VIEW_SETTINGS]) {
                 ret[2 + i] = strv_length(*lists[i]) > 0;
 }
 
-/* One file's effect: read on top of a policy with nothing set and on top of one with every
- * setting set. Both set: it sets it; neither: it unsets (resets) it; only the second: it
- * does not touch it. */
-static int file_effect(const char *config_file, const char *group, const char *user, char ret[static VIEW_SETTINGS + 1],
-                       char **ret_error) {
+/* One file's effect: its assignments (checked when the configuration was loaded) applied on
+ * top of a policy with nothing set and on top of one with every setting set. Both set: it sets
+ * it; neither: it unsets (resets) it; only the second: it does not touch it. */
+static int file_effect(const ConfigAssignments *a, char ret[static VIEW_SETTINGS + 1]) {
         ViewPolicy none = {}, all = { .private_tmp = true, .hide_other_homes = true };
         char ***lists[VIEW_SETTINGS - 2];
         bool from_none[VIEW_SETTINGS], from_all[VIEW_SETTINGS];
@@ -41,9 +40,9 @@ static int file_effect(const char *config_file, const char *group, const char *u
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(lists); i++)
                 r = strv_extend(lists[i], "(set before)");
         if (r >= 0)
-                r = view_policy_load_one(config_file, group, user, &none, ret_error);
+                r = config_assignments_apply(a, &none);
         if (r >= 0)
-                r = view_policy_load_one(config_file, group, user, &all, ret_error);
+                r = config_assignments_apply(a, &all);
         if (r >= 0) {
                 policy_set(&none, from_none);
                 policy_set(&all, from_all);
@@ -61,24 +60,19 @@ static bool effect_touches(const char *effect) {
 }
 
 /* The effects of the group.d (or user.d) files that touch anything. */
-static int entries_effects(const char *config_file, bool groups, ViewEffect **ret, size_t *ret_n) {
-        _cleanup_strv_free_ char **names = NULL;
+static int files_effects(const PolicyFile *files, size_t n_files, ViewEffect **ret, size_t *ret_n) {
         ViewEffect *list = NULL;
         size_t n = 0;
-        int r;
+        int r = 0;
 
-        r = groups ? view_policy_groups_with_files(config_file, &names) : view_policy_users_with_files(config_file, &names);
-        for (char **name = names; r >= 0 && name && *name; name++) {
-                _cleanup_free_ char *why = NULL;
+        for (size_t i = 0; i < n_files; i++) {
                 char effect[VIEW_SETTINGS + 1];
                 ViewEffect *l;
 
-                r = file_effect(config_file, groups ? *name : NULL, groups ? NULL : *name, effect, &why);
-                if (r == -EINVAL && !why)
-                        r = 0; /* not a name the daemon would ever read a file for */
-                else if (r < 0)
-                        log_warning("%s", why ?: strerror(-r));
-                if (r < 0 || !effect_touches(effect))
+                r = file_effect(&files[i].view, effect);
+                if (r < 0)
+                        break;
+                if (!effect_touches(effect))
                         continue;
                 l = realloc(list, (n + 1) * sizeof(ViewEffect));
                 if (!l) {
@@ -86,7 +80,7 @@ static int entries_effects(const char *config_file, bool groups, ViewEffect **re
                         break;
                 }
                 list = l;
-                list[n] = (ViewEffect) { .name = strdup(*name) };
+                list[n] = (ViewEffect) { .name = strdup(files[i].name) };
                 if (!list[n].name) {
                         r = -ENOMEM;
                         break;
@@ -105,12 +99,11 @@ static int entries_effects(const char *config_file, bool groups, ViewEffect **re
         return 0;
 }
 
-int login_rule_compile(const char *config_file, const ManagerConfig *c, LoginFilter *ret) {
+int login_rule_compile(const ManagerConfig *c, LoginFilter *ret) {
         LoginFilter f = {
                 .min_uid = c->min_uid,
                 .login_without_view = c->login_without_view,
         };
-        _cleanup_free_ char *why = NULL;
         int r = 0;
 
         memset(f.view_main, '-', VIEW_SETTINGS);
@@ -119,18 +112,11 @@ int login_rule_compile(const char *config_file, const ManagerConfig *c, LoginFil
         for (char **u = c->exclude_users; r >= 0 && u && *u; u++)
                 r = strv_extend(&f.exclude_users, *u);
         if (r >= 0 && f.login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED) {
-                r = file_effect(config_file, NULL, NULL, f.view_main, &why);
+                r = file_effect(&c->view, f.view_main);
                 if (r >= 0)
-                        r = entries_effects(config_file, true, &f.view_groups, &f.n_view_groups);
+                        r = files_effects(c->group_policies, c->n_group_policies, &f.view_groups, &f.n_view_groups);
                 if (r >= 0)
-                        r = entries_effects(config_file, false, &f.view_users, &f.n_view_users);
-                if (r < 0 && r != -ENOMEM) {
-                        /* Whatever the policy says cannot be told: every user has one. */
-                        log_warning("%s; pam_nsmanager will refuse every managed login without its view "
-                                    "(LoginWithoutView=restricted).", why ?: "Failed to read the [View] policy");
-                        memset(f.view_main, 'y', VIEW_SETTINGS);
-                        r = 0;
-                }
+                        r = files_effects(c->user_policies, c->n_user_policies, &f.view_users, &f.n_view_users);
         }
         if (r < 0) {
                 login_filter_done(&f);

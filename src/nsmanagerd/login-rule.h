@@ -6,10 +6,10 @@
 
 /* What the daemon publishes for pam_nsmanager (login-filter.h): the user range and
  * LoginWithoutView=, with, for `restricted`, what each file of the [View] policy does to
- * each setting. Compiled from the files as they are now, with the daemon's own parser: a file
- * is read once from nothing set and once from everything set, and what differs is what it
- * leaves alone. */
-int login_rule_compile(const char *config_file, const ManagerConfig *c, LoginFilter *ret);
+ * each setting. Compiled from the configuration in force, with the daemon's own parsers: a
+ * file's assignments are applied once on top of nothing set and once on top of everything
+ * set, and what differs is what it leaves alone. -ENOMEM is the only error. */
+int login_rule_compile(const ManagerConfig *c, LoginFilter *ret);
 
 /* The text login_filter_parse() reads back (the module has no business writing it). */
 int login_filter_format(const LoginFilter *f, char **ret);

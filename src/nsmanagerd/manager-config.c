@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "conf-parser.h"
-#include "log.h"
 #include "manager-config.h"
 #include "path-util.h"
 #include "string-table.h"
@@ -34,11 +35,23 @@ void manager_config_init(ManagerConfig *c) {
         c->shared_subtrees = strv_split_whitespace("/mnt");
 }
 
+static void policy_files_free(PolicyFile *files, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(files[i].name);
+                free(files[i].path);
+                config_assignments_done(&files[i].view);
+        }
+        free(files);
+}
+
 void manager_config_done(ManagerConfig *c) {
         free(c->subtree_root);
         free(c->state_directory);
         strv_free(c->shared_subtrees);
         strv_free(c->exclude_users);
+        config_assignments_done(&c->view);
+        policy_files_free(c->group_policies, c->n_group_policies);
+        policy_files_free(c->user_policies, c->n_user_policies);
         *c = (ManagerConfig) {};
 }
 
@@ -89,7 +102,171 @@ static int config_parse_timeout(const char *value, void *data, char **ret_messag
         return r;
 }
 
-/* One table for both sections, so a typo in either is found whichever is being read. */
+/* ---- [View] entries, checked when they are read ---- */
+
+/* A view is built long after its files were read, for users nobody had in mind when writing
+ * them: whatever can be wrong with an entry for every user is refused here, when the file is
+ * read, with its file and line (view-policy.c checks each entry again for the user at hand). */
+
+static _printf_(2, 3) int entry_error(char **ret_message, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(ret_message, fmt, ap) < 0)
+                *ret_message = NULL;
+        va_end(ap);
+        return -EINVAL;
+}
+
+/* One field of an entry with its specifiers expanded as for a typical user ('u', uid 1000, home
+ * /home/u, group 'g'): what a path becomes then tells whether it can be valid for a user at
+ * all (%u stays one path component, %h an absolute path, whoever the user is). */
+static int expand_typical(const char *entry, const char *field, size_t len, char **ret, char **ret_message) {
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_fclose_ FILE *f = NULL;   /* declared after buf: closed (flushing into buf) first */
+        size_t size = 0;
+
+        f = open_memstream(&buf, &size);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i++) {
+                if (field[i] != '%') {
+                        fputc(field[i], f);
+                        continue;
+                }
+                if (++i >= len)
+                        return entry_error(ret_message, "'%s': a lone '%%' at the end of a field (write %%%% for a %%)", entry);
+                switch (field[i]) {
+                case 'u':
+                        fputs("u", f);
+                        break;
+                case 'g':
+                        fputs("g", f);
+                        break;
+                case 'U':
+                case 'G':
+                        fputs("1000", f);
+                        break;
+                case 'h':
+                        fputs("/home/u", f);
+                        break;
+                case '%':
+                        fputc('%', f);
+                        break;
+                default:
+                        return entry_error(ret_message, "'%s': '%%%c' is not a specifier (%%u %%U %%h %%g %%G %%%%)",
+                                           entry, field[i]);
+                }
+        }
+        if (fclose(TAKE_PTR(f)) != 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/* Splits at ':' into at most 'max' fields (before expanding, as view-policy.c does, so that no
+ * expansion adds one) and expands each; fields not present are NULL. */
+static int split_entry(const char *entry, const char *s, size_t max, char **ret_fields, char **ret_message) {
+        size_t n = 0;
+        int r;
+
+        for (size_t i = 0; i < max; i++)
+                ret_fields[i] = NULL;
+        for (;;) {
+                size_t len = strcspn(s, ":");
+                if (n >= max)
+                        r = entry_error(ret_message, "'%s': more than %zu fields separated by ':'", entry, max);
+                else
+                        r = expand_typical(entry, s, len, &ret_fields[n++], ret_message);
+                if (r < 0) {
+                        for (size_t i = 0; i < max; i++)
+                                ret_fields[i] = mfree(ret_fields[i]);
+                        return r;
+                }
+                if (!s[len])
+                        return 0;
+                s += len + 1;
+        }
+}
+
+/* Where a mount may go: absolute, normalized, and not "/" (that would cover the whole machine). */
+static bool valid_target(const char *p) {
+        return path_is_absolute_normalized(p) && !streq(p, "/");
+}
+
+static int check_bind_entry(const char *entry, char **ret_message) {
+        char *f[3];
+        int r;
+
+        r = split_entry(entry, entry + (entry[0] == '-'), 3, f, ret_message);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *source = f[0], *dest = f[1], *options = f[2];
+        if (!path_is_absolute_normalized(source))
+                return entry_error(ret_message, "'%s': the source is not an absolute, normalized path "
+                                   "([-]SOURCE[:DEST[:rbind|norbind]])", entry);
+        if (dest && !valid_target(dest))
+                return entry_error(ret_message, "'%s': the destination is not an absolute, normalized path other than / "
+                                   "([-]SOURCE[:DEST[:rbind|norbind]])", entry);
+        if (!dest && !valid_target(source))
+                return entry_error(ret_message, "'%s': binding onto / would cover the whole machine", entry);
+        if (options && !STR_IN_SET(options, "rbind", "norbind"))
+                return entry_error(ret_message, "'%s': '%s' is not rbind or norbind", entry, options);
+        return 0;
+}
+
+static int check_tmpfs_entry(const char *entry, char **ret_message) {
+        char *f[2];
+        int r;
+
+        r = split_entry(entry, entry, 2, f, ret_message);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *path = f[0], *options = f[1];
+        if (!valid_target(path))
+                return entry_error(ret_message, "'%s': not an absolute, normalized path other than / (PATH[:OPTIONS])", entry);
+        if (!options)
+                return 0;
+        /* The values of tmpfs's own options are the kernel's to judge when the view is built;
+         * the list's form is ours. */
+        for (const char *o = options;;) {
+                size_t len = strcspn(o, ",");
+                if (len == 0)
+                        return entry_error(ret_message, "'%s': an empty mount option", entry);
+                if (strncmp(o, "source=", 7) == 0 || (len == 6 && strncmp(o, "source", 6) == 0))
+                        return entry_error(ret_message, "'%s': source= is not a mount option of a tmpfs", entry);
+                if (!o[len])
+                        return 0;
+                o += len + 1;
+        }
+}
+
+static int check_inaccessible_entry(const char *entry, char **ret_message) {
+        _cleanup_free_ char *path = NULL;
+        const char *s = entry + (entry[0] == '-');
+        int r;
+
+        /* The whole entry is the path: ':' has no meaning here. */
+        r = expand_typical(entry, s, strlen(s), &path, ret_message);
+        if (r < 0)
+                return r;
+        if (!valid_target(path))
+                return entry_error(ret_message, "'%s': not an absolute, normalized path other than / ([-]PATH)", entry);
+        return 0;
+}
+
+static int config_parse_bind_list(const char *value, void *data, char **ret_message) {
+        return config_parse_checked_list(value, data, check_bind_entry, ret_message);
+}
+
+static int config_parse_tmpfs_list(const char *value, void *data, char **ret_message) {
+        return config_parse_checked_list(value, data, check_tmpfs_entry, ret_message);
+}
+
+static int config_parse_inaccessible_list(const char *value, void *data, char **ret_message) {
+        return config_parse_checked_list(value, data, check_inaccessible_entry, ret_message);
+}
+
+/* One table for both sections: a setting in the wrong one, or a typo in either, is named. */
 static const ConfigItem config_items[] = {
         { "Manager", "SubtreeRoot",          config_parse_absolute_path,      offsetof(ManagerConfig, subtree_root) },
         { "Manager", "SharedSubtrees",       config_parse_absolute_path_list, offsetof(ManagerConfig, shared_subtrees) },
@@ -107,31 +284,12 @@ static const ConfigItem config_items[] = {
         { "Manager", "AttachTasksMax",       config_parse_unsigned,           offsetof(ManagerConfig, attach_tasks_max) },
         { "View",    "PrivateTmp",           config_parse_bool,               offsetof(ViewPolicy, private_tmp) },
         { "View",    "TmpSize",              config_parse_size,               offsetof(ViewPolicy, tmp_size) },
-        { "View",    "BindPaths",            config_parse_raw_list,           offsetof(ViewPolicy, bind_paths) },
-        { "View",    "BindReadOnlyPaths",    config_parse_raw_list,           offsetof(ViewPolicy, bind_read_only_paths) },
-        { "View",    "TemporaryFileSystem",  config_parse_raw_list,           offsetof(ViewPolicy, temporary_file_system) },
-        { "View",    "InaccessiblePaths",    config_parse_raw_list,           offsetof(ViewPolicy, inaccessible_paths) },
+        { "View",    "BindPaths",            config_parse_bind_list,          offsetof(ViewPolicy, bind_paths) },
+        { "View",    "BindReadOnlyPaths",    config_parse_bind_list,          offsetof(ViewPolicy, bind_read_only_paths) },
+        { "View",    "TemporaryFileSystem",  config_parse_tmpfs_list,         offsetof(ViewPolicy, temporary_file_system) },
+        { "View",    "InaccessiblePaths",    config_parse_inaccessible_list,  offsetof(ViewPolicy, inaccessible_paths) },
         { "View",    "HideOtherHomes",       config_parse_bool,               offsetof(ViewPolicy, hide_other_homes) },
 };
-
-static void log_config_warning(const char *file, unsigned line, const char *message, void *userdata) {
-        log_warning("%s:%u: %s.", file, line, message);
-}
-
-static ConfigContext config_context(const char *section, void *data) {
-        return (ConfigContext) {
-                .items = config_items,
-                .n_items = ELEMENTSOF(config_items),
-                .section = section,
-                .data = data,
-                .warn = log_config_warning,
-        };
-}
-
-int manager_config_load(const char *file, ManagerConfig *c, char **ret_error) {
-        ConfigContext ctx = config_context("Manager", c);
-        return config_parse_file_with_dropins(&ctx, file ?: NSM_CONFIG_FILE, ret_error);
-}
 
 /* The directory of the main file, where group.d/ and user.d/ are. */
 static char *config_dir(const char *file) {
@@ -141,64 +299,173 @@ static char *config_dir(const char *file) {
         return slash == file ? strdup("/") : strndup(file, slash - file);
 }
 
-int view_policy_groups_with_files(const char *file, char ***ret) {
-        _cleanup_free_ char *dir = config_dir(file ?: NSM_CONFIG_FILE), *groups = NULL;
-
-        if (!dir || asprintf(&groups, "%s/group.d", dir) < 0)
-                return -ENOMEM;
-        return config_dir_conf_names(groups, ret);
+/* Parses one [View]-only file, keeping its assignments in pf->view. */
+static int load_policy_file(const char *path, PolicyFile *pf, char ***errors) {
+        _cleanup_(view_policy_done) ViewPolicy scratch = {};
+        const ConfigSection sections[] = { { "View", &scratch } };
+        const ConfigContext ctx = {
+                .items = config_items, .n_items = ELEMENTSOF(config_items),
+                .sections = sections, .n_sections = ELEMENTSOF(sections),
+                .record_section = "View", .record = pf ? &pf->view : NULL,
+        };
+        return config_parse_file(&ctx, path, true, errors);
 }
 
-int view_policy_users_with_files(const char *file, char ***ret) {
-        _cleanup_free_ char *dir = config_dir(file ?: NSM_CONFIG_FILE), *users = NULL;
+/* Every NAME.conf of DIR/sub (group.d or user.d). */
+static int load_policy_dir(const char *dir, const char *sub, PolicyFile **ret, size_t *ret_n, char ***errors) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *d = NULL;
+        int r = 0, k;
 
-        if (!dir || asprintf(&users, "%s/user.d", dir) < 0)
+        if (asprintf(&d, "%s/%s", dir, sub) < 0)
                 return -ENOMEM;
-        return config_dir_conf_names(users, ret);
+        k = config_dir_conf_names(d, &names);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0) {
+                _cleanup_free_ char *e = NULL;
+                if (asprintf(&e, "%s: %s", d, strerror(-k)) < 0 || strv_extend(errors, e) < 0)
+                        return -ENOMEM;
+                return k;
+        }
+        *ret = calloc(strv_length(names) + 1, sizeof(PolicyFile));
+        if (!*ret)
+                return -ENOMEM;
+        for (char **n = names; n && *n; n++) {
+                PolicyFile *pf = &(*ret)[(*ret_n)++];
+
+                pf->name = strdup(*n);
+                if (!pf->name || asprintf(&pf->path, "%s/%s.conf", d, *n) < 0)
+                        return -ENOMEM;
+                k = load_policy_file(pf->path, pf, errors);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0 && r >= 0)
+                        r = k;
+        }
+        return r;
 }
 
-int view_policy_load_one(const char *file, const char *group, const char *user, ViewPolicy *p, char **ret_error) {
-        ConfigContext ctx = config_context("View", p);
-        _cleanup_free_ char *dir = NULL, *path = NULL;
+int manager_config_load(const char *file, ManagerConfig *c, char ***errors) {
+        _cleanup_(view_policy_done) ViewPolicy scratch = {};
+        _cleanup_free_ char *dir = NULL;
+        bool must_exist = file;
+        int r, k;
 
         file = file ?: NSM_CONFIG_FILE;
-        if (!group && !user)
-                return config_parse_file_with_dropins(&ctx, file, ret_error);
-        if (!filename_is_valid(group ?: user))
-                return -EINVAL;
-        dir = config_dir(file);
-        if (!dir || asprintf(&path, "%s/%s/%s.conf", dir, group ? "group.d" : "user.d", group ?: user) < 0)
-                return -ENOMEM;
-        return config_parse_file(&ctx, path, ret_error);
-}
-
-int view_policy_load(const char *file, const char *user, char *const *groups, ViewPolicy *p, char **ret_error) {
-        ConfigContext ctx = config_context("View", p);
-        _cleanup_free_ char *dir = NULL, *path = NULL;
-        int r;
-
-        file = file ?: NSM_CONFIG_FILE;
-        r = config_parse_file_with_dropins(&ctx, file, ret_error);
-        if (r < 0)
+        const ConfigSection sections[] = { { "Manager", c }, { "View", &scratch } };
+        const ConfigContext ctx = {
+                .items = config_items, .n_items = ELEMENTSOF(config_items),
+                .sections = sections, .n_sections = ELEMENTSOF(sections),
+                .record_section = "View", .record = &c->view,
+        };
+        r = config_parse_file_with_dropins(&ctx, file, must_exist, errors);
+        if (r == -ENOMEM)
                 return r;
 
         dir = config_dir(file);
         if (!dir)
                 return -ENOMEM;
-        for (char *const *g = groups; g && *g; g++) {
-                _cleanup_free_ char *gpath = NULL;
-                if (!filename_is_valid(*g))
-                        continue;
-                if (asprintf(&gpath, "%s/group.d/%s.conf", dir, *g) < 0)
-                        return -ENOMEM;
-                r = config_parse_file(&ctx, gpath, ret_error);
-                if (r < 0)
-                        return r;
-        }
+        k = load_policy_dir(dir, "group.d", &c->group_policies, &c->n_group_policies, errors);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0 && r >= 0)
+                r = k;
+        k = load_policy_dir(dir, "user.d", &c->user_policies, &c->n_user_policies, errors);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0 && r >= 0)
+                r = k;
+        return r;
+}
 
-        if (!filename_is_valid(user))
-                return -EINVAL;
-        if (asprintf(&path, "%s/user.d/%s.conf", dir, user) < 0)
+/* A file in group.d/ or user.d/ holds a [View] policy only. */
+static bool is_policy_file(const char *path) {
+        _cleanup_free_ char *dir = config_dir(path);
+        const char *base;
+
+        if (!dir)
+                return false;
+        base = strrchr(dir, '/');
+        base = base ? base + 1 : dir;
+        return STR_IN_SET(base, "group.d", "user.d");
+}
+
+int manager_config_check_file(const char *path, char ***errors) {
+        _cleanup_(view_policy_done) ViewPolicy scratch = {};
+        ManagerConfig c;
+        int r;
+
+        if (is_policy_file(path))
+                return load_policy_file(path, NULL, errors);
+
+        manager_config_init(&c);
+        if (!c.subtree_root || !c.state_directory) {
+                manager_config_done(&c);
                 return -ENOMEM;
-        return config_parse_file(&ctx, path, ret_error);
+        }
+        const ConfigSection sections[] = { { "Manager", &c }, { "View", &scratch } };
+        const ConfigContext ctx = {
+                .items = config_items, .n_items = ELEMENTSOF(config_items),
+                .sections = sections, .n_sections = ELEMENTSOF(sections),
+        };
+        r = config_parse_file(&ctx, path, true, errors);
+        manager_config_done(&c);
+        return r;
+}
+
+int manager_config_start_only_changes(const ManagerConfig *running, const ManagerConfig *loaded, char **ret) {
+        _cleanup_free_ char *s = NULL;
+        size_t size = 0;
+        FILE *f;
+
+        f = open_memstream(&s, &size);
+        if (!f)
+                return -ENOMEM;
+        bool subtree = !streq(running->subtree_root, loaded->subtree_root);
+        if (subtree)
+                fprintf(f, "SubtreeRoot= (%s → %s)", running->subtree_root, loaded->subtree_root);
+        if (!streq(running->state_directory, loaded->state_directory))
+                fprintf(f, "%sStateDirectory= (%s → %s)", subtree ? ", " : "", running->state_directory,
+                        loaded->state_directory);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        *ret = s && *s ? TAKE_PTR(s) : NULL;
+        return 0;
+}
+
+static const PolicyFile *find_policy(const PolicyFile *files, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(files[i].name, name))
+                        return &files[i];
+        return NULL;
+}
+
+int view_policy_groups_with_files(const ManagerConfig *c, char ***ret) {
+        _cleanup_strv_free_ char **names = NULL;
+
+        for (size_t i = 0; i < c->n_group_policies; i++)
+                if (strv_extend(&names, c->group_policies[i].name) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(names);
+        return 0;
+}
+
+int view_policy_load(const ManagerConfig *c, const char *user, char *const *groups, ViewPolicy *p) {
+        const PolicyFile *pf;
+        int r;
+
+        r = config_assignments_apply(&c->view, p);
+        if (r < 0)
+                return r;
+        for (char *const *g = groups; g && *g; g++) {
+                pf = find_policy(c->group_policies, c->n_group_policies, *g);
+                if (pf) {
+                        r = config_assignments_apply(&pf->view, p);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        pf = find_policy(c->user_policies, c->n_user_policies, user);
+        return pf ? config_assignments_apply(&pf->view, p) : 0;
 }

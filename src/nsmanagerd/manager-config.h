@@ -5,13 +5,20 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "conf-parser.h"
 #include "config.h"
 #include "login-filter.h"
 #include "macros.h"
 
 /* The daemon's configuration: nsmanagerd.conf and its drop-ins, section [Manager], and the
  * per-user view policy, section [View], in the same files and in group.d/ and user.d/.
- * nsmanagerd.conf(5) describes every key. */
+ * nsmanagerd.conf(5) describes every key.
+ *
+ * Every file is read and checked at once, at start and at ReloadConfig: a ManagerConfig holds
+ * all of it, the [View] assignments of every file included, so a configuration is taken whole
+ * or not at all, and a view is built from the configuration in force, never from files edited
+ * since (a broken user.d file is refused at the reload, and the old policy stays). nsctl verify
+ * runs the same code. */
 
 /* /etc/nsmanager/nsmanagerd.conf with the default prefix=/usr */
 #define NSM_CONFIG_FILE SYSCONFDIR "/nsmanager/nsmanagerd.conf"
@@ -26,6 +33,13 @@ typedef enum ViewPropagation {
 
 const char *view_propagation_to_string(ViewPropagation p) _pure_;
 ViewPropagation view_propagation_from_string(const char *s) _pure_;
+
+/* The [View] assignments of one group.d/NAME.conf or user.d/NAME.conf. */
+typedef struct PolicyFile {
+        char *name;
+        char *path;
+        ConfigAssignments view;
+} PolicyFile;
 
 typedef struct ManagerConfig {
         char *subtree_root;            /* SubtreeRoot= (/subtree) */
@@ -45,7 +59,15 @@ typedef struct ManagerConfig {
         uint64_t rate_limit_interval_usec; /* RateLimitIntervalSec= (10s) … */
         unsigned rate_limit_burst;     /* RateLimitBurst= (200): calls per interval per unprivileged caller */
         unsigned attach_tasks_max;     /* AttachTasksMax= (4096): tasks of one uid's attached commands */
+
+        /* The [View] assignments of every file, checked (view_policy_load() composes them). */
+        ConfigAssignments view;        /* the main file and its drop-ins */
+        PolicyFile *group_policies; /* group.d/GROUP.conf, by name */
+        size_t n_group_policies;
+        PolicyFile *user_policies;  /* user.d/USER.conf, by name */
+        size_t n_user_policies;
 } ManagerConfig;
+
 
 /* Per-user view policy, section [View]; list settings accumulate across files, an empty
  * assignment resets. */
@@ -64,21 +86,23 @@ void manager_config_done(ManagerConfig *c);
 void view_policy_done(ViewPolicy *p);
 bool view_policy_is_empty(const ViewPolicy *p);
 
-/* Reads 'file' (NULL: NSM_CONFIG_FILE) and then its drop-ins 'file'.d/NAME.conf in lexical
- * order. A missing main file is fine; a syntax error or an invalid value is -EINVAL with
- * "FILE:LINE: message" in *ret_error. Unknown settings are logged as warnings. */
-int manager_config_load(const char *file, ManagerConfig *c, char **ret_error);
+/* Reads every file: 'file' (NULL: NSM_CONFIG_FILE, which may be missing; a file named here must
+ * exist), its drop-ins 'file'.d/NAME.conf in lexical order, and DIR/group.d/NAME.conf and
+ * DIR/user.d/NAME.conf, DIR being the main file's directory, into c (manager_config_init()'ed).
+ * 0, or the first error's negative errno with every error, "FILE:LINE: reason", in *ret_errors
+ * (an unknown section or setting is one, a setting in a section it does not belong to, a bad
+ * value, a [View] entry that cannot be valid for any user); c is then to be thrown away. */
+int manager_config_load(const char *file, ManagerConfig *c, char ***ret_errors);
+/* One file alone, as what its place makes it: a group.d/ or user.d/ file holds [View] only,
+ * any other [Manager] and [View] (nsctl verify FILE). Errors as above. */
+int manager_config_check_file(const char *path, char ***ret_errors);
+/* Names the start-only settings (SubtreeRoot=, StateDirectory=) that differ between 'running'
+ * and 'loaded': "SubtreeRoot= (/a → /b)", NULL if none (*ret). */
+int manager_config_start_only_changes(const ManagerConfig *running, const ManagerConfig *loaded, char **ret);
 
-/* [View] policy for one user: the main file, its drop-ins, then DIR/group.d/GROUP.conf for
- * each of 'groups' (in the order given), then DIR/user.d/USER.conf, DIR being the main
- * file's directory. */
-int view_policy_load(const char *file, const char *user, char *const *groups, ViewPolicy *p, char **ret_error);
-/* The groups that have a policy of their own (DIR/group.d/GROUP.conf), NULL if none: where
- * there are none, a user's groups need not be looked up. */
-int view_policy_groups_with_files(const char *file, char ***ret);
-/* The same for DIR/user.d/USER.conf. */
-int view_policy_users_with_files(const char *file, char ***ret);
-/* The [View] section of one file of the policy on top of *p: the main file 'file' (NULL:
- * NSM_CONFIG_FILE) with its drop-ins where 'group' and 'user' are NULL, else group.d/GROUP.conf
- * or user.d/USER.conf next to it (a missing one changes nothing). */
-int view_policy_load_one(const char *file, const char *group, const char *user, ViewPolicy *p, char **ret_error);
+/* The [View] policy of one user, as the files of 'c' add up: the main file and its drop-ins,
+ * then group.d/GROUP.conf for each of 'groups' (in the order given), then user.d/USER.conf. */
+int view_policy_load(const ManagerConfig *c, const char *user, char *const *groups, ViewPolicy *p);
+/* The groups that have a policy of their own (group.d/GROUP.conf), NULL if none: where there
+ * are none, a user's groups need not be looked up. */
+int view_policy_groups_with_files(const ManagerConfig *c, char ***ret);

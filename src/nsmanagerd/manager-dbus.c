@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include "attach.h"
+#include "audit.h"
 #include "builder.h"
 #include "bus-creds.h"
 #include "bus-errors.h"
@@ -9,6 +10,7 @@
 #include "bus-request.h"
 #include "host.h"
 #include "log.h"
+#include "log-control.h"
 #include "manager-dbus.h"
 #include "manager.h"
 #include "namespace-dbus.h"
@@ -283,8 +285,20 @@ static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_e
         return bus_request_run(message, userdata, error, open_session_step);
 }
 
+static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *error);
+
 static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r = close_session(message, userdata, error);
+
+        if (r < 0)
+                audit_call(userdata, message, sd_bus_error_is_set(error) ? error : (sd_bus_error_set_errno(&e, r), &e));
+        else
+                audit_call(userdata, message, NULL);
+        return r;
+}
+
+static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *error) {
         const char *user, *id;
         int r;
 
@@ -744,6 +758,11 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("s", user, "as", command, "as", environment, "s", working_directory,
                                             "h", stdin, "h", stdout, "h", stderr, "h", status),
                                 SD_BUS_RESULT("u", pid), method_attach, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("OpenAttach",
+                                SD_BUS_ARGS("s", user, "as", command, "as", environment, "s", working_directory,
+                                            "t", flags),
+                                SD_BUS_RESULT("u", pid, "h", stdin, "h", stdout, "h", stderr, "h", status),
+                                method_open_attach, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ReloadConfig", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload_config,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("NamespaceNew", SD_BUS_ARGS("s", user, "o", namespace), 0),
@@ -780,12 +799,30 @@ int manager_bus_add_objects(Manager *m, sd_bus *bus) {
 }
 
 int manager_connect_bus(Manager *m) {
-        int r;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int has_owner = 0, r;
 
         r = sd_bus_default_system(&m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the system bus: %m");
+        /* Another instance serving already: leave the host to it. (Asked, not taken: the name
+         * is taken last, once this one can serve; a start that loses the race undoes itself.) */
+        r = sd_bus_call_method(m->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "NameHasOwner", &error, &reply, "s", NSM_BUS_NAME);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "b", &has_owner);
+        if (r < 0)
+                return log_error_errno(r, "Failed to ask the bus whether %s runs: %s", NSM_BUS_NAME,
+                                       error.message ?: strerror(-r));
+        if (has_owner) {
+                log_error("%s is already owned on the bus: another nsmanagerd runs. Not starting.", NSM_BUS_NAME);
+                return -EEXIST;
+        }
         r = manager_bus_add_objects(m, m->bus);
+        if (r < 0)
+                return r;
+        r = log_control_add(m->bus);
         if (r < 0)
                 return r;
         /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
@@ -796,6 +833,12 @@ int manager_connect_bus(Manager *m) {
         r = bus_creds_cache_attach(m->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the bus's connections: %m");
+        return 0;
+}
+
+int manager_bus_serve(Manager *m) {
+        int r;
+
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");

@@ -93,6 +93,7 @@ Manager *manager_free(Manager *m) {
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         manager_config_done(&m->config);
+        host_changes_done(&m->startup_changes);
         state_dir_done(&m->state);
         free(m->config_file);
         free(m);
@@ -110,14 +111,16 @@ uint64_t manager_deadline(Manager *m) {
 static void manager_publish_login_filter(Manager *m) {
         _cleanup_(login_filter_done) LoginFilter f = {};
 
-        if (login_rule_compile(m->config_file, &m->config, &f) < 0) {
+        if (login_rule_compile(&m->config, &f) < 0) {
                 log_oom();
                 return;
         }
         (void) login_rule_publish(&f);
 }
 
+/* Every file, checked whole: on failure *ret_error lists the errors ("FILE:LINE: reason; …"). */
 static int config_read(Manager *m, ManagerConfig *ret, char **ret_error) {
+        _cleanup_strv_free_ char **errors = NULL;
         ManagerConfig c;
         int r;
 
@@ -126,13 +129,54 @@ static int config_read(Manager *m, ManagerConfig *ret, char **ret_error) {
                 manager_config_done(&c);
                 return -ENOMEM;
         }
-        r = manager_config_load(m->config_file, &c, ret_error);
+        r = manager_config_load(m->config_file, &c, &errors);
         if (r < 0) {
                 manager_config_done(&c);
+                if (ret_error && errors)
+                        *ret_error = config_errors_join(errors, 10);
                 return r;
         }
         *ret = c;
         return 0;
+}
+
+/* Shares the paths of 'paths' (SharedSubtrees=) that 'have' does not hold yet on the host. One
+ * that cannot be prepared (a user's symlink or directory there, a directory others can write
+ * it is in, a FUSE mount on the way) never stops the daemon: it is taken out of 'paths' (views
+ * do not try to join it) with a warning, and tried again at the next ReloadConfig or start.
+ * The binds are recorded (--release); with 'changes', also kept there (undone if the start
+ * fails). */
+static void manager_share_configured(char ***paths, char *const *have, HostChanges *changes) {
+        char **l = *paths;
+        size_t k = 0;
+
+        for (size_t i = 0; l && l[i]; i++) {
+                _cleanup_free_ char *why = NULL;
+                HostChanges mine = {};
+                int r;
+
+                if (strv_contains((const char *const *) have, l[i])) {
+                        l[k++] = l[i];
+                        continue;
+                }
+                r = host_share_path(l[i], /* only_root= */ true, &mine, &why);
+                if (r < 0) {
+                        log_warning_errno(r, "SharedSubtrees=%s: %s Not shared for now; tried again at the next "
+                                          "ReloadConfig or start.", l[i], why ?: strerror(-r));
+                        free(l[i]);
+                        continue;
+                }
+                if (host_mounts_record(&mine, NULL) < 0)
+                        log_warning("Failed to record the bind of '%s' in %s, ignoring (nsmanagerd --release leaves it).",
+                                    l[i], NSM_HOST_MOUNTS_FILE);
+                for (size_t j = 0; changes && j < mine.n; j++)
+                        if (host_changes_take(changes, &mine.items[j]) < 0)
+                                log_oom();
+                host_changes_done(&mine);
+                l[k++] = l[i];
+        }
+        if (l)
+                l[k] = NULL;
 }
 
 int manager_load_config(Manager *m, char **ret_error) {
@@ -148,6 +192,7 @@ int manager_load_config(Manager *m, char **ret_error) {
 }
 
 int manager_reload(Manager *m, char **ret_error) {
+        _cleanup_free_ char *later = NULL;
         ManagerConfig c;
         int r;
 
@@ -155,21 +200,21 @@ int manager_reload(Manager *m, char **ret_error) {
         if (r < 0)
                 return r;
         /* Where the views and pins live cannot move under running namespaces. */
-        if (!streq(c.subtree_root, m->config.subtree_root) || !streq(c.state_directory, m->config.state_directory))
-                log_warning("SubtreeRoot= and StateDirectory= take effect at the next start only.");
+        r = manager_config_start_only_changes(&m->config, &c, &later);
+        if (r < 0) {
+                manager_config_done(&c);
+                return r;
+        }
+        if (later)
+                log_warning("Changed, and taking effect at the next start only: %s.", later);
         free(c.subtree_root);
         free(c.state_directory);
         c.subtree_root = TAKE_PTR(m->config.subtree_root);
         c.state_directory = TAKE_PTR(m->config.state_directory);
 
-        /* New shared subtrees are prepared on the host now; subtrees shared at run time stay. */
-        for (char **p = c.shared_subtrees; p && *p; p++)
-                if (!strv_contains((const char *const *) m->config.shared_subtrees, *p)) {
-                        _cleanup_free_ char *why = NULL;
-                        r = host_share_path(*p, &why);
-                        if (r < 0)
-                                log_warning_errno(r, "%s Ignoring.", why ?: "Failed to share a new SharedSubtrees= path.");
-                }
+        /* New shared subtrees are prepared on the host now (and those that could not be
+         * before: retried); subtrees shared at run time stay. */
+        manager_share_configured(&c.shared_subtrees, m->config.shared_subtrees, NULL);
         for (char **p = m->config.shared_subtrees; p && *p; p++)
                 if (!strv_contains((const char *const *) c.shared_subtrees, *p) && strv_extend(&c.shared_subtrees, *p) < 0) {
                         manager_config_done(&c);
@@ -204,7 +249,7 @@ int manager_save_shared(Manager *m) {
 /* Subtrees shared at run time are kept across restarts, on top of the configured ones. A path
  * that can no longer be shared is dropped with a warning: it must not keep the daemon from
  * starting. */
-static void manager_load_shared(Manager *m) {
+static void manager_load_shared(Manager *m, char *const *configured) {
         _cleanup_fclose_ FILE *f = fopen(m->state.shared_subtrees, "re");
         _cleanup_free_ char *line = NULL;
         bool dropped = false;
@@ -220,10 +265,13 @@ static void manager_load_shared(Manager *m) {
                 int r;
 
                 line[strcspn(line, "\n")] = 0;
+                /* A configured path is the configuration's (and its checks'), also where it
+                 * was left out now. */
                 if (unescape_word(line, &path) < 0 || !path_is_absolute_normalized(path) || streq(path, "/") ||
-                    strv_contains((const char *const *) m->config.shared_subtrees, path))
+                    strv_contains((const char *const *) m->config.shared_subtrees, path) ||
+                    strv_contains((const char *const *) configured, path))
                         continue;
-                r = host_share_path(path, &why);
+                r = host_share_path(path, /* only_root= */ false, &m->startup_changes, &why);
                 if (r == -EAGAIN)
                         /* Covered by a user's mount for now: kept, tried again at the next start. */
                         log_warning("%s", why);
@@ -349,7 +397,40 @@ static void manager_retry_pending_joins(Manager *m) {
                 }
 }
 
+/* Undoes what this start changed on the host, newest first: the registry if this start created
+ * it (no namespace is in it then), and the binds, propagation changes and directories it made.
+ * What a previous instance or an administrator made stays. */
+void manager_undo_startup(Manager *m) {
+        m->builder = builder_free(m->builder);
+        if (m->registry_created && m->state.registry && path_is_mount_point(AT_FDCWD, m->state.registry) > 0) {
+                if (umount2(m->state.registry, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+                        log_warning_errno(errno, "Failed to unpin the registry '%s' again: %m", m->state.registry);
+                else
+                        (void) unlink(m->state.registry);
+        }
+        m->registry_created = false;
+        if (m->startup_changes.n > 0)
+                log_info("Start-up failed: undoing what it changed on the host.");
+        host_changes_undo(&m->startup_changes);
+}
+
+/* Directories the state directory's layout needs, recorded where this start creates them. */
+static int manager_create_state_dir(Manager *m) {
+        const char *dirs[] = { m->state.root, m->state.namespaces };
+        bool existed[ELEMENTSOF(dirs)];
+        int r;
+
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                existed[i] = access(dirs[i], F_OK) >= 0;
+        r = state_dir_create(&m->state);
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
+                if (!existed[i] && access(dirs[i], F_OK) >= 0 && host_changes_add_mkdir(&m->startup_changes, dirs[i]) < 0)
+                        return -ENOMEM;
+        return r;
+}
+
 int manager_startup(Manager *m) {
+        _cleanup_strv_free_ char **configured = NULL;
         _cleanup_free_ char *why = NULL;
         int r;
 
@@ -360,26 +441,63 @@ int manager_startup(Manager *m) {
         r = state_dir_init(&m->state, m->config.state_directory);
         if (r < 0)
                 return log_oom();
-        r = state_dir_create(&m->state);
-        if (r < 0)
-                return log_error_errno(r, "Failed to create StateDirectory '%s': %m", m->state.root);
-        r = mkdir_parents(m->config.subtree_root, 0755);
-        if (r < 0 || (mkdir(m->config.subtree_root, 0755) < 0 && errno != EEXIST))
-                return log_error_errno(r < 0 ? r : -errno, "Failed to create SubtreeRoot '%s': %m", m->config.subtree_root);
-        manager_publish_login_filter(m);
-
-        r = host_prepare(m->config.subtree_root, m->state.root, m->config.shared_subtrees, &why);
-        if (r < 0)
-                return log_error_errno(r, "%s", why ?: "Failed to prepare the host: %m");
-        manager_load_shared(m);
+        r = manager_create_state_dir(m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to create StateDirectory '%s': %m", m->state.root);
+                goto fail;
+        }
+        r = host_prepare_reserved(m->config.subtree_root, m->state.root, &m->startup_changes, &why);
+        if (r < 0) {
+                log_error_errno(r, "%s", why ?: "Failed to prepare the host: %m");
+                goto fail;
+        }
+        for (char **p = m->config.shared_subtrees; p && *p; p++)
+                if (strv_extend(&configured, *p) < 0) {
+                        r = log_oom();
+                        goto fail;
+                }
+        manager_share_configured(&m->config.shared_subtrees, NULL, &m->startup_changes);
+        manager_load_shared(m, configured);
 
         /* Before any namespace is loaded: the builder's fork copies a small fd table. */
+        m->registry_created = path_is_mount_point(AT_FDCWD, m->state.registry) <= 0;
         r = builder_new(m->event, m->children, m->state.registry, m->state.pins, &m->builder);
-        if (r < 0)
-                return log_error_errno(r, "Failed to start the view builder: %m");
+        if (r < 0) {
+                log_error_errno(r, "Failed to start the view builder: %m");
+                goto fail;
+        }
         r = manager_restore_namespaces(m);
         if (r < 0)
+                goto fail;
+        return 0;
+
+fail:
+        manager_undo_startup(m);
+        return r;
+}
+
+int manager_serve(Manager *m) {
+        _cleanup_free_ char *why = NULL;
+        char *reserved[] = { m->config.subtree_root, m->state.root, NULL };
+        int r;
+
+        /* For pam_nsmanager, before the name: whoever sees the name finds the filter too. */
+        manager_publish_login_filter(m);
+        r = manager_bus_serve(m);
+        if (r < 0)
                 return r;
+        /* The last change, once the name is ours: nothing can fail after it, so it never needs
+         * undoing (and calls are not dispatched before the loop runs). */
+        r = host_share_root(reserved, m->state.registry, &why);
+        if (r < 0)
+                return log_error_errno(r, "%s", why ?: "Failed to make '/' shared: %m");
+        if (host_mounts_record(&m->startup_changes, m->state.registry) < 0)
+                log_warning("Failed to record the host's mounts in %s, ignoring (nsmanagerd --release leaves them).",
+                            NSM_HOST_MOUNTS_FILE);
+        host_changes_done(&m->startup_changes);
+        m->registry_created = false;
+        /* What systemd kept for sessions no record names: dropped only now that we serve (a
+         * start that failed leaves the store as it found it). */
         m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ true);
         manager_retry_pending_joins(m);
         return 0;
@@ -633,6 +751,11 @@ static void on_host_shared(int result, const char *message, const ViewOpResult *
         Manager *m = c->manager;
         Namespace *ns;
         int r;
+
+        if (result >= 0 && res && (res->mounted.unique != 0 || res->mounted.old != 0) &&
+            host_mounts_record_bind(c->path, res->mounted) < 0)
+                log_warning("Failed to record the bind of '%s' in %s, ignoring (nsmanagerd --release leaves it).",
+                            c->path, NSM_HOST_MOUNTS_FILE);
 
         if (result < 0) {
                 /* Nothing half-applied: the views never heard of it, and it is no longer saved. */

@@ -9,6 +9,7 @@
 #include <systemd/sd-id128.h>
 
 #include "hashmap.h"
+#include "host.h"
 #include "manager-config.h"
 #include "state-dir.h"
 #include "user-util.h"
@@ -34,6 +35,8 @@ typedef struct Manager {
         char *config_file;       /* --config=FILE, or NULL for the standard files */
         ManagerConfig config;
         StateDir state;          /* computed once, at start: StateDirectory= changes only then */
+        HostChanges startup_changes; /* what this start changed on the host, until it serves */
+        bool registry_created;   /* this start created the registry (until it serves) */
 
         Hashmap *namespaces;     /* user name → Namespace */
         Hashmap *namespaces_by_uid; /* uid (as decimal string) → Namespace */
@@ -72,8 +75,17 @@ int manager_load_config(Manager *m, char **ret_error);
 /* Re-reads it for namespaces created from now on (ReloadConfig(), SIGHUP). On failure the old
  * one stays and *ret_error says FILE:LINE: what. */
 int manager_reload(Manager *m, char **ret_error);
-/* The host's set-up, the builder, and what a previous instance left (namespaces restored). */
+/* Start-up changes nothing on the host before the configuration is read and the bus connected
+ * (manager_connect_bus()), and takes back what it changed if it fails before it serves:
+ *
+ * manager_startup(): the host's set-up (StateDirectory, SubtreeRoot, the shared subtrees), the
+ * builder, and what a previous instance left (namespaces restored); undone on failure.
+ * manager_serve(): the bus name taken and the bus attached to the loop, then '/' shared (the
+ * one change never undone: nothing can fail after it), the mounts made recorded for --release,
+ * the login filter published. If it fails, manager_undo_startup(). */
 int manager_startup(Manager *m);
+int manager_serve(Manager *m);
+void manager_undo_startup(Manager *m);
 /* On a clean exit: drops the registry when no namespace is left. */
 void manager_shutdown(Manager *m);
 
@@ -113,4 +125,8 @@ int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, Share
 /* Persists SharedSubtrees added at run time, so a restart keeps them. */
 int manager_save_shared(Manager *m);
 
+/* Connects to the system bus and adds the objects, but neither takes the name nor dispatches
+ * (-EEXIST if another instance owns the name): what can fail early, before the host is
+ * touched. manager_bus_serve() then takes the name and attaches the bus to the event loop. */
 int manager_connect_bus(Manager *m);
+int manager_bus_serve(Manager *m);

@@ -323,7 +323,7 @@ static void on_view_built(BuilderReply *reply, void *userdata) {
 int namespace_build(Namespace *ns, uint64_t deadline) {
         Manager *m = ns->manager;
         _cleanup_strv_free_ char **groups = NULL, **with_files = NULL;
-        _cleanup_free_ char *policy_error = NULL, *why = NULL;
+        _cleanup_free_ char *why = NULL;
         BuildContext *c;
         int r;
 
@@ -342,13 +342,13 @@ int namespace_build(Namespace *ns, uint64_t deadline) {
         /* The user's groups matter only to the groups that have a policy file. Where none has,
          * they are not looked up: NSS's initgroups asks every source of groups (it reads all
          * of /etc/group, then asks systemd-userdb), which can cost more than building the view. */
-        r = view_policy_groups_with_files(m->config_file, &with_files);
+        r = view_policy_groups_with_files(&m->config, &with_files);
         if (r >= 0 && with_files)
                 r = user_group_names(ns->name, ns->gid, &groups);
         if (r >= 0)
-                r = view_policy_load(m->config_file, ns->name, groups, &c->policy, &policy_error);
+                r = view_policy_load(&m->config, ns->name, groups, &c->policy);
         if (r < 0) {
-                if (asprintf(&why, "Invalid [View] policy for '%s': %s", ns->name, policy_error ?: strerror(-r)) < 0)
+                if (asprintf(&why, "Failed to find the [View] policy of '%s': %s", ns->name, strerror(-r)) < 0)
                         why = NULL;
                 build_finish(c, r, why);
                 return 0;

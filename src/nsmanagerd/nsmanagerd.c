@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
@@ -8,6 +9,7 @@
 #include "bus-request.h"
 #include "private-bus.h"
 #include "config.h"
+#include "host.h"
 #include "log.h"
 #include "manager.h"
 
@@ -26,21 +28,34 @@ static void help(void) {
                "  -h --help           Show this help\n"
                "     --version        Show the version\n"
                "     --config=FILE    Read FILE (and FILE.d/*.conf) instead of %s\n"
-               "     --debug          Log debug messages\n\n"
+               "     --debug          Log debug messages (as --log-level=debug)\n"
+               "     --log-level=LEVEL  emerg … debug (default: info)\n"
+               "     --log-target=TARGET  auto, console, console-prefixed, journal or null\n"
+               "     --log-export=FILE  Also append every record, with its fields, to FILE in\n"
+               "                        the journal's export format\n"
+               "     --release        Do not start: unmount what nsmanagerd mounted on the host\n"
+               "                      (for removing the package; refused while it runs)\n\n"
                "See nsmanagerd(8) and nsmanagerd.conf(5).\n",
                NSM_CONFIG_FILE);
 }
 
+static bool arg_release = false;
+
 static int parse_argv(int argc, char *argv[], Manager *m) {
-        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_DEBUG };
+        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_DEBUG, ARG_LOG_LEVEL, ARG_LOG_TARGET, ARG_LOG_EXPORT, ARG_RELEASE };
         static const struct option options[] = {
-                { "help",    no_argument,       NULL, 'h'         },
-                { "version", no_argument,       NULL, ARG_VERSION },
-                { "config",  required_argument, NULL, ARG_CONFIG  },
-                { "debug",   no_argument,       NULL, ARG_DEBUG   },
+                { "help",       no_argument,       NULL, 'h'            },
+                { "version",    no_argument,       NULL, ARG_VERSION    },
+                { "config",     required_argument, NULL, ARG_CONFIG     },
+                { "debug",      no_argument,       NULL, ARG_DEBUG      },
+                { "log-level",  required_argument, NULL, ARG_LOG_LEVEL  },
+                { "log-target", required_argument, NULL, ARG_LOG_TARGET },
+                { "log-export", required_argument, NULL, ARG_LOG_EXPORT },
+                { "release",    no_argument,       NULL, ARG_RELEASE    },
                 {}
         };
-        int c;
+        int c, fd, level;
+        LogTarget target;
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
@@ -59,6 +74,29 @@ static int parse_argv(int argc, char *argv[], Manager *m) {
                 case ARG_DEBUG:
                         log_set_max_level(LOG_DEBUG);
                         break;
+                case ARG_RELEASE:
+                        arg_release = true;
+                        break;
+                case ARG_LOG_LEVEL:
+                        level = log_level_from_string(optarg);
+                        if (level < 0)
+                                return log_error_errno(level, "Invalid log level '%s'.", optarg);
+                        log_set_max_level(level);
+                        break;
+                case ARG_LOG_TARGET:
+                        target = log_target_from_string(optarg);
+                        if (target < 0)
+                                return log_error_errno(target, "Invalid log target '%s'.", optarg);
+                        log_set_target(target);
+                        break;
+                case ARG_LOG_EXPORT:
+                        /* Kept open for the whole run (and inherited by the helpers, which
+                         * log too); O_APPEND: every record is one write. */
+                        fd = open(optarg, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
+                        if (fd < 0)
+                                return log_error_errno(-errno, "Failed to open '%s': %m", optarg);
+                        log_set_export_fd(fd);
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -69,6 +107,30 @@ static int parse_argv(int argc, char *argv[], Manager *m) {
                 return -EINVAL;
         }
         return 1;
+}
+
+/* nsmanagerd --release (the package's prerm on removal): the host's mounts the daemon made go,
+ * as recorded in NSM_HOST_MOUNTS_FILE; the namespaces that processes are in live on in them. */
+static int release(void) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int has_owner = 0, r;
+
+        /* A running daemon would only make them again. Without a bus no daemon runs (it exits
+         * when it loses the bus). */
+        if (sd_bus_open_system(&bus) >= 0 &&
+            sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "NameHasOwner", NULL, &reply, "s", NSM_BUS_NAME) >= 0 &&
+            sd_bus_message_read(reply, "b", &has_owner) >= 0 && has_owner) {
+                log_error("nsmanagerd runs (%s is owned on the bus): stop it first.", NSM_BUS_NAME);
+                return EXIT_FAILURE;
+        }
+        r = host_release();
+        if (r < 0)
+                return EXIT_FAILURE;
+        if (r > 0)
+                log_notice("Some of nsmanagerd's mounts stay on the host (see above).");
+        return EXIT_SUCCESS;
 }
 
 static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -91,11 +153,15 @@ int main(int argc, char *argv[]) {
         r = parse_argv(argc, argv, m);
         if (r <= 0)
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        /* The journal when run as a service, plain lines on a terminal (no "<N>"). */
+        log_target_resolve();
 
         if (geteuid() != 0) {
                 log_error("nsmanagerd must run as root: it creates mount namespaces.");
                 return EXIT_FAILURE;
         }
+        if (arg_release)
+                return release();
 
         /* sd-event wants these blocked; children unblock them again (child.c, attach.c). */
         sigemptyset(&ss);
@@ -105,12 +171,17 @@ int main(int argc, char *argv[]) {
         sigaddset(&ss, SIGCHLD);
         sigprocmask(SIG_BLOCK, &ss, NULL);
 
+        /* Nothing on the host changes before the configuration is whole and the bus is there:
+         * a start that cannot serve leaves the host as it found it. */
         _cleanup_free_ char *why = NULL;
         r = manager_load_config(m, &why);
         if (r < 0) {
-                log_error_errno(r, "Failed to load the configuration: %s", why ?: strerror(-r));
+                log_error_errno(r, "Failed to load the configuration, not starting: %s", why ?: strerror(-r));
                 return EXIT_FAILURE;
         }
+        r = manager_connect_bus(m);
+        if (r < 0)
+                return EXIT_FAILURE;
         r = manager_startup(m);
         if (r < 0)
                 return EXIT_FAILURE;
@@ -124,9 +195,11 @@ int main(int argc, char *argv[]) {
         r = private_bus_listen(m);
         if (r < 0)
                 log_warning_errno(r, "Failed to listen on %s, ignoring (logins use the system bus): %m", NSM_PRIVATE_SOCKET);
-        r = manager_connect_bus(m);
-        if (r < 0)
+        r = manager_serve(m);
+        if (r < 0) {
+                manager_undo_startup(m);
                 return EXIT_FAILURE;
+        }
 
         (void) sd_notify(false, "READY=1\nSTATUS=Managing user mount namespaces.");
         log_info("nsmanagerd %s running; SubtreeRoot=%s, StateDirectory=%s.", PACKAGE_VERSION, m->config.subtree_root,

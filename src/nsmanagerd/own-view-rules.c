@@ -262,7 +262,7 @@ static int check_not_inside_own_bind(const char *path, MountId id, bool recursiv
                 return -ENOMEM;
         for (size_t i = 0; i < n_own; i++)
                 /* Not a bind that is gone (root unmounted it): its 32-bit id may be another mount's now. */
-                if (own[i].unique == 0 || mount_is_mounted_in(own[i].unique, 0) != 0)
+                if (mount_id_is_mounted(own[i]) != 0)
                         tops[n_tops++] = own[i].old;
         r = mount_table_read_self(&table, &n);
         if (r < 0)

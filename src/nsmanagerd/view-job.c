@@ -96,6 +96,11 @@ static void on_child_done(int result, const char *message, IpcMessage *final, co
         ViewOpResult res = {};
 
         m->jobs_running--;
+        /* What the child sent ahead of its answer: sentences for the log, each NUL-terminated
+         * (the [View] policy's entries a user spoiled, paths that could be). */
+        for (size_t i = 0; data && i < size; i += strlen(data + i) + 1)
+                if (data[i])
+                        log_warning("%s: %s", j->description, data + i);
         if (result >= 0) {
                 if (!final || final->size < sizeof(ViewOpResult) - sizeof(res.policy_mounts)) {
                         result = -EPROTO;
@@ -152,7 +157,11 @@ static int view_job_launch(ViewJob *j) {
         Manager *m = j->manager;
         int r;
 
-        if (j->owner != 0 && m->config.max_stuck_operations > 0 &&
+        /* A login's view with its [View] policy is never refused for the user's stuck
+         * operations: two timed-out calls on her own hung FUSE mount would otherwise fail her
+         * next login, and where logins may go on without a view, that is the policy switched
+         * off. Such a child still counts against her own operations if it gets stuck. */
+        if (j->op.type != VIEW_OP_APPLY_POLICY && j->owner != 0 && m->config.max_stuck_operations > 0 &&
             child_set_stuck(m->children, j->owner) >= m->config.max_stuck_operations) {
                 view_job_finish(j, -EDQUOT, "Too many operations of this user are stuck on a file system that does not answer "
                                 "(MaxStuckOperations=); try again once it answers or its FUSE server is gone.", NULL);

@@ -14,6 +14,7 @@
 #include "own-view-rules.h"
 #include "path-util.h"
 #include "string-table.h"
+#include "strv.h"
 #include "view-ops.h"
 #include "view-policy.h"
 
@@ -33,10 +34,11 @@ DEFINE_STRING_TABLE_LOOKUP(view_op_type, ViewOpType);
 
 /* Recorded binds that are no longer mounted here (root unmounted one in the view, or its
  * parent went): they are no binds of the caller's any more, and count for nothing. Asked in
- * the view, by unique id; where the kernel cannot tell, a record stays. */
+ * the view, by unique id or, before Linux 6.8, by fingerprint (a mount that got the gone one's
+ * reused id is not it); where that cannot be told, a record stays. */
 static void find_gone_binds(const ViewOp *op, ViewOpResult *result) {
         for (size_t i = 0; i < op->n_bind_mounts && result->n_gone < VIEW_OP_MOUNTS_MAX; i++)
-                if (op->bind_mounts[i].unique != 0 && mount_is_mounted_in(op->bind_mounts[i].unique, 0) == 0)
+                if (mount_id_is_mounted(op->bind_mounts[i]) == 0)
                         result->gone[result->n_gone++] = op->bind_mounts[i];
 }
 
@@ -365,10 +367,17 @@ static int join_host(int sock, const ViewOp *op) {
 
 static int host_share(int sock, const ViewOp *op) {
         _cleanup_free_ char *message = NULL;
-        int r = host_share_path(op->path, &message);
+        ViewOpResult result = {};
+        HostChanges changes = {};
+        int r = host_share_path(op->path, /* only_root= */ false, &changes, &message);
         if (r < 0)
                 return reply_error(sock, r, "%s", message ?: strerror(-r));
-        return reply_ok(sock, NULL);
+        /* The bind it made, if it made one: the daemon records it for --release. */
+        for (size_t i = 0; i < changes.n; i++)
+                if (changes.items[i].type == HOST_CHANGE_BIND)
+                        result.mounted = changes.items[i].id;
+        host_changes_done(&changes);
+        return reply_ok(sock, &result);
 }
 
 /* ---- BindMount ---- */
@@ -449,15 +458,181 @@ static int bind_open_destination(int sock, const ViewOp *op, PathKind kind, Crea
 
 /* Puts 'tree' where the earlier bind on dest is, atomically: beneath it, then the earlier one
  * goes (MOVE_MOUNT_BENEATH, Linux 6.5). No moment shows neither. */
-static int bind_replace(int tree, int dest, MountId *ret_replaced) {
+static int bind_replace_beneath(int tree, int dest) {
+        if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH | MOVE_MOUNT_BENEATH) < 0)
+                return -errno;
+        /* By its fd: the path names the top mount there, now the earlier bind. */
+        return umount2_fd(dest);
+}
+
+/* The fd of the top mount at 'path' (as root, no symlinks), if it is the mount 'id'. */
+static int open_top_mount(const char *path, uint64_t id, int *ret_fd) {
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t got;
+        int r;
+
+        r = open_path_no_symlinks(path, &fd);
+        if (r < 0)
+                return r;
+        r = fd_get_mount_id(fd, "", &got);
+        if (r < 0)
+                return r;
+        if (got != id)
+                return -ESTALE;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static const MountEntry *entry_by_id(const MountEntry *e, size_t n, uint64_t id) {
+        for (size_t i = 0; i < n; i++)
+                if (e[i].id == id)
+                        return &e[i];
+        return NULL;
+}
+
+/* In a copy of the view made by the caller (unshare), where the parent is a peer of the view's:
+ * the copies of the new bind and of the earlier one at 'path' are unmounted, top first. The
+ * first unmount stays in the copy (its parent, the earlier bind's copy, is no peer of anything);
+ * the second propagates to the view, where it takes the earlier bind away and puts the new one,
+ * which covers it whole, in its place (fs/pnode.c, propagate_umount(): the "topper"). */
+static int unmount_in_copy(const char *path, uint64_t parent_peer_group) {
+        MountEntry *e = NULL;
+        size_t n = 0;
+        const MountEntry *top, *old, *parent;
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t top_id, old_id;
+        int r;
+
+        r = open_path_no_symlinks(path, &fd);
+        if (r < 0)
+                return r;
+        r = fd_get_mount_id(fd, "", &top_id);
+        fd = safe_close(fd);
+        if (r < 0)
+                return r;
+        r = mount_table_read_self(&e, &n);
+        if (r < 0)
+                return r;
+        top = entry_by_id(e, n, top_id);
+        old = top ? entry_by_id(e, n, top->parent_id) : NULL;
+        parent = old ? entry_by_id(e, n, old->parent_id) : NULL;
+        /* The copy is ours alone, but its files are not: what the path reaches must still be the
+         * two binds on the parent's copy. */
+        r = parent && parent->peer_group == parent_peer_group && streq(old->target, top->target) ? 0 : -ESTALE;
+        old_id = old ? old->id : 0;
+        mount_entries_free(e, n);
+        if (r < 0)
+                return r;
+        r = open_top_mount(path, top_id, &fd);
+        if (r >= 0)
+                r = umount2_fd(fd);
+        fd = safe_close(fd);
+        if (r >= 0)
+                r = open_top_mount(path, old_id, &fd);
+        if (r >= 0)
+                r = umount2_fd(fd);
+        return r;
+}
+
+/* Before Linux 6.5 (no MOVE_MOUNT_BENEATH) the kernel cannot put a mount beneath another, nor
+ * unmount a covered mount without what covers it (docs/kernel.md): 'tree' goes on top of the
+ * earlier bind, and the earlier one is then taken from beneath it by an unmount that
+ * propagates. Its parent is made shared for the moment, a copy of the view is made (the copy's
+ * parent is a peer of it), the copy of the earlier bind is unmounted there, and the kernel
+ * puts the new bind, which covers the earlier one whole, in its place. The destination shows
+ * the earlier bind, then the new one, never nothing; the parent gets its propagation back.
+ * What this cannot do is refused before anything changes (-EBUSY, *ret_message): an earlier
+ * bind with mounts below it (they would stay beneath), or one on a shared mount (the unmount
+ * would reach every peer, which then has neither). */
+static int bind_replace_stacked(int tree, int dest, int ns_fd, const char *path, MountId replaced,
+                                char **ret_message) {
+        _cleanup_close_ int parent_fd = -EBADF;
+        _cleanup_free_ char *parent_path = NULL;
+        struct mount_attr attr = { .propagation = MS_SHARED };
+        unsigned long restore = MS_PRIVATE;
+        uint64_t group, master, parent_peer, parent_id = 0;
+        const MountEntry *old, *parent;
+        MountEntry *e = NULL;
+        bool below = false, shared = false;
+        size_t n = 0;
+        int r, k;
+
+        r = mount_table_read_self(&e, &n);
+        if (r < 0)
+                return r;
+        old = entry_by_id(e, n, replaced.old);
+        parent = old && old->parent_id != old->id ? entry_by_id(e, n, old->parent_id) : NULL;
+        for (size_t i = 0; old && i < n; i++)
+                below = below || (e[i].parent_id == old->id && e[i].id != old->id);
+        if (parent) {
+                parent_id = parent->id;
+                shared = parent->peer_group != 0;
+                restore = strstr(parent->propagation, "unbindable") ? MS_UNBINDABLE :
+                          parent->master_group != 0 ? MS_SLAVE : MS_PRIVATE;
+                parent_path = strdup(parent->target);
+        }
+        mount_entries_free(e, n);
+        if (!parent)
+                return -ESTALE;
+        if (!parent_path)
+                return -ENOMEM;
+        if (below || shared) {
+                (void) asprintf(ret_message, below ?
+                                "The earlier bind on '%s' has mounts below it: without MOVE_MOUNT_BENEATH (Linux 6.5) "
+                                "they cannot be replaced with it, and would stay beneath the new bind. Unmount it "
+                                "(detach) first, then bind again." :
+                                "'%s' is on a shared mount: without MOVE_MOUNT_BENEATH (Linux 6.5) replacing a bind there "
+                                "would take it from the host and every other peer as well. Unmount it first, then bind "
+                                "again.", path);
+                return -EBUSY;
+        }
+        r = open_top_mount(parent_path, parent_id, &parent_fd);
+        if (r < 0) {
+                (void) asprintf(ret_message, "The mount that holds '%s' cannot be reached at '%s' (something covers "
+                                "it), and without MOVE_MOUNT_BENEATH (Linux 6.5) the bind cannot be replaced: unmount it "
+                                "first, then bind again.", path, parent_path);
+                return -EBUSY;
+        }
+
+        /* From here on the destination shows the new bind. */
+        if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return -errno;
+        r = mount_setattr(parent_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0 ? -errno : 0;
+        if (r >= 0)
+                r = mount_get_groups(parent_fd, &group, &master, &parent_peer);
+        if (r >= 0)
+                r = unshare(CLONE_NEWNS) < 0 ? -errno : 0;
+        if (r >= 0) {
+                r = unmount_in_copy(path, group);
+                /* Leaving the copy ends it (nothing propagates from a namespace's end): only then
+                 * is the parent without peers, and MS_SLAVE keeps its master. */
+                k = mntns_enter(ns_fd);
+                if (k < 0)
+                        return k;     /* stuck outside the view: the child ends here, the view keeps both */
+        }
+        attr.propagation = restore;
+        k = mount_setattr(parent_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0 ? -errno : 0;
+        if (r >= 0)
+                r = k;
+        if (r >= 0)
+                r = mount_id_is_mounted(replaced) == 0 ? 0 : -EBUSY;
+        if (r < 0) {
+                /* Nothing half-applied: the new bind goes again, the earlier one is where it was. */
+                (void) umount2_fd(tree);
+                return r;
+        }
+        return 0;
+}
+
+static int bind_replace(int tree, int dest, const ViewOp *op, MountId *ret_replaced, char **ret_message) {
         int r;
 
         r = fd_get_mount_ids(dest, "", ret_replaced);
         if (r < 0)
                 return r;
-        if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH | MOVE_MOUNT_BENEATH) < 0)
-                return -errno;
-        return umount2_fd(dest);
+        if (mount_beneath_supported())
+                return bind_replace_beneath(tree, dest);
+        return bind_replace_stacked(tree, dest, op->ns_fd, op->path, *ret_replaced, ret_message);
 }
 
 /* MaxUserMounts=: the mounts the caller's binds hold in this view — each bind with everything
@@ -497,6 +672,7 @@ static int check_bind_limit(int sock, const ViewOp *op, const ViewOpResult *resu
 static int bind_mount(int sock, const ViewOp *op) {
         _cleanup_close_ int tree = -EBADF, dest = -EBADF;
         _cleanup_(created_paths_done) CreatedPaths created = {};
+        _cleanup_free_ char *message = NULL;
         ViewOpResult result = {};
         bool replace = false;
         struct stat st;
@@ -524,13 +700,15 @@ static int bind_mount(int sock, const ViewOp *op) {
                 return r;
         }
         if (replace)
-                r = bind_replace(tree, dest, &result.replaced);
+                r = bind_replace(tree, dest, op, &result.replaced, &message);
         else if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 r = -errno;
         if (r < 0) {
                 /* Nothing half-applied: the directories made land on the host's disk too. */
                 dest = safe_close(dest);
                 created_paths_undo(&created);
+                if (message)
+                        return reply_error(sock, r, "%s", message);
                 return reply_error(sock, r, "Failed to mount '%s' on '%s': %s.", op->source, op->path, strerror(-r));
         }
         /* The clone's fd names the new mount once attached. */
@@ -628,8 +806,25 @@ static int unmount_mount(int sock, const ViewOp *op) {
 
 /* ---- the [View] policy of a view just built ---- */
 
+/* Sentences for the daemon's log, ahead of the answer (IPC_MORE, each NUL-terminated). */
+static void send_notes(int sock, char **notes) {
+        for (char **n = notes; n && *n; n++) {
+                size_t len = strlen(*n);
+                char *end;
+
+                if (len >= IPC_PAYLOAD_MAX) {
+                        len = IPC_PAYLOAD_MAX - 1;
+                        end = *n + len;
+                        *end = 0;
+                }
+                (void) ipc_send(sock, 0, IPC_MORE, *n, len + 1, NULL, 0);
+        }
+}
+
 static int apply_policy(int sock, const ViewOp *op) {
+        _cleanup_strv_free_ char **warnings = NULL, **notes = NULL;
         _cleanup_free_ char *message = NULL;
+        _cleanup_close_ int root = -EBADF;
         ViewOpResult result = {};
         size_t n = 0;
         int r;
@@ -637,8 +832,16 @@ static int apply_policy(int sock, const ViewOp *op) {
         r = enter_namespace(sock, op->ns_fd);
         if (r < 0)
                 return r;
-        /* setns() took us to the view's root: '/' is the view's. */
-        r = view_policy_apply(op->policy, op->user, result.policy_mounts, ELEMENTSOF(result.policy_mounts), &n, &message);
+        /* setns() took us to the view's root: '/' is the view's. Paths that lie where others
+         * than root and the user decide what they name are worth a warning at every build:
+         * they can be spoiled (a malformed entry is left for applying to name). */
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root >= 0)
+                (void) view_policy_warnings(op->policy, op->user, root, &warnings);
+        send_notes(sock, warnings);
+        r = view_policy_apply(op->policy, op->user, result.policy_mounts, ELEMENTSOF(result.policy_mounts), &n, &message,
+                              &notes);
+        send_notes(sock, notes);
         if (r < 0)
                 return reply_error(sock, r, "%s", message ?: strerror(-r));
         result.n_policy_mounts = (uint32_t) n;

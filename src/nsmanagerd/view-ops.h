@@ -67,7 +67,8 @@ typedef struct ViewOp {
 /* What a successful operation did to mounts. */
 #define VIEW_OP_MOUNTS_MAX 256
 typedef struct ViewOpResult {
-        MountId mounted;                 /* BIND: the new bind's top mount */
+        MountId mounted;                 /* BIND: the new bind's top mount; HOST_SHARE: the bind of the
+                                          * path onto itself, if it made one */
         MountId replaced;                /* BIND: the earlier bind it replaced; UNMOUNT: the mount removed */
         uint32_t n_mounts;               /* the namespace's mounts afterwards (0: unknown) */
         uint32_t n_gone;                 /* recorded binds found unmounted (by root, with a parent) */

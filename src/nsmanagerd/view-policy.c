@@ -123,6 +123,7 @@ typedef struct BindEntry {
         bool read_only;
         bool recursive;
         bool ignore_missing;
+        bool user_specific;      /* SOURCE names the user (%u, %U, %h): it must be root's or theirs */
         size_t index;            /* order of appearance: ties in the sort keep it */
         int tree_fd;             /* the cloned source; -EBADF when missing and ignored */
 } BindEntry;
@@ -204,6 +205,17 @@ static int split_and_expand(const char *s, size_t max, const UserRecord *u, char
         return 0;
 }
 
+/* Whether the first 'len' bytes of an unexpanded field name the user: %u, %U or %h (not %%u). */
+static bool uses_user_specifier(const char *s, size_t len) {
+        for (size_t i = 0; i + 1 < len; i++)
+                if (s[i] == '%') {
+                        if (strchr("uUh", s[i + 1]))
+                                return true;
+                        i++;    /* %% and the others */
+                }
+        return false;
+}
+
 static int parse_bind(const char *setting, const char *entry, bool read_only, size_t index, const UserRecord *u, BindEntry *ret) {
         const char *s = entry;
         bool ignore = false;
@@ -237,6 +249,7 @@ static int parse_bind(const char *setting, const char *entry, bool read_only, si
                 .read_only = read_only,
                 .recursive = !options || streq(options, "rbind"),
                 .ignore_missing = ignore,
+                .user_specific = uses_user_specifier(s, strcspn(s, ":")),
                 .index = index,
                 .tree_fd = -EBADF,
         };
@@ -290,6 +303,165 @@ static int bind_entry_compare(const void *a, const void *b) {
         return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* ---- who decides what a path names ---- */
+
+#define POLICY_SYMLINKS_MAX 32
+
+/* A walk of a policy path, and whose changes it accepts besides root's. */
+typedef struct PathWalk {
+        int root_fd;
+        uid_t uid;               /* whose directories and links are safe too; (uid_t) -1: nobody's */
+        gid_t gid;               /* which group (not root's) may write a directory; (gid_t) -1: none */
+        const UserRecord *user;  /* whose view: named in messages */
+        bool follow_root_links;  /* as open_path_safe() (bind sources); else none (destinations) */
+        const MountEntry *table; /* the mounts, for telling FUSE ones */
+        size_t n_table;
+} PathWalk;
+
+/* "alice (uid 2001)" for the user whose view it is, "uid 2002" for others: no NSS lookup here,
+ * which could wait on a remote user database. */
+static const char *format_who(const PathWalk *w, uid_t uid, char buf[static 64]) {
+        if (w->user && w->user->name && uid == w->user->uid)
+                snprintf(buf, 64, "%.32s (uid %u)", w->user->name, (unsigned) uid);
+        else
+                snprintf(buf, 64, "uid %u", (unsigned) uid);
+        return buf;
+}
+
+/* Type, mode and owners as the inode has them now, without asking its file system (a FUSE
+ * server, a dead NFS server) for news; the type is always known. */
+static int stat_cached(int fd, struct statx *ret) {
+        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+                  STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID, ret) < 0)
+                return -errno;
+        return 0;
+}
+
+static _printf_(2, 3) int walk_found(char **ret_why, const char *fmt, ...) {
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(ret_why, fmt, ap);
+        va_end(ap);
+        return k < 0 ? -ENOMEM : 1;
+}
+
+/* Walks 'path' from w->root_fd as the policy's own lookups go, and stops at the first place
+ * where someone other than root (and w->uid, w->gid) decides what the path names:
+ *   - a directory they own: they may rename, remove and replace anything in it;
+ *   - a directory a group other than root's, or everybody, may write; where it is sticky
+ *     (/tmp), unless the next name is there and root's: a free name is whoever's creates it
+ *     first, after every reboot too, and a name of a user's is theirs to replace;
+ *   - a symbolic link they own;
+ *   - a FUSE file system, whose server says what it likes about owners.
+ * 1 and a sentence saying where and who; 0 if the walk ends before any (at the path's end, a
+ * name missing from root's directory, root's link where none is followed, a non-directory on
+ * the way): what goes wrong there is root's doing. Negative errno if the walk fails. Changes
+ * nothing, logs nothing. */
+static int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why) {
+        _cleanup_free_ char *todo = strdup(path_skip_root(path)), *shown = strdup("");
+        _cleanup_close_ int dir = fcntl(w->root_fd, F_DUPFD_CLOEXEC, 3);
+        unsigned links = 0;
+        char who[64], writers[80];
+        int r;
+
+        if (!todo || !shown)
+                return -ENOMEM;
+        if (dir < 0)
+                return -errno;
+        for (char *p = todo;;) {
+                _cleanup_close_ int fd = -EBADF;
+                char name[NAME_MAX + 1];
+                struct statx d, st = {};
+                const char *here;
+                bool open_to_others = false;
+
+                r = path_next_name((const char **) &p, name);
+                if (r <= 0)
+                        return r;
+                here = *shown ? shown : "/";
+                r = stat_cached(dir, &d);
+                if (r < 0)
+                        return r;
+                if (w->table && mount_fd_outside_fuse(dir, w->table, w->n_table, /* by_id= */ false) == -EREMOTE)
+                        return walk_found(ret_why, "'%s' is on a FUSE file system, whose server says who owns what", here);
+                if (d.stx_uid != 0 && d.stx_uid != w->uid)
+                        return walk_found(ret_why, "'%s' belongs to %s", here, format_who(w, d.stx_uid, who));
+                if (d.stx_mode & S_IWOTH) {
+                        open_to_others = true;
+                        snprintf(writers, sizeof writers, "anybody");
+                } else if ((d.stx_mode & S_IWGRP) && d.stx_gid != 0 && d.stx_gid != w->gid) {
+                        open_to_others = true;
+                        snprintf(writers, sizeof writers, "the members of group %u", (unsigned) d.stx_gid);
+                }
+
+                fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 && errno != ENOENT)
+                        return -errno;
+                if (fd >= 0) {
+                        r = stat_cached(fd, &st);
+                        if (r < 0)
+                                return r;
+                }
+                if (open_to_others) {
+                        if (!(d.stx_mode & S_ISVTX))
+                                return walk_found(ret_why, "'%s' can be written by %s", here, writers);
+                        if (fd < 0)
+                                return walk_found(ret_why, "'%s' can be written by %s and has no '%s' yet (whoever creates it "
+                                                  "first decides what it is)", here, writers, name);
+                        if (st.stx_uid != 0)
+                                return walk_found(ret_why, "'%s' can be written by %s, and '%s' in it belongs to %s, not "
+                                                  "root (whoever creates it first decides what it is)", here, writers,
+                                                  name, format_who(w, st.stx_uid, who));
+                }
+                if (fd < 0)
+                        return 0;
+
+                if (S_ISLNK(st.stx_mode)) {
+                        char target[PATH_MAX];
+                        ssize_t k;
+
+                        if (st.stx_uid != 0 && st.stx_uid != w->uid)
+                                return walk_found(ret_why, "'%s/%s' is a symbolic link of %s", *shown ? shown : "", name,
+                                                  format_who(w, st.stx_uid, who));
+                        if (!w->follow_root_links)
+                                return 0;
+                        if (++links > POLICY_SYMLINKS_MAX)
+                                return -ELOOP;
+                        k = readlinkat(fd, "", target, sizeof target - 1);
+                        if (k < 0)
+                                return -errno;
+                        target[k] = 0;
+                        char *rest = NULL;
+                        if (asprintf(&rest, "%s%s%s", target, *p ? "/" : "", p) < 0)
+                                return -ENOMEM;
+                        free(todo);
+                        todo = p = rest;
+                        if (target[0] == '/') {
+                                safe_close(dir);
+                                dir = fcntl(w->root_fd, F_DUPFD_CLOEXEC, 3);
+                                if (dir < 0)
+                                        return -errno;
+                                free(shown);
+                                shown = strdup("");
+                                if (!shown)
+                                        return -ENOMEM;
+                        }
+                        continue;
+                }
+                if (p[strspn(p, "/")] && !S_ISDIR(st.stx_mode))
+                        return 0;
+                char *longer = NULL;
+                if (asprintf(&longer, "%s/%s", shown, name) < 0)
+                        return -ENOMEM;
+                free(shown);
+                shown = longer;
+                safe_close(dir);
+                dir = TAKE_FD(fd);
+        }
+}
+
 /* ---- the mount context: what this call created, for undoing it on failure ---- */
 
 typedef struct AttachedMount {
@@ -299,6 +471,11 @@ typedef struct AttachedMount {
 
 typedef struct PolicyContext {
         char *message;           /* why it failed, naming the setting and entry */
+        char **notes;            /* the entries a user spoiled, and what was done instead: for the log */
+        const UserRecord *user;
+        MountEntry *table;       /* the view's mounts, read at the first failure: which are FUSE */
+        size_t n_table;
+        bool table_read;
         int root_fd;
         int inaccessible_fd;     /* detached tmpfs holding an inaccessible file, made lazily */
         CreatedPaths created;
@@ -370,6 +547,8 @@ static int policy_plan_build(PolicyContext *c, const ViewPolicy *p, const UserRe
 
 static void policy_context_done(PolicyContext *c) {
         free(c->message);
+        strv_free(c->notes);
+        mount_entries_free(c->table, c->n_table);
         created_paths_done(&c->created);
         for (size_t i = 0; i < c->n_mounts; i++)
                 safe_close(c->mounts[i].fd);
@@ -531,20 +710,234 @@ static int set_read_only(int mnt_fd) {
         return 0;
 }
 
-/* Mounts a new tmpfs on path (created as a directory if missing). */
-static int mount_tmpfs_at(PolicyContext *c, const char *path, const char *defaults, const char *options) {
+/* A mount must be a directory exactly where what it covers is one: -ENOTDIR, -EISDIR (the
+ * kernel's own answer would be a plain -EINVAL). */
+static int check_same_type(int dest_fd, bool dir) {
+        struct statx st;
+        int r = stat_cached(dest_fd, &st);
+        if (r < 0)
+                return r;
+        if (S_ISDIR(st.stx_mode) != dir)
+                return dir ? -ENOTDIR : -EISDIR;
+        return 0;
+}
+
+/* Mounts a new tmpfs on path (created as a directory if missing). On failure, *ret_at_path
+ * says whether it failed at the path (what was created for it is removed again) or before,
+ * making the tmpfs (a bad option). */
+static int mount_tmpfs_at(PolicyContext *c, const char *path, const char *defaults, const char *options, bool *ret_at_path) {
         _cleanup_close_ int dest_fd = -EBADF, mnt_fd = -EBADF;
+        size_t mark = c->created.n;
         TmpfsOptions o;
         int r;
 
+        *ret_at_path = false;
         /* The tmpfs first: a bad option then fails before any directory is created. */
         r = tmpfs_new(defaults, options, &o, &mnt_fd);
         if (r < 0)
                 return r;
+        *ret_at_path = true;
         r = open_path_creating(c->root_fd, path, PATH_DIRECTORY, &c->created, &dest_fd);
-        if (r < 0)
-                return r;
-        return attach(c, &mnt_fd, dest_fd, o.read_only);
+        if (r >= 0)
+                r = check_same_type(dest_fd, true);
+        if (r >= 0)
+                r = attach(c, &mnt_fd, dest_fd, o.read_only);
+        if (r < 0) {
+                dest_fd = safe_close(dest_fd);
+                created_paths_rollback(&c->created, mark);
+        }
+        return r;
+}
+
+/* The source of inaccessible files: a detached, read-only tmpfs with a mode 0000 file in it. */
+static int inaccessible_file(PolicyContext *c, int *ret_tree_fd) {
+        int fd;
+
+        if (c->inaccessible_fd < 0) {
+                _cleanup_close_ int mnt_fd = -EBADF, f = -EBADF;
+                int r;
+
+                r = tmpfs_new("mode=0000", "noexec", NULL, &mnt_fd);
+                if (r < 0)
+                        return r;
+                f = openat(mnt_fd, "inaccessible", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0000);
+                if (f < 0)
+                        return -errno;
+                f = safe_close(f);      /* a file open for writing keeps a mount from turning read-only (EBUSY) */
+                r = set_read_only(mnt_fd);
+                if (r < 0)
+                        return r;
+                c->inaccessible_fd = TAKE_FD(mnt_fd);
+        }
+        fd = open_tree(c->inaccessible_fd, "inaccessible", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        *ret_tree_fd = fd;
+        return 0;
+}
+
+/* ---- entries a user spoiled ----
+ *
+ * Policy paths may lie where a user decides what they name: in their home (%h), or in a
+ * directory anybody may write (/tmp/scratch-%u). There a failure is the user's doing, often
+ * on purpose (a symlink where a bind goes, a file where a directory is expected), and failing
+ * the whole view for it would let the user switch the policy off (where logins may go on
+ * without a view) or lock another user out (a symlink of alice's at bob's /tmp/scratch-bob).
+ * Such an entry is therefore skipped, and noted for the log; the rest of the policy holds.
+ * Entries that hide something fail closed instead: TemporaryFileSystem= and
+ * InaccessiblePaths= cover what they still can (cover_spoiled()). What nobody but root
+ * controls (a source missing from root's directory, root's symlink where none is followed, a
+ * bad option, a shared mount) still fails the view: that is the administrator's to fix. */
+
+static _printf_(2, 3) int policy_note(PolicyContext *c, const char *fmt, ...) {
+        _cleanup_free_ char *note = NULL;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&note, fmt, ap);
+        va_end(ap);
+        if (k < 0 || strv_extend(&c->notes, note) < 0)
+                return -ENOMEM;
+        return 1;
+}
+
+/* What went wrong at a path, for a note ("… '/home/alice/x' %s"). */
+static const char *spoiled_reason(int r, char buf[static 128]) {
+        switch (r) {
+        case -ELOOP:
+                return "has a symbolic link on the way (not followed)";
+        case -EPERM:
+                return "goes through a symbolic link that is not root's, or one in a directory that is not root's (not followed)";
+        case -ENOTDIR:
+                return "has something other than a directory where a directory is expected";
+        case -EISDIR:
+                return "is a directory where a file is expected";
+        case -ENOENT:
+                return "does not exist";
+        default:
+                snprintf(buf, 128, "cannot be used (%s)", strerror(-r));
+                return buf;
+        }
+}
+
+/* 1 and a sentence saying who, if the failure 'r' at 'path' is a user's doing: someone other
+ * than root decides what the path names (path_find_other_writer()). 0 if it is not, and for
+ * failures no user causes there: out of memory, a shared mount (-EXDEV: SharedSubtrees= is
+ * the administrator's). A walk that fails counts as root's: the view then fails, closed. */
+static int policy_spoiled(PolicyContext *c, const char *path, bool follow_root_links, int r, char **ret_why) {
+        if (r == -ENOMEM || r == -EXDEV)
+                return 0;
+        if (!c->table_read) {
+                /* Without it, no FUSE mount is known as one: its owners are taken at their word. */
+                (void) mount_table_read_self(&c->table, &c->n_table);
+                c->table_read = true;
+        }
+        PathWalk w = {
+                .root_fd = c->root_fd,
+                .uid = (uid_t) -1,
+                .gid = (gid_t) -1,
+                .user = c->user,
+                .follow_root_links = follow_root_links,
+                .table = c->table,
+                .n_table = c->n_table,
+        };
+        return path_find_other_writer(&w, path, ret_why) > 0;
+}
+
+/* A bind entry that failed with 'r' at 'path' (its source or destination, 'what'): skipped and
+ * noted where a user spoiled it (1), else 0 and the caller fails. */
+static int bind_skip_if_spoiled(PolicyContext *c, const BindEntry *b, const char *what, const char *path,
+                                bool follow_root_links, int r) {
+        _cleanup_free_ char *why = NULL;
+        char buf[128];
+
+        if (!policy_spoiled(c, path, follow_root_links, r, &why))
+                return 0;
+        return policy_note(c, "%s=%s: %s '%s' %s, and %s: the entry is skipped.", b->setting, b->entry, what, path,
+                           spoiled_reason(r, buf), why);
+}
+
+/* Hides what can still be hidden at a path a user spoiled: the walk that follows no symlink
+ * goes as far as it can, and covers the first symlink on the way, or what is at the end,
+ * with the inaccessible file (a directory at the end: an empty mode 0000 tmpfs). The kernel
+ * mounts on a symlink itself, given an O_PATH fd of it (docs/kernel.md); a mount must be a
+ * directory exactly where what it covers is one, and a symlink is none. A walk that ends at a
+ * missing name or at a non-directory on the way leaves nothing to cover: the path names
+ * nothing. 1 and what was covered, 0 if nothing was, negative errno if covering failed. */
+static int cover_spoiled(PolicyContext *c, const char *path, char **ret_covered) {
+        _cleanup_close_ int dir = fcntl(c->root_fd, F_DUPFD_CLOEXEC, 3);
+        _cleanup_free_ char *shown = strdup("");
+        const char *p = path;
+        int r;
+
+        if (!shown)
+                return -ENOMEM;
+        if (dir < 0)
+                return -errno;
+        for (;;) {
+                _cleanup_close_ int fd = -EBADF, cover = -EBADF;
+                char name[NAME_MAX + 1], *longer = NULL;
+                struct statx st;
+                bool last;
+
+                r = path_next_name(&p, name);
+                if (r <= 0)
+                        return r;
+                last = !p[strspn(p, "/")];
+                fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return errno == ENOENT ? 0 : -errno;
+                if (asprintf(&longer, "%s/%s", shown, name) < 0)
+                        return -ENOMEM;
+                free(shown);
+                shown = longer;
+                r = stat_cached(fd, &st);
+                if (r < 0)
+                        return r;
+                if (S_ISLNK(st.stx_mode) || last) {
+                        if (S_ISDIR(st.stx_mode)) {
+                                r = tmpfs_new("mode=0000", "noexec", NULL, &cover);
+                                if (r >= 0)
+                                        r = set_read_only(cover);
+                        } else
+                                r = inaccessible_file(c, &cover);
+                        if (r >= 0)
+                                r = attach(c, &cover, fd, false);
+                        if (r < 0)
+                                return r;
+                        *ret_covered = TAKE_PTR(shown);
+                        return 1;
+                }
+                if (!S_ISDIR(st.stx_mode))
+                        return 0;
+                safe_close(dir);
+                dir = TAKE_FD(fd);
+        }
+}
+
+/* An entry of TemporaryFileSystem= or InaccessiblePaths= that failed with 'r' at 'path': where
+ * a user spoiled it, what can be is covered instead (cover_spoiled()) and noted (1); else 0
+ * and the caller fails. Where even the cover fails, the view fails (closed): negative errno. */
+static int hide_if_spoiled(PolicyContext *c, const char *setting, const char *entry, const char *path, int r) {
+        _cleanup_free_ char *why = NULL, *covered = NULL;
+        char buf[128];
+        const char *reason;
+        int k;
+
+        if (!policy_spoiled(c, path, /* follow_root_links= */ false, r, &why))
+                return 0;
+        reason = spoiled_reason(r, buf);
+        k = cover_spoiled(c, path, &covered);
+        if (k < 0)
+                return policy_fail(c, k, "%s=%s: '%s' %s, and %s; covering what is there instead failed too: %m", setting,
+                                   entry, path, reason, why);
+        if (k == 0)
+                k = policy_note(c, "%s=%s: '%s' %s, and %s: nothing is there to hide.", setting, entry, path, reason, why);
+        else
+                k = policy_note(c, "%s=%s: '%s' %s, and %s: covered '%s' (empty, mode 0000) instead.", setting, entry, path,
+                                reason, why, covered);
+        return k < 0 ? policy_fail(c, k, "Out of memory.") : k;
 }
 
 /* ---- the steps ---- */
@@ -552,9 +945,21 @@ static int mount_tmpfs_at(PolicyContext *c, const char *path, const char *defaul
 static int apply_temporary_file_systems(PolicyContext *c, const PolicyPlan *plan) {
         for (size_t i = 0; i < plan->n_tmpfs; i++) {
                 const TmpfsEntry *t = &plan->tmpfs[i];
-                int r = mount_tmpfs_at(c, t->path, "mode=0755", t->options);
-                if (r < 0)
-                        return policy_fail(c, r, "TemporaryFileSystem=%s: failed to mount a tmpfs on '%s': %m", t->entry, t->path);
+                bool at_path;
+                int r, k;
+
+                r = mount_tmpfs_at(c, t->path, "mode=0755", t->options, &at_path);
+                if (r >= 0)
+                        continue;
+                if (at_path) {
+                        k = hide_if_spoiled(c, "TemporaryFileSystem", t->entry, t->path, r);
+                        if (k < 0)
+                                return k;
+                        if (k > 0)
+                                continue;
+                }
+                return policy_fail(c, r, "TemporaryFileSystem=%s: failed to mount a tmpfs on '%s'%s: %m", t->entry, t->path,
+                                   r == -ELOOP ? " (a symlink on the way; symlinks are not followed)" : "");
         }
         return 0;
 }
@@ -568,7 +973,9 @@ static int apply_private_tmp(PolicyContext *c, const ViewPolicy *p) {
                 return policy_fail(c, -ENOMEM, "Out of memory.");
         /* One fresh tmpfs each, like two private directories: nothing of the host's shows. */
         for (const char *const *d = (const char *const[]) { "/tmp", "/var/tmp", NULL }; *d; d++) {
-                int r = mount_tmpfs_at(c, *d, "mode=1777", options);
+                bool at_path;
+                /* Root's directories: no user spoils them. */
+                int r = mount_tmpfs_at(c, *d, "mode=1777", options, &at_path);
                 if (r < 0)
                         return policy_fail(c, r, "PrivateTmp=yes: failed to mount a tmpfs on '%s': %m", *d);
         }
@@ -652,12 +1059,39 @@ static int clone_bind_sources(PolicyContext *c, PolicyPlan *plan) {
                 r = open_path_safe(c->root_fd, b->source, &src_fd);
                 if (r == -ENOENT && b->ignore_missing)
                         continue;
+                if (r < 0) {
+                        int k = bind_skip_if_spoiled(c, b, "the source", b->source, /* follow_root_links= */ true, r);
+                        if (k < 0)
+                                return policy_fail(c, k, "Out of memory.");
+                        if (k > 0)
+                                continue;
+                }
                 if (r == -EPERM)
                         return policy_fail(c, r, "%s=%s: source '%s' goes through a symbolic link that is not owned by root, "
                                            "or lies in a directory that is not; such links are not followed", b->setting,
                                            b->entry, b->source);
                 if (r < 0)
                         return policy_fail(c, r, "%s=%s: failed to open source '%s': %m", b->setting, b->entry, b->source);
+
+                /* A source that names the user is the user's or root's: anybody else's (alice's
+                 * directory at bob's /tmp/scratch-bob, made before his) would put what they like
+                 * into his view. */
+                if (b->user_specific) {
+                        struct statx st;
+                        char who[64];
+                        PathWalk w = { .user = c->user };
+
+                        r = stat_cached(src_fd, &st);
+                        if (r < 0)
+                                return policy_fail(c, r, "%s=%s: failed to stat source '%s': %m", b->setting, b->entry, b->source);
+                        if (st.stx_uid != 0 && st.stx_uid != c->user->uid) {
+                                r = policy_note(c, "%s=%s: the source '%s' belongs to %s, neither root nor %s: the entry is skipped.",
+                                                b->setting, b->entry, b->source, format_who(&w, st.stx_uid, who), c->user->name);
+                                if (r < 0)
+                                        return policy_fail(c, r, "Out of memory.");
+                                continue;
+                        }
+                }
 
                 b->tree_fd = open_tree(src_fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (b->recursive ? AT_RECURSIVE : 0));
                 if (b->tree_fd < 0)
@@ -674,48 +1108,36 @@ static int apply_binds(PolicyContext *c, PolicyPlan *plan) {
                 BindEntry *b = &plan->binds[i];
                 _cleanup_close_ int dest_fd = -EBADF;
                 struct stat st;
-                int r;
+                size_t mark;
+                bool opened;
+                int r, k;
 
                 if (b->tree_fd < 0)
                         continue;       /* missing, '-' */
                 if (fstat(b->tree_fd, &st) < 0)
                         return policy_fail(c, errno, "%s=%s: failed to stat the clone of '%s': %m", b->setting, b->entry, b->source);
+                mark = c->created.n;
                 r = open_path_creating(c->root_fd, b->dest, S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE, &c->created, &dest_fd);
-                if (r < 0)
+                opened = r >= 0;
+                if (opened)
+                        r = check_same_type(dest_fd, S_ISDIR(st.st_mode));
+                if (r >= 0)
+                        r = attach(c, &b->tree_fd, dest_fd, false);
+                if (r >= 0)
+                        continue;
+                dest_fd = safe_close(dest_fd);
+                created_paths_rollback(&c->created, mark);
+                k = bind_skip_if_spoiled(c, b, "the destination", b->dest, /* follow_root_links= */ false, r);
+                if (k < 0)
+                        return policy_fail(c, k, "Out of memory.");
+                if (k > 0)
+                        continue;
+                if (!opened)
                         return policy_fail(c, r, "%s=%s: failed to open or create the destination '%s'%s: %m", b->setting, b->entry, b->dest,
                                                r == -ELOOP ? " (a symlink on the way; symlinks are not followed)" : "");
-                r = attach(c, &b->tree_fd, dest_fd, false);
-                if (r < 0)
-                        return policy_fail(c, r, "%s=%s: failed to bind '%s' on '%s'%s: %m", b->setting, b->entry, b->source, b->dest,
-                                               r == -EXDEV ? " (a shared mount: it would reach the host)" : "");
+                return policy_fail(c, r, "%s=%s: failed to bind '%s' on '%s'%s: %m", b->setting, b->entry, b->source, b->dest,
+                                       r == -EXDEV ? " (a shared mount: it would reach the host)" : "");
         }
-        return 0;
-}
-
-/* The source of inaccessible files: a detached, read-only tmpfs with a mode 0000 file in it. */
-static int inaccessible_file(PolicyContext *c, int *ret_tree_fd) {
-        int fd;
-
-        if (c->inaccessible_fd < 0) {
-                _cleanup_close_ int mnt_fd = -EBADF, f = -EBADF;
-                int r;
-
-                r = tmpfs_new("mode=0000", "noexec", NULL, &mnt_fd);
-                if (r < 0)
-                        return r;
-                f = openat(mnt_fd, "inaccessible", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0000);
-                if (f < 0)
-                        return -errno;
-                f = safe_close(f);      /* a file open for writing keeps a mount from turning read-only (EBUSY) */
-                r = set_read_only(mnt_fd);
-                if (r < 0)
-                        return r;
-                c->inaccessible_fd = TAKE_FD(mnt_fd);
-        }
-        fd = open_tree(c->inaccessible_fd, "inaccessible", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        *ret_tree_fd = fd;
         return 0;
 }
 
@@ -723,23 +1145,30 @@ static int apply_inaccessible(PolicyContext *c, const PolicyPlan *plan) {
         for (size_t i = 0; i < plan->n_inaccessible; i++) {
                 const InaccessibleEntry *e = &plan->inaccessible[i];
                 _cleanup_close_ int dest_fd = -EBADF, tree_fd = -EBADF;
-                struct stat st;
-                int r;
+                struct statx st;
+                int r, k;
 
                 r = open_path_creating(c->root_fd, e->path, PATH_EXISTING, NULL, &dest_fd);
                 if (r == -ENOENT && e->ignore_missing) {
                         log_debug("InaccessiblePaths=%s: '%s' does not exist, ignoring.", e->entry, e->path);
                         continue;
                 }
-                if (r < 0)
+                if (r < 0) {
+                        k = hide_if_spoiled(c, "InaccessiblePaths", e->entry, e->path, r);
+                        if (k < 0)
+                                return k;
+                        if (k > 0)
+                                continue;
                         return policy_fail(c, r, "InaccessiblePaths=%s: failed to open '%s'%s: %m", e->entry, e->path,
                                                r == -ELOOP ? " (a symlink on the way; symlinks are not followed)" : "");
-                if (fstat(dest_fd, &st) < 0)
-                        return policy_fail(c, errno, "InaccessiblePaths=%s: failed to stat '%s': %m", e->entry, e->path);
+                }
+                r = stat_cached(dest_fd, &st);
+                if (r < 0)
+                        return policy_fail(c, r, "InaccessiblePaths=%s: failed to stat '%s': %m", e->entry, e->path);
 
                 /* A directory gets an empty, read-only tmpfs of mode 0000; anything else a bind
                  * of an empty mode 0000 file. */
-                if (S_ISDIR(st.st_mode)) {
+                if (S_ISDIR(st.stx_mode)) {
                         r = tmpfs_new("mode=0000", "noexec", NULL, &tree_fd);
                         if (r >= 0)
                                 r = set_read_only(tree_fd);
@@ -749,9 +1178,16 @@ static int apply_inaccessible(PolicyContext *c, const PolicyPlan *plan) {
                         return policy_fail(c, r, "InaccessiblePaths=%s: failed to prepare the cover for '%s': %m", e->entry, e->path);
 
                 r = attach(c, &tree_fd, dest_fd, false);
-                if (r < 0)
+                if (r < 0) {
+                        dest_fd = safe_close(dest_fd);
+                        k = hide_if_spoiled(c, "InaccessiblePaths", e->entry, e->path, r);
+                        if (k < 0)
+                                return k;
+                        if (k > 0)
+                                continue;
                         return policy_fail(c, r, "InaccessiblePaths=%s: failed to cover '%s'%s: %m", e->entry, e->path,
                                                r == -EXDEV ? " (a shared mount: it would reach the host)" : "");
+                }
         }
         return 0;
 }
@@ -787,9 +1223,9 @@ static int collect_mount_ids(PolicyContext *c, MountId *ids, size_t max, size_t 
 /* view_policy_apply(), or with mount=false only its first step: view_policy_check() gives the
  * same answer for a malformed entry because it is the same code. */
 static int policy_run(const ViewPolicy *p, const UserRecord *u, bool mount, MountId *ret_ids, size_t max_ids,
-                      size_t *ret_n_ids, char **ret_message) {
+                      size_t *ret_n_ids, char **ret_message, char ***ret_notes) {
         _cleanup_(policy_plan_done) PolicyPlan plan = {};
-        _cleanup_(policy_context_done) PolicyContext c = { .root_fd = -EBADF, .inaccessible_fd = -EBADF };
+        _cleanup_(policy_context_done) PolicyContext c = { .user = u, .root_fd = -EBADF, .inaccessible_fd = -EBADF };
         int r;
 
         *ret_n_ids = 0;
@@ -823,15 +1259,93 @@ static int policy_run(const ViewPolicy *p, const UserRecord *u, bool mount, Moun
         }
         if (r < 0 && ret_message)
                 *ret_message = TAKE_PTR(c.message);
+        if (ret_notes)
+                *ret_notes = TAKE_PTR(c.notes);
         return r;
 }
 
 int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids, size_t max_ids, size_t *ret_n_ids,
-                      char **ret_message) {
-        return policy_run(p, u, true, ret_ids, max_ids, ret_n_ids, ret_message);
+                      char **ret_message, char ***ret_notes) {
+        return policy_run(p, u, true, ret_ids, max_ids, ret_n_ids, ret_message, ret_notes);
 }
 
 int view_policy_check(const ViewPolicy *p, const UserRecord *u, char **ret_message) {
         size_t n;
-        return policy_run(p, u, false, NULL, 0, &n, ret_message);
+        return policy_run(p, u, false, NULL, 0, &n, ret_message, NULL);
+}
+
+/* ---- warnings ---- */
+
+static int warn_path(const PathWalk *w, const char *setting, const char *entry, const char *what, const char *path,
+                     char ***warnings) {
+        _cleanup_free_ char *why = NULL, *warning = NULL;
+        int r;
+
+        r = path_find_other_writer(w, path, &why);
+        if (r <= 0)
+                /* A walk that fails says nothing about who could change the path: applying it
+                 * will say what is wrong. */
+                return r == -ENOMEM ? r : 0;
+        if (asprintf(&warning, "%s=%s: %s '%s' lies where someone other than root and %s decides what it names: %s. "
+                     "Should it be spoiled, the entry is %s.", setting, entry, what, path, w->user->name, why,
+                     STR_IN_SET(setting, "BindPaths", "BindReadOnlyPaths") ? "skipped" : "replaced by a cover of what is there") < 0)
+                return -ENOMEM;
+        return strv_extend(warnings, warning);
+}
+
+int view_policy_warnings(const ViewPolicy *p, const UserRecord *u, int root_fd, char ***ret) {
+        _cleanup_(policy_plan_done) PolicyPlan plan = {};
+        _cleanup_(policy_context_done) PolicyContext c = { .user = u, .root_fd = -EBADF, .inaccessible_fd = -EBADF };
+        _cleanup_strv_free_ char **warnings = NULL;
+        _cleanup_free_ char *group = NULL;
+        MountEntry *table = NULL;
+        size_t n_table = 0;
+        int r;
+
+        if (!p || !u || !u->name || !ret)
+                return -EINVAL;
+        r = policy_plan_build(&c, p, u, &plan);
+        if (r < 0)
+                return r;
+
+        /* The user's own group counts as theirs where it is theirs alone by name (a user
+         * private group, as useradd makes them); a shared primary group ("users") does not. */
+        PathWalk w = { .root_fd = root_fd, .uid = u->uid, .gid = (gid_t) -1, .user = u };
+        if (group_name_by_gid(u->gid, &group) >= 0 && streq(group, u->name))
+                w.gid = u->gid;
+        (void) mount_table_read_self(&table, &n_table);
+        w.table = table;
+        w.n_table = n_table;
+
+        for (size_t i = 0; r >= 0 && i < plan.n_binds; i++) {
+                const BindEntry *b = &plan.binds[i];
+                _cleanup_close_ int fd = -EBADF;
+                struct statx st;
+                char who[64];
+
+                w.follow_root_links = true;
+                r = warn_path(&w, b->setting, b->entry, "the source", b->source, &warnings);
+                w.follow_root_links = false;
+                if (r >= 0)
+                        r = warn_path(&w, b->setting, b->entry, "the destination", b->dest, &warnings);
+                if (r < 0 || !b->user_specific || open_path_safe(root_fd, b->source, &fd) < 0 || stat_cached(fd, &st) < 0 ||
+                    st.stx_uid == 0 || st.stx_uid == u->uid)
+                        continue;
+                _cleanup_free_ char *warning = NULL;
+                if (asprintf(&warning, "%s=%s: the source '%s' belongs to %s, neither root nor %s: the entry is skipped.",
+                             b->setting, b->entry, b->source, format_who(&w, st.stx_uid, who), u->name) < 0)
+                        r = -ENOMEM;
+                else
+                        r = strv_extend(&warnings, warning);
+        }
+        for (size_t i = 0; r >= 0 && i < plan.n_tmpfs; i++)
+                r = warn_path(&w, "TemporaryFileSystem", plan.tmpfs[i].entry, "the path", plan.tmpfs[i].path, &warnings);
+        for (size_t i = 0; r >= 0 && i < plan.n_inaccessible; i++)
+                r = warn_path(&w, "InaccessiblePaths", plan.inaccessible[i].entry, "the path", plan.inaccessible[i].path,
+                              &warnings);
+        mount_entries_free(table, n_table);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(warnings);
+        return 0;
 }

@@ -11,15 +11,32 @@
  * HideOtherHomes=, BindPaths=/BindReadOnlyPaths=, InaccessiblePaths=. Returns negative errno and
  * a sentence naming the setting and entry at fault; on success the ids of the mounts it made
  * (the daemon keeps them: a user may neither unmount nor repropagate them). Nothing is left of
- * a policy that failed half-way. */
+ * a policy that failed half-way.
+ *
+ * An entry a user spoiled (a failure where someone other than root decides what the path
+ * names: their home, /tmp) does not fail it: a bind is skipped, a TemporaryFileSystem= or
+ * InaccessiblePaths= entry covers what it still can instead (never less than hidden).
+ * *ret_notes (may be NULL) gets a sentence for each, naming the entry, the path and who
+ * controls it, for the log; on failure too. */
 int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids, size_t max_ids, size_t *ret_n_ids,
-                      char **ret_message);
+                      char **ret_message, char ***ret_notes);
 
 /* Step 1 of view_policy_apply() alone: parses every entry, expands its specifiers and checks
  * its paths, then frees it all; touches nothing. 0, or the negative errno and sentence that
  * view_policy_apply() would give for a malformed entry. Mount options of TemporaryFileSystem=
  * are the kernel's to judge: only applying finds a bad one. */
 int view_policy_check(const ViewPolicy *p, const UserRecord *u, char **ret_message);
+
+/* What an administrator should know about the policy of user 'u' that does not keep it from
+ * being applied (for the daemon's log when it builds a view, and `nsctl verify`): each path
+ * that lies where someone other than root and 'u' decides what it names (under a directory
+ * they own or may write, such as /tmp/scratch-%u, a symbolic link of theirs, a FUSE mount), so
+ * that the entry may be spoiled; and each source that names the user (%u, %U, %h) but belongs
+ * to somebody else, an entry that is skipped. Paths are looked up from 'root_fd' (the host's
+ * or a view's "/") without following any symlink a policy would not follow. Changes nothing
+ * and logs nothing. 0 and a strv of sentences (NULL: none), or negative errno: -EINVAL for a
+ * malformed entry (view_policy_check() says which). */
+int view_policy_warnings(const ViewPolicy *p, const UserRecord *u, int root_fd, char ***ret);
 
 /* Expands %u %U %h %g %G %% in s for user u (pure; unit-tested). -EINVAL on an unknown specifier. */
 int view_policy_expand_specifiers(const char *s, const UserRecord *u, char **ret);

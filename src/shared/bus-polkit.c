@@ -399,7 +399,7 @@ static int polkit_check_to_result(PolkitCheck *c, sd_bus_message *m, sd_bus_erro
                  * their agent) before answering; a challenge left over then means it failed. */
                 if (sd_bus_message_get_allow_interactive_authorization(m) <= 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
-                                                 "Authentication is required for '%s': call with interactive authorization allowed, through a polkit agent.",
+                                                 "Authentication is required for '%s', and the call did not allow interactive authorization.",
                                                  c->action);
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "Authentication for '%s' failed or was dismissed.", c->action);

@@ -31,6 +31,19 @@ void created_paths_undo(CreatedPaths *c) {
         }
 }
 
+void created_paths_rollback(CreatedPaths *c, size_t n) {
+        CreatedPaths later = { .entries = c->entries + n, .n = c->n - n };
+
+        if (n >= c->n)
+                return;
+        created_paths_undo(&later);
+        for (size_t i = n; i < c->n; i++) {
+                safe_close(c->entries[i].dir_fd);
+                free(c->entries[i].name);
+        }
+        c->n = n;
+}
+
 static int created_paths_add(CreatedPaths *c, int dir_fd, const char *name, int fd, bool is_dir) {
         CreatedPath *n;
         struct stat st;

@@ -33,6 +33,9 @@ typedef struct CreatedPaths {
 /* Removes, newest first, what was created and is still what was created. */
 void created_paths_undo(CreatedPaths *c);
 void created_paths_done(CreatedPaths *c);
+/* Undoes, as created_paths_undo(), what was created after the first 'n' entries, and forgets
+ * it: one step of several given up, the others kept. */
+void created_paths_rollback(CreatedPaths *c, size_t n);
 
 /* One path component below dir_fd, O_PATH; a symlink is -ELOOP. openat2(RESOLVE_NO_SYMLINKS)
  * where available, else O_NOFOLLOW and a check. */

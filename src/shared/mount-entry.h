@@ -13,6 +13,7 @@ typedef struct MountEntry {
         uint64_t peer_group;     /* 0 = none */
         uint64_t master_group;   /* 0 = none */
         uint64_t dev;            /* the file system's device (major:minor), as stat() shows it */
+        uint64_t fingerprint;    /* the daemon's: mount_id_fingerprint() of the line (mount-util.h) */
         char *target;
         char *source;
         char *fstype;

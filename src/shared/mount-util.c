@@ -88,6 +88,8 @@ int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n) {
 
                 (void) mnt_fs_get_propagation(fs, &fl);
                 e[n] = (MountEntry) {
+                        .fingerprint = mount_id_fingerprint(mnt_fs_get_devno(fs), mnt_fs_get_root(fs),
+                                                            mnt_fs_get_target(fs)),
                         .id = (uint64_t) mnt_fs_get_id(fs),
                         .parent_id = (uint64_t) mnt_fs_get_parent_id(fs),
                         .peer_group = optional_field(fields, "shared"),
@@ -530,6 +532,40 @@ int mntns_pin(int ns_fd, const char *path) {
         return 0;
 }
 
+uint64_t mount_id_fingerprint(uint64_t dev, const char *root, const char *target) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+        char devno[32];
+
+        /* FNV-1a over what mountinfo says of the mount besides its ids. */
+        snprintf(devno, sizeof devno, "%u:%u", major(dev), minor(dev));
+        for (const char *parts[] = { devno, root ?: "", target ?: "" }, **p = parts; p < parts + 3; p++)
+                for (const char *c = *p;; c++) {
+                        h = (h ^ (unsigned char) *c) * UINT64_C(0x100000001b3);
+                        if (*c == 0)
+                                break;
+                }
+        return (h & ~MOUNT_ID_FINGERPRINT) | MOUNT_ID_FINGERPRINT;
+}
+
+/* The fingerprint of the mount with mountinfo id 'old' in this namespace, 0 if it is not in
+ * the table (a mount outside our root). */
+static uint64_t fingerprint_of(const MountEntry *e, size_t n, uint64_t old) {
+        for (size_t i = 0; i < n; i++)
+                if (e[i].id == old)
+                        return e[i].fingerprint;
+        return 0;
+}
+
+bool mount_ids_unique(void) {
+        static int cached = -1;
+        struct statx sx = {};
+
+        if (cached < 0)
+                cached = statx(AT_FDCWD, "/", AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_MNT_ID_UNIQUE, &sx) >= 0 &&
+                         (sx.stx_mask & STATX_MNT_ID_UNIQUE);
+        return cached;
+}
+
 int fd_get_mount_ids(int dirfd, const char *path, MountId *ret) {
         struct statx sx = {};
         int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (path && *path ? 0 : AT_EMPTY_PATH);
@@ -541,13 +577,25 @@ int fd_get_mount_ids(int dirfd, const char *path, MountId *ret) {
                 return r;
         if (statx(dirfd, path ?: "", flags, STATX_MNT_ID_UNIQUE, &sx) >= 0 && (sx.stx_mask & STATX_MNT_ID_UNIQUE))
                 id.unique = sx.stx_mnt_id;
+        else {
+                /* Before Linux 6.8 the id alone is reused by the next mount made once this one
+                 * is gone (docs/kernel.md): the record also holds what the mount is. */
+                MountEntry *e = NULL;
+                size_t n = 0;
+
+                if (mount_table_read_self(&e, &n) >= 0) {
+                        id.unique = fingerprint_of(e, n, id.old);
+                        mount_entries_free(e, n);
+                }
+        }
         *ret = id;
         return 0;
 }
 
 bool mount_id_equal(MountId a, MountId b) {
         if (a.unique != 0 && b.unique != 0)
-                return a.unique == b.unique;
+                /* A fingerprint names what is mounted, the old id which mount: both must match. */
+                return a.unique == b.unique && (!(a.unique & MOUNT_ID_FINGERPRINT) || a.old == b.old);
         return a.old != 0 && a.old == b.old;
 }
 
@@ -556,6 +604,34 @@ bool mount_id_in(MountId id, const MountId *list, size_t n) {
                 if (mount_id_equal(id, list[i]))
                         return true;
         return false;
+}
+
+int mount_id_is_mounted(MountId id) {
+        MountEntry *e = NULL;
+        size_t n = 0;
+        int r;
+
+        if (id.unique == 0)
+                return -EOPNOTSUPP;
+        if (!(id.unique & MOUNT_ID_FINGERPRINT))
+                return mount_is_mounted_in(id.unique, 0);
+        r = mount_table_read_self(&e, &n);
+        if (r < 0)
+                return r;
+        r = fingerprint_of(e, n, id.old) == id.unique;
+        mount_entries_free(e, n);
+        return r;
+}
+
+bool mount_beneath_supported(void) {
+        static int cached = -1;
+
+        /* move_mount(2) checks its flags before its fds: a kernel that does not know the flag
+         * says EINVAL, one that does goes on to the fds (EBADF). */
+        if (cached < 0)
+                cached = move_mount(-EBADF, "", -EBADF, "", MOVE_MOUNT_BENEATH | MOVE_MOUNT_F_EMPTY_PATH |
+                                    MOVE_MOUNT_T_EMPTY_PATH) < 0 && errno != EINVAL;
+        return cached;
 }
 
 int mount_subtree_ids(MountId top, MountId **ret, size_t *ret_n) {
@@ -588,7 +664,8 @@ int mount_subtree_ids(MountId top, MountId **ret, size_t *ret_n) {
                                 below = in[j] && e[j].id == e[i].parent_id && e[i].id != e[i].parent_id;
                         if (below) {
                                 in[i] = added = true;
-                                ids[k++] = (MountId) { .old = e[i].id };
+                                ids[k++] = (MountId) { .old = e[i].id,
+                                                       .unique = mount_ids_unique() ? 0 : e[i].fingerprint };
                         }
                 }
         }

@@ -29,13 +29,25 @@ int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n);
 int mount_table_read_self(MountEntry **ret, size_t *ret_n);
 
 /* A mount, as the daemon records it: the 64-bit id the kernel never reuses (statx
- * STATX_MNT_ID_UNIQUE, Linux ≥ 6.8; 0 where unknown) and the id /proc/PID/mountinfo shows,
- * which is reused once the mount is gone. Records are compared by the unique id where both
- * sides have one, else by the old id. */
+ * STATX_MNT_ID_UNIQUE, Linux ≥ 6.8) and the id /proc/PID/mountinfo shows, which is reused once
+ * the mount is gone. Where the kernel has no unique id, 'unique' holds a fingerprint instead
+ * (MOUNT_ID_FINGERPRINT set): what mountinfo says the mount is, so that another mount that got
+ * the reused id does not pass for a recorded one. 0: unknown (a record of an older version).
+ * Records are compared by the unique id where both sides have one (by fingerprint and old id
+ * together for fingerprints), else by the old id. */
 typedef struct MountId {
         uint64_t unique;
         uint64_t old;
 } MountId;
+
+/* Kernel unique ids start at 2^31 and count up: they never reach this bit. */
+#define MOUNT_ID_FINGERPRINT (UINT64_C(1) << 63)
+
+/* A hash of a mount's device, its root inside the file system and its mount point, tagged
+ * MOUNT_ID_FINGERPRINT. */
+uint64_t mount_id_fingerprint(uint64_t dev, const char *root, const char *target) _pure_;
+/* Whether the kernel gives unique mount ids (Linux 6.8). */
+bool mount_ids_unique(void);
 
 /* Whether 'id' (a mount id, either kind) is one of ids[0..n). */
 bool mount_ids_contain(const uint64_t *ids, size_t n, uint64_t id);
@@ -43,12 +55,16 @@ bool mount_ids_contain(const uint64_t *ids, size_t n, uint64_t id);
 int fd_get_mount_ids(int dirfd, const char *path, MountId *ret);
 bool mount_id_equal(MountId a, MountId b);
 bool mount_id_in(MountId id, const MountId *list, size_t n);
-/* The mount 'top' and every mount below it in this namespace (from /proc/self/mountinfo:
- * old ids only). */
+/* The mount 'top' and every mount below it in this namespace (from /proc/self/mountinfo: old
+ * ids, and fingerprints where the kernel has no unique ids). */
 int mount_subtree_ids(MountId top, MountId **ret, size_t *ret_n);
 /* 1 if the mount with this unique id is mounted in the mount namespace with id 'mntns_id'
  * (NS_GET_MNTNS_ID), 0 if not, -EOPNOTSUPP where statmount(2) is missing or filtered. */
 int mount_is_mounted_in(uint64_t unique_id, uint64_t mntns_id);
+/* 1 if the recorded mount 'id' is mounted in this namespace, 0 if it is gone (its id may be
+ * another mount's now), -EOPNOTSUPP where that cannot be told (no unique id, no fingerprint,
+ * statmount(2) filtered). */
+int mount_id_is_mounted(MountId id);
 /* The number of mounts of the namespace 'mntns_id' (listmount(2), no child, no setns), or
  * -EOPNOTSUPP where listmount(2) is missing, filtered, or cannot see that namespace (6.18 finds
  * only namespaces a process is in). mntns_id 0: our own (mountinfo where listmount fails). */
@@ -57,6 +73,8 @@ int mntns_count_mounts(uint64_t mntns_id, size_t *ret_n);
 #ifndef MOVE_MOUNT_BENEATH
 #define MOVE_MOUNT_BENEATH 0x00000200   /* Linux 6.5 */
 #endif
+/* Whether move_mount(2) knows MOVE_MOUNT_BENEATH (asked once, of the kernel). */
+bool mount_beneath_supported(void);
 
 
 /* Opens directory 'path' below 'dirfd' (O_PATH) one name at a time, never following a

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "audit.h"
+#include "bus-creds.h"
+#include "bus-errors.h"
+#include "log.h"
+#include "namespace-dbus.h"
+#include "namespace.h"
+#include "strv.h"
+#include "user-util.h"
+
+/* One argument of a method: how to read it, and the field it goes to (NULL: read, not
+ * recorded). Types: 's' string, 't' flags (shown in hex), 'b' boolean, 'a' array of strings
+ * (joined by spaces), 'h' an fd. */
+typedef struct AuditArg {
+        char type;
+        const char *field;
+} AuditArg;
+
+#define AUDIT_ARGS_MAX 8
+
+typedef struct AuditMethod {
+        const char *interface;
+        const char *member;
+        const char *message_id;     /* catalog/nsmanager.catalog */
+        const char *what;           /* for MESSAGE= */
+        AuditArg args[AUDIT_ARGS_MAX];
+} AuditMethod;
+
+static const AuditMethod audit_methods[] = {
+        { NSM_MANAGER_INTERFACE, "CreateNamespace", "b064cde38c59441c9b83ad891b2d6284", "create the namespace",
+          { { 's', "NSM_USER" } } },
+        { NSM_MANAGER_INTERFACE, "RemoveNamespace", "73d2b3853694401c8f64b9dabd57a931", "remove the namespace",
+          { { 's', "NSM_USER" } } },
+        { NSM_NAMESPACE_INTERFACE, "Remove", "73d2b3853694401c8f64b9dabd57a931", "remove the namespace", {} },
+        { NSM_MANAGER_INTERFACE, "OpenSession", "cfa8a652a6e54d6680421973c246d67a", "open a session",
+          { { 's', "NSM_USER" }, { 's', "NSM_SESSION" } } },
+        { NSM_MANAGER_INTERFACE, "CloseSession", "bc918c7ba5da4f2689b3a711bfc8c0e9", "close a session",
+          { { 's', "NSM_USER" }, { 's', "NSM_SESSION" } } },
+        { NSM_MANAGER_INTERFACE, "ShareSubtree", "b2c9bb3546434ef2b105c1965cf7ab80", "share a subtree",
+          { { 's', "NSM_USER" }, { 's', "NSM_PATH" } } },
+        { NSM_MANAGER_INTERFACE, "EnslaveSubtree", "920b36f2f1c848db89dd3e516475c1b2", "enslave a subtree",
+          { { 's', "NSM_USER" }, { 's', "NSM_PATH" } } },
+        { NSM_MANAGER_INTERFACE, "SetPropagation", "5ccd9834eee744c582841972b55a1679", "change the propagation",
+          { { 's', "NSM_USER" }, { 's', "NSM_PATH" }, { 's', "NSM_MODE" }, { 't', "NSM_FLAGS" } } },
+        { NSM_MANAGER_INTERFACE, "BindMount", "234f4ef9fa8841c8ba2eaf1e05ba42f3", "bind mount",
+          { { 's', "NSM_USER" }, { 's', "NSM_SOURCE" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
+        { NSM_MANAGER_INTERFACE, "Unmount", "1de3f1e86c974d7fb61292f482e82788", "unmount",
+          { { 's', "NSM_USER" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
+        { NSM_MANAGER_INTERFACE, "SetLinger", "ff08291e0f46411881298f54ed9326c7", "change lingering",
+          { { 's', "NSM_USER" }, { 'b', "NSM_LINGER" } } },
+        { NSM_MANAGER_INTERFACE, "Attach", "c612a1464d94450fb7eba4600478c07c", "attach a command",
+          { { 's', "NSM_USER" }, { 'a', "NSM_COMMAND" }, { 'a', NULL }, { 's', "NSM_PATH" } } },
+        { NSM_MANAGER_INTERFACE, "OpenAttach", "c612a1464d94450fb7eba4600478c07c", "attach a command",
+          { { 's', "NSM_USER" }, { 'a', "NSM_COMMAND" }, { 'a', NULL }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
+        { NSM_MANAGER_INTERFACE, "ReloadConfig", "c93ed6426ca140b096e87616af594b4d", "reload the configuration", {} },
+        { NSM_MANAGER_INTERFACE, "Eject", "df5bb3aabbe340f6b69157feedc9f45a", "eject",
+          { { 's', "NSM_WHAT" }, { 't', "NSM_FLAGS" } } },
+};
+
+static const AuditMethod *audit_method_find(sd_bus_message *call) {
+        const char *interface = sd_bus_message_get_interface(call), *member = sd_bus_message_get_member(call);
+
+        for (size_t i = 0; interface && member && i < ELEMENTSOF(audit_methods); i++)
+                if (streq(audit_methods[i].interface, interface) && streq(audit_methods[i].member, member))
+                        return audit_methods + i;
+        return NULL;
+}
+
+/* "FIELD=value" onto 'fields' and " field=value" onto 'summary' (shown: the field's name
+ * without NSM_, in lower case). */
+static int add_field(char ***fields, char **summary, const char *field, const char *value) {
+        _cleanup_free_ char *f = NULL, *shown = NULL;
+        char *s;
+
+        if (asprintf(&f, "%s=%s", field, value) < 0 || strv_extend(fields, f) < 0)
+                return -ENOMEM;
+        if (!summary)
+                return 0;
+        shown = strdup(field + strlen("NSM_"));
+        if (!shown)
+                return -ENOMEM;
+        for (char *c = shown; *c; c++)
+                *c = (char) (*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+        if (asprintf(&s, "%s %s=%s", *summary, shown, value) < 0)
+                return -ENOMEM;
+        free(*summary);
+        *summary = s;
+        return 0;
+}
+
+/* The recorded arguments, read again from the start of the call. */
+static int read_arguments(const AuditMethod *a, sd_bus_message *call, char ***fields, char **summary, char **ret_user) {
+        int r;
+
+        r = sd_bus_message_rewind(call, true);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < AUDIT_ARGS_MAX && a->args[i].type; i++) {
+                const AuditArg *arg = a->args + i;
+                _cleanup_strv_free_ char **l = NULL;
+                _cleanup_free_ char *v = NULL;
+                const char *s;
+                uint64_t t;
+                int b;
+
+                switch (arg->type) {
+                case 's':
+                        r = sd_bus_message_read(call, "s", &s);
+                        if (r >= 0)
+                                v = strdup(s);
+                        break;
+                case 't':
+                        r = sd_bus_message_read(call, "t", &t);
+                        if (r >= 0 && asprintf(&v, "0x%" PRIx64, t) < 0)
+                                v = NULL;
+                        break;
+                case 'b':
+                        r = sd_bus_message_read(call, "b", &b);
+                        if (r >= 0)
+                                v = strdup(b ? "yes" : "no");
+                        break;
+                case 'a':
+                        r = sd_bus_message_read_strv(call, &l);
+                        if (r >= 0)
+                                v = strv_join(l, " ");
+                        break;
+                default:
+                        return -EINVAL;
+                }
+                if (r < 0)
+                        return r;
+                if (!v)
+                        return -ENOMEM;
+                if (!arg->field)
+                        continue;
+                if (streq(arg->field, "NSM_USER")) {
+                        /* The namespace's user is the record's subject, not an argument. */
+                        *ret_user = TAKE_PTR(v);
+                        continue;
+                }
+                r = add_field(fields, summary, arg->field, v);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* For Namespace.Remove(): the user of the object the call went to. */
+static char *user_of_object(Manager *m, sd_bus_message *call) {
+        Namespace *ns;
+        uid_t uid;
+
+        if (namespace_bus_path_to_uid(sd_bus_message_get_path(call), &uid) < 0)
+                return NULL;
+        ns = manager_get_namespace_by_uid(m, uid);
+        return ns ? strdup(ns->name) : NULL;
+}
+
+static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *error, pid_t started) {
+        _cleanup_strv_free_ char **fields = NULL;
+        _cleanup_free_ char *summary = strdup(""), *user = NULL, *caller = NULL, *where = NULL;
+        const AuditMethod *a = audit_method_find(call);
+        uid_t uid = (uid_t) -1;
+        pid_t pid = 0;
+        char buf[64];
+        int r;
+
+        if (!a)
+                return;
+        if (!summary) {
+                log_oom();
+                return;
+        }
+
+        r = read_arguments(a, call, &fields, &summary, &user);
+        if (r < 0) {
+                /* Malformed calls are refused before anything changes: nothing to record. */
+                log_debug_errno(r, "Not recording %s(): its arguments cannot be read: %m", a->member);
+                return;
+        }
+        if (!user && streq(a->interface, NSM_NAMESPACE_INTERFACE))
+                user = user_of_object(m, call);
+
+        (void) bus_message_get_sender_uid(call, &uid);
+        (void) bus_message_get_sender_pid(call, &pid);
+        if (uid != (uid_t) -1) {
+                _cleanup_(user_record_done) UserRecord u = {};
+
+                if (user_record_by_uid(uid, &u) >= 0)
+                        caller = TAKE_PTR(u.name);
+        }
+
+        snprintf(buf, sizeof buf, "MESSAGE_ID=%s", a->message_id);
+        r = strv_extend(&fields, buf);
+        if (r >= 0)
+                r = add_field(&fields, NULL, "NSM_ACTION", a->member);
+        if (r >= 0 && user)
+                r = add_field(&fields, NULL, user[0] ? "NSM_USER" : "NSM_HOST", user[0] ? user : "1");
+        if (r >= 0 && uid != (uid_t) -1) {
+                snprintf(buf, sizeof buf, "%u", (unsigned) uid);
+                r = add_field(&fields, NULL, "NSM_CALLER_UID", buf);
+        }
+        if (r >= 0 && caller)
+                r = add_field(&fields, NULL, "NSM_CALLER_USER", caller);
+        if (r >= 0 && pid > 0) {
+                snprintf(buf, sizeof buf, "%d", (int) pid);
+                r = add_field(&fields, NULL, "NSM_CALLER_PID", buf);
+        }
+        if (r >= 0 && started > 0) {
+                snprintf(buf, sizeof buf, "%d", (int) started);
+                r = add_field(&fields, &summary, "NSM_PID", buf);
+        }
+        if (r >= 0)
+                r = add_field(&fields, NULL, "NSM_RESULT", error ? error->name : "done");
+        if (r >= 0) {
+                if (!user)
+                        where = strdup("");
+                else if (user[0])
+                        r = asprintf(&where, " in the view of '%s'", user) < 0 ? -ENOMEM : 0;
+                else
+                        where = strdup(" on the host");
+        }
+        if (r < 0 || !where) {
+                log_oom();
+                return;
+        }
+
+        /* "BindMount by carol (uid 2003, pid 812) in the view of 'bob': source=/srv/x
+         * path=/home/bob/x flags=0x2: done." */
+        (void) log_struct_internal(error ? LOG_NOTICE : LOG_INFO, 0, fields, "%s by %s (uid %d, pid %d)%s:%s: %s%s.",
+                                   a->member, caller ?: "an unknown user", (int) uid, (int) pid, where, summary,
+                                   error ? "refused: " : "done", error ? (error->message ?: error->name) : "");
+}
+
+void audit_call(Manager *m, sd_bus_message *call, const sd_bus_error *error) {
+        audit_record(m, call, error, 0);
+}
+
+void audit_call_pid(Manager *m, sd_bus_message *call, const sd_bus_error *error, pid_t pid) {
+        audit_record(m, call, error, pid);
+}

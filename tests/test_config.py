@@ -1,0 +1,395 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The configuration is taken whole or not at all, and a start that cannot serve leaves the
+host as it was (issue 22).
+
+- ReloadConfig (and SIGHUP) reads every file first: nsmanagerd.conf, its drop-ins, group.d/
+  and user.d/. A typo (an unknown section or setting) or a bad value anywhere fails it with
+  FILE:LINE, and the configuration in force stays, the [View] policy of every user included:
+  a view made after the refused reload has the old policy.
+- `nsctl verify` reports the same errors with the daemon's own parser, without the daemon.
+- A start with a missing --config, a broken file, no bus, another instance serving, or a
+  failure after it began (the registry cannot be made) leaves the host's mount table exactly
+  as it was.
+- A SharedSubtrees= path a user can steer (her symlink in a directory anyone may write, her
+  directory) is not shared, does not stop the daemon, and is shared at the reload after the
+  administrator fixed it.
+- `nsmanagerd --release` (the package's removal) takes away the mounts the daemon made and
+  nothing else, and keeps a shared subtree that something is mounted below.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import E_FAILED, expect_error, wait_until
+from sandbox import (SYSTEM_BUS_ADDRESS, TEST_USERS, daemon_binary, find_mount, host_mountinfo,
+                     parse_mountinfo, timeout)
+
+ALICE = TEST_USERS["alice"]
+
+# Each typo of the issue, and other errors a file may hold: (file, text, line, what the error says).
+TYPOS = [
+    ("user.d/bob.conf", "[View]\nHideOtherHome=yes\n", 2,
+     "unknown setting HideOtherHome= in [View] (did you mean HideOtherHomes=?)"),
+    ("nsmanagerd.conf.d/50-typo.conf", "# the section in lower case\n[manager]\nStopDelaySec=5s\n", 2,
+     "unknown section [manager]"),
+    ("nsmanagerd.conf.d/50-typo.conf", "[Manager]\nStopDelay=5s\n", 2,
+     "unknown setting StopDelay= in [Manager] (did you mean StopDelaySec=?)"),
+    ("user.d/bob.conf", "[View]\nHideOtherHomes=yes\nPrivateTmp=maybe\n", 3, "'maybe' is not a boolean"),
+    ("nsmanagerd.conf.d/50-typo.conf", "[View]\nPrivateTmp=maybe\n", 2, "'maybe' is not a boolean"),
+    ("group.d/nsadmin.conf", "[View]\nBindPaths=srv/data:/srv/data\n", 2, "the source is not an absolute"),
+    ("user.d/bob.conf", "[View]\nBindReadOnlyPaths=/srv/%x:%h/x\n", 2, "'%x' is not a specifier"),
+    ("user.d/bob.conf", "[Manager]\nMinUID=0\n", 1, "section [Manager] does not belong in this file"),
+]
+TYPO_IDS = ["HideOtherHome", "lowercase-section", "StopDelay", "PrivateTmp-user.d", "PrivateTmp-main",
+            "BindPaths-relative", "bad-specifier", "Manager-in-user.d"]
+
+OLD_POLICY = "[View]\nHideOtherHomes=yes\n"
+
+
+def homes_seen(sb, user: str) -> set[str]:
+    return set(sb.in_view(user, ["ls", "-A", "/home"], check=True).stdout.split())
+
+
+def mount_table() -> list[tuple]:
+    """Everything mountinfo says of every mount: ids, where, what, propagation."""
+    return [(m.id, m.parent, m.target, m.fstype, m.source, m.propagation, m.peer_group, m.master)
+            for m in host_mountinfo()]
+
+
+def run_daemon(sb, *args, env=None, wait=30) -> subprocess.CompletedProcess:
+    """nsmanagerd in the foreground, for a start that must fail (or --release)."""
+    e = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=SYSTEM_BUS_ADDRESS)
+    e.pop("NOTIFY_SOCKET", None)
+    e.update(env or {})
+    return subprocess.run([str(daemon_binary()), *args], capture_output=True, text=True, env=e,
+                          timeout=timeout(wait), stdin=subprocess.DEVNULL)
+
+
+# ---------------------------------------------------------------------------
+# ReloadConfig and nsctl verify
+
+
+@pytest.mark.parametrize("relpath,text,line,reason", TYPOS, ids=TYPO_IDS)
+@pytest.mark.daemon_config(files={"user.d/bob.conf": OLD_POLICY})
+def test_a_typo_is_refused_and_the_old_policy_stays(daemon, nsctl, relpath, text, line, reason):
+    """bob's policy hides the other homes. The administrator breaks a file: ReloadConfig
+    fails naming it, its line and why; nsctl reload and nsctl verify say the same; bob's
+    next view still has his policy; and a file that is fixed again is taken."""
+    sb = daemon
+    manager = sb.manager()
+    path = sb.write_config_file(relpath, text)
+    where = f"{path}:{line}: "
+
+    e = expect_error(lambda: manager.ReloadConfig(), E_FAILED)
+    assert where in e.get_dbus_message() and reason in e.get_dbus_message(), e.get_dbus_message()
+    p = nsctl("reload")
+    assert p.returncode == 1 and where in p.stderr and reason in p.stderr, p.stderr
+    assert where in sb.daemon_log_text(), "the refused reload is not in the log"
+    p = nsctl("verify", "--config", str(sb.config_file))
+    assert p.returncode == 1 and where in p.stderr and reason in p.stderr, p.stderr
+    p = nsctl("verify", str(path), as_user="alice")        # one file, by anybody who can read it
+    assert p.returncode == 1 and where in p.stderr and reason in p.stderr, p.stderr
+
+    # The old policy is in force, for bob's next view too (not the files as they are now).
+    manager.CreateNamespace("bob")
+    assert homes_seen(sb, "bob") == {"bob"}, "bob's view was built without his policy"
+    manager.RemoveNamespace("bob")
+    assert sb.daemon.poll() is None
+
+    # SIGHUP refuses it the same way.
+    os.kill(sb.daemon.pid, signal.SIGHUP)
+    wait_until(lambda: sb.daemon_log_text().count(where) >= 3, "SIGHUP to refuse the file")
+
+    # Fixed: taken; a user.d/bob.conf fixed to nothing drops bob's policy, as it should.
+    if relpath == "user.d/bob.conf":
+        sb.write_config_file(relpath, "[View]\nHideOtherHomes=no\n")
+    else:
+        path.unlink()
+    assert nsctl("verify", "--config", str(sb.config_file)).returncode == 0
+    manager.ReloadConfig()
+    manager.CreateNamespace("bob")
+    seen = homes_seen(sb, "bob")
+    if relpath == "user.d/bob.conf":
+        assert {"alice", "bob"} <= seen, seen
+    else:
+        assert seen == {"bob"}, seen
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nHideOtherHomes=yes\n"})
+def test_a_broken_user_file_is_refused_at_reload_not_at_login(daemon):
+    """Before, user.d files were read only when a view was built: a bad one passed the reload
+    and the view then failed (or was built without the policy). Now the reload fails, and
+    every error of every file is listed, each with its file and line."""
+    sb = daemon
+    a = sb.write_config_file("user.d/alice.conf", "[View]\nHideOtherHomes=yes\nPrivateTmp=maybe\n")
+    b = sb.write_config_file("group.d/nsadmin.conf", "[View]\nInaccessiblePaths=relative\n")
+    msg = expect_error(lambda: sb.manager().ReloadConfig(), E_FAILED).get_dbus_message()
+    assert f"{a}:3: 'maybe' is not a boolean" in msg and f"{b}:2: " in msg, msg
+    sb.manager().CreateNamespace("alice")
+    assert homes_seen(sb, "alice") == {"alice"}, "alice's view does not have the policy in force"
+
+
+def test_start_only_settings_are_named_at_reload(daemon):
+    """SubtreeRoot= and StateDirectory= cannot move under running namespaces: a reload that
+    changes them succeeds, and the log names what waits for the next start."""
+    sb = daemon
+    sb.write_config(SubtreeRoot="/tmp/nsmanager-sandbox/elsewhere")
+    sb.manager().ReloadConfig()
+    assert sb.properties()["SubtreeRoot"] == str(sb.subtree_root)
+    wait_until(lambda: f"SubtreeRoot= ({sb.subtree_root} → /tmp/nsmanager-sandbox/elsewhere)" in sb.daemon_log_text(),
+               "the reload to name the changed SubtreeRoot=")
+
+
+def test_verify_files(instance, nsctl):
+    """nsctl verify FILE...: each file alone, every error printed, exit status 1 on any,
+    0 and no output for good files; works without root and without a daemon (no bus)."""
+    tmp_path = instance.instance / "files"
+    tmp_path.mkdir(mode=0o755)
+    good = tmp_path / "nsmanagerd.conf"
+    good.write_text("[Manager]\nSharedSubtrees=/mnt /media\n[View]\nBindPaths=-%h/src:/srv/%u:norbind\n"
+                    "TemporaryFileSystem=/srv/scratch:mode=0700,size=1M\n")
+    bad = tmp_path / "bad.conf"
+    bad.write_text("[Manager]\nMinUID=ten\nSubtreeRoot=/subtree\n[Elsewhere]\nX=1\n[View]\nHideOtherHomes=yes\n")
+    (tmp_path / "user.d").mkdir()
+    user = tmp_path / "user.d" / "alice.conf"
+    user.write_text("[View]\nPrivateTmp=yes\n[Manager]\nMinUID=1\n")
+    nobus = {"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent"}
+
+    p = nsctl("verify", str(good), as_user="alice", env=nobus)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), p.stderr
+    p = nsctl("verify", str(good), str(bad), str(user), str(tmp_path / "missing.conf"), env=nobus)
+    assert p.returncode == 1 and p.stdout == "", p.stderr
+    assert p.stderr.splitlines() == [
+        f"{bad}:2: 'ten' is not a valid UID",
+        f"{bad}:4: unknown section [Elsewhere]",
+        f"{user}:3: section [Manager] does not belong in this file, which holds only [View]",
+        f"{tmp_path / 'missing.conf'}: No such file or directory",
+    ], p.stderr
+    # usage: --config and files do not go together; not over -H
+    assert nsctl("verify", "--config", str(good), str(good)).returncode == 2
+    assert nsctl("-H", "somewhere", "verify").returncode == 2
+
+
+def test_verify_the_installed_set(instance, nsctl):
+    """Without FILE: the set the daemon reads (--config as the daemon's): drop-ins, group.d
+    and user.d included; a file for a user nobody knows is a warning, not an error."""
+    sb = instance
+    sb.write_config()
+    sb.write_config_file("user.d/alice.conf", "[View]\nPrivateTmp=yes\n")
+    p = nsctl("verify", "--config", str(sb.config_file))
+    assert (p.returncode, p.stderr) == (0, ""), p.stderr
+    ghost = sb.write_config_file("user.d/nosuchuser.conf", "[View]\nPrivateTmp=yes\n")
+    p = nsctl("verify", "--config", str(sb.config_file))
+    assert p.returncode == 0 and f"{ghost}: warning: no user 'nosuchuser'" in p.stderr, p.stderr
+    dropin = sb.write_config_file("nsmanagerd.conf.d/10-x.conf", "[Manager]\nViewPropagation=sideways\n")
+    p = nsctl("verify", "--config", str(sb.config_file))
+    assert p.returncode == 1 and f"{dropin}:2: 'sideways' is not one of slave, private, shared" in p.stderr, p.stderr
+    p = nsctl("verify", "--config", str(sb.config_dir / "missing.conf"))
+    assert p.returncode == 1 and "missing.conf: No such file or directory" in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------------------
+# Start-up: nothing changes on the host unless the daemon serves
+
+
+def test_missing_config_file_is_an_error(instance):
+    """--config of a file that does not exist is an error, not an empty configuration; the
+    host is not touched."""
+    sb = instance
+    before = mount_table()
+    p = run_daemon(sb, f"--config={sb.config_dir}/nonexistent/x.conf")
+    assert p.returncode == 1, p.stderr
+    assert "nonexistent/x.conf: No such file or directory" in p.stderr, p.stderr
+    assert mount_table() == before
+
+
+@pytest.mark.parametrize("text,line", [("[Manager]\nSubtreeRoot=relative\n", 2),
+                                       ("[View]\nHideOtherHome=yes\n", 2)], ids=["bad-value", "typo"])
+def test_broken_config_keeps_the_daemon_from_starting(instance, text, line):
+    sb = instance
+    sb.write_config()
+    bad = sb.write_config_file("user.d/alice.conf" if "View" in text else "nsmanagerd.conf.d/x.conf", text)
+    before = mount_table()
+    p = run_daemon(sb, f"--config={sb.config_file}")
+    assert p.returncode == 1 and f"{bad}:{line}: " in p.stderr, p.stderr
+    assert mount_table() == before, "a start refused for its configuration changed the host"
+
+
+def test_failed_start_without_a_bus_leaves_the_host_as_it_was(instance):
+    """The issue's case: nsmanagerd run by hand cannot reach the bus. Before, it had already
+    made SubtreeRoot, the registry and /mnt mounts, and left them."""
+    sb = instance
+    sb.write_config()
+    before = mount_table()
+    p = run_daemon(sb, f"--config={sb.config_file}", env={"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent"})
+    assert p.returncode == 1 and "system bus" in p.stderr, p.stderr
+    assert mount_table() == before
+
+
+def test_failed_start_after_the_host_was_prepared_is_undone(instance):
+    """A failure once the host's side is set up (here the registry cannot be made: a
+    directory is in its place) takes back exactly what this start did: the binds of
+    SubtreeRoot, StateDirectory and the shared subtrees, and their propagation. The mount
+    table is the same as before, to the peer group."""
+    sb = instance
+    media = sb.instance / "media"
+    media.mkdir()
+    sb.write_config(SharedSubtrees=f"/mnt {media}")
+    (sb.state_dir / "registry").mkdir()
+    before = mount_table()
+    p = run_daemon(sb, f"--config={sb.config_file}")
+    assert p.returncode == 1 and "registry" in p.stderr and "undoing" in p.stderr, p.stderr
+    assert mount_table() == before
+    # the same configuration starts once the way is clear
+    (sb.state_dir / "registry").rmdir()
+    sb.start_daemon(write=False)
+    assert find_mount(host_mountinfo(), str(media)) is not None
+    sb.manager().CreateNamespace("alice")
+
+
+def test_a_second_instance_changes_nothing(daemon):
+    """Another nsmanagerd on the same configuration while one serves: refused before it
+    touches the host, and the first one serves on."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    before = mount_table()
+    p = run_daemon(sb, f"--config={sb.config_file}")
+    assert p.returncode == 1 and "another nsmanagerd runs" in p.stderr, p.stderr
+    assert mount_table() == before
+    assert sb.manager().GetNamespace("alice")
+
+
+# ---------------------------------------------------------------------------
+# SharedSubtrees= a user can steer
+
+
+def test_shared_subtree_under_a_world_writable_directory(instance):
+    """SharedSubtrees=.../pub/share with pub at mode 1777: alice's symlink there once stopped
+    the daemon from starting at all. Now that path is not shared (nothing of hers is
+    followed), the daemon starts and serves, and once the administrator fixed the directory
+    a reload shares it."""
+    sb = instance
+    pub = sb.instance / "pub"
+    pub.mkdir()
+    os.chmod(pub, 0o1777)
+    share = pub / "share"
+    share.symlink_to("/etc")
+    os.lchown(share, ALICE.uid, ALICE.gid)
+    sb.start_daemon(SharedSubtrees=f"/mnt {share}")
+    sb.track_mount(str(share))
+    log = sb.daemon_log_text()
+    assert f"SharedSubtrees={share}" in log and "tried again at the next" in log, log
+    assert find_mount(host_mountinfo(), str(share)) is None and find_mount(host_mountinfo(), "/etc") is None
+    assert str(share) not in [str(p) for p in sb.properties()["SharedSubtrees"]]
+    assert find_mount(host_mountinfo(), "/mnt").shared
+    sb.manager().CreateNamespace("alice")            # views are built, /mnt joined
+    assert find_mount(sb.mountinfo("alice"), "/mnt").peer_group == find_mount(host_mountinfo(), "/mnt").peer_group
+
+    # Her link gone, the directory still writable by all: refused again, with the reason.
+    share.unlink()
+    share.mkdir()
+    sb.manager().ReloadConfig()
+    wait_until(lambda: "can be written by someone other than root" in sb.daemon_log_text(), "the reason in the log")
+    assert find_mount(host_mountinfo(), str(share)) is None
+    # Fixed by the administrator: shared at the next reload, in a group of its own.
+    os.chmod(pub, 0o755)
+    sb.manager().ReloadConfig()
+    m = find_mount(host_mountinfo(), str(share))
+    assert m is not None and m.shared, f"{share} was not shared after the fix"
+    assert str(share) in [str(p) for p in sb.properties()["SharedSubtrees"]]
+
+
+def test_a_refused_configured_path_is_not_shared_as_one_shared_at_run_time(instance):
+    """The list of subtrees shared at run time, saved for restarts, holds the configured ones
+    too: a configured path refused at the next start must not come back through it, without
+    the checks of SharedSubtrees=."""
+    sb = instance
+    pub = sb.instance / "pub"
+    share = pub / "share"
+    share.mkdir(parents=True)
+    other = sb.instance / "other"
+    other.mkdir()
+    sb.start_daemon(SharedSubtrees=f"/mnt {share}")
+    sb.track_mount(str(share))
+    sb.track_mount(str(other))
+    sb.manager().ShareSubtree("", str(other))     # writes the saved list
+    sb.stop_daemon()
+    subprocess.run(["umount", str(share)], check=True)
+    os.chmod(pub, 0o1777)
+    sb.start_daemon(write=False)
+    assert "can be written by someone other than root" in sb.daemon_log_text()
+    assert find_mount(host_mountinfo(), str(share)) is None, f"{share} was shared as a path shared at run time"
+    shared = [str(p) for p in sb.properties()["SharedSubtrees"]]
+    assert str(other) in shared and str(share) not in shared, shared
+
+
+def test_a_users_directory_is_not_shared(instance):
+    """A configured shared subtree that is a user's directory would share what she puts
+    there with everybody, as root: refused with a warning, the rest is shared."""
+    sb = instance
+    hers = sb.instance / "hers"
+    hers.mkdir()
+    os.chown(hers, ALICE.uid, ALICE.gid)
+    sb.start_daemon(SharedSubtrees=f"/mnt {hers}")
+    sb.track_mount(str(hers))
+    assert f"it belongs to uid {ALICE.uid}, not root" in sb.daemon_log_text()
+    assert find_mount(host_mountinfo(), str(hers)) is None
+    assert find_mount(host_mountinfo(), "/mnt").shared
+
+
+# ---------------------------------------------------------------------------
+# nsmanagerd --release
+
+
+def test_release_takes_the_daemons_mounts_and_nothing_else(instance):
+    """What the package's removal runs once the daemon is stopped: the registry pin and the
+    binds the daemon made go; a process inside a view keeps its namespace and can use it;
+    a shared subtree with a mount below it (a stick on it) stays, and is named; what the
+    daemon did not make (the sandbox's /mnt, a tmpfs) stays."""
+    sb = instance
+    media = sb.instance / "media"
+    media.mkdir()
+    baseline = {m.id for m in host_mountinfo()}
+    sb.start_daemon(SharedSubtrees=f"/mnt {media}")
+    manager = sb.manager()
+    manager.CreateNamespace("alice")
+    manager.SetLinger("alice", True)
+    fd = sb.open_view_fd("alice")
+    inside = subprocess.Popen(["nsenter", f"--mount=/proc/self/fd/{fd}", "--", "sleep", "600"], pass_fds=(fd,))
+    os.close(fd)
+    try:
+        p = run_daemon(sb, "--release")
+        assert p.returncode == 1 and "stop it first" in p.stderr, p.stderr
+
+        sb.mount_tmpfs(f"{media}/usb", source="USB")       # someone's stick under a shared subtree
+        sb.stop_daemon()
+        ours = [m for m in host_mountinfo() if m.id not in baseline]
+        assert {m.target for m in ours} >= {str(sb.subtree_root), str(sb.state_dir), str(sb.state_dir / "registry"),
+                                            str(media), f"{media}/usb"}, ours
+        p = run_daemon(sb, "--release")
+        assert p.returncode == 0, p.stderr
+        assert f"Keeping the bind of '{media}' onto itself: {media}/usb is mounted below it" in p.stderr, p.stderr
+        left = {m.target for m in host_mountinfo() if m.id not in baseline}
+        assert left == {str(media), f"{media}/usb"}, left
+        assert find_mount(host_mountinfo(), "/mnt") is not None, "the sandbox's /mnt is not the daemon's"
+
+        # alice's namespace lives on in the process inside, and works.
+        view = f"/proc/{inside.pid}/ns/mnt"
+        out = subprocess.run(["nsenter", f"--mount={view}", "--", "ls", "-A", "/home"], capture_output=True,
+                             text=True, timeout=timeout(10))
+        assert out.returncode == 0 and "alice" in out.stdout.split(), out
+
+        # The stick gone, a second release takes the rest.
+        sb.umount(f"{media}/usb")
+        p = run_daemon(sb, "--release")
+        assert p.returncode == 0 and "Keeping" not in p.stderr, p.stderr
+        assert not [m for m in host_mountinfo() if m.id not in baseline]
+    finally:
+        inside.kill()
+        inside.wait()
