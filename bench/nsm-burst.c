@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A burst of logins as pam_nsmanager makes them: each one a connection of its own and one
- * call. The connection is to the system bus (sd_bus_open_system), closed after the call, or
- * with --private to nsmanagerd's private socket (NSM_PRIVATE_SOCKET, root only, peer to
- * peer), which the module tries first: OpenSession there goes as the module sends it (the
- * authentication and the call in one write, src/pam/direct-call.c), and the connection is
- * kept, as a login keeps it for its session, until the burst is over.
+ * call, through sd-bus. The connection is to the system bus (sd_bus_open_system), or with
+ * --private to nsmanagerd's private socket (NSM_PRIVATE_SOCKET, root only, peer to peer),
+ * which the module tries first; either way it is closed after the call. OpenSession's session
+ * fd is kept, as a login keeps it for its session, until the burst is over: then every session
+ * ends at once, as when that many logins end.
  *
  *   nsm-burst [--private] [--concurrency C] [--timeout SEC] OpenSession|CreateNamespace < USERS
  *
@@ -14,11 +14,12 @@
  *   LINE CONNECT_US CALL_US RESULT
  *
  * CONNECT_US is the time setting up the connection took (connect(); the authentication
- * comes later), CALL_US the rest until the reply (the authentication, the bus's Hello, the call and
- * the daemon's work), RESULT "ok", the
- * D-Bus error's name, or "errno:NAME" where the connection failed. Exit status 0 if every
- * call was made (whatever its answer), 1 on a failure of the tool itself, 2 on bad usage. */
+ * comes later), CALL_US the rest until the reply (the authentication, the bus's Hello, the call
+ * and the daemon's work), RESULT "ok", the D-Bus error's name, or "errno:NAME" where the
+ * connection failed. Exit status 0 if every call was made (whatever its answer), 1 on a
+ * failure of the tool itself, 2 on bad usage. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -31,13 +32,12 @@
 
 #include "bench-util.h"
 #include "bus-errors.h"
-#include "direct-call.h"
 
 typedef struct Call {
         char *user;
         double connect_us, call_us;
         char result[128];
-        int kept;               /* the private connection, kept until the end */
+        int kept;               /* OpenSession's session fd, kept until the end */
 } Call;
 
 static Call *calls;
@@ -53,29 +53,6 @@ static void set_errno_result(Call *c, const char *what, int r) {
         snprintf(c->result, sizeof c->result, "%s:%s", what, name ?: "unknown");
 }
 
-/* OpenSession on the private socket, as pam_nsmanager makes it. */
-static void one_direct_call(Call *c, const char *session) {
-        DirectReply reply = { .fd = -1 };
-        double t0 = now_us(), t1;
-        int r;
-
-        r = direct_connect(&c->kept);
-        t1 = now_us();
-        c->connect_us = t1 - t0;
-        if (r < 0) {
-                set_errno_result(c, "connect", r);
-                return;
-        }
-        r = direct_call(c->kept, DIRECT_AUTH_PIPELINED, 1, "OpenSession", c->user, session,
-                        (uint64_t) (now_us() + (double) timeout_usec), &reply);
-        c->call_us = now_us() - t1;
-        if (r < 0)
-                set_errno_result(c, "call", r);
-        else
-                snprintf(c->result, sizeof c->result, "%s", reply.error_name ?: "ok");
-        direct_reply_done(&reply);
-}
-
 static void one_call(size_t i) {
         Call *c = &calls[i];
         sd_bus *bus = NULL;
@@ -86,10 +63,6 @@ static void one_call(size_t i) {
         int r;
 
         snprintf(session, sizeof session, "burst-%zu", i + 1);
-        if (private_socket && strcmp(method, "OpenSession") == 0) {
-                one_direct_call(c, session);
-                return;
-        }
         t0 = now_us();
         if (private_socket) {
                 r = sd_bus_new(&bus);
@@ -117,6 +90,14 @@ static void one_call(size_t i) {
                 r = sd_bus_call_method(bus, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "CreateNamespace",
                                        &error, &reply, "s", c->user);
         c->call_us = now_us() - t1;
+        if (r >= 0 && strcmp(method, "OpenSession") == 0) {
+                const char *object;
+                int mntns_fd, session_fd;
+
+                r = sd_bus_message_read(reply, "ohh", &object, &mntns_fd, &session_fd);
+                if (r >= 0 && (c->kept = fcntl(session_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+                        r = -errno;
+        }
         if (r >= 0)
                 snprintf(c->result, sizeof c->result, "ok");
         else if (sd_bus_error_is_set(&error))
@@ -124,7 +105,7 @@ static void one_call(size_t i) {
         else
                 set_errno_result(c, "call", r);
         sd_bus_error_free(&error);
-        sd_bus_message_unref(reply);   /* closes the namespace fd OpenSession passed */
+        sd_bus_message_unref(reply);   /* closes the message's copies of the fds */
         sd_bus_flush_close_unref(bus);
 }
 

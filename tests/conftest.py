@@ -9,7 +9,8 @@ Importing this file moves the whole pytest process into a mount namespace of its
 own with every mount private (tests/sandbox.py), so nothing a test mounts reaches
 the machine. The machine the tests see is described in tests/sandbox.py: test
 users in bind-mounted copies of passwd/group/shadow, tmpfs /home, /mnt, /run,
-/tmp, the project's bus policy, a real dbus-daemon --system and a real polkitd.
+/tmp, an overlay on /var/lib, the project's bus policy, a real dbus-daemon --system and a
+real polkitd.
 
 Test users (sandbox.TEST_USERS; password: NAME-secret, e.g. alice-secret):
     alice 2001, bob 2002, carol 2003 (member of group nsadmin, gid 2100),

@@ -10,6 +10,8 @@ wait_until(predicate, what, wait=10, interval=0.02, diag=None) -> predicate()'s 
     true value; fails the test after `wait` (scaled) seconds.
 ns_path(user) -> the object path of the user's namespace; create(sb, *users) ->
     CreateNamespace of each, their paths; processes_of(uid, comm) -> pids.
+open_session(manager, user, session_id) -> the session fd of OpenSession (an int, the
+    caller's to close: the session lasts while it is open); the namespace fd is closed.
 daemon_syscalls(sb, action, syscalls) -> strace's log of those syscalls by nsmanagerd and
     its children while action() ran.
 PamServices(pam_dir, module=None): install(service, source=None, text=None) puts a PAM
@@ -66,6 +68,12 @@ def ns_path(user: str) -> str:
 def create(sb, *users) -> list[str]:
     """CreateNamespace for each user; their object paths."""
     return [str(sb.manager().CreateNamespace(u)) for u in users]
+
+
+def open_session(manager, user: str, session_id: str) -> int:
+    _, mntns_fd, session_fd = manager.OpenSession(user, session_id)
+    os.close(mntns_fd.take())
+    return session_fd.take()
 
 
 def processes_of(uid: int, comm: str) -> list[int]:

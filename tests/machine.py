@@ -616,7 +616,7 @@ class Login:
         return self.proc.poll() is None and self.machine.running()
 
     def logout(self) -> int | None:
-        """End the sleep: su closes its PAM session (pam_nsmanager's CloseSession) and
+        """End the sleep: su closes its PAM session (pam_nsmanager closes the session fd) and
         exits, then nsenter. Returns su's exit status."""
         if self.alive():
             self.machine.exec(["sh", "-c", f"kill -TERM {self.pid}"], check=False)

@@ -11,8 +11,10 @@
  *   cwd=…                   the worker thread's working directory
  *
  * then closes the session. With the environment variable PAM_THREADED_HOLD set, waits for a
- * line on stdin between open and close. Exit status: 0 if the session opened, 1 if not (the
- * PAM error on stderr), 2 on bad usage.
+ * line on stdin between open and close. With PAM_THREADED_CHILD set, forks a child right after
+ * the open that never execs (as sshd's internal-sftp) and only waits to be killed, printing
+ * child=PID: it holds whatever the session left open in the process. Exit status: 0 if the
+ * session opened, 1 if not (the PAM error on stderr), 2 on bad usage.
  */
 
 #include <limits.h>
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,6 +90,17 @@ static void *worker_run(void *userdata) {
         printf("cwd=%s\n", cwd ?: "(unknown)");
         free(cwd);
         fflush(stdout);
+
+        if (getenv("PAM_THREADED_CHILD")) {
+                pid_t pid = fork();
+
+                if (pid == 0) {
+                        for (;;)
+                                pause();
+                }
+                printf("child=%i\n", (int) pid);
+                fflush(stdout);
+        }
 
         if (getenv("PAM_THREADED_HOLD")) {
                 char line[16];

@@ -7,6 +7,8 @@ the sandbox builds what a small Debian machine has and nsmanagerd needs:
 
   /tmp       tmpfs; the sandbox's files live in /tmp/nsmanager-sandbox (BASE)
   /run       tmpfs (a machine's /run is one; /run/dbus holds the bus socket)
+  /var/lib   an overlay of the machine's, writes on BASE (the daemon keeps its login
+             filter in /var/lib/nsmanager across reboots)
   /etc/passwd, group, shadow, gshadow
              bind mounts of copies with the test users added (see TEST_USERS)
   /home      tmpfs with the test users' homes
@@ -61,9 +63,11 @@ PROPERTIES_IFACE = "org.freedesktop.DBus.Properties"
 POLKIT_BUS_NAME = "org.freedesktop.PolicyKit1"
 
 SYSTEM_BUS_SOCKET = "/run/dbus/system_bus_socket"
-# The user range nsmanagerd publishes for pam_nsmanager (src/shared/login-filter.h); on the
-# sandbox's /run.
+# What nsmanagerd publishes for pam_nsmanager (src/shared/login-filter.h): the user range and
+# LoginWithoutView=, on the sandbox's /run, and the copy kept across reboots, on the sandbox's
+# /var/lib (an overlay: the machine's /var/lib below, writes on the sandbox's tmpfs).
 LOGIN_FILTER = Path("/run/nsmanager/login-filter")
+LOGIN_FILTER_PERSISTENT = Path("/var/lib/nsmanager/login-filter")
 SYSTEM_BUS_ADDRESS = "unix:path=" + SYSTEM_BUS_SOCKET
 NSM_PRIVATE_SOCKET = "/run/nsmanager/private"     # src/shared/bus-errors.h
 BASE = Path("/tmp/nsmanager-sandbox")
@@ -673,8 +677,12 @@ class Sandbox:
                 os.mkdir(f"/run/{d}")
                 os.chmod(f"/run/{d}", mode)
             self.base.mkdir(mode=0o755)
-            for d in ("logs", "runs", "overlays", "bin"):
-                (self.base / d).mkdir()
+            for d in ("logs", "runs", "overlays", "bin", "varlib/upper", "varlib/work"):
+                (self.base / d).mkdir(parents=True)
+            # nsmanagerd writes /var/lib/nsmanager/login-filter: the machine's /var/lib stays
+            # as it is, what is written goes to the overlay's upper directory on our tmpfs.
+            self._mount("overlay", "/var/lib", "overlay", 0,
+                        f"lowerdir=/var/lib,upperdir={self.base}/varlib/upper,workdir={self.base}/varlib/work")
             # The checkout may sit where other users cannot enter (a CI clone in a 0700
             # temporary directory): tests that run nsctl as alice run this copy.
             built = build_dir() / "src/nsctl/nsctl"

@@ -15,7 +15,7 @@ import dbus
 import pytest
 
 from helpers import (E_INVALID_ARGS, E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER, E_USER_EXCLUDED, create, expect_error,
-                     ns_path, wait_until)
+                     ns_path, open_session, wait_until)
 from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, PROPERTIES_IFACE,
                      TEST_USERS, find_mount, mntns_id, timeout)
 
@@ -146,10 +146,10 @@ def test_last_session_closed_is_one_change(daemon):
     sessions on the way."""
     mgr = daemon.manager()
     (path,) = create(daemon, "alice")
-    _, fd = mgr.OpenSession("alice", "only")
-    os.close(fd.take())
+    fd = open_session(mgr, "alice", "only")
     with daemon.signals(interface=PROPERTIES_IFACE) as rec:
         mgr.CloseSession("alice", "only")
+        os.close(fd)
         rec.wait_for("PropertiesChanged", lambda a: a[1].get("State") == "closing")
         mgr.SetLinger("alice", True)
         rec.wait_for("PropertiesChanged", lambda a: a[1].get("Linger"))
@@ -530,7 +530,7 @@ CORE_METHODS = {
     "GetMounts": ("s", ["user"], "a(ttttssss)"),
 }
 OTHER_METHODS = {
-    "OpenSession": ("ss", ["user", "session_id"], "oh"),
+    "OpenSession": ("ss", ["user", "session_id"], "ohh"),
     "CloseSession": ("ss", ["user", "session_id"], ""),
     "ShareSubtree": ("ss", ["user", "path"], ""),
     "EnslaveSubtree": ("ss", ["user", "path"], ""),

@@ -316,6 +316,11 @@ pam-auth-update --package --remove nsmanager
 show removed-again
 """
 
+# The control of the package's profile: the module's PAM_SESSION_ERR (LoginWithoutView=) fails
+# the session, anything else is ignored, a module that cannot be loaded too.
+PROFILE_CONTROL = "[success=ok ignore=ignore session_err=bad default=ignore]"
+
+# An earlier version's: interactive sessions only, and `optional`.
 OLD_PROFILE = """\
 Name: Enter the per-user mount namespace of nsmanager on login
 Default: no
@@ -329,7 +334,8 @@ Session:
 
 def test_pam_profile(deb):
     """/usr/share/pam-configs/nsmanager: off until `pam-auth-update --enable nsmanager`,
-    which adds `session optional pam_nsmanager.so` to common-session and to
+    which adds `session [success=ok ignore=ignore session_err=bad default=ignore]
+    pam_nsmanager.so` (only the module's PAM_SESSION_ERR fails a login) to common-session and to
     common-session-noninteractive (cron, sudo, systemd --user), after pam_systemd and
     pam_mkhomedir (docs/pam.md); an administrator's own line stays through every step; an
     upgrade from the interactive-only profile adds the non-interactive line; the prerm's
@@ -337,7 +343,7 @@ def test_pam_profile(deb):
     profile = pam_profile(deb.file("/usr/share/pam-configs/nsmanager").read_text())
     assert profile["Default"] == "no"
     assert profile["Session-Type"] == "Additional"
-    assert profile["Session"].split() == ["optional", "pam_nsmanager.so"]
+    assert profile["Session"] == PROFILE_CONTROL + " pam_nsmanager.so"
     # pam-auth-update takes the field as set whatever its value (`defined(...)` in its
     # parse_pam_profile) and leaves the profile out of common-session-noninteractive then.
     assert "Session-Interactive-Only" not in profile, "Session-Interactive-Only in any form keeps cron, sudo " \
@@ -359,7 +365,7 @@ def test_pam_profile(deb):
         elif name:
             stacks[name].append(" ".join(line.split()))
     print(p.stdout)
-    line = "session optional pam_nsmanager.so"
+    line = f"session {PROFILE_CONTROL} pam_nsmanager.so"
     admin = "session optional pam_umask.so"
     assert any("pam_systemd.so" in x for x in stacks["postinst"]), \
         "common-session has no pam_systemd.so: tools/deps installs libpam-systemd"
@@ -378,7 +384,8 @@ def test_pam_profile(deb):
         assert stacks["removed" + kind] == edited, f"--remove did not restore the stack{kind}"
         assert stacks["from-old" + kind] == enabled, f"the upgrade from the interactive-only profile{kind}"
         assert stacks["removed-again" + kind] == edited
-    assert line in stacks["old"] and line not in stacks["old noninteractive"], \
+    old_line = "session optional pam_nsmanager.so"
+    assert old_line in stacks["old"] and old_line not in stacks["old noninteractive"], \
         "the earlier profile is not interactive-only: the upgrade step proves nothing"
     assert any("pam_systemd.so" in x for x in stacks["mkhomedir"])
 
@@ -446,9 +453,10 @@ def test_deb_package(deb, tmp_path_factory):
     there. `apt-get remove` takes the lines out again (no pam_nsmanager left anywhere in
     /etc/pam.d), stops the daemon, leaves no mount of the package on the machine (with bob's
     namespace lingering, and alice logged in: her login keeps a namespace that works) and
-    keeps the conffile, which `purge` removes; logins work throughout."""
+    keeps the conffile and the login filter under /var/lib/nsmanager, which `purge` removes;
+    logins work throughout."""
     package = "/root/" + deb.path.name     # (not /tmp: nspawn mounts a tmpfs there)
-    line = "session optional pam_nsmanager.so"
+    line = f"session {PROFILE_CONTROL} pam_nsmanager.so"
     image = None
 
     def copy_package(m: Machine) -> None:
@@ -557,8 +565,12 @@ def test_deb_package(deb, tmp_path_factory):
             "apt-get remove removed the conffile"
         after = m.su_alice("readlink /proc/self/ns/mnt").stdout.strip()
         assert after == m.mntns(1), f"after the removal su -l alice lands in {after}, not the machine's namespace"
+        assert m.exec(["test", "-f", "/var/lib/nsmanager/login-filter"], check=False).returncode == 0, \
+            "no login filter kept under /var/lib/nsmanager (LoginWithoutView= after a reboot)"
         m.exec(apt + ["purge", "nsmanager"], wait=180, what="apt-get purge nsmanager")
         assert m.exec(["test", "-e", "/etc/nsmanager/nsmanagerd.conf"], check=False).returncode != 0, \
             "apt-get purge left /etc/nsmanager/nsmanagerd.conf"
+        assert m.exec(["test", "-e", "/var/lib/nsmanager"], check=False).returncode != 0, \
+            "apt-get purge left /var/lib/nsmanager"
     # booted() checked the clean poweroff, the cgroups and the mount table.
     assert not (image / "usr/libexec/nsmanagerd").exists(), "the package was installed into the cached image"

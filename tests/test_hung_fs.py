@@ -31,7 +31,7 @@ import pytest
 
 from caller import assert_ok, call_as
 from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, E_TIMED_OUT, daemon_syscalls, expect_error,
-                     ns_path, processes_of, wait_until)
+                     ns_path, open_session, processes_of, wait_until)
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, build_dir, find_mount, timeout
 
 # OperationTimeoutSec= of these tests, seconds: scaled as the waits are, or under the slower
@@ -117,10 +117,9 @@ def others_are_served(sb):
     _, took = timed(lambda: mgr.CreateNamespace("bob"))
     assert took < timeout(1), f"bob's CreateNamespace waited {took:.2f}s"
     session = f"hung-fs-test-{time.monotonic_ns()}"
-    (_, fd), took = timed(lambda: mgr.OpenSession("bob", session))
-    os.close(fd.take())
+    fd, took = timed(lambda: open_session(mgr, "bob", session))
+    os.close(fd)
     assert took < timeout(1), f"bob's OpenSession waited {took:.2f}s"
-    mgr.CloseSession("bob", session)
 
 
 def alice_fuse_dir():
@@ -254,8 +253,7 @@ def test_stuck_operations_never_refuse_her_next_login_its_policy(daemon, polkit_
     # builds a new one, with its policy.
     mgr.RemoveNamespace("alice")
     session = f"stuck-then-login-{time.monotonic_ns()}"
-    _, fd = mgr.OpenSession("alice", session)
-    os.close(fd.take())
+    held = open_session(mgr, "alice", session)
     try:
         assert sb.in_view("alice", ["ls", "-A", "/home"], as_user="alice", check=True).stdout.split() == ["alice"]
         p = sb.in_view("alice", ["cat", "/srv/secret/file"], as_user="alice")
@@ -265,7 +263,7 @@ def test_stuck_operations_never_refuse_her_next_login_its_policy(daemon, polkit_
         assert r.get("error") == E_LIMIT_EXCEEDED, r
         others_are_served(sb)
     finally:
-        mgr.CloseSession("alice", session)
+        os.close(held)
 
 
 @pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindPaths=/srv/nfs/alice:/home/%u/nfs\n"}, **FAST)
@@ -577,14 +575,15 @@ def test_share_survives_a_kill_in_the_middle(daemon, servers):
 # ---- crash windows ----
 
 # A login's session: OpenSession from a process of its own, its leader, which holds the
-# session until its stdin closes.
+# session (its fd) until its stdin closes.
 SESSION_HOLDER = r"""
 import os, sys
 import dbus
 bus_name, path, interface, user, session = sys.argv[1:6]
 manager = dbus.Interface(dbus.SystemBus().get_object(bus_name, path), interface)
-_, fd = manager.OpenSession(user, session)
+_, fd, session_fd = manager.OpenSession(user, session)
 os.close(fd.take())
+held = session_fd.take()
 print("open", flush=True)
 sys.stdin.read()
 """

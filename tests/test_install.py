@@ -43,6 +43,7 @@ MANAGER_DEFAULTS = {
     "ExcludeUsers": "",
     "StateDirectory": "/run/nsmanager",
     "ViewPropagation": "slave",
+    "LoginWithoutView": "restricted",
     "OperationTimeoutSec": "5s",
     "MaxStuckOperations": "4",
     "MaxUserMounts": "64",

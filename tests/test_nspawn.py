@@ -153,12 +153,7 @@ def test_reload(machine, alice_session):
     assert machine.ns_property("MountNamespaceId") == ns_id
 
 
-def test_crash_is_restarted(machine, alice_session):
-    """SIGKILL to the daemon: systemd restarts it (Restart=on-failure) and the new one
-    takes up the pinned namespace and its sessions."""
-    link = alice_session.link
-    ns_id = machine.ns_property("MountNamespaceId")
-    sessions = sorted(machine.ns_property("Sessions"))
+def kill_and_wait_for_restart(machine) -> None:
     old = int(machine.systemctl_value("MainPID"))
     machine.exec(["sh", "-c", f"kill -KILL {old}"])   # (minbase has no procps: the shell's kill)
 
@@ -166,10 +161,42 @@ def test_crash_is_restarted(machine, alice_session):
         pid = machine.systemctl_value("MainPID")
         return machine.is_active() == "active" and pid not in ("0", str(old)) and pid
     wait_until(restarted, f"systemd to restart {UNIT} after SIGKILL", 30, interval=0.1, diag=machine.diag)
+
+
+def test_crash_is_restarted(machine, alice_session):
+    """SIGKILL to the daemon: systemd restarts it (Restart=on-failure) and the new one
+    takes up the pinned namespace and its sessions."""
+    link = alice_session.link
+    ns_id = machine.ns_property("MountNamespaceId")
+    sessions = sorted(machine.ns_property("Sessions"))
+    kill_and_wait_for_restart(machine)
     assert int(machine.systemctl_value("NRestarts")) >= 1
     assert machine.ns_property("MountNamespaceId") == ns_id, "the namespace changed across the crash"
     assert sorted(machine.ns_property("Sessions")) == sessions, "the sessions were lost across the crash"
     assert machine.su_alice("readlink /proc/self/ns/mnt").stdout.strip() == link
+
+
+def test_a_crash_keeps_sessions_in_the_fd_store(machine, alice_session):
+    """The daemon's end of each session's pipe is in systemd's fd store (one fd per session):
+    after SIGKILL the restarted daemon gets them back, and a login that ends afterwards ends
+    its session by its fd (as before the crash), not by the fallback that watches the login
+    process."""
+    login = Login(machine)
+    try:
+        assert login.session in machine.ns_property("Sessions")
+        stored = int(machine.systemctl_value("NFileDescriptorStore"))
+        assert stored >= 1, f"no fd in the store with a login of alice's open\n{machine.diag()}"
+        kill_and_wait_for_restart(machine)
+        assert login.session in machine.ns_property("Sessions"), "the session was lost across the crash"
+        log = machine.journal("-u", UNIT, "--grep", "kept", lines=5)
+        assert "session fd(s) for us" in log, log
+    finally:
+        login.logout()
+    wait_until(lambda: login.session not in machine.ns_property("Sessions"), "the session to close", 10,
+               interval=0.1, diag=machine.diag)
+    log = machine.journal("-u", UNIT, "--grep", login.session, lines=20)
+    assert f"Session '{login.session}' of 'alice' closed." in log, log
+    assert "Login process" not in log, log
 
 
 def test_attach_as_user(machine, alice_session):
@@ -207,8 +234,8 @@ def test_user_manager_in_namespace(machine, alice_session):
 
 
 def test_logout_closes_session(machine, alice_session):
-    """alice logs out of a second login: su's close_session (pam_nsmanager's CloseSession)
-    takes its logind session off the namespace, which stays for her other sessions (the
+    """alice logs out of a second login: su's close_session (pam_nsmanager closes the session
+    fd) takes its logind session off the namespace, which stays for her other sessions (the
     first login, the user manager's)."""
     login = Login(machine)
     try:

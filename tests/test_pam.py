@@ -27,8 +27,7 @@ from pathlib import Path
 import pytest
 
 import sandbox as sb_module
-import wire
-from helpers import E_NO_SUCH_NAMESPACE, PamServices, ns_path, wait_until
+from helpers import E_NO_SUCH_NAMESPACE, PamServices, ns_path, open_session, wait_until
 from sandbox import REPO, mntns_id, timeout
 from sshd import Sshd
 
@@ -48,6 +47,18 @@ SERVICES = {
 def pam_threaded_binary() -> Path:
     """From the same build as the module (not a sanitizer build: see sandbox.pam_build_dir)."""
     return sb_module.pam_build_dir() / "src/pam/pam-threaded"
+
+
+def outer_logind_session() -> str | None:
+    """The logind session the test process is in (its cgroup is session-N.scope), if any:
+    the logins the tests start are in it too, and the module takes that id (sd_pid_get_session)."""
+    m = re.search(r"/session-([^/]+)\.scope$", Path("/proc/self/cgroup").read_text(), re.M)
+    return m.group(1) if m else None
+
+
+def session_id(service: str, pid: int) -> str:
+    """The id the module gives a login of `service` whose login process is `pid` (no tty)."""
+    return outer_logind_session() or f"pam-{service}-notty-{pid}"
 
 
 def parse_ns(text: str) -> int:
@@ -289,7 +300,9 @@ def test_runuser_login_lands_in_view(daemon, pam):
     ended = time.monotonic()
     assert sessions(daemon, "alice") == []
     wait_namespace_gone(daemon, "alice", ended)
-    assert "exited without closing" not in daemon.daemon_log_text()
+    # Closed by its fd, not by watching the login process (the daemon's fallback).
+    assert re.search(r"Session '[^']+' of 'alice' closed\.", daemon.daemon_log_text())
+    assert "Login process" not in daemon.daemon_log_text()
 
 
 def test_su_login_lands_in_view(daemon, pam):
@@ -309,20 +322,21 @@ def test_pamtester_open_close(daemon, pam):
     assert "successfully opened a session" in p.stdout + p.stderr
     signals.wait_for("NamespaceNew", lambda args: args[0] == "alice")
     log = daemon.daemon_log_text()
-    # The fallback session id (no pam_systemd here): pam-SERVICE-TTY-PID.
-    opened = re.findall(r"Session '(pam-nsm-pamtester-required-notty-\d+)' of 'alice' opened", log)
+    # The module's own session id (no logind session here): pam-SERVICE-TTY-PID.
+    opened = re.findall(r"Session '(" + (outer_logind_session() or r"pam-nsm-pamtester-required-notty-\d+")
+                        + r")' of 'alice' opened", log)
     assert len(opened) == 1, log
-    # close_session writes CloseSession on the private socket without waiting for it, and
-    # pamtester exits right after: the daemon may see the leader go first. Closed either way.
-    wait_until(lambda: f"Session '{opened[0]}' of 'alice' closed." in daemon.daemon_log_text() or
-               f"of session '{opened[0]}' of 'alice' exited without closing it" in daemon.daemon_log_text(),
+    # close_session closes the session fd, which ends the session: no call, nothing to wait for.
+    wait_until(lambda: f"Session '{opened[0]}' of 'alice' closed." in daemon.daemon_log_text(),
                "the session to be closed")
     signals.wait_for("NamespaceRemoved", lambda args: args[0] == "alice", timeout_sec=STOP_DELAY + MARGIN)
 
 
-def test_session_id_from_pam_environment(daemon, pam):
-    """XDG_SESSION_ID in the PAM environment (as pam_systemd sets it) is the session id;
-    the process's own XDG_SESSION_ID (an outer session's) is not."""
+def test_the_session_id_is_not_the_users_to_choose(daemon, pam):
+    """XDG_SESSION_ID is never the session id: not in the PAM environment, where a stack with
+    pam_env's user_readenv=1 before the module lets a user put it (here pam_env from a file),
+    nor in the process's own environment. The id is logind's session of the login process, as
+    its cgroup says (none in the sandbox), else the module's own pam-SERVICE-TTY-PID."""
     envfile = sb_module.BASE / "overlays" / "nsm-xdg-env.conf"
     envfile.write_text("XDG_SESSION_ID DEFAULT=c42\n")
     pam.install("nsm-pamtester-xdg", text=(
@@ -342,10 +356,14 @@ def test_session_id_from_pam_environment(daemon, pam):
     finally:
         envfile.unlink(missing_ok=True)
     log = daemon.daemon_log_text()
-    assert "Session 'c42' of 'alice' opened" in log
-    assert "Session 'c42' of 'alice' closed." in log
-    assert "outer7" not in log
-    assert re.search(r"Session 'pam-nsm-pamtester-required-notty-\d+' of 'alice' opened", log)
+    assert "c42" not in log and "outer7" not in log, log
+    opened = re.findall(r"Session '([^']+)' of 'alice' opened", log)
+    assert len(opened) == 2, log
+    if outer_logind_session() is None:
+        assert re.fullmatch(r"pam-nsm-pamtester-xdg-notty-\d+", opened[0]), opened
+        assert re.fullmatch(r"pam-nsm-pamtester-required-notty-\d+", opened[1]), opened
+    else:
+        assert opened == [outer_logind_session()] * 2, opened
 
 
 # ---------------------------------------------------------------------------
@@ -358,13 +376,13 @@ def test_concurrent_logins_share_namespace(daemon, pam, logins):
     assert first.ns == second.ns == int(props["MountNamespaceId"])
     assert first.ns != host_ns()
     ids = set(sessions(daemon, "alice"))
-    assert ids == {f"pam-runuser-l-notty-{first.pid}", f"pam-su-l-notty-{second.pid}"}, ids
+    assert ids == {session_id("runuser-l", first.pid), session_id("su-l", second.pid)}, ids
 
     # Both shells are still there, in the same namespace.
     assert parse_ns(first.check("readlink /proc/self/ns/mnt")) == parse_ns(second.check("readlink /proc/self/ns/mnt"))
 
     assert first.logout() == 0
-    wait_until(lambda: sessions(daemon, "alice") == [f"pam-su-l-notty-{second.pid}"], "the first session to close")
+    wait_until(lambda: sessions(daemon, "alice") == [session_id("su-l", second.pid)], "the first session to close")
     assert namespace_path(daemon, "alice") is not None, "namespace removed while a session is open"
     assert second.logout() == 0
     ended = time.monotonic()
@@ -403,15 +421,89 @@ def test_linger_keeps_namespace(daemon, pam, logins):
 
 
 def test_killed_login_is_cleaned_up(daemon, pam, logins):
+    """SIGKILL: no close_session ran, and the session still ends, with the login process's
+    last copy of its fd."""
     signals = daemon.signals(interface=sb_module.MANAGER_IFACE)
     login = logins(["runuser", "-l", "alice", "-c"])
-    assert sessions(daemon, "alice") == [f"pam-runuser-l-notty-{login.pid}"]
+    sid = session_id("runuser-l", login.pid)
+    assert sessions(daemon, "alice") == [sid]
     killed = time.monotonic()
     login.kill()
     wait_until(lambda: sessions(daemon, "alice") == [], "the killed login's session to be closed")
     signals.wait_for("NamespaceRemoved", lambda args: args[0] == "alice", timeout_sec=STOP_DELAY + MARGIN)
     assert time.monotonic() - killed <= timeout(STOP_DELAY + MARGIN)
-    assert f"Login process {login.pid} of session" in daemon.daemon_log_text()
+    assert f"Session '{sid}' of 'alice' closed." in daemon.daemon_log_text()
+
+
+def read_until(reader: "LineReader", prefix: str) -> str:
+    while True:
+        line = reader.read_line(60)
+        assert line is not None, f"no {prefix!r} line"
+        if line.startswith(prefix):
+            return line[len(prefix):].strip()
+
+
+def test_a_forked_child_keeps_the_session_until_it_exits(daemon, pam):
+    """A child the login process forks without exec (sshd's internal-sftp) holds a copy of the
+    session fd: the session lasts past the login's own close_session and exit, until the child
+    is gone too; nothing but the fd says so."""
+    errpath = sb_module.BASE / "logs" / "pam-threaded-child.err"
+    with open(errpath, "wb") as err:
+        p = subprocess.Popen([pam_threaded_binary(), "nsm-pamtester-required", "alice"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=err, text=True, env=dict(os.environ, PAM_THREADED_CHILD="1"))
+    reader = LineReader(p.stdout, errpath.read_text)
+    child = int(read_until(reader, "child="))
+    try:
+        assert p.wait(timeout(30)) == 0, errpath.read_text()
+        sid = session_id("nsm-pamtester-required", p.pid)
+        assert sessions(daemon, "alice") == [sid], "the session ended while the child holds its fd"
+        time.sleep(0.5)
+        assert sessions(daemon, "alice") == [sid], "the session ended while the child holds its fd"
+        os.kill(child, signal.SIGKILL)
+        wait_until(lambda: sessions(daemon, "alice") == [], "the session to end with the child")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+        p.stdout.close()
+    assert "Login process" not in daemon.daemon_log_text()
+
+
+def test_a_killed_daemon_keeps_open_sessions(daemon, pam, logins):
+    """nsmanagerd killed (SIGKILL) and started again while a login is open: without systemd's
+    fd store (the sandbox) the session comes back by its leader's pid and start time, and ends
+    when that process does."""
+    login = logins(["runuser", "-l", "alice", "-c"])
+    sid = session_id("runuser-l", login.pid)
+    daemon.kill_daemon()
+    daemon.start_daemon(write=False)
+    assert sessions(daemon, "alice") == [sid]
+    assert parse_ns(login.check("readlink /proc/self/ns/mnt")) == int(namespace_props(daemon, "alice")["MountNamespaceId"])
+    time.sleep(STOP_DELAY + 1)
+    assert namespace_path(daemon, "alice") is not None, "the namespace went while its login was open"
+    assert login.logout() == 0
+    wait_until(lambda: sessions(daemon, "alice") == [], "the session to end with its login process")
+    assert f"Login process {login.pid} of session '{sid}' of 'alice' exited" in daemon.daemon_log_text()
+
+
+def test_sessions_of_one_id_last_until_the_last_ends(daemon):
+    """Two OpenSessions of one id (su -l inside an ssh session is in that logind session too):
+    the id stays in Sessions until both fds are closed. CloseSession (root's, busctl's) ends
+    every session of the id at once, whatever fds are still open."""
+    mgr = daemon.manager()
+    fds = [open_session(mgr, "alice", "7"), open_session(mgr, "alice", "7")]
+    try:
+        assert sessions(daemon, "alice") == ["7"]
+        os.close(fds.pop())
+        time.sleep(0.3)
+        assert sessions(daemon, "alice") == ["7"], "the id went with the first of its two sessions"
+        os.close(fds.pop())
+        wait_until(lambda: sessions(daemon, "alice") == [], "the id to go with the last session")
+        fds += [open_session(mgr, "alice", "8"), open_session(mgr, "alice", "8")]
+        mgr.CloseSession("alice", "8")
+        assert sessions(daemon, "alice") == []
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 # ---------------------------------------------------------------------------
@@ -441,10 +533,11 @@ def test_excluded_user_untouched(daemon, pam):
 
 @pytest.mark.daemon_config(ExcludeUsers="dave")
 def test_daemon_is_asked_without_a_login_filter(daemon, pam):
-    """Without the range nsmanagerd publishes (/run/nsmanager/login-filter: a daemon that never
-    ran, a file removed), the module asks the daemon, whose UserExcluded makes it step aside
-    (PAM_IGNORE, a notice in syslog), even with required."""
+    """Without the range nsmanagerd publishes (/run/nsmanager/login-filter, nor its copy
+    under /var/lib: a daemon that never ran, files removed), the module asks the daemon, whose
+    UserExcluded makes it step aside (PAM_IGNORE, a notice in syslog), even with required."""
     sb_module.LOGIN_FILTER.unlink()
+    sb_module.LOGIN_FILTER_PERSISTENT.unlink()
     p, log = run_with_syslog(["pamtester", "nsm-pamtester-required", "dave", "open_session", "close_session"],
                              sb_module.BASE / "syslog")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -482,9 +575,10 @@ def test_reload_rewrites_the_login_filter(daemon, pam, how):
     """A reload publishes the new MinUID= and ExcludeUsers= for the module at once: alice
     (MinUID= raised above her uid) and carol (now in ExcludeUsers=) log in on the host
     without a bus call, and dave (no longer excluded) lands in his view."""
-    assert login_filter() == {"MIN_UID": "1000", "EXCLUDE_USERS": "dave", "PIPELINED_CALLS": "1"}
+    assert login_filter() == {"MIN_UID": "1000", "EXCLUDE_USERS": "dave", "LOGIN_WITHOUT_VIEW": "restricted",
+                              "VIEW_MAIN": "------"}
     daemon.write_config(MinUID=2002, ExcludeUsers="carol")
-    want = {"MIN_UID": "2002", "EXCLUDE_USERS": "carol", "PIPELINED_CALLS": "1"}
+    want = {"MIN_UID": "2002", "EXCLUDE_USERS": "carol", "LOGIN_WITHOUT_VIEW": "restricted", "VIEW_MAIN": "------"}
     if how == "ReloadConfig":
         daemon.manager().ReloadConfig()
         assert login_filter() == want, "ReloadConfig answered before the filter was rewritten"
@@ -573,7 +667,7 @@ def test_threaded_pam_caller_lands_in_namespace(daemon, pam):
         assert parse_ns(out["session-ns"]) == int(props["MountNamespaceId"])
         assert parse_ns(out["main-ns"]) == host_ns(), "the other thread must stay where it was"
         assert out["cwd"] == "/home/alice"
-        assert sessions(daemon, "alice") == [f"pam-nsm-pamtester-required-notty-{p.pid}"]
+        assert sessions(daemon, "alice") == [session_id("nsm-pamtester-required", p.pid)]
         p.stdin.write("\n")
         p.stdin.flush()
         assert p.wait(timeout(30)) == 0, errpath.read_text()
@@ -651,7 +745,11 @@ def run_with_syslog(argv: list, workdir: Path) -> tuple[subprocess.CompletedProc
     return p, lines
 
 
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_daemon_stopped_optional_lets_in_required_refuses(daemon, pam):
+    """With the daemon stopped and a login the rule does not let go on without its view
+    (LoginWithoutView=deny: tests/test_login_without_view.py has the others): optional lets it
+    in all the same (always fail open), required refuses it."""
     daemon.stop_daemon()
     work = sb_module.BASE / "syslog"
 
@@ -704,6 +802,7 @@ def private_socket_gone():
 
 
 @pytest.mark.parametrize("which", ["nsmanagerd", "dbus-daemon"])
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
     pam.install("runuser-l", text=pam.text_of("nsm-runuser-l", f"timeout={TIMEOUT}"))
     pam.install("nsm-runuser-l-required", text=pam.text_of("nsm-runuser-l-required", f"timeout={TIMEOUT}"))
@@ -717,7 +816,7 @@ def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
         elapsed = time.monotonic() - start
         assert p.returncode == 0 and p.stdout == "logged-in\n", p.stdout + p.stderr
         assert TIMEOUT - 0.1 <= elapsed <= TIMEOUT + slack, f"the login took {elapsed:.2f}s with timeout={TIMEOUT}"
-        expected = "nsmanagerd did not answer OpenSession for session 'pam-runuser-l-notty-"
+        expected = f"nsmanagerd did not answer OpenSession for session '{outer_logind_session() or 'pam-runuser-l-notty-'}"
         errors = [line for line in log if expected in line]
         assert errors and f"within {TIMEOUT}s (timeout=)" in errors[0], log
         assert errors[0].startswith("<83>"), errors[0]   # LOG_AUTHPRIV | LOG_ERR
@@ -736,10 +835,16 @@ def test_stopped_daemon_or_bus_costs_at_most_the_timeout(daemon, pam, which):
 
 
 def chattering_signal(serial: int) -> bytes:
-    """A signal with no body: a message a login skips while it waits for its answer."""
-    m = bytearray(wire.method_call(serial, "Chatter", reply=False))
-    m[1] = 4
-    return bytes(m)
+    """A signal with no body (path /a, interface a.b, member C): a message a login skips while
+    it waits for its answer. Written out here, for this test only: the module itself speaks
+    D-Bus through sd-bus."""
+    fields = b""
+    for code, value in ((1, "/a"), (2, "a.b"), (3, "C")):
+        fields += b"\0" * (-len(fields) % 8)
+        fields += bytes([code, 1]) + (b"o" if code == 1 else b"s") + b"\0" + struct.pack("<I", len(value)) \
+            + value.encode() + b"\0"
+    header = struct.pack("<cBBBIII", b"l", 4, 1, 1, 0, serial, len(fields)) + fields
+    return header + b"\0" * (-len(header) % 8)
 
 
 AUTH_OK = b"OK 0123456789abcdef0123456789abcdef\r\nAGREE_UNIX_FD\r\n"
@@ -805,7 +910,9 @@ def test_a_wrong_answer_on_the_private_socket_costs_at_most_the_timeout(daemon, 
             os.unlink(sb_module.NSM_PRIVATE_SOCKET)
     assert p.returncode == 0 and p.stdout == "logged-in\n", p.stdout + p.stderr
     assert elapsed <= TIMEOUT + timeout(1.5), f"the login took {elapsed:.2f}s with timeout={TIMEOUT}"
-    assert any("pam_nsmanager" in line and "OpenSession" in line for line in log), log
+    # sd-bus answers a call on a connection that went away with NoReply ("Connection terminated").
+    assert any("pam_nsmanager" in line and ("OpenSession" in line or "Failed to open session" in line)
+               for line in log), log
 
 
 def test_logins_take_the_private_socket(daemon, pam):
@@ -938,7 +1045,7 @@ def test_nothing_on_the_terminal(daemon, pam):
     text = "\n".join(log)
     assert "pam_nsmanager(runuser-l:session): Unknown option 'bogus', ignoring." in text, log
     assert "Invalid timeout 'abc'" in text, log
-    assert f"Failed to read {sb_module.LOGIN_FILTER}, asking nsmanagerd" in text, log
+    assert f"Failed to read {sb_module.LOGIN_FILTER}, ignoring" in text, log
 
 
 # ---------------------------------------------------------------------------
@@ -975,6 +1082,7 @@ def test_sshd_login_lands_in_view(daemon, pam, sshd):
     assert re.search(r"Session 'pam-sshd-ssh-\d+' of 'alice' closed", daemon.daemon_log_text())
 
 
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_sshd_required_refuses_without_daemon(daemon, pam, sshd):
     daemon.stop_daemon()
     pam.install("sshd", text=pam.text_of("nsm-sshd").replace(
@@ -1003,10 +1111,12 @@ def required_only(pam, args: str = "") -> str:
     return f"session required {pam.module_args} {args}".rstrip() + "\n"
 
 
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_the_daemons_refusal_fails_a_required_login(daemon, pam):
     """A PAM stack run by a program that is not root (here pamtester as alice) gets the
-    daemon's AccessDenied for OpenSession: `required` fails the session, the module logs the
-    daemon's message, and no namespace or session is made."""
+    daemon's AccessDenied for OpenSession: where the rule denies a login without its view,
+    `required` fails the session, the module logs the daemon's message, and no namespace or
+    session is made."""
     pam.install("nsm-pam-refused", text=required_only(pam))
     p, log = run_with_syslog(daemon._setpriv("alice") + ["env", f"DBUS_SYSTEM_BUS_ADDRESS={sb_module.SYSTEM_BUS_ADDRESS}",
                                                           "pamtester", "nsm-pam-refused", "alice", "open_session"],
@@ -1016,8 +1126,10 @@ def test_the_daemons_refusal_fails_a_required_login(daemon, pam):
     assert list(daemon.manager().ListNamespaces()) == []
 
 
+@pytest.mark.daemon_config(LoginWithoutView="deny")
 def test_an_unknown_user_fails_a_required_login(daemon, pam):
-    """A valid name NSS does not know: PAM_USER_UNKNOWN, logged, and nothing asked of the daemon."""
+    """A valid name NSS does not know: logged, nothing asked of the daemon, and the rule
+    decides (deny: the session fails)."""
     pam.install("nsm-pam-refused", text=required_only(pam))
     p, log = run_with_syslog(["pamtester", "nsm-pam-refused", "nsm-nosuchuser", "open_session"],
                              sb_module.BASE / "syslog")

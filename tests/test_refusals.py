@@ -9,16 +9,19 @@ import pytest
 
 from caller import call_as
 from helpers import (E_ACCESS_DENIED, E_FAILED, E_INVALID_ARGS, E_INVALID_PATH, E_NO_SUCH_NAMESPACE,
-                     E_NO_SUCH_SESSION, E_USER_EXCLUDED, expect_error, wait_until)
+                     E_NO_SUCH_SESSION, E_USER_EXCLUDED, expect_error, open_session, wait_until)
 from sandbox import NSM_PRIVATE_SOCKET, dbus_error_name, find_mount, timeout
 
 
 def test_close_unknown_session(daemon, manager):
-    manager.OpenSession("alice", "s1")
-    expect_error(lambda: manager.CloseSession("alice", "no-such-session"), E_NO_SUCH_SESSION)
-    expect_error(lambda: manager.CloseSession("bob", "s1"), E_NO_SUCH_NAMESPACE)
-    sessions = daemon.properties(manager.GetNamespace("alice"))["Sessions"]
-    assert list(sessions) == ["s1"], "a refused CloseSession changed the sessions"
+    fd = open_session(manager, "alice", "s1")
+    try:
+        expect_error(lambda: manager.CloseSession("alice", "no-such-session"), E_NO_SUCH_SESSION)
+        expect_error(lambda: manager.CloseSession("bob", "s1"), E_NO_SUCH_NAMESPACE)
+        sessions = daemon.properties(manager.GetNamespace("alice"))["Sessions"]
+        assert list(sessions) == ["s1"], "a refused CloseSession changed the sessions"
+    finally:
+        os.close(fd)
 
 
 @pytest.mark.parametrize("session_id", ["", "has space", "a:b", "x" * 300, "tab\there"])
@@ -115,8 +118,7 @@ def test_root_only_methods_refuse_everybody_else(daemon, manager):
     """OpenSession, CloseSession and OpenMountNamespace are the PAM module's and root's: alice
     may not open or close a session (hers or bob's) nor take a namespace's fd, even with
     interaction allowed, and the refused calls change no session."""
-    manager.OpenSession("alice", "s1")
-    manager.OpenSession("bob", "s1")
+    held = [open_session(manager, "alice", "s1"), open_session(manager, "bob", "s1")]
     for method, signature, args in (("CloseSession", "ss", ("alice", "s1")),
                                     ("CloseSession", "ss", ("bob", "s1")),
                                     ("OpenSession", "ss", ("alice", "s2")),
@@ -128,6 +130,8 @@ def test_root_only_methods_refuse_everybody_else(daemon, manager):
     for user in ("alice", "bob"):
         sessions = daemon.properties(manager.GetNamespace(user))["Sessions"]
         assert list(sessions) == ["s1"], f"a refused call changed {user}'s sessions: {list(sessions)}"
+    for fd in held:
+        os.close(fd)
 
 
 def test_the_hosts_root_is_never_unbindable(daemon, manager):

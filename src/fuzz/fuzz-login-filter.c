@@ -4,6 +4,7 @@
  * content. */
 #include "fuzz.h"
 #include "login-filter.h"
+#include "login-rule.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         _cleanup_free_ char *buf = NULL;
@@ -23,6 +24,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (char **u = lf.exclude_users; u && *u; u++)
                 FUZZ_CHECK(**u && !strpbrk(*u, " \t\n"));
         (void) login_filter_excludes(&lf, "alice", 2001);
+        /* The rule, with and without groups; deny never allows, allow always does. */
+        char *groups[] = { (char *) "alice", (char *) "students", NULL };
+        bool with = login_filter_allows_without_view(&lf, "alice", groups, true);
+        bool without = login_filter_allows_without_view(&lf, "alice", NULL, false);
+        (void) login_filter_allows_without_view(&lf, NULL, NULL, false);
+        if (lf.login_without_view == LOGIN_WITHOUT_VIEW_DENY)
+                FUZZ_CHECK(!with && !without);
+        if (lf.login_without_view == LOGIN_WITHOUT_VIEW_ALLOW || lf.login_without_view < 0)
+                FUZZ_CHECK(with && without);
+        /* Unknown groups never allow more than known ones. */
+        FUZZ_CHECK(!without || with || !login_filter_needs_groups(&lf));
+        /* What it says, said again, reads back the same. */
+        _cleanup_free_ char *text = NULL;
+        if (login_filter_format(&lf, &text) == 0) {
+                FILE *again = fmemopen(text, strlen(text), "r");
+                LoginFilter lf2;
+                if (again && login_filter_parse(again, &lf2) == 0) {
+                        FUZZ_CHECK(lf2.min_uid == lf.min_uid && lf2.login_without_view == lf.login_without_view);
+                        FUZZ_CHECK(login_filter_allows_without_view(&lf2, "alice", groups, true) == with);
+                        login_filter_done(&lf2);
+                }
+                if (again)
+                        fclose(again);
+        }
         login_filter_done(&lf);
         return 0;
 }

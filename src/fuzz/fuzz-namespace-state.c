@@ -3,6 +3,7 @@
  * a restart. The daemon writes it, but a file written by another version, or cut short by a
  * crash, must cost at most its malformed records. The Namespace here belongs to no Manager:
  * namespace_parse_state() needs none, and watches no session leader. */
+#include "fd-store.h"
 #include "fuzz.h"
 #include "namespace.h"
 
@@ -27,6 +28,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (Session *s = ns->sessions; s; s = s->next) {
                 FUZZ_CHECK(had_sessions && valid_session_id(s->id));
                 FUZZ_CHECK(s->pidfd < 0 && !s->pidfd_source);
+                /* Nothing is watched or taken from the fd store while parsing. */
+                FUZZ_CHECK(s->fd < 0 && !s->fd_source);
+                FUZZ_CHECK(!s->fdname || (*s->fdname && strlen(s->fdname) < FD_STORE_NAME_MAX &&
+                                          !streq(s->fdname, "-")));
         }
         for (size_t i = 0; i < ns->n_binds; i++)
                 FUZZ_CHECK(ns->binds[i].destination);

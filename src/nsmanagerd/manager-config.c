@@ -22,6 +22,7 @@ void manager_config_init(ManagerConfig *c) {
                 .stop_delay_usec = 10 * USEC_PER_SEC,
                 .min_uid = 1000,
                 .view_propagation = VIEW_PROPAGATION_SLAVE,
+                .login_without_view = LOGIN_WITHOUT_VIEW_RESTRICTED,
                 .operation_timeout_usec = 5 * USEC_PER_SEC,
                 .max_stuck_operations = 4,
                 .max_user_mounts = 64,
@@ -77,6 +78,17 @@ static int config_parse_view_propagation(const char *value, void *data, char **r
                 return -EINVAL;
         }
         *(ViewPropagation *) data = p;
+        return 0;
+}
+
+static int config_parse_login_without_view(const char *value, void *data, char **ret_message) {
+        LoginWithoutView v = login_without_view_from_string(value);
+        if (v < 0) {
+                if (asprintf(ret_message, "'%s' is not one of restricted, allow, deny", value) < 0)
+                        *ret_message = NULL;
+                return -EINVAL;
+        }
+        *(LoginWithoutView *) data = v;
         return 0;
 }
 
@@ -264,6 +276,7 @@ static const ConfigItem config_items[] = {
         { "Manager", "ExcludeUsers",         config_parse_name_list,          offsetof(ManagerConfig, exclude_users) },
         { "Manager", "StateDirectory",       config_parse_absolute_path,      offsetof(ManagerConfig, state_directory) },
         { "Manager", "ViewPropagation",      config_parse_view_propagation,   offsetof(ManagerConfig, view_propagation) },
+        { "Manager", "LoginWithoutView",     config_parse_login_without_view, offsetof(ManagerConfig, login_without_view) },
         { "Manager", "OperationTimeoutSec",  config_parse_timeout,            offsetof(ManagerConfig, operation_timeout_usec) },
         { "Manager", "MaxStuckOperations",   config_parse_unsigned,           offsetof(ManagerConfig, max_stuck_operations) },
         { "Manager", "MaxUserMounts",        config_parse_unsigned,           offsetof(ManagerConfig, max_user_mounts) },

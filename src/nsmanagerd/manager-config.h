@@ -7,6 +7,7 @@
 
 #include "conf-parser.h"
 #include "config.h"
+#include "login-filter.h"
 #include "macros.h"
 
 /* The daemon's configuration: nsmanagerd.conf and its drop-ins, section [Manager], and the
@@ -48,6 +49,7 @@ typedef struct ManagerConfig {
         char **exclude_users;          /* ExcludeUsers= */
         char *state_directory;         /* StateDirectory= (/run/nsmanager) */
         ViewPropagation view_propagation; /* ViewPropagation= (slave) */
+        LoginWithoutView login_without_view; /* LoginWithoutView= (restricted), for pam_nsmanager (login-filter.h) */
 
         /* Limits: whatever one user's view holds, or however one user calls, nobody else waits. */
         uint64_t operation_timeout_usec; /* OperationTimeoutSec= (5s): deadline of every mount operation */

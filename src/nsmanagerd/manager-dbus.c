@@ -17,7 +17,6 @@
 #include "namespace-dbus.h"
 #include "namespace.h"
 #include "path-util.h"
-#include "private-bus.h"
 #include "strv.h"
 #include "view-job.h"
 
@@ -262,6 +261,7 @@ static void on_session_namespace(Namespace *ns, int result, const char *message,
         BusRequest *req = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int session_fd = -EBADF;
         const char *user, *id;
         pid_t pid = 0;
         int r;
@@ -277,21 +277,21 @@ static void on_session_namespace(Namespace *ns, int result, const char *message,
                 bus_request_reply_error(req, r, NULL);
                 return;
         }
-        /* The login process that asked: if it dies without CloseSession, the session ends. */
+        /* The login process that asked: recorded for a restart without systemd's fd store. */
         (void) bus_message_get_sender_pid(req->message, &pid);
-        r = manager_open_session(req->manager, ns, id, pid);
+        r = manager_open_session(req->manager, ns, id, pid, &session_fd);
         if (r < 0) {
                 bus_request_reply_error(req, r, "Failed to record the session.");
                 return;
         }
+        /* The message takes copies of both fds. Should the reply not reach the login (it is
+         * gone), the session ends with the message's copy. */
         path = namespace_bus_path(ns);
         if (!path || sd_bus_message_new_method_return(req->message, &reply) < 0 ||
-            sd_bus_message_append(reply, "oh", path, ns->mntns_fd) < 0) {
+            sd_bus_message_append(reply, "ohh", path, ns->mntns_fd, session_fd) < 0) {
                 bus_request_reply_error(req, -ENOMEM, NULL);
                 return;
         }
-        /* Before the reply, which ends the request: 'user' and 'id' point into its message. */
-        private_bus_keep_for_session(req->manager, sd_bus_message_get_bus(req->message), user, id);
         bus_request_reply(req, reply);
 }
 
@@ -766,7 +766,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("Can", SD_BUS_ARGS("s", method, "s", user), SD_BUS_RESULT("s", answer), method_can,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("OpenSession", SD_BUS_ARGS("s", user, "s", session_id),
-                                SD_BUS_RESULT("o", namespace, "h", mount_ns_fd), method_open_session,
+                                SD_BUS_RESULT("o", namespace, "h", mount_ns_fd, "h", session_fd), method_open_session,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("CloseSession", SD_BUS_ARGS("s", user, "s", session_id), SD_BUS_NO_RESULT,
                                 method_close_session, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -801,6 +801,19 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_SIGNAL_WITH_ARGS("NamespaceRemoved", SD_BUS_ARGS("s", user, "o", namespace), 0),
         SD_BUS_VTABLE_END,
 };
+
+/* A private connection (private-bus.c) is a login's: OpenSession, and nothing else. */
+static const sd_bus_vtable login_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_ARGS("OpenSession", SD_BUS_ARGS("s", user, "s", session_id),
+                                SD_BUS_RESULT("o", namespace, "h", mount_ns_fd, "h", session_fd), method_open_session,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END,
+};
+
+int manager_bus_add_login_objects(Manager *m, sd_bus *bus) {
+        return sd_bus_add_object_vtable(bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, login_vtable, m);
+}
 
 int manager_bus_add_objects(Manager *m, sd_bus *bus) {
         int r;

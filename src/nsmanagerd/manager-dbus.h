@@ -10,5 +10,7 @@
 /* Shared by the Manager's and the Namespace object's methods. */
 int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error);
 
-/* The Manager's and the Namespaces' objects on a connection: the system bus, or a private one. */
+/* The Manager's and the Namespaces' objects, on the system bus. */
 int manager_bus_add_objects(Manager *m, sd_bus *bus);
+/* What a login needs on a private connection (private-bus.h): the Manager's OpenSession. */
+int manager_bus_add_login_objects(Manager *m, sd_bus *bus);

@@ -11,9 +11,11 @@
 #include "bus-request.h"
 #include "bus-polkit.h"
 #include "child.h"
+#include "fd-store.h"
 #include "host.h"
 #include "log.h"
 #include "login-filter.h"
+#include "login-rule.h"
 #include "manager.h"
 #include "mount-events.h"
 #include "namespace-dbus.h"
@@ -84,6 +86,7 @@ Manager *manager_free(Manager *m) {
         op_queue_free_with(m->host_ops, -ESHUTDOWN);
         bus_requests_free(m);
         private_bus_done(m);
+        m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ false);
         hashmap_free(m->namespaces);
         hashmap_free(m->namespaces_by_uid);
         rate_limits_free(m->rate_limits);
@@ -105,12 +108,16 @@ uint64_t manager_deadline(Manager *m) {
 
 /* ---- configuration ---- */
 
-/* What pam_nsmanager needs to skip users we would refuse, without a bus call (login-filter.h). */
+/* What pam_nsmanager needs without a bus call (login-filter.h): the users we would refuse, and
+ * LoginWithoutView= compiled. Logged where it fails. */
 static void manager_publish_login_filter(Manager *m) {
-        int r = login_filter_write(NSM_LOGIN_FILTER_FILE, m->config.min_uid, m->config.exclude_users);
-        if (r < 0)
-                log_warning_errno(r, "Failed to publish %s for pam_nsmanager, ignoring (logins of users we refuse "
-                                  "then ask over the bus): %m", NSM_LOGIN_FILTER_FILE);
+        _cleanup_(login_filter_done) LoginFilter f = {};
+
+        if (login_rule_compile(&m->config, &f) < 0) {
+                log_oom();
+                return;
+        }
+        (void) login_rule_publish(&f);
 }
 
 /* Every file, checked whole: on failure *ret_error lists the errors ("FILE:LINE: reason; …"). */
@@ -431,6 +438,10 @@ int manager_startup(Manager *m) {
         _cleanup_free_ char *why = NULL;
         int r;
 
+        /* First: sd_listen_fds() wants the fds it finds untouched. */
+        r = stored_fds_receive(&m->stored_fds);
+        if (r < 0)
+                return log_oom();
         r = state_dir_init(&m->state, m->config.state_directory);
         if (r < 0)
                 return log_oom();
@@ -489,6 +500,9 @@ int manager_serve(Manager *m) {
                             NSM_HOST_MOUNTS_FILE);
         host_changes_done(&m->startup_changes);
         m->registry_created = false;
+        /* What systemd kept for sessions no record names: dropped only now that we serve (a
+         * start that failed leaves the store as it found it). */
+        m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ true);
         manager_retry_pending_joins(m);
         /* Without them the daemon works on: no signals for subscribers, no ReleaseWithHost=. */
         r = mount_events_new(m, &m->mount_events);
@@ -516,10 +530,10 @@ Namespace *manager_get_namespace(Manager *m, const char *user) {
         return hashmap_get(m->namespaces, user);
 }
 
-int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader) {
+int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader, int *ret_fd) {
         int r;
 
-        r = namespace_add_session(ns, id, leader);
+        r = namespace_add_session(ns, id, leader, ret_fd);
         if (r < 0)
                 return r;
         log_info("Session '%s' of '%s' opened (leader %d).", id, ns->name, (int) leader);

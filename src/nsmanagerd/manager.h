@@ -22,7 +22,7 @@ typedef struct PolkitRegistry PolkitRegistry;
 typedef struct AttachProcess AttachProcess;
 typedef struct BusRequest BusRequest;
 typedef struct PrivateBus PrivateBus;
-typedef struct KeptConnection KeptConnection;
+typedef struct StoredFds StoredFds;
 typedef struct ViewJob ViewJob;
 typedef struct MountEvents MountEvents;
 
@@ -52,11 +52,12 @@ typedef struct Manager {
         sd_event_source *private_source; /* the private socket's listener (private-bus.c) */
         sd_event_source *private_retry_source; /* listens again after running out of fds */
         bool private_accept_failing;     /* logged once until accept() works again */
-        PrivateBus *private_buses;
+        PrivateBus *private_buses;       /* connections served (private-bus.c) */
         unsigned n_private_buses;
-        KeptConnection *kept_connections; /* logins' connections kept for CloseSession (kept-connection.c) */
-        unsigned n_kept_connections;
+        PrivateBus *private_waiting, *private_waiting_tail; /* accepted, waiting for a place, oldest first */
+        unsigned n_private_waiting;
         sd_id128_t private_bus_id;
+        StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         bool exiting;            /* manager_free() runs: nothing new starts */
         Hashmap *rate_limits;    /* caller uid → RateLimit (manager.c) */
 
@@ -95,10 +96,9 @@ uint64_t manager_deadline(Manager *m);
 
 Namespace *manager_get_namespace(Manager *m, const char *user);
 Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid);
-/* Records session 'id' of ready namespace 'ns', whose login process is 'leader' (the session
- * ends with it if no CloseSession comes), logged. For both ways OpenSession comes:
- * manager-dbus.c and pipelined-open.c. */
-int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader);
+/* Records session 'id' of ready namespace 'ns', opened by login process 'leader', logged; the
+ * session lasts while the login holds a copy of *ret_fd (namespace.h). */
+int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader, int *ret_fd);
 /* Ends session 'id' of 'user' (CloseSession), logged: -ESRCH if the user has no namespace,
  * -ENOENT if it has no such session. */
 int manager_close_session(Manager *m, const char *user, const char *id);

@@ -111,7 +111,8 @@ static int property_get_sessions(sd_bus *bus, const char *path, const char *inte
         Namespace *ns = userdata;
         int r = sd_bus_message_open_container(reply, 'a', "s");
         for (Session *s = ns->sessions; r >= 0 && s; s = s->next)
-                r = sd_bus_message_append(reply, "s", s->id);
+                if (!namespace_session_id_seen(ns, s))
+                        r = sd_bus_message_append(reply, "s", s->id);
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 
 #include "builder.h"
+#include "fd-store.h"
 #include "log.h"
 #include "mount-events.h"
 #include "namespace-dbus.h"
@@ -78,9 +79,12 @@ int namespace_new(Manager *m, const UserRecord *u, Namespace **ret) {
 static Session *session_free(Session *s) {
         if (!s)
                 return NULL;
+        sd_event_source_disable_unref(s->fd_source);
+        safe_close(s->fd);
         sd_event_source_disable_unref(s->pidfd_source);
         safe_close(s->pidfd);
         free(s->id);
+        free(s->fdname);
         free(s);
         return NULL;
 }
@@ -90,7 +94,7 @@ static Session *session_new(const char *id) {
 
         if (!s)
                 return NULL;
-        *s = (Session) { .id = strdup(id), .pidfd = -EBADF };
+        *s = (Session) { .id = strdup(id), .fd = -EBADF, .pidfd = -EBADF };
         return s->id ? s : session_free(s);
 }
 
@@ -419,6 +423,8 @@ int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(int result, 
                 free(c);
                 return r;
         }
+        for (Session *s = ns->sessions; s; s = s->next)
+                fd_store_remove(s->fdname);
         (void) namespace_dbus_send_removed(ns);
         namespace_drop(ns);
         return 0;
@@ -428,7 +434,8 @@ int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(int result, 
 
 static int write_records(FILE *f, Namespace *ns) {
         for (Session *s = ns->sessions; s; s = s->next)
-                fprintf(f, "SESSION=%s %d %" PRIu64 "\n", s->id, (int) s->leader, s->leader_start);
+                fprintf(f, "SESSION=%s %d %" PRIu64 " %s\n", s->id, (int) s->leader, s->leader_start,
+                        s->fdname ?: "-");
         for (size_t i = 0; i < ns->n_binds; i++) {
                 _cleanup_free_ char *d = escape_word(ns->binds[i].destination);
                 if (!d)
@@ -483,11 +490,25 @@ int namespace_save(Namespace *ns) {
 }
 
 static int session_leader_exited(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+static int session_fd_closed(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
-/* Watches the leader with a pidfd. With 'verify', only if the pid still names the process that
- * opened the session (same start time): after a restart a pid may have been reused. -ESRCH:
- * it is gone. */
-static int session_watch(Namespace *ns, Session *s, bool verify) {
+/* Edge-triggered, both: a pidfd stays readable once its process is gone, a pipe without
+ * writers stays hung up, and sd-event dispatches one source per turn of its loop; level-
+ * triggered, every turn's epoll_wait would return every ended session not handled yet. When a
+ * thousand logins end at once (bench/bench_burst.py) that made the turns, and the logins
+ * arriving meanwhile, slower by the thousand: the first 200 logins of the next burst took
+ * 0.4 s, the rest 0.03 s. */
+
+/* Watches the pipe's read end: no events asked for, EPOLLHUP comes anyway once the last
+ * writer is gone; what a writer might write is never read (as logind's session FIFO). */
+static int session_watch_fd(Namespace *ns, Session *s) {
+        return sd_event_add_io(ns->manager->event, &s->fd_source, s->fd, EPOLLET, session_fd_closed, ns);
+}
+
+/* Watches the leader with a pidfd, where the session has no fd. With 'verify', only if the
+ * pid still names the process that opened the session (same start time): after a restart a
+ * pid may have been reused. -ESRCH: it is gone. */
+static int session_watch_leader(Namespace *ns, Session *s, bool verify) {
         if (s->leader <= 0)
                 return 0;
         s->pidfd = (int) syscall(SYS_pidfd_open, s->leader, 0);
@@ -498,12 +519,6 @@ static int session_watch(Namespace *ns, Session *s, bool verify) {
                 s->pidfd = safe_close(s->pidfd);
                 return -ESRCH;
         }
-        /* Edge-triggered: a pidfd stays readable once its process is gone, and sd-event
-         * dispatches one source per turn of its loop; level-triggered, every turn's epoll_wait
-         * would return every exited leader not handled yet. When a thousand logins exit at
-         * once (bench/bench_burst.py) that made the turns, and the logins arriving meanwhile,
-         * slower by the thousand: the first 200 logins of the next burst took 0.4 s, the rest
-         * 0.03 s. */
         return sd_event_add_io(ns->manager->event, &s->pidfd_source, s->pidfd, EPOLLIN | EPOLLET, session_leader_exited,
                                ns);
 }
@@ -544,11 +559,11 @@ bool valid_session_id(const char *id) {
         return true;
 }
 
-static Session *namespace_get_session(Namespace *ns, const char *id) {
-        for (Session *s = ns->sessions; s; s = s->next)
-                if (streq(s->id, id))
-                        return s;
-        return NULL;
+bool namespace_session_id_seen(Namespace *ns, const Session *before) {
+        for (Session *s = ns->sessions; s && s != before; s = s->next)
+                if (streq(s->id, before->id))
+                        return true;
+        return false;
 }
 
 static void namespace_save_or_warn(Namespace *ns) {
@@ -557,72 +572,131 @@ static void namespace_save_or_warn(Namespace *ns) {
                 log_warning_errno(r, "Failed to save the state of '%s', ignoring: %m", ns->name);
 }
 
-int namespace_add_session(Namespace *ns, const char *id, pid_t leader) {
-        uint64_t start;
-        bool added;
+static bool namespace_has_session(Namespace *ns, const char *id) {
+        for (Session *s = ns->sessions; s; s = s->next)
+                if (streq(s->id, id))
+                        return true;
+        return false;
+}
+
+int namespace_add_session(Namespace *ns, const char *id, pid_t leader, int *ret_fd) {
+        _cleanup_close_ int write_fd = -EBADF;
+        char fdname[FD_STORE_NAME_MAX];
+        int pipefd[2], r;
+        bool known;
         Session *s;
-        int r;
+
+        s = session_new(id);
+        if (!s)
+                return -ENOMEM;
+        if (pipe2(pipefd, O_CLOEXEC) < 0) {
+                r = -errno;
+                session_free(s);
+                return r;
+        }
+        s->fd = pipefd[0];
+        write_fd = pipefd[1];
+        r = session_watch_fd(ns, s);
+        if (r < 0) {
+                session_free(s);
+                return r;
+        }
+        /* The leader is waiting for our reply: its pid names it now. Only the fallback of a
+         * restart without the fd store looks at it. */
+        s->leader = leader;
+        s->leader_start = leader > 0 ? process_start_time(leader) : 0;
+        if (fd_store_available() && fd_store_new_name(fdname) >= 0) {
+                r = fd_store_add(s->fd, fdname);
+                if (r > 0)
+                        s->fdname = strdup(fdname);
+                else if (r < 0)
+                        log_warning_errno(r, "Failed to hand session '%s' of '%s' to systemd's fd store, ignoring "
+                                          "(a restart falls back to its leader): %m", id, ns->name);
+        }
 
         namespace_cancel_stop(ns);
-        /* The leader is waiting for our reply: its pid names it now. */
-        start = leader > 0 ? process_start_time(leader) : 0;
-        s = namespace_get_session(ns, id);
-        if (s && (leader <= 0 || (s->leader == leader && s->leader_start == start)))
-                return 0;   /* the same login asking twice */
-        added = !s;
-        if (s) {
-                /* Another login process with this id: an id made of a pid ("pam-SERVICE-TTY-PID")
-                 * comes back with the pid, possibly before the loop has seen the old process's
-                 * exit, which would then end the new login's session. It is this login's now,
-                 * and ends with its process. */
-                s->pidfd_source = sd_event_source_disable_unref(s->pidfd_source);
-                s->pidfd = safe_close(s->pidfd);
-        } else {
-                s = session_new(id);
-                if (!s)
-                        return -ENOMEM;
-        }
-        s->leader = leader;
-        s->leader_start = start;
-        r = session_watch(ns, s, /* verify= */ false);
-        if (r < 0 && r != -ESRCH)
-                log_warning_errno(r, "Failed to watch the leader %d of session '%s', ignoring: %m", (int) leader, id);
-        if (added) {
-                s->next = ns->sessions;
-                ns->sessions = s;
-        }
+        known = namespace_has_session(ns, id);
+        s->next = ns->sessions;
+        ns->sessions = s;
         namespace_save_or_warn(ns);
-        if (added)
+        if (!known)
                 (void) namespace_dbus_send_changed(ns);
+        *ret_fd = TAKE_FD(write_fd);
         return 0;
 }
 
-int namespace_remove_session(Namespace *ns, const char *id) {
+/* The last session of an id gone: tell the bus, maybe start the stop delay. */
+static void namespace_session_removed(Namespace *ns, const char *id) {
+        namespace_save_or_warn(ns);
+        namespace_maybe_schedule_stop(ns);
+        if (!namespace_has_session(ns, id))
+                (void) namespace_dbus_send_changed(ns);
+}
+
+static void namespace_end_session(Namespace *ns, Session *s) {
+        _cleanup_free_ char *id = NULL;
+
         for (Session **p = &ns->sessions; *p; p = &(*p)->next)
-                if (streq((*p)->id, id)) {
-                        Session *s = *p;
+                if (*p == s) {
                         *p = s->next;
-                        session_free(s);
-                        namespace_save_or_warn(ns);
-                        namespace_maybe_schedule_stop(ns);
-                        (void) namespace_dbus_send_changed(ns);
-                        return 0;
+                        break;
                 }
-        return -ENOENT;
+        id = TAKE_PTR(s->id);
+        session_free(s);
+        if (id)
+                namespace_session_removed(ns, id);
+}
+
+int namespace_remove_session(Namespace *ns, const char *id) {
+        bool found = false;
+
+        for (Session **p = &ns->sessions; *p;) {
+                Session *s = *p;
+
+                if (!streq(s->id, id)) {
+                        p = &s->next;
+                        continue;
+                }
+                /* The login may still hold its end: systemd's copy of ours would stay. */
+                fd_store_remove(s->fdname);
+                *p = s->next;
+                session_free(s);
+                found = true;
+        }
+        if (!found)
+                return -ENOENT;
+        namespace_session_removed(ns, id);
+        return 0;
+}
+
+static Session *namespace_find_source(Namespace *ns, sd_event_source *source) {
+        for (Session *s = ns->sessions; s; s = s->next)
+                if (s->fd_source == source || s->pidfd_source == source)
+                        return s;
+        return NULL;
+}
+
+static int session_fd_closed(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Namespace *ns = userdata;
+        Session *s = namespace_find_source(ns, source);
+
+        if (!s || !(revents & (EPOLLHUP | EPOLLERR)))
+                return 0;
+        log_info("Session '%s' of '%s' closed.", s->id, ns->name);
+        /* systemd drops its copy by itself: it saw the same hang-up. */
+        namespace_end_session(ns, s);
+        return 0;
 }
 
 static int session_leader_exited(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         Namespace *ns = userdata;
+        Session *s = namespace_find_source(ns, source);
 
-        for (Session *s = ns->sessions; s; s = s->next)
-                if (s->pidfd_source == source) {
-                        _cleanup_free_ char *id = strdup(s->id);
-                        log_info("Login process %d of session '%s' of '%s' exited without closing it; closing it.",
-                                 (int) s->leader, s->id, ns->name);
-                        if (!id)
-                                return -ENOMEM;
-                        return namespace_remove_session(ns, id);
-                }
+        if (!s)
+                return 0;
+        log_info("Login process %d of session '%s' of '%s' exited; closing the session.", (int) s->leader, s->id,
+                 ns->name);
+        namespace_end_session(ns, s);
         return 0;
 }
 
@@ -791,33 +865,53 @@ static int load_pending(Namespace *ns, const char *value) {
         return namespace_set_pending_join(ns, path, true);
 }
 
-/* Only recorded here: namespace_watch_loaded_sessions() looks at the leaders. */
+/* Only recorded here: namespace_watch_loaded_sessions() finds the fd, or looks at the leader.
+ * "SESSION=ID LEADER START FDNAME"; a state file from before the fd store has no FDNAME. */
 static int load_session(Namespace *ns, const char *value) {
-        char id[SESSION_ID_MAX + 1];
+        char id[SESSION_ID_MAX + 1], fdname[FD_STORE_NAME_MAX] = "-";
         int pid = 0;
         unsigned long long start = 0;
         Session *s;
 
-        _Static_assert(SESSION_ID_MAX == 255, "the width in the format below");
-        if (sscanf(value, "%255s %d %llu", id, &pid, &start) < 2 || !valid_session_id(id))
+        _Static_assert(SESSION_ID_MAX == 255 && FD_STORE_NAME_MAX == 64, "the widths in the format below");
+        if (sscanf(value, "%255s %d %llu %63s", id, &pid, &start, fdname) < 2 || !valid_session_id(id))
                 return -EINVAL;
         s = session_new(id);
         if (!s)
                 return -ENOMEM;
         s->leader = pid;
         s->leader_start = start;
+        if (!streq(fdname, "-") && !(s->fdname = strdup(fdname))) {
+                session_free(s);
+                return -ENOMEM;
+        }
         s->next = ns->sessions;
         ns->sessions = s;
         return 0;
 }
 
-/* Sessions whose leader is gone (or whose pid now names another process) ended while the
- * daemon was not running. */
+/* Each session by its fd, where systemd kept it for us; else by its leader. A session whose
+ * leader is gone (or whose pid now names another process) ended while the daemon was not
+ * running. */
 static void namespace_watch_loaded_sessions(Namespace *ns) {
         for (Session **p = &ns->sessions; *p;) {
                 Session *s = *p;
+                int r;
 
-                if (session_watch(ns, s, /* verify= */ true) >= 0) {
+                s->fd = stored_fds_take(ns->manager->stored_fds, s->fdname);
+                if (s->fd >= 0) {
+                        r = session_watch_fd(ns, s);
+                        if (r >= 0) {
+                                p = &s->next;
+                                continue;
+                        }
+                        log_warning_errno(r, "Failed to watch the fd of session '%s' of '%s', watching its leader: %m",
+                                          s->id, ns->name);
+                        s->fd = safe_close(s->fd);
+                }
+                /* Not in the store (any more): a later restart will not find it there either. */
+                s->fdname = mfree(s->fdname);
+                if (session_watch_leader(ns, s, /* verify= */ true) >= 0) {
                         p = &s->next;
                         continue;
                 }

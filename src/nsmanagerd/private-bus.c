@@ -1,225 +1,179 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <fcntl.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
 #include "bus-errors.h"
 #include "fs-util.h"
-#include "kept-connection.h"
 #include "list.h"
 #include "log.h"
 #include "manager-dbus.h"
-#include "pipelined-open.h"
 #include "private-bus.h"
+#include "process-util.h"
 
-/* Connections served at once; the others wait in the listen backlog (SOMAXCONN), in order,
- * until some go. sd-event asks every attached connection for its events and timeout at each
- * turn of the loop, so a turn costs O(connections): a burst of 1,000 logins served all at
- * once took three times as long as 64 at a time (bench/bench_burst.py). */
+/* Connections served at once; the others wait, in order, until some go. sd-event asks every
+ * attached connection for its events and timeout at each turn of the loop, so a turn costs
+ * O(connections): a burst of 1,000 logins served all at once took three times as long as 64
+ * at a time (bench/bench_burst.py). */
 #define PRIVATE_BUS_CONNECTIONS_MAX 64U
 
-/* A login's connection lives for one call, answered by its deadline (OperationTimeoutSec=,
- * from the call's arrival, right after connecting). One still open after that and this
- * much more is nobody's login any more: a login process stopped half-way (a user may stop
- * her own su: its real uid is hers) would otherwise hold its place for ever, and 64 of them
- * every login on the machine. */
-#define PRIVATE_BUS_LIFETIME_SLACK_USEC USEC_PER_SEC
+/* Places by the real uid of the process that connected. Every login through su or sudo is
+ * root's (the socket refuses anybody else), but its real uid is the user's who ran it, and she
+ * may stop her own su (SIGSTOP) while its pam_nsmanager holds a connection, as many times as she
+ * likes: without this, 64 of them kept every login on the machine out until they outlived their
+ * deadline. A real uid other than root's is served 4 at a time, and has at most 16 more waiting;
+ * beyond that its connections are closed at once (those logins follow LoginWithoutView=).
+ * Root's own logins (sshd, login, cron, systemd --user) share the rest, in order. A waiting
+ * connection costs an fd, nothing per turn of the loop. */
+#define PRIVATE_BUS_PER_UID_MAX 4U
+#define PRIVATE_BUS_WAITING_PER_UID_MAX 16U
+/* Waiting connections of all uids: beyond this, new ones stay in the listen backlog. */
+#define PRIVATE_BUS_WAITING_MAX 256U
 
-struct PrivateBus {
-        Manager *manager;
-        int fd;                          /* until sd-bus has it (or pipelined-open.h took it) */
-        struct ucred peer;
-        sd_bus *bus;
-        sd_event_source *first_source;   /* waits for the first bytes, before there is a bus */
-        sd_event_source *free_source;    /* frees it from the event loop, not from its own callback */
-        sd_event_source *lifetime_source;
-        sd_event_source *auth_source;    /* drives the authentication (on_authenticating()) */
-        sd_event_source *keep_source;    /* hands it to kept-connection.c once OpenSession is answered */
-        sd_bus_slot *session_filter;     /* from then on: kept-connection.h's rule */
-        char *session_user, *session_id; /* that OpenSession's */
-        PrivateBus *prev, *next;
-};
+/* A login's connection lives for one call, answered by its deadline (OperationTimeoutSec=,
+ * from the call's arrival, right after connecting). One still open after that and this much
+ * more is nobody's login any more: a login process stopped half-way would otherwise hold its
+ * place for ever. Counted from when it is served: a connection that waited for its place has
+ * not written its call yet (sd-bus has not answered its authentication). */
+#define PRIVATE_BUS_LIFETIME_SLACK_USEC USEC_PER_SEC
 
 /* After running out of fds, accept() is tried again this much later (or when a connection goes). */
 #define PRIVATE_BUS_RETRY_USEC (100 * USEC_PER_MSEC)
 
-/* A free place: take the next connection from the backlog (unless accept() is pausing). */
+struct PrivateBus {
+        Manager *manager;
+        uid_t ruid;                      /* the real uid of the process that connected */
+        bool served;                     /* in the Manager's private_buses, else waiting */
+        int fd;                          /* while it waits; then sd-bus has it */
+        sd_bus *bus;
+        sd_event_source *free_source;    /* frees it from the event loop, not from its own callback */
+        sd_event_source *lifetime_source;
+        PrivateBus *prev, *next;
+};
+
+static unsigned count_uid(PrivateBus *list, uid_t ruid) {
+        unsigned n = 0;
+        for (PrivateBus *p = list; p; p = p->next)
+                n += p->ruid == ruid;
+        return n;
+}
+
+static bool may_serve(Manager *m, uid_t ruid) {
+        return m->n_private_buses < PRIVATE_BUS_CONNECTIONS_MAX &&
+               (ruid == 0 || count_uid(m->private_buses, ruid) < PRIVATE_BUS_PER_UID_MAX);
+}
+
 static void accept_more(Manager *m) {
-        if (m->private_source && !m->private_retry_source && m->n_private_buses < PRIVATE_BUS_CONNECTIONS_MAX)
+        if (m->private_source && !m->private_retry_source && m->n_private_waiting < PRIVATE_BUS_WAITING_MAX)
                 (void) sd_event_source_set_enabled(m->private_source, SD_EVENT_ON);
 }
 
-static PrivateBus *private_bus_free(PrivateBus *p) {
-        Manager *m;
+static int private_bus_start(PrivateBus *p);
 
+static void waiting_remove(Manager *m, PrivateBus *p) {
+        if (p->next)
+                p->next->prev = p->prev;
+        else
+                m->private_waiting_tail = p->prev;
+        if (p->prev)
+                p->prev->next = p->next;
+        else
+                m->private_waiting = p->next;
+        p->prev = p->next = NULL;
+        m->n_private_waiting--;
+}
+
+static void waiting_append(Manager *m, PrivateBus *p) {
+        p->next = NULL;
+        p->prev = m->private_waiting_tail;
+        if (p->prev)
+                p->prev->next = p;
+        else
+                m->private_waiting = p;
+        m->private_waiting_tail = p;
+        m->n_private_waiting++;
+}
+
+static PrivateBus *private_bus_free(PrivateBus *p) {
         if (!p)
                 return NULL;
-        m = p->manager;
-        LIST_REMOVE(m->private_buses, p);
-        m->n_private_buses--;
-        accept_more(m);
+        if (p->served) {
+                LIST_REMOVE(p->manager->private_buses, p);
+                p->manager->n_private_buses--;
+        } else
+                waiting_remove(p->manager, p);
         sd_event_source_disable_unref(p->free_source);
-        sd_event_source_disable_unref(p->first_source);
         sd_event_source_disable_unref(p->lifetime_source);
-        sd_event_source_disable_unref(p->auth_source);
-        sd_event_source_disable_unref(p->keep_source);
-        sd_bus_slot_unref(p->session_filter);
         /* Not flushed: a peer that went away reads nothing, and one that stays must not make us
          * wait. */
         sd_bus_close_unref(p->bus);
         safe_close(p->fd);
-        free(p->session_user);
-        free(p->session_id);
         free(p);
         return NULL;
 }
 
+/* A place came free: the longest waiting connection that may have it, then the backlog. */
+static void serve_waiting(Manager *m) {
+        PrivateBus *p = m->private_waiting;
+
+        while (p && m->n_private_buses < PRIVATE_BUS_CONNECTIONS_MAX) {
+                PrivateBus *next = p->next;
+                int r;
+
+                if (may_serve(m, p->ruid)) {
+                        waiting_remove(m, p);
+                        r = private_bus_start(p);
+                        if (r < 0) {
+                                log_warning_errno(r, "Failed to set up a private connection, closing it: %m");
+                                private_bus_free(p);
+                        }
+                }
+                p = next;
+        }
+        accept_more(m);
+}
+
+static void private_bus_free_and_serve(PrivateBus *p) {
+        Manager *m = p->manager;
+
+        private_bus_free(p);
+        if (!m->exiting)
+                serve_waiting(m);
+}
+
 static int on_free(sd_event_source *s, void *userdata) {
-        private_bus_free(userdata);
+        private_bus_free_and_serve(userdata);
         return 0;
 }
 
-static void private_bus_free_later(PrivateBus *p) {
+static int on_disconnected(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        PrivateBus *p = userdata;
         int r;
 
         if (p->free_source)
-                return;
+                return 0;
         r = sd_event_add_defer(p->manager->event, &p->free_source, on_free, p);
         if (r < 0)
                 log_warning_errno(r, "Failed to schedule freeing a private connection, keeping it: %m");
-}
-
-static int on_disconnected(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        private_bus_free_later(userdata);
         return 0;
 }
 
 static int on_lifetime_over(sd_event_source *s, uint64_t usec, void *userdata) {
-        log_debug("Closing a private connection that outlived any call's deadline.");
-        private_bus_free(userdata);
+        PrivateBus *p = userdata;
+
+        log_debug("Closing a private connection (real uid %u) that outlived any call's deadline.", (unsigned) p->ruid);
+        private_bus_free_and_serve(p);
         return 0;
 }
 
-/* A login writes its call right behind the authentication, in one write (direct-call.h). The
- * sd-bus of Debian 12 (systemd 252), as a server, answers the authentication when it reads it
- * but leaves BEGIN, and the call behind it, for its next read of the socket, which never comes:
- * the login would wait for an answer to a call that is already in the daemon's buffer. (Later
- * sd-bus versions look again once the answer is written.) So while a connection
- * authenticates, it is processed again after every turn of the event loop; once it is up,
- * once more, which dispatches the call from the buffer, and no more: what the peer writes
- * after that is for the loop to read, or for kept-connection.c (on_keep()). */
-static int on_authenticating(sd_event_source *s, void *userdata) {
-        PrivateBus *p = userdata;
-        int r;
-
-        for (;;) {
-                if (sd_bus_is_ready(p->bus) > 0) {
-                        (void) sd_bus_process(p->bus, NULL);
-                        break;
-                }
-                r = sd_bus_process(p->bus, NULL);
-                if (r == 0)
-                        return 0; /* still authenticating: more is to come from the peer */
-                if (r < 0)
-                        break; /* sd-bus's to handle: it disconnects, and on_disconnected() frees */
-        }
-        p->auth_source = sd_event_source_disable_unref(p->auth_source);
-        return 0;
-}
-
-/* OpenSession was answered: the connection goes to kept-connection.c, as a plain socket. Only
- * once the reply is out and nothing else came, neither into sd-bus's queue nor into the
- * socket: a login that closes its session at once (pamtester) has its CloseSession served
- * here as any call. This runs ahead of the bus's own processing at the loop's next turn, so
- * sd-bus has read nothing more (it reads when it processes); what it would have read, and
- * drops with the bus, is only a message a client wrote behind OpenSession before its answer
- * came, which a login does not do. */
-static int on_keep(sd_event_source *s, void *userdata) {
-        PrivateBus *p = userdata;
-        uint64_t n_write = 1, n_read = 1;
-        int fd, waiting = 1, r;
-
-        p->keep_source = sd_event_source_disable_unref(p->keep_source);
-        if (p->free_source)
-                return 0;
-        if (sd_bus_get_n_queued_write(p->bus, &n_write) < 0 || n_write > 0 ||
-            sd_bus_get_n_queued_read(p->bus, &n_read) < 0 || n_read > 0 ||
-            ioctl(sd_bus_get_fd(p->bus), FIONREAD, &waiting) < 0 || waiting > 0)
-                return 0;
-        /* Our own reference to the socket: sd-bus closes its own with the bus (and only closes it). */
-        fd = fcntl(sd_bus_get_fd(p->bus), F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                r = -errno;
-        else
-                r = kept_connection_new(p->manager, fd, p->session_user, p->session_id);
-        if (r < 0 && r != -EDQUOT)
-                log_warning_errno(r, "Failed to keep the connection of session '%s', its CloseSession comes on a new one: %m",
-                                  p->session_id);
-        private_bus_free(p);
-        return 0;
-}
-
-/* Once OpenSession is answered, a connection carries that session's CloseSession and nothing
- * else, here as in kept-connection.c. */
-static int on_session_message(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        PrivateBus *p = userdata;
-        const char *user = NULL, *id = NULL, *what;
-        uint8_t type;
-
-        if (sd_bus_message_get_type(message, &type) < 0 || type != SD_BUS_MESSAGE_METHOD_CALL)
-                return 0; /* the Disconnected sd-bus makes up, or nothing we would act on */
-        if (streq_ptr(sd_bus_message_get_signature(message, true), "ss") &&
-            sd_bus_message_read(message, "ss", &user, &id) >= 0)
-                (void) sd_bus_message_rewind(message, true);
-        what = kept_call_refusal(p->session_user, p->session_id, sd_bus_message_get_path(message),
-                                 sd_bus_message_get_interface(message), sd_bus_message_get_member(message), user, id);
-        if (!what)
-                return 0;
-        log_warning(KEPT_REFUSAL_FMT, p->session_id, p->session_user, what);
-        private_bus_free_later(p);
-        return 1; /* neither dispatched nor answered */
-}
-
-void private_bus_keep_for_session(Manager *m, sd_bus *bus, const char *user, const char *id) {
-        PrivateBus *p;
-        int r;
-
-        for (p = m->private_buses; p; p = p->next)
-                if (p->bus == bus)
-                        break;
-        if (!p || p->session_id)
-                return; /* the system bus; or a second OpenSession on one connection: only the first */
-        p->session_user = strdup(user);
-        p->session_id = strdup(id);
-        if (!p->session_user || !p->session_id) {
-                log_oom();
-                private_bus_free_later(p); /* unkept, and unrestricted: not served on */
-                return;
-        }
-        r = sd_bus_add_filter(bus, &p->session_filter, on_session_message, p);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to restrict the connection of session '%s', closing it: %m", id);
-                private_bus_free_later(p);
-                return;
-        }
-        /* From the event loop, once the reply is out, not from inside the bus's own dispatch;
-         * and before the bus is processed again (on_keep()). */
-        r = sd_event_add_defer(m->event, &p->keep_source, on_keep, p);
-        if (r >= 0)
-                r = sd_event_source_set_priority(p->keep_source, SD_EVENT_PRIORITY_IMPORTANT);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to keep the connection of session '%s', ignoring: %m", id);
-                p->keep_source = sd_event_source_disable_unref(p->keep_source);
-        }
-}
-
-/* sd-bus takes the connection: the bytes that came are still in the socket, for it to read. */
+/* sd-bus takes the connection, with what a login needs on it and nothing else. */
 static int private_bus_start(PrivateBus *p) {
         Manager *m = p->manager;
         int r;
 
+        LIST_PREPEND(m->private_buses, p);
+        m->n_private_buses++;
+        p->served = true;
         r = sd_bus_new(&p->bus);
         if (r < 0)
                 return r;
@@ -227,68 +181,48 @@ static int private_bus_start(PrivateBus *p) {
         if (r < 0)
                 return r;
         p->fd = -EBADF;
-        if ((r = sd_bus_set_server(p->bus, true, m->private_bus_id)) < 0 ||
+        if ((r = sd_event_add_time_relative(m->event, &p->lifetime_source, CLOCK_MONOTONIC,
+                                            m->config.operation_timeout_usec + PRIVATE_BUS_LIFETIME_SLACK_USEC, 0,
+                                            on_lifetime_over, p)) < 0 ||
+            (r = sd_bus_set_server(p->bus, true, m->private_bus_id)) < 0 ||
             (r = sd_bus_negotiate_fds(p->bus, true)) < 0 ||
             (r = sd_bus_start(p->bus)) < 0 ||
             (r = sd_bus_match_signal_async(p->bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
                                            "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, NULL, p)) < 0 ||
-            (r = manager_bus_add_objects(m, p->bus)) < 0 ||
+            (r = manager_bus_add_login_objects(m, p->bus)) < 0 ||
             /* Not flushed when the loop exits (sd-bus's default): flushing a connection that has
              * not authenticated waits for its authentication, up to sd-bus's 25 s, and a
              * peer that says nothing would hold up the daemon's exit that long. */
             (r = sd_bus_set_close_on_exit(p->bus, false)) < 0 ||
-            (r = sd_bus_attach_event(p->bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0 ||
-            (r = sd_event_add_post(m->event, &p->auth_source, on_authenticating, p)) < 0)
+            (r = sd_bus_attach_event(p->bus, m->event, SD_EVENT_PRIORITY_NORMAL)) < 0)
                 return r;
         return 0;
 }
 
-/* The first bytes came (or the peer hung up): the login's OpenSession answered at once, or
- * the connection goes to sd-bus. */
-static int on_first_bytes(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        PrivateBus *p = userdata;
-        int r;
-
-        /* Out of the event loop's epoll first: kept-connection.c adds the fd to it again. */
-        (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
-        r = pipelined_open(p->manager, p->fd, &p->peer);
-        if (r == -EAGAIN && !(revents & (EPOLLHUP | EPOLLERR)) && sd_event_source_set_enabled(s, SD_EVENT_ON) >= 0)
-                return 0;
-        p->first_source = sd_event_source_disable_unref(p->first_source);
-        if (r > 0) {
-                p->fd = -EBADF; /* taken */
-                private_bus_free(p);
-                return 0;
-        }
-        r = private_bus_start(p);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to set up a private connection, closing it: %m");
-                private_bus_free(p);
-        }
-        return 0;
-}
-
-/* Takes 'fd'. With 'wait', its first bytes are awaited before anything else
- * (on_first_bytes()); else sd-bus serves it at once. */
-static int private_bus_new(Manager *m, int fd, const struct ucred *peer, bool wait) {
+/* Takes 'fd': served now, waiting for a place, or closed (too many of this real uid's). */
+static int private_bus_new(Manager *m, int fd, uid_t ruid) {
+        bool serve = may_serve(m, ruid);
         PrivateBus *p;
         int r;
 
+        if (!serve && ruid != 0 && count_uid(m->private_waiting, ruid) >= PRIVATE_BUS_WAITING_PER_UID_MAX) {
+                log_debug("Real uid %u has %u private connections served and %u waiting; closing its next.",
+                          (unsigned) ruid, PRIVATE_BUS_PER_UID_MAX, PRIVATE_BUS_WAITING_PER_UID_MAX);
+                safe_close(fd);
+                return 0;
+        }
         p = calloc(1, sizeof(PrivateBus));
         if (!p) {
                 safe_close(fd);
                 return -ENOMEM;
         }
-        *p = (PrivateBus) { .manager = m, .fd = fd, .peer = *peer };
-        LIST_PREPEND(m->private_buses, p);
-        m->n_private_buses++;
-
-        r = sd_event_add_time_relative(m->event, &p->lifetime_source, CLOCK_MONOTONIC,
-                                       m->config.operation_timeout_usec + PRIVATE_BUS_LIFETIME_SLACK_USEC, 0,
-                                       on_lifetime_over, p);
-        if (r >= 0)
-                r = wait ? sd_event_add_io(m->event, &p->first_source, fd, EPOLLIN, on_first_bytes, p)
-                         : private_bus_start(p);
+        *p = (PrivateBus) { .manager = m, .fd = fd, .ruid = ruid };
+        if (serve)
+                r = private_bus_start(p);
+        else {
+                waiting_append(m, p);
+                r = 0;
+        }
         if (r < 0) {
                 private_bus_free(p);
                 return r;
@@ -331,10 +265,11 @@ static int on_connection(sd_event_source *s, int listen_fd, uint32_t revents, vo
         for (;;) {
                 struct ucred ucred;
                 socklen_t len = sizeof ucred;
+                uid_t ruid;
                 int fd, r;
 
-                if (m->n_private_buses >= PRIVATE_BUS_CONNECTIONS_MAX) {
-                        /* The rest waits in the backlog until a connection goes (private_bus_free). */
+                if (m->n_private_waiting >= PRIVATE_BUS_WAITING_MAX) {
+                        /* The rest waits in the backlog until a connection goes (serve_waiting()). */
                         (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                         return 0;
                 }
@@ -355,11 +290,15 @@ static int on_connection(sd_event_source *s, int listen_fd, uint32_t revents, vo
                         safe_close(fd);
                         continue;
                 }
-                /* Most logins are answered here, from what they wrote right behind connecting. */
-                r = pipelined_open(m, fd, &ucred);
-                if (r > 0)
+                /* SO_PEERCRED has the effective uid, root for every su; the real one says who ran
+                 * it. Read from /proc: should the process be gone already (and its pid reused),
+                 * its connection is gone with it, as the module never hands it on. */
+                r = process_real_uid(ucred.pid, &ruid);
+                if (r < 0) {
+                        safe_close(fd);
                         continue;
-                r = private_bus_new(m, fd, &ucred, /* wait= */ r == -EAGAIN);
+                }
+                r = private_bus_new(m, fd, ruid);
                 if (r < 0)
                         log_warning_errno(r, "Failed to set up a private connection, ignoring: %m");
         }
@@ -410,5 +349,6 @@ void private_bus_done(Manager *m) {
         }
         while (m->private_buses)
                 private_bus_free(m->private_buses);
-        kept_connections_free(m);
+        while (m->private_waiting)
+                private_bus_free(m->private_waiting);
 }

@@ -4,34 +4,39 @@
  *
  *   session optional pam_nsmanager.so [debug] [timeout=SECONDS] [attach]
  *
- * open_session asks nsmanagerd for the session (OpenSession(user, session_id) → (o, h)),
- * and setns()es the calling thread into the returned mount namespace, so everything the
- * login process forks afterwards (shell, systemd --user, the desktop) lives in the user's
- * view. close_session tells the daemon the session is over (CloseSession). The daemon also
- * watches the process that opened the session, so a login that dies without
- * close_session still has its session closed.
+ * open_session asks nsmanagerd for the session (OpenSession(user, session_id) → (o, h, h)) and
+ * setns()es the calling thread into the mount namespace of the first fd, so everything the
+ * login process forks afterwards (shell, systemd --user, the desktop) lives in the user's view.
+ * The second fd is the session: it lasts while any copy of it is open (logind's pattern, as
+ * pam_systemd keeps its session FIFO). The module keeps it, close-on-exec, with pam_set_data();
+ * close_session closes it, and so does the end of the login process, however it ends. A child
+ * that forks without exec keeps the session open until it exits too. No call is made to close.
  *
  * With "attach" (only in the PAM service nsmanager-attach, pam.d/nsmanager-attach, which
  * nsmanagerd's transient units for Attach() name in PAMName=) the namespace is not the PAM
  * user's but the one in NSMANAGER_ATTACH_NAMESPACE of the PAM environment, which nsmanagerd
  * sets in the unit: the caller may attach to another user's view.
  *
- * The module keeps no global state; what close_session needs is kept with pam_set_data():
- * the session's id and, where OpenSession went through nsmanagerd's private socket (root only,
- * no dbus-daemon in between), that connection, as pam_systemd keeps its fd to logind for the
- * session: CloseSession is then written on it and not waited for (direct-call.h). Through the
- * system bus (the daemon is not running yet, and the bus starts it) every call connects,
- * talks and disconnects before it returns.
+ * The call goes through sd-bus, to nsmanagerd's private socket (root only, peer to peer, no
+ * dbus-daemon in between), else, where nobody listens there (the daemon is not running), to the
+ * system bus, which starts the daemon. One code path either way: only the address differs.
+ *
+ * A login that does not get its view, whatever the reason (the daemon down, stuck or refusing,
+ * an NSS failure, a failed setns), follows LoginWithoutView= as the daemon last published it
+ * (login-filter.h): PAM_IGNORE where the login may go on in the host namespace, PAM_SESSION_ERR
+ * where it may not, which the package's profile ([... session_err=bad default=ignore]) and
+ * `required` turn into a failed login. Root and users outside MinUID=/ExcludeUsers= always get
+ * PAM_IGNORE. The module returns nothing else from open_session but PAM_SUCCESS, so that a
+ * stack's other controls (default=ignore) never meet an answer they did not expect.
  *
  * Nothing it does may reach the login's terminal: it reports through pam_syslog() only, never
  * through the conversation function, stdio or the shared code's log functions (log.c, which
  * writes to stderr, is not linked in: tests/test_pam.py checks the module's imports).
  *
  * A login never waits for the daemon longer than timeout= (10 s by default): one deadline,
- * taken when open_session (or close_session) starts, bounds connecting, authenticating, Hello
- * and the call. sd_bus_call() cannot give that (it first waits for the connection with
- * sd-bus's own 25 s authentication timeout), so the module drives the bus connection itself
- * (bus_run_until_answered()).
+ * taken when open_session starts, bounds connecting, authenticating, Hello and the call.
+ * sd_bus_call() cannot give that (it first waits for the connection with sd-bus's own 25 s
+ * authentication timeout), so the module drives the connection itself (bus_run_until_answered()).
  */
 
 #include <errno.h>
@@ -49,12 +54,13 @@
 #include <security/pam_ext.h>
 #include <security/pam_modules.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-login.h>
 
 #include "bus-errors.h"
-#include "direct-call.h"
 #include "login-filter.h"
 #include "macros.h"
 #include "parse-util.h"
+#include "strv.h"
 #include "time-util.h"
 #include "user-util.h"
 
@@ -77,18 +83,12 @@ typedef struct ModuleOptions {
         bool attach;
 } ModuleOptions;
 
-/* What close_session needs to know about the session open_session opened. */
+/* The session open_session opened, for close_session (and for the end of the handle). */
 typedef struct SessionData {
         char *user;
         char *id;
-        int connection;         /* the private socket's connection OpenSession went on, or -EBADF */
-        bool pipelined_calls;   /* the daemon takes the call behind the authentication (login-filter.h) */
+        int fd;                 /* the session fd: the session lasts while a copy is open */
 } SessionData;
-
-/* The serial numbers of the calls on such a connection: the first, and the CloseSession that
- * follows an OpenSession. */
-#define SERIAL_FIRST 1U
-#define SERIAL_CLOSE_SESSION 2U
 
 #define pam_debug_syslog(handle, opts, ...)                             \
         do {                                                            \
@@ -101,7 +101,7 @@ static void session_data_free(SessionData *d) {
                 return;
         free(d->user);
         free(d->id);
-        safe_close(d->connection);
+        safe_close(d->fd);
         free(d);
 }
 
@@ -109,13 +109,9 @@ static void session_data_freep(SessionData **d) {
         session_data_free(*d);
 }
 
+/* pam_end(), or pam_set_data() replacing it: this process's copy of the session fd goes. */
 static void session_data_cleanup(pam_handle_t *handle _unused_, void *data, int error_status _unused_) {
         session_data_free(data);
-}
-
-static int log_oom_pam(pam_handle_t *handle) {
-        pam_syslog(handle, LOG_ERR, "Out of memory.");
-        return PAM_BUF_ERR;
 }
 
 /* A bad option is logged and ignored: the login goes on with the default, as it would for a
@@ -149,56 +145,100 @@ static void parse_argv(pam_handle_t *handle, int argc, const char **argv, Module
         *ret = opts;
 }
 
-/* Is the user one nsmanagerd manages? Root never is, and no bus call is made for it. The others
- * by what the daemon published from its MinUID= and ExcludeUsers= (login-filter.h): every cron
- * job of a system user loads this module, and none of them should cost a bus call, nor start
- * the daemon. Without the file (the daemon never ran) the daemon is asked, and its UserExcluded
- * answer is followed. */
-static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, const char *user, uid_t uid,
-                            bool *ret_pipelined_calls) {
-        _cleanup_(login_filter_done) LoginFilter filter = {};
-        int r;
+/* What the daemon published (login-filter.h): this boot's copy, else, before the daemon's first
+ * start since boot, the one it keeps across reboots. 1 with *ret filled, 0 if there is none
+ * (none was ever published: the daemon is asked about the range, and a login without its view
+ * is allowed). */
+static int read_login_filter(pam_handle_t *handle, const ModuleOptions *opts, LoginFilter *ret) {
+        const char *const paths[] = { NSM_LOGIN_FILTER_FILE, NSM_LOGIN_FILTER_PERSISTENT_FILE };
 
-        *ret_pipelined_calls = false;
+        for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+                int r = login_filter_read(paths[i], ret);
+                if (r >= 0) {
+                        if (i > 0)
+                                pam_debug_syslog(handle, opts, "Following %s: nsmanagerd has not started since boot.",
+                                                 paths[i]);
+                        return 1;
+                }
+                if (r != -ENOENT)
+                        pam_syslog(handle, LOG_WARNING, "Failed to read %s, ignoring: %s", paths[i], strerror(-r));
+        }
+        return 0;
+}
+
+/* Is the user one nsmanagerd manages? Root never is, and no bus call is made for it. The others
+ * by what the daemon published from its MinUID= and ExcludeUsers=: every cron job of a system
+ * user loads this module, and none of them should cost a bus call, nor start the daemon.
+ * Without the filter (the daemon never ran) the daemon is asked, and its UserExcluded answer is
+ * followed. */
+static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter,
+                            const char *user, uid_t uid) {
         if (uid == 0)
                 return false;
-        r = login_filter_read(NSM_LOGIN_FILTER_FILE, &filter);
-        if (r < 0) {
-                if (r != -ENOENT)
-                        pam_syslog(handle, LOG_WARNING, "Failed to read %s, asking nsmanagerd: %s",
-                                   NSM_LOGIN_FILTER_FILE, strerror(-r));
+        if (!filter) {
+                pam_debug_syslog(handle, opts, "No login filter published, asking nsmanagerd about user '%s'.", user);
                 return true;
         }
-        if (login_filter_excludes(&filter, user, uid)) {
+        if (login_filter_excludes(filter, user, uid)) {
                 pam_debug_syslog(handle, opts, "User '%s' (UID %u) is outside nsmanagerd's range (MinUID=, ExcludeUsers=).",
                                  user, (unsigned) uid);
                 return false;
         }
-        *ret_pipelined_calls = filter.pipelined_calls;
         return true;
 }
 
-/* The session id: logind's (XDG_SESSION_ID, which pam_systemd puts into the PAM environment
- * when it registered a session), else one made of this handle's service, tty and the login
- * process's pid: unique among live logins, and kept for close_session with pam_set_data().
- *
- * Only the PAM environment is consulted, never the process's own: a login started from
- * inside another session (runuser in an ssh session) inherits that session's XDG_SESSION_ID,
- * which names the outer session, not this one. */
-static int make_session_id(pam_handle_t *handle, const ModuleOptions *opts, char **ret) {
-        const char *xdg, *service = NULL, *tty = NULL;
-        char *id;
+/* The answer for a login that does not get its view: LoginWithoutView= as the daemon last
+ * published it (none: allow). 'record' is the user's, NULL where NSS did not say; under
+ * `restricted` her groups are looked up where a group has a [View] policy, and a failed lookup
+ * counts as a policy. An attach unit's command runs in the view or not at all. Logged. */
+static int without_view(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter, const char *user,
+                        const UserRecord *record) {
+        _cleanup_strv_free_ char **groups = NULL;
+        const char *rule = filter && filter->login_without_view >= 0 ? login_without_view_to_string(filter->login_without_view)
+                                                                      : "allow";
+        bool groups_known = false;
 
-        /* An attach unit is no logind session; its environment is the caller's, whose
-         * XDG_SESSION_ID names the caller's own session. */
-        xdg = opts->attach ? NULL : pam_getenv(handle, "XDG_SESSION_ID");
-        if (xdg && xdg[0]) {
-                id = strdup(xdg);
-                if (!id)
-                        return -ENOMEM;
+        if (opts->attach)
+                return PAM_SESSION_ERR;
+        if (record && login_filter_needs_groups(filter)) {
+                int r = user_group_names(record->name, record->gid, &groups);
+                if (r < 0)
+                        pam_syslog(handle, LOG_ERR, "Failed to look up the groups of user '%s': %s", record->name,
+                                   strerror(-r));
+                else
+                        groups_known = true;
+        }
+        if (login_filter_allows_without_view(filter, user, groups, groups_known)) {
+                pam_syslog(handle, LOG_NOTICE, "The session of user '%s' goes on in the host namespace, without its view "
+                           "(LoginWithoutView=%s%s).", user ?: "(unknown)", rule,
+                           filter ? "" : ", none published");
+                return PAM_IGNORE;
+        }
+        pam_syslog(handle, LOG_ERR, "Refusing the session of user '%s' without its view (LoginWithoutView=%s%s).",
+                   user ?: "(unknown)", rule,
+                   filter && filter->login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED ?
+                   ": a [View] policy applies, or cannot be ruled out" : "");
+        return PAM_SESSION_ERR;
+}
+
+/* The session id: logind's session of the login process, as the kernel says (the process's
+ * cgroup, session-N.scope, where pam_systemd put it before us), else one made of this handle's
+ * service, tty and the login process's pid, kept for close_session with pam_set_data().
+ *
+ * Never XDG_SESSION_ID: in the PAM environment a stack with pam_env's user_readenv=1 before us
+ * lets the user choose it, and the process's own is inherited from whatever session started
+ * the login. (A login started inside another logind session, su in an ssh session, is in that
+ * session: it gets that id, and the daemon keeps the id until the last session of it ends.) */
+static int make_session_id(pam_handle_t *handle, const ModuleOptions *opts, char **ret) {
+        const char *service = NULL, *tty = NULL;
+        char *id = NULL;
+
+        /* An attach unit runs in the caller's user slice, in no session. */
+        if (!opts->attach && sd_pid_get_session(0, &id) >= 0) {
                 *ret = id;
                 return 0;
         }
+        id = mfree(id);
 
         (void) pam_get_item(handle, PAM_SERVICE, (const void **) &service);
         (void) pam_get_item(handle, PAM_TTY, (const void **) &tty);
@@ -269,43 +309,19 @@ static int join_namespace(pam_handle_t *handle, const ModuleOptions *opts, int f
         return 0;
 }
 
-/* A method call on its way, and its reply once it came (or the error sd-bus made up for it:
- * the connection went away). */
-typedef struct PendingCall {
-        sd_bus_slot *slot;
-        sd_bus_message *reply;
-} PendingCall;
-
-static void pending_call_done(PendingCall *c) {
-        c->slot = sd_bus_slot_unref(c->slot);
-        c->reply = sd_bus_message_unref(c->reply);
-}
-
-static int pending_call_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error _unused_) {
-        PendingCall *c = userdata;
-
-        c->reply = sd_bus_message_ref(m);
-        return 1;
-}
-
-/* The system bus: where nsmanagerd's private socket is not there or nobody listens
- * (connect() fails at once: the daemon is not running), the bus starts the daemon. Its address
- * is the one sd_bus_open_system() would use, read with secure_getenv(), because su and sudo are
- * setuid: a user must not point a root login at a bus of their own, which would hand the module
- * a namespace fd of the user's choosing. sd_bus_start() only starts the non-blocking connect()
- * and queues the authentication and Hello(). */
-static int bus_connect(sd_bus **ret) {
+/* Starts a connection without waiting for anything: sd_bus_start() only starts the
+ * non-blocking connect() and queues the authentication (and Hello(), on a bus). */
+static int connection_start(const char *address, bool bus_client, sd_bus **ret) {
         _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
-        const char *address = secure_getenv("DBUS_SYSTEM_BUS_ADDRESS");
         int r;
 
         r = sd_bus_new(&bus);
         if (r < 0)
                 return r;
-        r = sd_bus_set_address(bus, address ?: SYSTEM_BUS_ADDRESS_DEFAULT);
+        r = sd_bus_set_address(bus, address);
         if (r < 0)
                 return r;
-        r = sd_bus_set_bus_client(bus, true);
+        r = sd_bus_set_bus_client(bus, bus_client);
         if (r < 0)
                 return r;
         r = sd_bus_negotiate_fds(bus, true);
@@ -318,15 +334,60 @@ static int bus_connect(sd_bus **ret) {
         return 0;
 }
 
-/* Runs the connection (connect, authenticate, Hello, write, read) until the call is answered:
- * -ETIMEDOUT at the deadline, which is checked on every turn, also while there is work. */
-static int bus_run_until_answered(sd_bus *bus, const PendingCall *call, uint64_t deadline) {
+/* nsmanagerd's private socket first (NSM_PRIVATE_SOCKET: root only, no dbus-daemon in
+ * between, half the trips); where it is not there or nobody listens (connect() fails at
+ * once: the daemon is not running), the system bus, which also starts the daemon. Its
+ * address is the one sd_bus_open_system() would use, read with secure_getenv(), because su and
+ * sudo are setuid: a user must not point a root login at a bus of their own, which would hand
+ * the module a namespace fd of the user's choosing. */
+static int bus_connect(pam_handle_t *handle, const ModuleOptions *opts, sd_bus **ret) {
+        const char *address;
+        int r;
+
+        r = connection_start("unix:path=" NSM_PRIVATE_SOCKET, /* bus_client= */ false, ret);
+        if (r >= 0)
+                return 0;
+        pam_debug_syslog(handle, opts, "No connection to %s (%s), taking the system bus.", NSM_PRIVATE_SOCKET,
+                         strerror(-r));
+        address = secure_getenv("DBUS_SYSTEM_BUS_ADDRESS");
+        return connection_start(address ?: SYSTEM_BUS_ADDRESS_DEFAULT, /* bus_client= */ true, ret);
+}
+
+static int reply_received(sd_bus_message *m, void *userdata, sd_bus_error *ret_error _unused_) {
+        sd_bus_message **reply = userdata;
+
+        *reply = sd_bus_message_ref(m);
+        return 1;
+}
+
+/* Calls OpenSession(user, id) and runs the connection (connect, authenticate, Hello, write,
+ * read) until the reply came, which may be an error reply (or the error sd-bus made up for it:
+ * the connection went away): -ETIMEDOUT at the deadline, which is checked on every turn, also
+ * while there is work. On a connection that is not up yet the call is queued, and written right
+ * behind the authentication (and Hello(), on the bus). */
+static int call_open_session(sd_bus *bus, const char *user, const char *id, uint64_t deadline,
+                             sd_bus_message **ret_reply) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "OpenSession");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "ss", user, id);
+        if (r < 0)
+                return r;
+        /* No timeout of sd-bus's own (UINT64_MAX): the deadline is the one. */
+        r = sd_bus_call_async(bus, &slot, m, reply_received, &reply, UINT64_MAX);
+        if (r < 0)
+                return r;
         for (;;) {
                 uint64_t n;
-                int r;
 
-                if (call->reply)
+                if (reply) {
+                        *ret_reply = TAKE_PTR(reply);
                         return 0;
+                }
                 n = now_usec(CLOCK_MONOTONIC);
                 if (n >= deadline)
                         return -ETIMEDOUT;
@@ -341,113 +402,10 @@ static int bus_run_until_answered(sd_bus *bus, const PendingCall *call, uint64_t
         }
 }
 
-/* Calls Manager.METHOD(user, session_id) on the bus and waits for the reply until the
- * deadline: 0 with the reply (which may be an error reply) in 'call', or a negative errno.
- *
- * On a connection that is not up yet the call is queued, and written right behind the
- * authentication and Hello(): one round trip for both, where sd_bus_call() would first wait
- * for Hello()'s reply. Always waited for, CloseSession too: the daemon asks the bus driver who
- * the caller is when the call arrives, and a caller that is gone by then cannot be checked. */
-static int bus_call_session_method(sd_bus *bus, const char *method, const char *user, const char *id,
-                                   uint64_t deadline, PendingCall *call) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        int r;
-
-        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, method);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(m, "ss", user, id);
-        if (r < 0)
-                return r;
-        /* No timeout of sd-bus's own (UINT64_MAX): the deadline is the one. */
-        r = sd_bus_call_async(bus, &call->slot, m, pending_call_reply, call, UINT64_MAX);
-        if (r < 0)
-                return r;
-        return bus_run_until_answered(bus, call, deadline);
-}
-
-/* A session method's answer, whichever way it came. */
-typedef struct SessionReply {
-        const char *error_name;     /* NULL: success */
-        const char *error_message;  /* for the log */
-        const char *object;         /* OpenSession's */
-        int fd;                     /* OpenSession's, owned by the reply it came with */
-} SessionReply;
-
-/* Manager.METHOD(user, session_id) of the session in 'data' on a new connection to the private
- * socket (left in data->connection), else, where nobody listens there, through the system bus
- * (data->connection -EBADF). 0 with *ret filled from the reply, which 'direct' or 'call' keeps
- * alive, or a -errno, logged (-ETIMEDOUT at the deadline). */
-static int call_session_method(pam_handle_t *handle, const ModuleOptions *opts, const char *method,
-                               SessionData *data, uint64_t deadline, DirectReply *direct, PendingCall *call,
-                               SessionReply *ret) {
-        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
-        const char *user = data->user, *id = data->id;
-        int r;
-
-        data->connection = safe_close(data->connection);
-        if (direct_connect(&data->connection) < 0)
-                data->connection = -EBADF;
-        if (data->connection >= 0) {
-                r = direct_call(data->connection, data->pipelined_calls ? DIRECT_AUTH_PIPELINED : DIRECT_AUTH_WAIT,
-                                SERIAL_FIRST, method, user, id, deadline, direct);
-                /* A success without the namespace is no answer to OpenSession. */
-                if (r >= 0 && !direct->error_name && streq(method, "OpenSession") && (!direct->object || direct->fd < 0))
-                        r = -EBADMSG;
-                if (r >= 0)
-                        *ret = (SessionReply) {
-                                .error_name = direct->error_name,
-                                .error_message = direct->error_message ?: direct->error_name,
-                                .object = direct->object,
-                                .fd = direct->fd,
-                        };
-        } else {
-                r = bus_connect(&bus);
-                if (r >= 0)
-                        r = bus_call_session_method(bus, method, user, id, deadline, call);
-                if (r >= 0) {
-                        const sd_bus_error *e = sd_bus_message_get_error(call->reply);
-
-                        *ret = (SessionReply) { .fd = -EBADF };
-                        if (e) {
-                                ret->error_name = e->name;
-                                ret->error_message = bus_error_message(e, sd_bus_message_get_errno(call->reply));
-                        } else if (streq(method, "OpenSession"))
-                                r = sd_bus_message_read(call->reply, "oh", &ret->object, &ret->fd);
-                }
-        }
-        if (r == -ETIMEDOUT)
-                pam_syslog(handle, LOG_ERR, "nsmanagerd did not answer %s for session '%s' of user '%s' within %.3gs (timeout=).",
-                           method, id, user, (double) opts->timeout_usec / USEC_PER_SEC);
-        else if (r < 0)
-                pam_syslog(handle, LOG_ERR, "Failed to call %s for session '%s' of user '%s': %s",
-                           method, id, user, strerror(-r));
-        return r;
-}
-
-/* CloseSession on the connection open_session kept: written, not waited for. 0, or -errno
- * (the daemon restarted and the connection is gone, say): then it is called again on a new
- * connection, which is safe, because nothing was written (or half a message, which the
- * daemon drops with the connection). */
-static int close_on_kept_connection(pam_handle_t *handle, const ModuleOptions *opts, SessionData *data,
-                                    uint64_t deadline) {
-        int r;
-
-        if (data->connection < 0)
-                return -EBADF;
-        r = direct_call(data->connection, DIRECT_AUTH_NONE, SERIAL_CLOSE_SESSION, "CloseSession", data->user, data->id,
-                        deadline, NULL);
-        data->connection = safe_close(data->connection);
-        if (r < 0)
-                pam_debug_syslog(handle, opts, "The connection of session '%s' is gone (%s), calling CloseSession on a new one.",
-                                 data->id, strerror(-r));
-        return r;
-}
-
 /* Who logs in: PAM_SUCCESS with the user's record, PAM_IGNORE for a user not ours (logged at
- * debug level), or an error (logged). */
-static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const char *user, UserRecord *ret_record,
-                        bool *ret_pipelined_calls) {
+ * debug level), or what LoginWithoutView= says for a user NSS could not tell about (logged). */
+static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter, const char *user,
+                        UserRecord *ret_record) {
         int r;
 
         /* A name the daemon could never serve (nsmanagerd accepts what useradd does) is not ours. */
@@ -456,23 +414,26 @@ static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const c
                 return PAM_IGNORE;
         }
         r = user_record_by_name(user, ret_record);
-        if (r == -ESRCH) {
-                pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", user);
-                return PAM_USER_UNKNOWN;
-        }
         if (r < 0) {
-                pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
-                return PAM_SESSION_ERR;
+                if (r == -ESRCH)
+                        pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", user);
+                else
+                        pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
+                /* Without a uid only what the name says: root, and ExcludeUsers=. */
+                if (streq(user, "root") ||
+                    (filter && strv_contains((const char *const *) filter->exclude_users, user)))
+                        return PAM_IGNORE;
+                return without_view(handle, opts, filter, user, NULL);
         }
-        if (!user_is_managed(handle, opts, user, ret_record->uid, ret_pipelined_calls))
+        if (!user_is_managed(handle, opts, filter, user, ret_record->uid))
                 return PAM_IGNORE;
         return PAM_SUCCESS;
 }
 
 /* Whose namespace: the PAM user's; with "attach" the one nsmanagerd named in the unit, and the
  * command starts in the home of the PAM user (the caller). */
-static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const char **ret_user,
-                          UserRecord *ret_record, char **ret_home, bool *ret_pipelined_calls) {
+static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter,
+                          const char **ret_user, UserRecord *ret_record, char **ret_home) {
         _cleanup_(user_record_done) UserRecord caller = {};
         const char *user = NULL;
         int r;
@@ -480,7 +441,7 @@ static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const
         r = pam_get_user(handle, &user, NULL);
         if (r != PAM_SUCCESS || !user || !user[0]) {
                 pam_syslog(handle, LOG_ERR, "Failed to get the user name: %s", pam_strerror(handle, r));
-                return r == PAM_SUCCESS ? PAM_USER_UNKNOWN : r;
+                return without_view(handle, opts, filter, NULL, NULL);
         }
         if (opts->attach) {
                 r = user_record_by_name(user, &caller);
@@ -495,10 +456,10 @@ static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const
                         return PAM_SESSION_ERR;
                 }
         }
-        r = resolve_user(handle, opts, user, ret_record, ret_pipelined_calls);
+        *ret_user = user;
+        r = resolve_user(handle, opts, filter, user, ret_record);
         if (r != PAM_SUCCESS)
                 return r;
-        *ret_user = user;
         *ret_home = TAKE_PTR(caller.home);
         return PAM_SUCCESS;
 }
@@ -508,135 +469,117 @@ static SessionData *session_data_new(pam_handle_t *handle, const ModuleOptions *
 
         if (!data)
                 return NULL;
-        data->connection = -EBADF;
+        data->fd = -EBADF;
         if (!(data->user = strdup(user)) || make_session_id(handle, opts, &data->id) < 0)
                 return NULL;
         return TAKE_PTR(data);
 }
 
-/* OpenSession: PAM_SUCCESS with the namespace fd (and data->connection kept, where it went
- * on the private socket), PAM_IGNORE for a user the daemon does not manage, else
- * PAM_SESSION_ERR (logged). *ret_recorded: the daemon recorded the session. */
+/* OpenSession: PAM_SUCCESS with the namespace fd in *ret_fd and the session's in data->fd,
+ * PAM_IGNORE for a user the daemon does not manage, else PAM_SESSION_ERR (logged). */
 static int open_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, SessionData *data, uint64_t deadline,
-                            int *ret_fd, bool *ret_recorded) {
-        _cleanup_(pending_call_done) PendingCall call = {};
-        _cleanup_(direct_reply_done) DirectReply direct = { .fd = -EBADF };
-        SessionReply reply;
-        int r;
+                            int *ret_fd) {
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const sd_bus_error *error;
+        const char *object = NULL;
+        int r, mntns_fd, session_fd;
 
-        *ret_recorded = false;
-        r = call_session_method(handle, opts, "OpenSession", data, deadline, &direct, &call, &reply);
-        if (r < 0)
+        r = bus_connect(handle, opts, &bus);
+        if (r < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to connect to nsmanagerd or the system bus: %s", strerror(-r));
                 return PAM_SESSION_ERR;
-        if (reply.error_name) {
-                if (streq(reply.error_name, NSM_ERROR_USER_EXCLUDED)) {
+        }
+        r = call_open_session(bus, data->user, data->id, deadline, &reply);
+        if (r == -ETIMEDOUT) {
+                pam_syslog(handle, LOG_ERR, "nsmanagerd did not answer OpenSession for session '%s' of user '%s' within %.3gs (timeout=).",
+                           data->id, data->user, (double) opts->timeout_usec / USEC_PER_SEC);
+                return PAM_SESSION_ERR;
+        }
+        if (r < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to call OpenSession for session '%s' of user '%s': %s",
+                           data->id, data->user, strerror(-r));
+                return PAM_SESSION_ERR;
+        }
+        error = sd_bus_message_get_error(reply);
+        if (error) {
+                if (sd_bus_error_has_name(error, NSM_ERROR_USER_EXCLUDED)) {
                         /* The daemon is the authority on its range (the filter file may be older). */
                         pam_syslog(handle, LOG_NOTICE, "nsmanagerd does not manage user '%s': %s",
-                                   data->user, reply.error_message);
+                                   data->user, bus_error_message(error, 0));
                         return PAM_IGNORE;
                 }
                 pam_syslog(handle, LOG_ERR, "Failed to open session '%s' of user '%s' with nsmanagerd: %s",
-                           data->id, data->user, reply.error_message);
+                           data->id, data->user, bus_error_message(error, sd_bus_message_get_errno(reply)));
                 return PAM_SESSION_ERR;
         }
-        *ret_recorded = true;
-        /* The fd belongs to the reply; ours must outlive it. */
-        *ret_fd = fcntl(reply.fd, F_DUPFD_CLOEXEC, 3);
+        r = sd_bus_message_read(reply, "ohh", &object, &mntns_fd, &session_fd);
+        if (r < 0) {
+                pam_syslog(handle, LOG_ERR, "Failed to read nsmanagerd's answer to OpenSession: %s", strerror(-r));
+                return PAM_SESSION_ERR;
+        }
+        /* Both belong to the message; ours must outlive it. */
+        data->fd = fcntl(session_fd, F_DUPFD_CLOEXEC, 3);
+        *ret_fd = data->fd >= 0 ? fcntl(mntns_fd, F_DUPFD_CLOEXEC, 3) : -EBADF;
         if (*ret_fd < 0) {
-                pam_syslog(handle, LOG_ERR, "Failed to duplicate the namespace fd: %m");
+                pam_syslog(handle, LOG_ERR, "Failed to keep the fds of nsmanagerd's answer: %m");
                 return PAM_SESSION_ERR;
         }
-        pam_debug_syslog(handle, opts, "Session '%s' of user '%s' is in %s.", data->id, data->user, reply.object);
+        pam_debug_syslog(handle, opts, "Session '%s' of user '%s' is in %s.", data->id, data->user, object);
         return PAM_SUCCESS;
-}
-
-/* CloseSession, wherever it goes: 0, -ENOENT if the daemon no longer knew the session, or
- * another -errno (logged). */
-static int close_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, SessionData *data, uint64_t deadline) {
-        _cleanup_(pending_call_done) PendingCall call = {};
-        _cleanup_(direct_reply_done) DirectReply direct = { .fd = -EBADF };
-        SessionReply reply;
-        int r;
-
-        if (close_on_kept_connection(handle, opts, data, deadline) >= 0)
-                return 0;
-        r = call_session_method(handle, opts, "CloseSession", data, deadline, &direct, &call, &reply);
-        data->connection = safe_close(data->connection);
-        if (r < 0)
-                return r;
-        if (!reply.error_name)
-                return 0;
-        if (streq(reply.error_name, NSM_ERROR_NO_SUCH_SESSION)) {
-                pam_debug_syslog(handle, opts, "Session '%s' of user '%s' was already closed: %s",
-                                 data->id, data->user, reply.error_message);
-                return -ENOENT;
-        }
-        pam_syslog(handle, LOG_ERR, "Failed to close session '%s' of user '%s' with nsmanagerd: %s",
-                   data->id, data->user, reply.error_message);
-        return -EIO;
 }
 
 _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
         _cleanup_(session_data_freep) SessionData *data = NULL;
         _cleanup_(user_record_done) UserRecord record = {};
+        _cleanup_(login_filter_done) LoginFilter filter_data = {};
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *attach_home = NULL;
+        const LoginFilter *filter;
         const char *user = NULL;
         ModuleOptions opts;
         uint64_t deadline;
-        bool recorded, pipelined_calls;
         int r;
 
         parse_argv(handle, argc, argv, &opts);
         deadline = now_usec(CLOCK_MONOTONIC) + opts.timeout_usec;
+        filter = read_login_filter(handle, &opts, &filter_data) > 0 ? &filter_data : NULL;
 
-        r = resolve_target(handle, &opts, &user, &record, &attach_home, &pipelined_calls);
+        r = resolve_target(handle, &opts, filter, &user, &record, &attach_home);
         if (r != PAM_SUCCESS)
                 return r;
         data = session_data_new(handle, &opts, user);
-        if (!data)
-                return log_oom_pam(handle);
-        data->pipelined_calls = pipelined_calls;
+        if (!data) {
+                pam_syslog(handle, LOG_ERR, "Out of memory.");
+                return without_view(handle, &opts, filter, user, &record);
+        }
         pam_debug_syslog(handle, &opts, "Opening session '%s' of user '%s'.", data->id, user);
 
-        r = open_with_daemon(handle, &opts, data, deadline, &fd, &recorded);
-        if (r == PAM_SUCCESS && join_namespace(handle, &opts, fd, attach_home ?: record.home) < 0)
-                r = PAM_SESSION_ERR; /* our thread is still in the namespace it was in */
-        if (r != PAM_SUCCESS) {
-                /* The daemon recorded a session we will not use: tell it now rather than when
-                 * this process exits, within what is left of the deadline. */
-                if (recorded)
-                        (void) close_with_daemon(handle, &opts, data, deadline);
+        r = open_with_daemon(handle, &opts, data, deadline, &fd);
+        if (r == PAM_IGNORE)
                 return r;
-        }
-        /* An attach unit's session ends with its command (close_session runs as the user
-         * there, below): nothing to keep the connection for. */
-        if (opts.attach)
-                data->connection = safe_close(data->connection);
+        /* On a failure to join our thread is still in the namespace it was in, and the session
+         * ends as 'data' goes, with our only copy of its fd. */
+        if (r != PAM_SUCCESS || join_namespace(handle, &opts, fd, attach_home ?: record.home) < 0)
+                return without_view(handle, &opts, filter, user, &record);
         r = pam_set_data(handle, PAM_DATA_SESSION, data, session_data_cleanup);
         if (r != PAM_SUCCESS) {
-                /* Joined, but close_session will not find it: the daemon closes the session when
-                 * this process exits. */
-                pam_syslog(handle, LOG_ERR, "Failed to store the session id: %s", pam_strerror(handle, r));
-                return PAM_SESSION_ERR;
+                pam_syslog(handle, LOG_ERR, "Failed to keep the session: %s", pam_strerror(handle, r));
+                return without_view(handle, &opts, filter, user, &record);
         }
+        pam_debug_syslog(handle, &opts, "Session '%s' of user '%s' joined.", data->id, user);
         TAKE_PTR(data);
         return PAM_SUCCESS;
 }
 
-/* A failure here must not stand in the way of a logout, and it cannot: PAM runs every
- * session module's close_session regardless of the others' results, and applications
- * ignore the result. We still return PAM_SESSION_ERR when the daemon could not be told
- * (it closes the session itself when the login process exits), and PAM_SUCCESS when the
- * daemon no longer knew the session (already closed: nothing left to do). */
+/* Closes this process's copy of the session fd: the session ends once no other copy is left
+ * (a child that forked without exec may hold one). Nothing to wait for, nothing that can fail. */
 _public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
         SessionData *data = NULL;
         ModuleOptions opts;
-        uint64_t deadline;
         int r;
 
         parse_argv(handle, argc, argv, &opts);
-        deadline = now_usec(CLOCK_MONOTONIC) + opts.timeout_usec;
 
         /* No data: open_session did not open a session (a user not ours, or it failed). */
         r = pam_get_data(handle, PAM_DATA_SESSION, (const void **) &data);
@@ -644,21 +587,8 @@ _public_ PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags _un
                 pam_debug_syslog(handle, &opts, "No session opened by this handle, nothing to close.");
                 return PAM_IGNORE;
         }
-
-        /* systemd's sd-pam has dropped to the user before it closes the session of an attach
-         * unit, and CloseSession is root's: the daemon closes it when its leader, the attached
-         * command, has exited. */
-        if (opts.attach && geteuid() != 0) {
-                pam_debug_syslog(handle, &opts, "Session '%s' of user '%s' is closed by nsmanagerd when its command exits.",
-                                 data->id, data->user);
-                (void) pam_set_data(handle, PAM_DATA_SESSION, NULL, NULL);
-                return PAM_SUCCESS;
-        }
-
         pam_debug_syslog(handle, &opts, "Closing session '%s' of user '%s'.", data->id, data->user);
-        r = close_with_daemon(handle, &opts, data, deadline);
-
-        /* Closed (or given up on): a second close_session on this handle has nothing to do. */
+        /* Frees it (session_data_cleanup()), and a second close_session finds nothing. */
         (void) pam_set_data(handle, PAM_DATA_SESSION, NULL, NULL);
-        return r >= 0 || r == -ENOENT ? PAM_SUCCESS : PAM_SESSION_ERR;
+        return PAM_SUCCESS;
 }

@@ -1,40 +1,96 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "login-filter.h"
 #include "macros.h"
 #include "parse-util.h"
+#include "string-table.h"
 #include "strv.h"
+
+static const char *const login_without_view_table[_LOGIN_WITHOUT_VIEW_MAX] = {
+        [LOGIN_WITHOUT_VIEW_RESTRICTED] = "restricted",
+        [LOGIN_WITHOUT_VIEW_ALLOW] = "allow",
+        [LOGIN_WITHOUT_VIEW_DENY] = "deny",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(login_without_view, LoginWithoutView);
+
+static void view_effects_free(ViewEffect *e, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(e[i].name);
+        free(e);
+}
 
 void login_filter_done(LoginFilter *f) {
         f->exclude_users = strv_free(f->exclude_users);
+        view_effects_free(f->view_groups, f->n_view_groups);
+        view_effects_free(f->view_users, f->n_view_users);
+        f->view_groups = f->view_users = NULL;
+        f->n_view_groups = f->n_view_users = 0;
+}
+
+static bool valid_effect(const char *s) {
+        if (strlen(s) != VIEW_SETTINGS)
+                return false;
+        for (; *s; s++)
+                if (*s != 'y' && *s != 'n' && *s != '-')
+                        return false;
+        return true;
+}
+
+/* "NAME EFFECT", appended to *list. */
+static int parse_view_entry(const char *value, ViewEffect **list, size_t *n) {
+        const char *space = strchr(value, ' ');
+        ViewEffect *l;
+
+        if (!space || space == value || strchr(space + 1, ' ') || !valid_effect(space + 1))
+                return -EINVAL;
+        l = realloc(*list, (*n + 1) * sizeof(ViewEffect));
+        if (!l)
+                return -ENOMEM;
+        *list = l;
+        l[*n].name = strndup(value, space - value);
+        if (!l[*n].name)
+                return -ENOMEM;
+        strcpy(l[*n].effect, space + 1);
+        (*n)++;
+        return 0;
 }
 
 int login_filter_parse(FILE *f, LoginFilter *ret) {
         _cleanup_free_ char *line = NULL;
-        LoginFilter lf = { .min_uid = (uid_t) -1 };
+        LoginFilter lf = { .min_uid = (uid_t) -1, .login_without_view = _LOGIN_WITHOUT_VIEW_INVALID };
         size_t n = 0;
         int r = 0;
 
-        while (getline(&line, &n, f) >= 0) {
+        memset(lf.view_main, '-', VIEW_SETTINGS);
+        while (r >= 0 && getline(&line, &n, f) >= 0) {
                 line[strcspn(line, "\n")] = 0;
                 if (!line[0] || line[0] == '#')
                         continue;
                 if (strncmp(line, "MIN_UID=", 8) == 0) {
-                        if (parse_uid(line + 8, &lf.min_uid) < 0) {
+                        if (parse_uid(line + 8, &lf.min_uid) < 0)
                                 r = -EINVAL;
-                                break;
-                        }
                 } else if (strncmp(line, "EXCLUDE_USERS=", 14) == 0) {
                         strv_free(lf.exclude_users);
                         lf.exclude_users = strv_split_whitespace(line + 14);
-                        if (!lf.exclude_users) {
+                        if (!lf.exclude_users)
                                 r = -ENOMEM;
-                                break;
-                        }
-                } else if (streq(line, "PIPELINED_CALLS=1"))
-                        lf.pipelined_calls = true;
+                } else if (strncmp(line, "LOGIN_WITHOUT_VIEW=", 19) == 0) {
+                        lf.login_without_view = login_without_view_from_string(line + 19);
+                        if (lf.login_without_view < 0)
+                                r = -EINVAL;
+                } else if (strncmp(line, "VIEW_MAIN=", 10) == 0) {
+                        if (valid_effect(line + 10))
+                                strcpy(lf.view_main, line + 10);
+                        else
+                                r = -EINVAL;
+                } else if (strncmp(line, "VIEW_GROUP=", 11) == 0)
+                        r = parse_view_entry(line + 11, &lf.view_groups, &lf.n_view_groups);
+                else if (strncmp(line, "VIEW_USER=", 10) == 0)
+                        r = parse_view_entry(line + 10, &lf.view_users, &lf.n_view_users);
         }
         /* Without MIN_UID the file says nothing we can rely on. */
         if (r >= 0 && lf.min_uid == (uid_t) -1)
@@ -54,36 +110,6 @@ int login_filter_read(const char *path, LoginFilter *ret) {
         return login_filter_parse(f, ret);
 }
 
-int login_filter_write(const char *path, uid_t min_uid, char *const *exclude_users) {
-        _cleanup_free_ char *tmp = NULL, *dir = NULL, *list = strv_join(exclude_users, " ");
-        _cleanup_fclose_ FILE *f = NULL;
-        int fd, r;
-
-        if (!list || asprintf(&tmp, "%s.tmp", path) < 0 || !(dir = strdup(path)))
-                return -ENOMEM;
-        *strrchr(dir, '/') = 0;
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return -errno;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return -errno;
-        f = fdopen(fd, "w");
-        if (!f) {
-                r = -errno;
-                safe_close(fd);
-                (void) unlink(tmp);
-                return r;
-        }
-        fprintf(f, "# Written by nsmanagerd for pam_nsmanager (MinUID=, ExcludeUsers=). Do not edit.\n"
-                   "MIN_UID=%u\nEXCLUDE_USERS=%s\nPIPELINED_CALLS=1\n", (unsigned) min_uid, list);
-        if (fflush(f) != 0 || rename(tmp, path) < 0) {
-                r = -errno;
-                (void) unlink(tmp);
-                return r;
-        }
-        return 0;
-}
-
 bool login_filter_excludes(const LoginFilter *f, const char *user, uid_t uid) {
         char number[32];
 
@@ -92,4 +118,49 @@ bool login_filter_excludes(const LoginFilter *f, const char *user, uid_t uid) {
         snprintf(number, sizeof number, "%u", (unsigned) uid);
         return strv_contains((const char *const *) f->exclude_users, user) ||
                strv_contains((const char *const *) f->exclude_users, number);
+}
+
+bool login_filter_needs_groups(const LoginFilter *f) {
+        return f && f->login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED && f->n_view_groups > 0;
+}
+
+static const ViewEffect *find_effect(const ViewEffect *list, size_t n, const char *name) {
+        for (size_t i = 0; name && i < n; i++)
+                if (streq(list[i].name, name))
+                        return &list[i];
+        return NULL;
+}
+
+static void apply_effect(bool set[static VIEW_SETTINGS], const char *effect) {
+        for (size_t i = 0; i < VIEW_SETTINGS; i++)
+                if (effect[i] != '-')
+                        set[i] = effect[i] == 'y';
+}
+
+bool login_filter_allows_without_view(const LoginFilter *f, const char *user, char *const *groups, bool groups_known) {
+        bool set[VIEW_SETTINGS] = {};
+        const ViewEffect *e;
+
+        if (!f || f->login_without_view < 0 || f->login_without_view == LOGIN_WITHOUT_VIEW_ALLOW)
+                return true;
+        if (f->login_without_view == LOGIN_WITHOUT_VIEW_DENY)
+                return false;
+
+        /* restricted: the user's effective policy, file by file, as the daemon merges it. */
+        if (f->n_view_groups > 0 && !groups_known)
+                return false;
+        apply_effect(set, f->view_main);
+        for (char *const *g = groups; groups_known && g && *g; g++)
+                if ((e = find_effect(f->view_groups, f->n_view_groups, *g)))
+                        apply_effect(set, e->effect);
+        if (!user) {
+                /* Who it is is unknown: so is whether a file of hers resets the policy. */
+                if (f->n_view_users > 0)
+                        return false;
+        } else if ((e = find_effect(f->view_users, f->n_view_users, user)))
+                apply_effect(set, e->effect);
+        for (size_t i = 0; i < VIEW_SETTINGS; i++)
+                if (set[i])
+                        return false;
+        return true;
 }

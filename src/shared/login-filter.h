@@ -1,32 +1,74 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 
-/* Which users get a namespace, as the daemon decides from MinUID= and ExcludeUsers=, published
- * by nsmanagerd in a file under /run for pam_nsmanager. Every cron job of every system user
- * loads the module (common-session-noninteractive): it must skip the users the daemon would
- * refuse without a bus call, and without parsing the daemon's configuration itself. The file
- * is state, not configuration: the daemon rewrites it at start and at ReloadConfig.
+/* What pam_nsmanager needs to know of the daemon's configuration, published by nsmanagerd for
+ * the module, which parses no configuration of its own:
+ *
+ *  - which users get a namespace (MinUID=, ExcludeUsers=): every cron job of every system user
+ *    loads the module (common-session-noninteractive), and must skip the users the daemon
+ *    would refuse without a bus call;
+ *  - LoginWithoutView=, compiled: whether a login may go on in the host namespace when its
+ *    view cannot be entered. For `restricted`, what each file of the [View] policy does to
+ *    each setting, so that the module can tell whether a user's effective policy is empty
+ *    from her name and groups alone.
+ *
+ * The file is state, not configuration: the daemon rewrites it at start and at ReloadConfig,
+ * under /run (this boot's) and under /var/lib (so that the rule holds after a reboot, before
+ * the daemon's first start):
  *
  *   # … comment …
  *   MIN_UID=1000
  *   EXCLUDE_USERS=dave 1234
- *   PIPELINED_CALLS=1
+ *   LOGIN_WITHOUT_VIEW=restricted
+ *   VIEW_MAIN=y-----
+ *   VIEW_GROUP=students --y---
+ *   VIEW_USER=bob n-----
  *
- * PIPELINED_CALLS=1 also says this about the daemon that wrote it: it answers a call written on
- * its private socket right behind the authentication (direct-call.h). A daemon from before that
- * does not, and the module then waits for the authentication's answer first: while a package
- * upgrade has replaced the module but not yet restarted the daemon, logins still work. */
+ * A VIEW_* effect has one character per setting, in the order of VIEW_SETTINGS below: 'y' the
+ * file leaves that setting set (non-empty), 'n' it leaves it unset (it resets it, or says no),
+ * '-' it does not touch it. VIEW_MAIN is the main file with its drop-ins; the group.d and
+ * user.d files that touch nothing are not listed. A user's effective policy is the main file's,
+ * then her groups' in the order user_group_names() gives them (as the daemon reads them when it
+ * builds her view), then her own: empty where no setting is left 'y'. */
 
 #define NSM_LOGIN_FILTER_FILE "/run/nsmanager/login-filter"
+/* The copy that survives a reboot. */
+#define NSM_LOGIN_FILTER_PERSISTENT_FILE "/var/lib/nsmanager/login-filter"
+
+typedef enum LoginWithoutView {
+        LOGIN_WITHOUT_VIEW_RESTRICTED,   /* deny users whose effective [View] policy is not empty */
+        LOGIN_WITHOUT_VIEW_ALLOW,
+        LOGIN_WITHOUT_VIEW_DENY,
+        _LOGIN_WITHOUT_VIEW_MAX,
+        _LOGIN_WITHOUT_VIEW_INVALID = -EINVAL,
+} LoginWithoutView;
+
+const char *login_without_view_to_string(LoginWithoutView v);
+LoginWithoutView login_without_view_from_string(const char *s);
+
+/* The [View] settings whose emptiness the effects record, in this order: PrivateTmp,
+ * HideOtherHomes, BindPaths, BindReadOnlyPaths, TemporaryFileSystem, InaccessiblePaths. */
+#define VIEW_SETTINGS 6
+
+typedef struct ViewEffect {
+        char *name;                       /* the group or user */
+        char effect[VIEW_SETTINGS + 1];
+} ViewEffect;
 
 typedef struct LoginFilter {
         uid_t min_uid;
-        char **exclude_users;    /* names or uids */
-        bool pipelined_calls;
+        char **exclude_users;             /* names or uids */
+        LoginWithoutView login_without_view; /* _INVALID: the file does not say (allow) */
+        char view_main[VIEW_SETTINGS + 1];
+        ViewEffect *view_groups;
+        size_t n_view_groups;
+        ViewEffect *view_users;
+        size_t n_view_users;
 } LoginFilter;
 
 void login_filter_done(LoginFilter *f);
@@ -34,7 +76,13 @@ void login_filter_done(LoginFilter *f);
 int login_filter_parse(FILE *f, LoginFilter *ret);
 /* -ENOENT if the daemon has not published one. */
 int login_filter_read(const char *path, LoginFilter *ret);
-/* Atomically (temporary file, then rename), creating the directory if needed. */
-int login_filter_write(const char *path, uid_t min_uid, char *const *exclude_users);
 /* True if the daemon would refuse a namespace to this user (root always). */
 bool login_filter_excludes(const LoginFilter *f, const char *user, uid_t uid);
+
+/* Whether deciding about a login without its view needs the user's groups. */
+bool login_filter_needs_groups(const LoginFilter *f);
+/* Whether 'user' may log in without her view, by LoginWithoutView= as published. 'groups' are
+ * her groups' names (user_group_names()) with groups_known, else unknown (the lookup failed:
+ * under `restricted` that counts as a policy, where any group has one). A filter that does not
+ * say, or no filter at all (NULL: none was ever published), allows. */
+bool login_filter_allows_without_view(const LoginFilter *f, const char *user, char *const *groups, bool groups_known);

@@ -45,3 +45,28 @@ uint64_t process_start_time(pid_t pid) {
                 return 0;
         return start;
 }
+
+int process_real_uid(pid_t pid, uid_t *ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        char path[64];
+        size_t n = 0;
+
+        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT ? -ESRCH : -errno;
+        /* "Uid:\tREAL\tEFFECTIVE\tSAVED\tFS": the name before it is the kernel's, "Name:" on a
+         * line of its own, with any newline of the command's name escaped. */
+        while (getline(&line, &n, f) >= 0) {
+                unsigned u;
+
+                if (strncmp(line, "Uid:", 4) != 0)
+                        continue;
+                if (sscanf(line + 4, "%u", &u) != 1)
+                        return -EBADMSG;
+                *ret = (uid_t) u;
+                return 0;
+        }
+        return -EBADMSG;
+}

@@ -13,3 +13,6 @@ uint64_t process_start_time(pid_t pid);
  * name in it is the process's own choice: any 16 bytes, blanks, ')' and newlines included.
  * -EBADMSG if the text is not such a line. Pure: fuzzed (src/fuzz/fuzz-proc-stat.c). */
 int proc_stat_start_time(const char *stat, size_t size, uint64_t *ret);
+
+/* A process's real uid (/proc/PID/status): -ESRCH if it is gone. */
+int process_real_uid(pid_t pid, uid_t *ret);

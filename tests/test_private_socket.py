@@ -1,0 +1,199 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""nsmanagerd's private socket (/run/nsmanager/private, src/nsmanagerd/private-bus.c): root's
+peer-to-peer sd-bus connections for pam_nsmanager's logins. What a connection there offers
+(OpenSession, nothing else), its places (64 served at a time, and per real uid of the process
+that connected: a user may stop her own su while it holds one), and the daemon's exit and
+accept() whatever the connections do. The logins themselves are tests/test_pam.py's."""
+
+import contextlib
+import os
+import resource
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import sandbox as sb_module
+from helpers import PamServices, wait_until
+from sandbox import MANAGER_IFACE, MANAGER_PATH, timeout
+from test_pam import SERVICES, parse_ns, runuser, stopped
+
+DEBUG = pytest.mark.daemon_config(args=["--debug"])
+
+
+def private_call(*args: str, hold: bool = False):
+    """tests/private-call.c: a call on the private socket through sd-bus, as the module makes
+    it. Returns its first line ("ok N" with N fds, or "ERROR-NAME message"); with hold=True the
+    process too, which holds the reply's fds until its stdin closes."""
+    p = subprocess.Popen([str(sb_module.build_dir() / "tests" / "private-call")] + list(args),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline().strip()
+    if hold:
+        return line, p
+    p.stdin.close()
+    p.wait(timeout(30))
+    assert p.returncode == 0, p.stderr.read()
+    return line
+
+
+def sessions(daemon, user: str) -> list[str]:
+    path = daemon.manager().GetNamespace(user)
+    return sorted(str(s) for s in daemon.properties(path, "org.example.NSManager.Namespace")["Sessions"])
+
+
+def test_a_private_connection_offers_a_login_what_it_needs_and_nothing_else(daemon):
+    """OpenSession, with both fds, as on the bus; the other methods of the Manager, and the
+    Namespace objects, are the system bus's only."""
+    line, holder = private_call(MANAGER_PATH, MANAGER_IFACE, "OpenSession", "alice", "p2p", hold=True)
+    try:
+        assert line == "ok 2", line
+        assert sessions(daemon, "alice") == ["p2p"]
+        for method, args in (("ListNamespaces", ()), ("CreateNamespace", ("bob",)), ("CloseSession", ("alice", "p2p")),
+                             ("OpenMountNamespace", ("alice",)), ("ReloadConfig", ())):
+            line = private_call(MANAGER_PATH, MANAGER_IFACE, method, *args)
+            assert line.startswith("org.freedesktop.DBus.Error.UnknownMethod "), (method, line)
+        line = private_call("/org/example/NSManager/user/_2001", "org.freedesktop.DBus.Properties", "GetAll",
+                            "org.example.NSManager.Namespace")
+        assert line.startswith("org.freedesktop.DBus.Error.UnknownObject "), line
+        assert sessions(daemon, "alice") == ["p2p"]
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout(30))
+    wait_until(lambda: sessions(daemon, "alice") == [], "the session to end with its fd")
+    assert [str(n[0]) for n in daemon.manager().ListNamespaces()] == ["alice"]
+
+
+@DEBUG
+@pytest.mark.parametrize("peer", ["silent", "half an authentication", "authenticated"])
+def test_the_daemon_exits_at_once_whatever_its_private_connections(daemon, peer):
+    """SIGTERM ends the daemon at once, also with a private connection whose peer says
+    nothing (sd-bus flushed every connection at exit, and flushing one that has not
+    authenticated waits up to 25 s for it), half authenticates, or waits after BEGIN."""
+    daemon.manager().CreateNamespace("alice")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    sock.connect(sb_module.NSM_PRIVATE_SOCKET)
+    if peer == "half an authentication":
+        sock.sendall(b"\0AUTH EXTERNAL 30\r\n")
+    elif peer == "authenticated":
+        sock.sendall(b"\0AUTH EXTERNAL 30\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n")
+    try:
+        time.sleep(0.3)
+        start = time.monotonic()
+        assert daemon.stop_daemon(wait=timeout(20)) == 0
+        elapsed = time.monotonic() - start
+    finally:
+        sock.close()
+    assert elapsed < timeout(3), f"the daemon took {elapsed:.1f}s to exit"
+    # alice's namespace outlived it, as namespaces do: a daemon again, to remove it at the end.
+    daemon.restart_daemon()
+
+
+def daemon_cpu_seconds(daemon) -> float:
+    fields = Path(f"/proc/{daemon.daemon.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_out_of_fds_the_daemon_waits_to_accept_instead_of_spinning(daemon):
+    """accept() failing for want of fds leaves the connection in the backlog, and the socket
+    readable: the daemon spun on it at full CPU and logged as fast. Now it pauses (100 ms),
+    logs once, and serves the login once fds are there again."""
+    daemon.manager().CreateNamespace("alice")
+    pid = daemon.daemon.pid
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+    lowest_free = min(set(range(len(used) + 1)) - used)
+    subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={lowest_free}:"], check=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        sock.connect(sb_module.NSM_PRIVATE_SOCKET)
+        before = daemon_cpu_seconds(daemon)
+        time.sleep(1)
+        spent = daemon_cpu_seconds(daemon) - before
+        log = daemon.daemon_log_text()
+        assert spent < 0.3, f"the daemon used {spent:.2f}s of CPU in 1s without fds"
+        assert log.count("Failed to accept a private connection") == 1, log[-2000:]
+    finally:
+        sock.close()
+        subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={soft}:"], check=True)
+    line, holder = private_call(MANAGER_PATH, MANAGER_IFACE, "OpenSession", "alice", "after-emfile", hold=True)
+    try:
+        assert line == "ok 2", line
+        assert sessions(daemon, "alice") == ["after-emfile"]
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout(30))
+    assert "Accepting private connections again." in daemon.daemon_log_text()
+
+
+@pytest.fixture
+def pam(pam_dir, daemon, pam_module):
+    services = PamServices(pam_dir, pam_module)
+    for service, source in SERVICES.items():
+        services.install(service, source)
+    yield services
+    services.restore()
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+STOPPED_SU = 70     # more than the 64 places the socket has in all
+
+
+def test_a_user_who_stops_her_own_su_keeps_nobody_else_out(daemon, pam):
+    """alice knows her password, so she may run `su` as often as she likes and stop each one
+    (SIGSTOP: its real uid is hers) while its pam_nsmanager holds a connection to the private
+    socket. She did that 70 times: the places are counted by the connecting process's real
+    uid, 4 served and 16 waiting for hers, the rest closed at once; bob's login (root's, from
+    runuser) lands in his view at once, not after the stopped ones outlive their deadline."""
+    pam.install("su-l", text=pam.text_of("nsm-su-l", "timeout=60"))
+    daemon.manager().CreateNamespace("bob")
+    view = daemon.view_ns_id("bob")
+    sus = []
+    try:
+        # With the daemon stopped, each su connects and waits for its authentication's
+        # answer; then each is stopped, and the daemon finds them all at once.
+        with stopped(daemon.daemon.pid):
+            for _ in range(STOPPED_SU):
+                sus.append(subprocess.Popen(daemon._setpriv("alice") + ["su", "-", "alice", "-c", "true"],
+                                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL, env=daemon.user_env("alice")))
+            for p in sus:
+                p.stdin.write(b"alice-secret\n")
+                p.stdin.close()
+            wait_until(lambda: private_peers() >= STOPPED_SU, "every su to connect", wait=60,
+                       diag=lambda: f"{private_peers()} connected")
+            for p in sus:
+                os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(0.5)
+        start = time.monotonic()
+        p = runuser("bob", "readlink /proc/self/ns/mnt")
+        elapsed = time.monotonic() - start
+        assert p.returncode == 0 and parse_ns(p.stdout) == view, p.stdout + p.stderr
+        assert elapsed < timeout(1.5), f"bob's login took {elapsed:.2f}s behind alice's stopped su"
+        assert private_peers() <= 4 + 16 + 1, f"{private_peers()} of alice's connections still open"
+    finally:
+        for p in sus:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def private_peers() -> int:
+    """Connections to the private socket: ss counts those accepted and those in the backlog
+    alike (the listener's Recv-Q)."""
+    out = subprocess.run(["ss", "-xlnH", "src", sb_module.NSM_PRIVATE_SOCKET], capture_output=True, text=True,
+                         check=True).stdout.split()
+    backlog = int(out[2]) if len(out) > 2 else 0
+    established = subprocess.run(["ss", "-xnH", "state", "connected", "src", sb_module.NSM_PRIVATE_SOCKET],
+                                 capture_output=True, text=True, check=True).stdout
+    return backlog + len([line for line in established.splitlines() if line.strip()])
