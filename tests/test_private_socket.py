@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """nsmanagerd's private socket (/run/nsmanager/private, src/nsmanagerd/private-bus.c): root's
 peer-to-peer sd-bus connections for pam_nsmanager's logins. What a connection there offers
-(OpenSession, nothing else), its places (64 served at a time, and per real uid of the process
+(OpenSession, nothing else), who may connect (root, whatever the socket's mode), its places (64 served at a time, and per real uid of the process
 that connected: a user may stop her own su while it holds one), and the daemon's exit and
 accept() whatever the connections do. The logins themselves are tests/test_pam.py's."""
 
@@ -18,7 +18,7 @@ import pytest
 
 import sandbox as sb_module
 from helpers import PamServices, wait_until
-from sandbox import MANAGER_IFACE, MANAGER_PATH, timeout
+from sandbox import MANAGER_IFACE, MANAGER_PATH, NSM_PRIVATE_SOCKET, timeout
 from test_pam import SERVICES, parse_ns, runuser, stopped
 
 DEBUG = pytest.mark.daemon_config(args=["--debug"])
@@ -64,6 +64,44 @@ def test_a_private_connection_offers_a_login_what_it_needs_and_nothing_else(daem
         holder.wait(timeout(30))
     wait_until(lambda: sessions(daemon, "alice") == [], "the session to end with its fd")
     assert [str(n[0]) for n in daemon.manager().ListNamespaces()] == ["alice"]
+
+
+# What a D-Bus client says first (AUTH EXTERNAL with its uid in hex), and how far it got:
+# "closed" when the daemon hung up, else what the daemon answered.
+PEER_HELLO = r"""
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(float(sys.argv[2]))
+s.connect(sys.argv[1])
+try:
+    s.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\n")
+    data = s.recv(256)
+    print("closed" if not data else data.decode(errors="replace").split()[0])
+except (ConnectionResetError, BrokenPipeError):
+    print("closed")
+"""
+
+
+def test_the_private_socket_refuses_others_whatever_its_mode(daemon):
+    """The daemon checks SO_PEERCRED on each connection to /run/nsmanager/private: with the
+    socket's mode opened up (an administrator's chmod, a bind of it elsewhere), bob's
+    connection is still closed before he can say anything, while root's is answered."""
+    sock, directory = NSM_PRIVATE_SOCKET, os.path.dirname(NSM_PRIVATE_SOCKET)
+    modes = {p: os.stat(p).st_mode & 0o7777 for p in (sock, directory)}
+    try:
+        os.chmod(directory, 0o755)
+        os.chmod(sock, 0o666)
+        argv = ["/usr/bin/python3", "-c", PEER_HELLO, sock, str(timeout(10))]
+        root = daemon.run(argv)
+        assert root.returncode == 0 and root.stdout.strip() == "OK", \
+            f"root's connection was not answered: {root.stdout} {root.stderr}"
+        bob = daemon.run_as("bob", argv)
+        assert bob.returncode == 0 and bob.stdout.strip() == "closed", \
+            f"bob's connection to the private socket was served: {bob.stdout} {bob.stderr}"
+    finally:
+        for p, mode in modes.items():
+            os.chmod(p, mode)
+    assert daemon.daemon_running()
 
 
 @DEBUG
