@@ -214,14 +214,19 @@ def test_groups_from_nss_not_proc(alice_view):
 ATTACH_AFTER_SETGID = r"""
 import os, sys, time
 import dbus, dbus.lowlevel
-out_path, unix_chkpwd = sys.argv[1:3]
+out_path, unix_chkpwd, shadow = sys.argv[1:4]
 bus = dbus.SystemBus()
 hold_r, hold_w = os.pipe()
 if os.fork() > 0:
     os.dup2(hold_r, 0)
     os.execv(unix_chkpwd, [unix_chkpwd, "alice", "nullok"])
 os.close(hold_r)
-time.sleep(0.5)   # the parent is unix_chkpwd by now: egid shadow
+# Until the parent is unix_chkpwd: egid shadow (Gid: real effective saved fs).
+deadline = time.monotonic() + 30
+while open(f"/proc/{os.getppid()}/status").read().split("\nGid:")[1].split()[1] != shadow:
+    if time.monotonic() > deadline:
+        sys.exit("the parent never ran with the group shadow")
+    time.sleep(0.01)
 out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
 msg = dbus.lowlevel.MethodCallMessage("org.example.NSManager", "/org/example/NSManager",
                                       "org.example.NSManager.Manager", "OpenAttach")
@@ -252,7 +257,8 @@ def test_attach_takes_groups_from_nss_not_from_a_setgid_program(alice_view):
     out = Path(alice.pw_dir) / "nsm-attach-out"
     shadow_gid = os.stat("/etc/shadow").st_gid
     assert shadow_gid != 0 and os.stat("/usr/sbin/unix_chkpwd").st_gid == shadow_gid
-    p = sb.run_as("alice", ["/usr/bin/python3", "-c", ATTACH_AFTER_SETGID, str(out), "/usr/sbin/unix_chkpwd"])
+    p = sb.run_as("alice", ["/usr/bin/python3", "-c", ATTACH_AFTER_SETGID, str(out), "/usr/sbin/unix_chkpwd",
+                            str(shadow_gid)])
     text = out.read_text() if out.exists() else ""
     assert text, f"the attach client reported nothing: {p.stdout} {p.stderr}"
     assert not text.startswith("error"), text
@@ -397,7 +403,10 @@ def test_attach_with_a_pty(alice_view):
         assert found.group(3) != b"0", "the pty is not the command's controlling terminal"
         os.write(master, b"typed\r")
         expect(rb"got=typed")
-        time.sleep(0.3)
+        deadline = time.monotonic() + timeout(10)
+        while not _sleeps_in(sb, "alice"):    # ^C for the sleep, not for what comes before it
+            assert time.monotonic() < deadline, "the command's sleep never started"
+            time.sleep(0.02)
         os.write(master, b"\x03")       # SIGINT to the command's foreground group, in its pty
         assert proc.wait(timeout(20)) == 130, out
     finally:

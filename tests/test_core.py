@@ -89,8 +89,11 @@ def test_create_is_idempotent(daemon, signals):
     second = daemon.manager().CreateNamespace("alice")
     assert isinstance(first, dbus.ObjectPath)
     assert first == second == ns_path("alice")
-    signals.wait_for("NamespaceNew")
-    news = [s for s in signals.drain(0.2) if s[1] == "NamespaceNew"]
+    # The daemon's signals come in the order it sends them: once bob's NamespaceNew is here,
+    # a second one of alice's would be too.
+    daemon.manager().CreateNamespace("bob")
+    marker = signals.wait_for("NamespaceNew", lambda a: a[0] == "bob")
+    news = [s for s in signals.received[:signals.received.index(marker)] if s[1] == "NamespaceNew"]
     assert len(news) == 1, f"NamespaceNew emitted {len(news)} times for one namespace: {news}"
 
 
@@ -145,8 +148,14 @@ def test_last_session_closed_is_one_change(daemon):
         rec.wait_for("PropertiesChanged", lambda a: a[1].get("Linger"))
         mgr.SetLinger("alice", False)
         rec.wait_for("PropertiesChanged", lambda a: "Linger" in a[1] and not a[1]["Linger"])
+        # One more change, after which nothing of the three can still be on its way (the
+        # daemon's signals come in the order it sends them).
+        marker_fd = open_session(mgr, "alice", "marker")
+        marker = rec.wait_for("PropertiesChanged", lambda a: "marker" in a[1].get("Sessions", []))
+        os.close(marker_fd)
         changes = [(str(a[1]["State"]), list(a[1]["Sessions"]), bool(a[1]["Linger"]))
-                   for _, member, p, a in rec.drain(0.3) if member == "PropertiesChanged" and p == path]
+                   for _, member, p, a in rec.received[:rec.received.index(marker)]
+                   if member == "PropertiesChanged" and p == path]
     assert changes == [("closing", [], False), ("lingering", [], True), ("closing", [], False)], changes
 
 

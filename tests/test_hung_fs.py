@@ -148,7 +148,7 @@ def test_a_hung_fuse_mount_costs_only_its_owner(daemon, polkit_rules, servers, m
                                                             f"{target}/sub", "private", 0))
     t = threading.Thread(target=alices_call)
     t.start()
-    time.sleep(0.3)
+    wait_until(lambda: daemon_children_in(sb, "fuse"), "alice's call to wait for her FUSE server")
     others_are_served(sb)          # meanwhile: nobody else waits
     t.join(timeout(TIMEOUT + 15))
     assert result["r"].get("error") == E_TIMED_OUT, result
@@ -168,7 +168,7 @@ def test_a_hung_fuse_mount_costs_only_its_owner(daemon, polkit_rules, servers, m
     assert_ok(call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "shared", 0), "alice, afterwards")
 
 
-@pytest.mark.daemon_config(OperationTimeoutSec="60s")
+@pytest.mark.daemon_config(OperationTimeoutSec="60s", args=["--debug"])   # --debug: each call's arrival is logged
 def test_a_queued_call_times_out_from_its_arrival(daemon, polkit_rules, servers):
     """The deadline counts from a call's arrival, time in its namespace's queue included: a
     call of alice's waiting behind one stuck on her hung FUSE mount is answered TimedOut at
@@ -192,9 +192,11 @@ def test_a_queued_call_times_out_from_its_arrival(daemon, polkit_rules, servers)
     wait_until(lambda: len(daemon_children(sb)) == 2, "alice's first call to start its helper")
     sb.write_config(OperationTimeoutSec=f"{TIMEOUT}s")
     mgr.ReloadConfig()
+    arrived = sb.daemon_log_text().count("SetPropagation() from ")
     second = threading.Thread(target=alices_call, args=(queued, "/mnt"))
     second.start()
-    time.sleep(0.3)
+    wait_until(lambda: sb.daemon_log_text().count("SetPropagation() from ") > arrived,
+               "the daemon to receive alice's second call")
     others_are_served(sb)          # meanwhile: another user's namespace is served
     second.join(timeout(TIMEOUT + 15))
     assert not second.is_alive(), "the queued call was not answered at its deadline"
@@ -283,7 +285,7 @@ def test_a_view_source_on_a_dead_server_fails_that_login_only(daemon, servers):
             result["e"] = e
     t = threading.Thread(target=alices_login)
     t.start()
-    time.sleep(0.3)
+    wait_until(lambda: daemon_children_in(sb, "fuse"), "alice's login to wait for the dead server")
     others_are_served(sb)
     t.join(timeout(TIMEOUT + 15))
     e = result.get("e")
@@ -485,8 +487,7 @@ def test_a_pipe_held_by_a_write_from_a_hung_mapping_stalls_nobody(daemon, server
         wait_until(lambda: not Path(f"/proc/{pid}").exists() or
                    Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZD",
                    "alice's command to end")
-        time.sleep(0.3)
-        others_are_served(sb)
+        others_are_served(sb)      # answered after its end: the daemon has handled what came before
         # (Without systemd her command is the daemon's child: it waits there, in its exit.)
         assert not [c for c in daemon_children_in(sb, "pipe") if c != pid], \
             "a process of the daemon waits for alice's pipe"
