@@ -161,10 +161,11 @@ def users():
     return dict(sandbox_module.TEST_USERS)
 
 
-# The sandbox's /mnt and homes serve every test of the session: what a test leaves in
-# them (a mount point mount_tmpfs made, a file) would be there for the next.
+# The sandbox's /mnt, /media and homes serve every test of the session: what a test leaves
+# in them (a mount point mount_tmpfs made, a file) would be there for the next.
 def _shared_dirs() -> dict[str, set[str]]:
-    dirs = ["/mnt"] + [u.home for u in sandbox_module.TEST_USERS.values() if os.path.isdir(u.home)]
+    dirs = [d for d in sandbox_module.MACHINE_MOUNT_DIRS if os.path.isdir(d)]
+    dirs += [u.home for u in sandbox_module.TEST_USERS.values() if os.path.isdir(u.home)]
     return {d: set(os.listdir(d)) for d in dirs}
 
 

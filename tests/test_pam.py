@@ -621,9 +621,7 @@ def test_desktop_dropin_media_appears_in_session(instance, pam_dir, pam_module, 
     m = re.search(r"^SharedSubtrees=(.*)$", text, re.M)
     assert m and "/media" in m.group(1).split(), "conf/desktop.conf does not share /media"
     shared = m.group(1).split()
-    # /media is the machine's own directory: cover it with a tmpfs so nothing below is
-    # created on the real disk; /run is the sandbox's tmpfs.
-    sandbox.mount_tmpfs("/media")
+    # /media and /run are the sandbox's tmpfs: nothing below them is created on the real disk.
     os.makedirs("/run/media", exist_ok=True)
     try:
         sandbox.write_config_file("nsmanagerd.conf.d/desktop.conf", text)
