@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """nsmanagerd's private socket (/run/nsmanager/private, src/nsmanagerd/private-bus.c): root's
 peer-to-peer sd-bus connections for pam_nsmanager's logins. What a connection there offers
-(OpenSession, nothing else), who may connect (root, whatever the socket's mode), its places (64 served at a time, and per real uid of the process
-that connected: a user may stop her own su while it holds one), and the daemon's exit and
-accept() whatever the connections do. The logins themselves are tests/test_pam.py's."""
+(OpenSession, nothing else), who may connect (root, whatever the socket's mode), its places
+(64 served at a time, and per real uid of the process that connected: a user may stop her
+own su while it holds one), and the daemon's exit and accept() whatever the connections do.
+The logins themselves are tests/test_pam.py's."""
 
 import contextlib
 import os
