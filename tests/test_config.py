@@ -432,3 +432,19 @@ def test_a_shared_subtree_taken_out_of_the_configuration(instance):
     m.CreateNamespace("carol")
     carol = find_mount(sb.mountinfo("carol"), str(media))
     assert carol.peer_group != group, carol
+
+
+def test_verify_names_settings_a_reload_cannot_change(daemon, nsctl):
+    """SubtreeRoot= and StateDirectory= change only at a start: nsctl verify says so where the
+    files hold another value than the running daemon's (a note: the files are fine), and
+    says nothing where they agree."""
+    sb = daemon
+    p = nsctl("verify", f"--config={sb.config_file}")
+    assert (p.returncode, p.stderr) == (0, ""), p.stderr
+    assert sb.properties()["StateDirectory"] == str(sb.state_dir)
+    elsewhere = "/tmp/nsmanager-sandbox/elsewhere"
+    sb.write_config(SubtreeRoot=elsewhere)
+    p = nsctl("verify", f"--config={sb.config_file}")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == (f"note: SubtreeRoot= is '{elsewhere}' in the files but '{sb.subtree_root}' in the running "
+                        "nsmanagerd: a reload does not change it, the next start does (systemctl restart nsmanagerd)\n"), p.stderr
