@@ -423,6 +423,63 @@ check_exposure() {
         run systemd-analyze security --no-pager --threshold=40 "$UNIT" >/dev/null || fail "$out (above 4.0)"
 }
 
+# Mount events: fanotify's from 6.15, else the host's mountinfo read at each change (issue 27:
+# the poll fallback). A follower of alice's view sees the host's tmpfs come and go, with
+# where it came from.
+check_mount_events() {
+        local mode expected
+        mode=$(busctl get-property "$BUS" /org/example/NSManager "$BUS.Manager" MountEvents | awk '{print $2}' | tr -d '"')
+        kernel_at_least 6 15 && expected=fanotify || expected=poll
+        log "MountEvents: $mode (kernel $KERNEL)"
+        [[ "$mode" == "$expected" ]] || { fail "MountEvents is '$mode' on $KERNEL, expected '$expected'"; return 1; }
+        rm -f /run/nsmtest-follow
+        nsctl mounts "$ALICE" --follow >/run/nsmtest-follow 2>&1 &
+        local follower=$!
+        # The header comes once the follower is subscribed (Subscribe answers after the read).
+        poll 60 grep -q ORIGIN /run/nsmtest-follow || { kill $follower; fail "nsctl mounts --follow printed no header"; return 1; }
+        mkdir -p /mnt/nsm-follow
+        run mount -t tmpfs -o size=1m nsm-follow /mnt/nsm-follow
+        poll 60 grep -q "^mount .*/mnt/nsm-follow.*from the host's /mnt" /run/nsmtest-follow ||
+                { umount /mnt/nsm-follow; kill $follower; cat /run/nsmtest-follow; fail "the host's mount on /mnt did not show with its origin"; return 1; }
+        run umount /mnt/nsm-follow
+        poll 60 grep -q "^umount .*/mnt/nsm-follow" /run/nsmtest-follow ||
+                { kill $follower; cat /run/nsmtest-follow; fail "the host's unmount did not show"; return 1; }
+        kill $follower
+        wait $follower 2>/dev/null
+        cat /run/nsmtest-follow
+}
+
+# Eject and ReleaseWithHost= (the default): a USB stick on a loop device, mounted on the host's
+# /mnt/usb; bob's copy made private in his view; the host's umount alone frees the device, then
+# an Eject of a second mount of it detaches alice's bind of a subdirectory too.
+check_eject() {
+        local img=/var/tmp/nsm-usb.img dev
+        rm -f "$img"
+        truncate -s 16M "$img" && mkfs.ext4 -q "$img" || { fail "mkfs.ext4 failed"; return 1; }
+        dev=$(losetup --find --show "$img") || { fail "losetup failed"; return 1; }
+        mkdir -p /mnt/usb
+        run mount "$dev" /mnt/usb && mkdir -p /mnt/usb/sub && echo stick >/mnt/usb/sub/marker
+        nsctl create "$BOB" >/dev/null
+        poll 30 sh -c "nsctl attach $BOB -- findmnt -n /mnt/usb >/dev/null" || { fail "bob's view lacks /mnt/usb"; return 1; }
+        run nsctl propagation "$BOB" /mnt/usb private || { fail "making bob's copy private failed"; return 1; }
+        run umount /mnt/usb
+        # The device is free once nobody holds a mount of it: bob's private copy is released.
+        # open(O_EXCL) of a block device fails while any mount of it exists (perl-base is
+        # essential in Debian; losetup -d would prove nothing: on a busy device it only sets
+        # autoclear).
+        free() { perl -e 'use Fcntl; sysopen(my $fh, $ARGV[0], O_RDONLY | O_EXCL) or exit 1' "$dev"; }
+        poll 30 free || { fail "the device stays busy after the host's umount (ReleaseWithHost=)"; losetup -d "$dev"; return 1; }
+        run mount "$dev" /mnt/usb
+        run nsctl bind "$ALICE" /mnt/usb/sub /home/alice/usb-sub --mkdir || { fail "bind of a subdirectory failed"; return 1; }
+        run nsctl eject "$dev" || { fail "nsctl eject failed"; return 1; }
+        poll 30 free || { fail "the device stays busy after the eject"; losetup -d "$dev"; return 1; }
+        [[ "$(as_alice 'findmnt -n /home/alice/usb-sub || echo none')" == none ]] || fail "alice's bind stayed"
+        losetup -d "$dev"
+        rm -f "$img"
+        rmdir /home/alice/usb-sub 2>/dev/null
+        nsctl remove "$BOB" >/dev/null
+}
+
 check_no_errors_logged() {
         local errors
         errors=$(journalctl --no-pager -b -u "$UNIT" -p err -o cat)
@@ -448,6 +505,8 @@ check own_view_refusals check_own_view_refusals
 check reused_mount_id_of_a_bind check_reused_mount_id_of_a_bind
 check reused_mount_id_of_a_policy_mount check_reused_mount_id_of_a_policy_mount
 check verify check_verify
+check mount_events check_mount_events
+check eject check_eject
 check kill9_restart check_kill9_restart
 check upgrade_in_place check_upgrade_in_place
 check cron check_cron

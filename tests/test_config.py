@@ -422,3 +422,58 @@ def test_release_takes_the_daemons_mounts_and_nothing_else(instance):
     finally:
         inside.kill()
         inside.wait()
+
+
+def test_a_shared_subtree_taken_out_of_the_configuration(instance):
+    """SharedSubtrees= without a path it had: never silently ignored. A reload says what
+    happens; views made afterwards do not join it (it reaches them one way, as the rest of
+    the host), the view that was its peer stays one; after a restart it is no longer shared
+    in new views either (nothing brings it back), while a path shared at run time is kept."""
+    sb = instance
+    media = sb.instance / "media"
+    media.mkdir()
+    runtime = sb.instance / "runtime"
+    runtime.mkdir()
+    sb.start_daemon(SharedSubtrees=f"/mnt {media}")
+    m = sb.manager()
+    m.CreateNamespace("alice")
+    m.ShareSubtree("", str(runtime))
+    # the daemon's binds of both stay on the host (a restart needs them): the test's to undo
+    sb.track_mount(str(media))
+    sb.track_mount(str(runtime))
+    group = find_mount(host_mountinfo(), str(media)).peer_group
+    assert group and find_mount(sb.mountinfo("alice"), str(media)).peer_group == group
+
+    sb.write_config(SharedSubtrees="/mnt")
+    m.ReloadConfig()
+    assert f"SharedSubtrees= no longer lists '{media}'" in sb.daemon_log_text()
+    assert str(media) not in sb.properties()["SharedSubtrees"]
+    assert str(runtime) in sb.properties()["SharedSubtrees"]
+    m.CreateNamespace("bob")
+    bob = find_mount(sb.mountinfo("bob"), str(media))
+    assert bob.peer_group != group and bob.master == group, bob      # one way
+    assert find_mount(sb.mountinfo("alice"), str(media)).peer_group == group
+
+    sb.restart_daemon()
+    props = sb.properties()["SharedSubtrees"]
+    assert str(media) not in props and str(runtime) in props, props
+    m = sb.manager()
+    m.CreateNamespace("carol")
+    carol = find_mount(sb.mountinfo("carol"), str(media))
+    assert carol.peer_group != group, carol
+
+
+def test_verify_names_settings_a_reload_cannot_change(daemon, nsctl):
+    """SubtreeRoot= and StateDirectory= change only at a start: nsctl verify says so where the
+    files hold another value than the running daemon's (a note: the files are fine), and
+    says nothing where they agree."""
+    sb = daemon
+    p = nsctl("verify", f"--config={sb.config_file}")
+    assert (p.returncode, p.stderr) == (0, ""), p.stderr
+    assert sb.properties()["StateDirectory"] == str(sb.state_dir)
+    elsewhere = "/tmp/nsmanager-sandbox/elsewhere"
+    sb.write_config(SubtreeRoot=elsewhere)
+    p = nsctl("verify", f"--config={sb.config_file}")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == (f"note: SubtreeRoot= is '{elsewhere}' in the files but '{sb.subtree_root}' in the running "
+                        "nsmanagerd: a reload does not change it, the next start does (systemctl restart nsmanagerd)\n"), p.stderr

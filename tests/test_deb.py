@@ -129,6 +129,8 @@ def contract(arch_triplet: str) -> dict[str, str]:
     """Debian 12's path of every file of the installation contract -> what it is."""
     files = {
         "/usr/libexec/nsmanagerd": "the daemon",
+        "/usr/libexec/nsmanager-attach-exec": "what an attached command's unit runs first, as the caller",
+        "/usr/lib/systemd/catalog/nsmanager.catalog": "the journal's catalog of the audit records",
         "/usr/bin/nsctl": "the CLI",
         f"/lib/{arch_triplet}/security/pam_nsmanager.so": "the PAM module",
         "/lib/systemd/system/nsmanagerd.service": "the systemd unit",

@@ -48,7 +48,7 @@ CHECKS = [
     "kernel", "install", "unit_active", "cron_scheduled", "su_login", "sudo", "ssh", "user_manager",
     "host_mount_reaches_view", "attach_as_user", "nsctl_verbs", "reader_sees_a_gap", "replace_bind",
     "replace_own_bind", "replace_bind_with_mounts_below", "own_view_refusals", "reused_mount_id_of_a_bind",
-    "reused_mount_id_of_a_policy_mount", "verify", "kill9_restart", "upgrade_in_place", "cron", "exposure",
+    "reused_mount_id_of_a_policy_mount", "verify", "mount_events", "eject", "kill9_restart", "upgrade_in_place", "cron", "exposure",
     "no_errors_logged",
 ]
 # What the whole run may take (boot, install, checks, poweroff), stretched by NSM_TIMEOUT_SCALE.

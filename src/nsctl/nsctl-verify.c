@@ -5,9 +5,11 @@
  * daemon is down. */
 #include <errno.h>
 #include <grp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <unistd.h>
 
+#include "bus-errors.h"
 #include "manager-config.h"
 #include "nsctl.h"
 #include "user-util.h"
@@ -44,6 +46,50 @@ static void warn_unknown_names(const ManagerConfig *c) {
                                 c->group_policies[i].path, c->group_policies[i].name);
 }
 
+/* A property of the running daemon's Manager, without starting it (a daemon that does not run
+ * is not D-Bus activated for this): NULL if there is none to ask. */
+static char *running_property(sd_bus *bus, const char *name) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        const char *value;
+        char *s;
+
+        if (sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH, "org.freedesktop.DBus.Properties",
+                                           "Get") < 0 ||
+            sd_bus_message_set_auto_start(m, false) < 0 ||
+            sd_bus_message_append(m, "ss", NSM_MANAGER_INTERFACE, name) < 0 ||
+            sd_bus_call(bus, m, 5 * USEC_PER_SEC, NULL, &reply) < 0 ||
+            sd_bus_message_read(reply, "v", "s", &value) < 0)
+                return NULL;
+        s = strdup(value);
+        return s;
+}
+
+/* The settings that a reload cannot change (the daemon keeps its views and pins where it
+ * started): said when the files now hold another value than the running daemon's, so that
+ * "nsctl verify && nsctl reload" is not taken for the whole change. */
+static void note_start_only_changes(const ManagerConfig *c) {
+        static const struct {
+                const char *property, *setting;
+                size_t offset;
+        } keys[] = {
+                { "SubtreeRoot", "SubtreeRoot=", offsetof(ManagerConfig, subtree_root) },
+                { "StateDirectory", "StateDirectory=", offsetof(ManagerConfig, state_directory) },
+        };
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+
+        if (sd_bus_open_system(&bus) < 0)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                _cleanup_free_ char *running = running_property(bus, keys[i].property);
+                const char *files = *(char *const *) ((const char *) c + keys[i].offset);
+
+                if (running && files && !streq(running, files))
+                        fprintf(stderr, "note: %s is '%s' in the files but '%s' in the running nsmanagerd: a reload does "
+                                "not change it, the next start does (systemctl restart nsmanagerd)\n",
+                                keys[i].setting, files, running);
+        }
+}
+
 int verb_verify(sd_bus *bus _unused_, int argc, char **argv) {
         _cleanup_strv_free_ char **errors = NULL;
         int r;
@@ -65,8 +111,10 @@ int verb_verify(sd_bus *bus _unused_, int argc, char **argv) {
                         manager_config_done(&c);
                         return log_oom();
                 }
-                if (r >= 0)
+                if (r >= 0) {
                         warn_unknown_names(&c);
+                        note_start_only_changes(&c);
+                }
                 manager_config_done(&c);
         }
 

@@ -748,10 +748,18 @@ static int property_get_subtree_root(sd_bus *bus, const char *path, const char *
         return sd_bus_message_append(reply, "s", m->config.subtree_root);
 }
 
+static int property_get_state_directory(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "s", m->state.root);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", NULL, offsetof(Manager, version), SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("SubtreeRoot", "s", property_get_subtree_root, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        /* Both change only at a start (nsctl verify says when the files say otherwise). */
+        SD_BUS_PROPERTY("SubtreeRoot", "s", property_get_subtree_root, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("StateDirectory", "s", property_get_state_directory, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("SharedSubtrees", "as", property_get_shared, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD_WITH_ARGS("CreateNamespace", SD_BUS_ARGS("s", user), SD_BUS_RESULT("o", namespace),
                                 method_create_namespace, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -94,6 +94,7 @@ Manager *manager_free(Manager *m) {
         bus_creds_cache_detach();
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
+        strv_free(m->shared_at_runtime);
         manager_config_done(&m->config);
         host_changes_done(&m->startup_changes);
         state_dir_done(&m->state);
@@ -217,11 +218,24 @@ int manager_reload(Manager *m, char **ret_error) {
         /* New shared subtrees are prepared on the host now (and those that could not be
          * before: retried); subtrees shared at run time stay. */
         manager_share_configured(&c.shared_subtrees, m->config.shared_subtrees, NULL);
-        for (char **p = m->config.shared_subtrees; p && *p; p++)
-                if (!strv_contains((const char *const *) c.shared_subtrees, *p) && strv_extend(&c.shared_subtrees, *p) < 0) {
-                        manager_config_done(&c);
-                        return -ENOMEM;
+        for (char **p = m->config.shared_subtrees; p && *p; p++) {
+                if (strv_contains((const char *const *) c.shared_subtrees, *p))
+                        continue;
+                if (strv_contains((const char *const *) m->shared_at_runtime, *p)) {
+                        if (strv_extend(&c.shared_subtrees, *p) < 0) {
+                                manager_config_done(&c);
+                                return -ENOMEM;
+                        }
+                        continue;
                 }
+                /* Taken out of the configuration. Unsharing it on the host now would cut the
+                 * views that are its peers off in the middle of their sessions: new views no
+                 * longer join it, the others stay peers until they end. */
+                log_warning("SharedSubtrees= no longer lists '%s': views created from now on receive it one way "
+                            "only, existing views stay its peers until they end, and the host's '%s' stays a shared "
+                            "mount until it is unmounted (nsmanagerd --release does, once the daemon is stopped).",
+                            *p, *p);
+        }
         manager_config_done(&m->config);
         m->config = c;
         manager_publish_login_filter(m);
@@ -240,7 +254,7 @@ int manager_save_shared(Manager *m) {
 
         if (!f)
                 return -ENOMEM;
-        for (char **p = m->config.shared_subtrees; p && *p; p++) {
+        for (char **p = m->shared_at_runtime; p && *p; p++) {
                 _cleanup_free_ char *e = escape_word(*p);
                 if (e)
                         fprintf(f, "%s\n", e);
@@ -272,7 +286,11 @@ static void manager_load_shared(Manager *m, char *const *configured) {
                 /* A configured path is the configuration's (and its checks'), also where it
                  * was left out now. */
                 if (unescape_word(line, &path) < 0 || !path_is_absolute_normalized(path) || streq(path, "/") ||
-                    strv_contains((const char *const *) m->config.shared_subtrees, path) ||
+                    strv_contains((const char *const *) m->shared_at_runtime, path))
+                        continue;
+                if (strv_extend(&m->shared_at_runtime, path) < 0)
+                        return;
+                if (strv_contains((const char *const *) m->config.shared_subtrees, path) ||
                     strv_contains((const char *const *) configured, path))
                         continue;
                 r = host_share_path(path, /* only_root= */ false, &m->startup_changes, &why);
@@ -281,6 +299,7 @@ static void manager_load_shared(Manager *m, char *const *configured) {
                         log_warning("%s", why);
                 else if (r < 0) {
                         log_warning_errno(r, "%s Dropping '%s' from the subtrees shared at run time.", why ?: "", path);
+                        (void) strv_remove(m->shared_at_runtime, path);
                         dropped = true;
                         continue;
                 }
@@ -768,15 +787,8 @@ static void on_host_shared(int result, const char *message, const ViewOpResult *
         if (result < 0) {
                 /* Nothing half-applied: the views never heard of it, and it is no longer saved. */
                 if (c->added) {
-                        char **l = m->config.shared_subtrees;
-                        size_t k = 0;
-                        for (size_t i = 0; l && l[i]; i++)
-                                if (streq(l[i], c->path))
-                                        free(l[i]);
-                                else
-                                        l[k++] = l[i];
-                        if (l)
-                                l[k] = NULL;
+                        (void) strv_remove(m->config.shared_subtrees, c->path);
+                        (void) strv_remove(m->shared_at_runtime, c->path);
                         (void) manager_save_shared(m);
                 }
                 for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
@@ -815,6 +827,8 @@ int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, Share
          * had not joined yet. */
         if (!strv_contains((const char *const *) m->config.shared_subtrees, path)) {
                 r = strv_extend(&m->config.shared_subtrees, path);
+                if (r >= 0)
+                        r = strv_extend(&m->shared_at_runtime, path);
                 if (r >= 0) {
                         c->added = true;
                         r = manager_save_shared(m);

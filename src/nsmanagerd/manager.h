@@ -34,7 +34,8 @@ typedef struct Manager {
 
         const char *version;     /* the Version property */
         char *config_file;       /* --config=FILE, or NULL for the standard files */
-        ManagerConfig config;
+        ManagerConfig config;    /* config.shared_subtrees: the configured ones that are shared, and those of: */
+        char **shared_at_runtime; /* ShareSubtree("", P) since the first start (StateDirectory/shared-subtrees) */
         StateDir state;          /* computed once, at start: StateDirectory= changes only then */
         HostChanges startup_changes; /* what this start changed on the host, until it serves */
         bool registry_created;   /* this start created the registry (until it serves) */

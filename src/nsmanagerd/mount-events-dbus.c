@@ -153,7 +153,8 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         uid_t uid;
         int r;
 
-        /* A peer-to-peer connection (the private socket) has no name to track. */
+        /* Signals go to bus names: the system bus's. (The private socket does not offer
+         * Subscribe; this keeps it so if it ever serves more.) */
         if (!sender || bus != m->bus)
                 return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
                                         "Subscribe() works on the system bus only: its signals go to bus names.");

@@ -27,6 +27,21 @@ int strv_extend(char ***l, const char *s) {
         return 0;
 }
 
+bool strv_remove(char **l, const char *s) {
+        size_t k = 0;
+        bool found = false;
+
+        for (size_t i = 0; l && l[i]; i++)
+                if (strcmp(l[i], s) == 0) {
+                        free(l[i]);
+                        found = true;
+                } else
+                        l[k++] = l[i];
+        if (l)
+                l[k] = NULL;
+        return found;
+}
+
 char **strv_split_whitespace(const char *s) {
         _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
 

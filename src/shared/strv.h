@@ -35,6 +35,8 @@ static inline bool strv_contains(const char *const *l, const char *s) {
 size_t strv_length(char *const *l);
 /* Appends a copy of s. */
 int strv_extend(char ***l, const char *s);
+/* Removes every entry equal to s; whether there was one. */
+bool strv_remove(char **l, const char *s);
 /* Splits on spaces and tabs; quotes are not interpreted. NULL on OOM. */
 char **strv_split_whitespace(const char *s);
 /* "a b c": NULL on OOM; "" for an empty list. */
