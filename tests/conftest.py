@@ -8,9 +8,47 @@ stretches every wait, e.g. for ASan builds.)
 Importing this file moves the whole pytest process into a mount namespace of its
 own with every mount private (tests/sandbox.py), so nothing a test mounts reaches
 the machine. The machine the tests see is described in tests/sandbox.py: test
-users in bind-mounted copies of passwd/group/shadow, tmpfs /home, /mnt, /run,
-/tmp, an overlay on /var/lib, the project's bus policy, a real dbus-daemon --system and a
-real polkitd.
+users in bind-mounted copies of passwd/group/shadow, tmpfs /home, /mnt, /media, /run,
+/tmp (whatever the machine has mounted under /mnt and /media taken away first, so the
+suite passes whatever they hold), an overlay on /var/lib, the project's bus policy, a
+real dbus-daemon --system and a real polkitd. The session fails at its end if anything
+appeared in the machine's own /, /etc, /srv or /var/lib (a view's root is the machine's
+root: write only below the sandbox's tmpfs mounts, or a tmpfs of the test's own).
+
+Test files, one per feature:
+    test_core.py           start-up, views (created, looked at, propagating, removed),
+                           the interface as busctl shows it
+    test_refusals.py       refusals of a user or a session id (each feature's own refusals
+                           are in its file)
+    test_restart.py        crashes and restarts, the state directory, losing the bus
+    test_propagation.py    ShareSubtree, EnslaveSubtree, SetPropagation, BindMount, Unmount,
+                           GetMounts: the shared-subtrees story and the kernel's examples
+    test_retroactive_share.py  ShareSubtree("") reaching the views that exist
+    test_own_view.py       what a user may do to her own view: each rule, each attack
+    test_view_policy.py    the [View] policy, and its paths never following a user's link
+    test_config.py         the configuration taken whole or not at all, nsctl verify,
+                           start-ups that change nothing, --release
+    test_polkit.py         who may call what: root's methods, polkit's actions and rules
+    test_can.py            Can(): what a call would get from polkit
+    test_attach.py         Attach in the sandbox (test_nspawn_attach.py: under systemd)
+    test_pam.py            logins through the real PAM stack (runuser, su, sshd, threads)
+    test_login_without_view.py  LoginWithoutView=
+    test_private_socket.py the private socket of the PAM module's logins
+    test_login_cost.py     work a login must not do
+    test_hung_fs.py        a hung file system or a greedy user stalls nobody else
+    test_stray_fds.py      no fd a user sends reaches the daemon
+    test_bus_broker.py     the bus policy on dbus-broker
+    test_mount_events.py   Subscribe, MountsChanged, nsctl mounts --follow
+    test_eject.py          Eject() and ReleaseWithHost=
+    test_logging.py        logs, LogControl1, audit records
+    test_leaks.py          fds, mounts and children back to where they were
+    test_nsctl.py          the CLI: verbs, output, refusals, attach on a terminal
+    test_cockpit.py        the Cockpit page in a real browser
+    test_interface.py      the checked-in XML and docs/interface.md match the daemon
+    test_install.py, test_deb.py   meson install, the Debian package
+    test_nspawn.py, test_nspawn_attach.py, test_qemu.py   Debian booted with systemd; other kernels
+    test_sandbox.py        the sandbox and helpers themselves; the suite on a machine whose
+                           /mnt and /media hold mounts
 
 Test users (sandbox.TEST_USERS; password: NAME-secret, e.g. alice-secret):
     alice 2001, bob 2002, carol 2003 (member of group nsadmin, gid 2100),
@@ -161,10 +199,11 @@ def users():
     return dict(sandbox_module.TEST_USERS)
 
 
-# The sandbox's /mnt and homes serve every test of the session: what a test leaves in
-# them (a mount point mount_tmpfs made, a file) would be there for the next.
+# The sandbox's /mnt, /media and homes serve every test of the session: what a test leaves
+# in them (a mount point mount_tmpfs made, a file) would be there for the next.
 def _shared_dirs() -> dict[str, set[str]]:
-    dirs = ["/mnt"] + [u.home for u in sandbox_module.TEST_USERS.values() if os.path.isdir(u.home)]
+    dirs = [d for d in sandbox_module.MACHINE_MOUNT_DIRS if os.path.isdir(d)]
+    dirs += [u.home for u in sandbox_module.TEST_USERS.values() if os.path.isdir(u.home)]
     return {d: set(os.listdir(d)) for d in dirs}
 
 

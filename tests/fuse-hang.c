@@ -12,7 +12,7 @@
  *   fuse-hang symlink MOUNTPOINT UID TARGET answers, and lies as any FUSE server may: its root
  *                                           directory and the one entry in it, 'link', a
  *                                           symlink to TARGET, are owned by root, it says
- *                                           (tests/test_redteam.py: a user's FUSE mount
+ *                                           (tests/test_view_policy.py: a user's FUSE mount
  *                                           steering a path the daemon resolves)
  *   fuse-hang file-read-no-reply MOUNTPOINT UID
  *                                           answers everything but reading: its root directory

@@ -12,8 +12,8 @@ ns_path(user) -> the object path of the user's namespace; create(sb, *users) ->
     CreateNamespace of each, their paths; processes_of(uid, comm) -> pids.
 open_session(manager, user, session_id) -> the session fd of OpenSession (an int, the
     caller's to close: the session lasts while it is open); the namespace fd is closed.
-daemon_syscalls(sb, action, syscalls) -> strace's log of those syscalls by nsmanagerd and
-    its children while action() ran.
+daemon_syscalls(sb, action, syscalls, timestamps=False) -> strace's log of those syscalls by
+    nsmanagerd and its children while action() ran (written to sb.instance/strace.log as it goes).
 PamServices(pam_dir, module=None): install(service, source=None, text=None) puts a PAM
     service of the test's own (pam.d/SOURCE of the project with the built module, or
     `text`) into the sandbox's /etc/pam.d (the pam_dir fixture); restore() puts back what
@@ -118,12 +118,15 @@ def wait_until(predicate, what: str, wait: float = 10, interval: float = 0.02, d
         time.sleep(interval)
 
 
-def daemon_syscalls(sb, action, syscalls: str, strsize: int = 32) -> str:
+def daemon_syscalls(sb, action, syscalls: str, strsize: int = 32, timestamps: bool = False) -> str:
     """strace's log of `syscalls` (strace's -e trace= list) made by nsmanagerd and its
-    children while action() ran; strsize is strace's -s (how much of each string shows)."""
+    children while action() ran; strsize is strace's -s (how much of each string shows);
+    timestamps: each line's second field is the time (-ttt). The log is written to
+    sb.instance / "strace.log" as it goes: action() may watch it."""
     log = sb.instance / "strace.log"
-    tracer = subprocess.Popen(["strace", "-f", "-e", f"trace={syscalls}", "-s", str(strsize), "-o", str(log),
-                               "-p", str(sb.daemon.pid)], stderr=subprocess.PIPE, text=True)
+    tracer = subprocess.Popen(["strace", "-f", "-e", f"trace={syscalls}", "-s", str(strsize), "-o", str(log)]
+                              + (["-ttt"] if timestamps else []) + ["-p", str(sb.daemon.pid)],
+                              stderr=subprocess.PIPE, text=True)
     # strace says "Process N attached" on stderr once it is in
     wait_until(lambda: "attached" in (tracer.stderr.readline() or ""), "strace to attach", 10)
     try:

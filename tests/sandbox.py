@@ -12,7 +12,9 @@ the sandbox builds what a small Debian machine has and nsmanagerd needs:
   /etc/passwd, group, shadow, gshadow
              bind mounts of copies with the test users added (see TEST_USERS)
   /home      tmpfs with the test users' homes
-  /mnt       tmpfs (the default SharedSubtrees)
+  /mnt       tmpfs (the default SharedSubtrees), and /media (desktop.conf's): whatever the
+             machine has mounted on or below them is unmounted first, in the sandbox's
+             namespace only, so the tests see the same /mnt and /media on every machine
   /etc/dbus-1/system.d
              the project's own bus policy, dbus/org.example.NSManager.conf
   /usr/share/polkit-1/actions, /etc/polkit-1/rules.d
@@ -22,12 +24,15 @@ the sandbox builds what a small Debian machine has and nsmanagerd needs:
 
 The real files are never written: they are only covered by bind mounts that
 vanish with the namespace. A checkout (or build directory) under /tmp, /run or
-/home is bound back at its own path over the sandbox's tmpfs; one under /mnt is
+/home is bound back at its own path over the sandbox's tmpfs; one under /mnt or /media is
 refused at once (check_checkout_location). Each daemon "instance" gets fresh SubtreeRoot,
 StateDirectory and configuration directories under BASE/runs/, so tests are
 independent; cleanup_instance() removes what a test left and reports mounts
 that leaked. teardown() undoes everything and checks that the mount table is
-back to what it was when the namespace was entered.
+back to what it was once the machine's /mnt and /media were emptied, and that
+nothing appeared in (or went from) the machine's own /, /etc, /srv and /var/lib
+(a view's root is the machine's root: a directory made in a view outside the
+sandbox's tmpfs mounts is made on the machine's disk).
 
 Used by tests/conftest.py (the pytest fixtures) and tests/demo.py.
 """
@@ -89,12 +94,25 @@ MS_SHARED = 1 << 20
 MNT_DETACH = 2
 UMOUNT_NOFOLLOW = 8
 PR_SET_CHILD_SUBREAPER = 36
+SYS_open_tree = 428             # the same number on every architecture (Linux 5.2)
+OPEN_TREE_CLONE = 1
+AT_FDCWD = -100
+
+# The machine's directories the sandbox empties and covers with a tmpfs of its own: whatever
+# the machine has mounted there (a cloud machine's scratch disk on /mnt, a CD on /media) is
+# taken away in the sandbox's namespace first, so it reaches no view and no count of mounts.
+MACHINE_MOUNT_DIRS = ("/mnt", "/media")
+# Where a test that wrote outside the sandbox's tmpfs mounts would leave something on the
+# machine's own file systems (a view's root is the machine's root: a mkdir in a view is a
+# real directory): listed at set-up and at teardown, which fails with what appeared.
+MACHINE_DIRS_WATCHED = ("/", "/etc", "/srv", "/var/lib")
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _libc.unshare.argtypes = [ctypes.c_int]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_libc.syscall.restype = ctypes.c_long
 
 
 def timeout(seconds: float) -> float:
@@ -142,12 +160,15 @@ def checkout_paths() -> list[Path]:
 def check_checkout_location(users=()) -> None:
     """Refuse at once, with the reason, a checkout the sandbox cannot keep visible: one under
     /mnt (the default SharedSubtrees=: the daemon would copy it into every view and count it
-    as a leak), under the sandbox's own BASE, or in a test user's home. A checkout under /tmp,
+    as a leak) or /media, under the sandbox's own BASE, or in a test user's home. A checkout under /tmp,
     /run or /home is kept: Sandbox.setup binds it back over the sandbox's tmpfs."""
     for p in checkout_paths():
         if _is_under(p, "/mnt"):
             raise RuntimeError(f"{p} is under /mnt, which the test sandbox covers with a tmpfs and nsmanagerd "
                                "shares into every view (SharedSubtrees=/mnt): move the checkout elsewhere")
+        if any(_is_under(p, d) for d in MACHINE_MOUNT_DIRS):
+            raise RuntimeError(f"{p} is under {next(d for d in MACHINE_MOUNT_DIRS if _is_under(p, d))}, which the "
+                               "test sandbox empties and covers with a tmpfs: move the checkout elsewhere")
         if _is_under(p, BASE) or _is_under(BASE, p):
             raise RuntimeError(f"{p} overlaps the test sandbox's own directory {BASE}: move the checkout elsewhere")
         for u in users:
@@ -182,6 +203,7 @@ def set_propagation(target, flags: int) -> None:
 _namespace_lock = threading.Lock()
 _entered_namespace: int | None = None   # inode of the namespace we made
 _namespace_baseline: list | None = None
+_machine_namespace_fd: int | None = None   # the namespace we left
 
 
 def mntns_id(pid: str | int = "self") -> int:
@@ -196,7 +218,7 @@ def enter_private_mount_namespace() -> int:
     Idempotent. Must run while the process has a single thread (unshare(CLONE_NEWNS)
     fails with EINVAL otherwise), so call it at import time. Returns the mount count
     of the fresh namespace: the baseline teardown compares against."""
-    global _entered_namespace, _namespace_baseline
+    global _entered_namespace, _namespace_baseline, _machine_namespace_fd
     with _namespace_lock:
         if _entered_namespace is not None and _entered_namespace == mntns_id():
             return len(_namespace_baseline)
@@ -204,6 +226,9 @@ def enter_private_mount_namespace() -> int:
             raise PermissionError("the nsmanager sandbox needs root (CAP_SYS_ADMIN)")
         if threading.active_count() > 1:
             raise RuntimeError("enter_private_mount_namespace() must run before any thread starts")
+        # The machine's namespace, kept for a session of tests that needs the machine as it
+        # is (machine_namespace_fd()): this process never enters it again.
+        _machine_namespace_fd = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
         if _libc.unshare(CLONE_NEWNS) != 0:
             e = ctypes.get_errno()
             raise OSError(e, f"unshare(CLONE_NEWNS): {os.strerror(e)}")
@@ -249,6 +274,16 @@ def _start_watchdog(ns_id: int) -> None:
     os.close(r)
     os.set_inheritable(w, False)
     _watchdog_pipe = w   # never written; closed by the kernel when we exit
+
+
+def machine_namespace_fd() -> int:
+    """An fd of the mount namespace this process left in enter_private_mount_namespace(): the
+    machine's (or whatever namespace pytest was started in). Only to start a child that makes a
+    namespace of its own from it at once (nsenter --mount=/proc/self/fd/N unshare --mount ...):
+    nothing may be mounted in the machine's own."""
+    if _machine_namespace_fd is None:
+        raise RuntimeError("enter_private_mount_namespace() has not run")
+    return _machine_namespace_fd
 
 
 def child_processes() -> list[tuple[int, str]]:
@@ -387,6 +422,59 @@ def find_mount(mounts: list[Mount], target: str) -> Mount | None:
 def _is_under(path: str, top: str) -> bool:
     path, top = str(path), str(top)
     return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def take_away_machine_mounts(dirs=MACHINE_MOUNT_DIRS) -> None:
+    """Unmount, detached, whatever is mounted on or below each of dirs, in this process's
+    namespace only (enter_private_mount_namespace() made every mount private: the machine
+    keeps its own). Deepest first; a mount that another covers can only be reached once the
+    cover is gone, so each turn unmounts the deepest one its path reaches."""
+    for _ in range(1000):
+        found = sorted((m for m in host_mountinfo() if any(_is_under(m.target, d) for d in dirs)),
+                       key=lambda m: -m.target.count("/"))
+        if not found:
+            return
+        errors = []
+        for m in found:
+            try:
+                sys_umount(m.target, MNT_DETACH | UMOUNT_NOFOLLOW)
+                break
+            except OSError as e:
+                errors.append(f"{m}: {e.strerror}")
+        else:
+            raise RuntimeError("the sandbox cannot take the machine's mounts away in its own namespace: "
+                               + "; ".join(errors))
+    raise RuntimeError(f"the machine's mounts under {', '.join(dirs)} do not go away")
+
+
+def open_machine_dirs(paths=MACHINE_DIRS_WATCHED) -> dict[str, int]:
+    """{path: fd} of a detached, non-recursive copy of the mount that holds each path
+    (open_tree(OPEN_TREE_CLONE)), at the path: what the machine's own file system holds
+    there, whatever is mounted on top of it before or later."""
+    fds = {}
+    for p in paths:
+        fd = _libc.syscall(ctypes.c_long(SYS_open_tree), ctypes.c_long(AT_FDCWD), os.fsencode(p),
+                           ctypes.c_long(OPEN_TREE_CLONE | os.O_CLOEXEC))
+        if fd < 0:
+            e = ctypes.get_errno()
+            for other in fds.values():
+                os.close(other)
+            raise OSError(e, f"open_tree({p}, OPEN_TREE_CLONE): {os.strerror(e)}")
+        fds[p] = fd
+    return fds
+
+
+def list_machine_dirs(fds: dict[str, int]) -> dict[str, set[str]]:
+    """The names in each directory of open_machine_dirs() (its fds are O_PATH: opened again
+    for reading)."""
+    listing = {}
+    for p, fd in fds.items():
+        d = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+        try:
+            listing[p] = set(os.listdir(d))
+        finally:
+            os.close(d)
+    return listing
 
 
 # ---------------------------------------------------------------------------
@@ -592,6 +680,8 @@ class Sandbox:
         self._notify_sock: socket.socket | None = None
         self._instance_baseline: list[Mount] = []
         self.baseline: list[Mount] = []
+        self._machine_dirs: dict[str, int] | None = None
+        self._machine_dirs_before: dict[str, set[str]] = {}
         self._is_set_up = False
 
     # -- mounting ----------------------------------------------------------
@@ -668,7 +758,13 @@ class Sandbox:
             return self
         check_checkout_location(self.users.values())
         enter_private_mount_namespace()
+        # Before anything is mounted: what the machine itself mounted on /mnt and /media is
+        # none of the tests' business, and the baseline is the table without it.
+        take_away_machine_mounts()
         self.baseline = host_mountinfo()
+        if self._machine_dirs is None:
+            self._machine_dirs = open_machine_dirs()
+            self._machine_dirs_before = list_machine_dirs(self._machine_dirs)
         os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = SYSTEM_BUS_ADDRESS
         try:
             self._cover("/tmp", mode="1777")
@@ -691,7 +787,9 @@ class Sandbox:
                 os.chmod(self.base / "bin", 0o755)
                 os.chmod(self.base / "bin" / "nsctl", 0o755)
             self._setup_users()
-            self._cover("/mnt", mode="755")
+            for d in MACHINE_MOUNT_DIRS:
+                if os.path.isdir(d):
+                    self._cover(d, mode="755")
             self._setup_dbus_policy()
             if self.with_polkit:
                 self._setup_polkit_files()
@@ -1381,8 +1479,28 @@ class Sandbox:
                 extra = [m for m in now if m.id not in base_ids]
                 problems.append(f"mount count {len(now)} after teardown, baseline {len(self.baseline)}; extra: "
                                 + "; ".join(map(str, extra)))
+        problems += self._check_machine_dirs()
         if problems and check:
             raise SandboxLeak("sandbox teardown: " + "\n".join(problems))
+
+    def _check_machine_dirs(self) -> list[str]:
+        """What appeared in (or went from) the machine's own /, /etc, /srv and /var/lib since
+        set-up: something written past the sandbox's tmpfs mounts, onto the machine's disk.
+        Reported, never removed (it may be someone else's)."""
+        if self._machine_dirs is None:
+            return []
+        problems = []
+        for p, names in list_machine_dirs(self._machine_dirs).items():
+            before = self._machine_dirs_before[p]
+            made, gone = sorted(names - before), sorted(before - names)
+            if made:
+                problems.append(f"created on the machine's own file system in {p}: {', '.join(made)}")
+            if gone:
+                problems.append(f"gone from the machine's own file system in {p}: {', '.join(gone)}")
+        for fd in self._machine_dirs.values():
+            os.close(fd)
+        self._machine_dirs = None
+        return problems
 
     def __enter__(self):
         return self.setup()

@@ -3,7 +3,7 @@
  *
  *   spawn-at-pid PID COMMAND [ARG...]
  *
- * A pid reused by an unrelated process, on purpose: tests/test_hung_fs.py gives a session
+ * A pid reused by an unrelated process, on purpose: tests/test_restart.py gives a session
  * leader's pid, freed while nsmanagerd was down, to another process, as the kernel may do
  * once its pids wrap around. clone3() with set_tid (Linux 5.5) takes the pid asked for or
  * fails with EEXIST; it needs CAP_CHECKPOINT_RESTORE (or CAP_SYS_ADMIN) in the pid

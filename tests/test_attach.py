@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Manager.Attach in the sandbox, where systemd is not PID 1 and the daemon forks the
-command itself (docs/attach.md): who the command runs as, and AttachTasksMax=.
+command itself (docs/attach.md): who the command runs as, AttachTasksMax=, its pipes and
+pty, and its refusals (each named, before anything starts).
 
 The credentials race: alice sends Attach and, while the call is on its way,
 execs the setgid unix_chkpwd (group shadow) with her bus connection still open. A daemon
@@ -22,8 +23,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import dbus
 import pytest
 
+from helpers import E_INVALID_ARGS, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, expect_error
 from sandbox import SYSTEM_BUS_SOCKET, nsctl_binary, timeout
 
 UNIX_CHKPWD = next((p for p in ("/usr/sbin/unix_chkpwd", "/sbin/unix_chkpwd") if Path(p).exists()), None)
@@ -205,6 +208,64 @@ def test_groups_from_nss_not_proc(alice_view):
         alice_view.set_polkit_rule("50-attach-race", None)
 
 
+# Run as alice: connects to the bus (the bus driver now names this pid as the sender), then
+# forks. The parent execs the setgid-shadow unix_chkpwd, which waits on a pipe; the child
+# asks for Attach on the inherited connection and reports what the attached command printed.
+ATTACH_AFTER_SETGID = r"""
+import os, sys, time
+import dbus, dbus.lowlevel
+out_path, unix_chkpwd, shadow = sys.argv[1:4]
+bus = dbus.SystemBus()
+hold_r, hold_w = os.pipe()
+if os.fork() > 0:
+    os.dup2(hold_r, 0)
+    os.execv(unix_chkpwd, [unix_chkpwd, "alice", "nullok"])
+os.close(hold_r)
+# Until the parent is unix_chkpwd: egid shadow (Gid: real effective saved fs).
+deadline = time.monotonic() + 30
+while open(f"/proc/{os.getppid()}/status").read().split("\nGid:")[1].split()[1] != shadow:
+    if time.monotonic() > deadline:
+        sys.exit("the parent never ran with the group shadow")
+    time.sleep(0.01)
+out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+msg = dbus.lowlevel.MethodCallMessage("org.example.NSManager", "/org/example/NSManager",
+                                      "org.example.NSManager.Manager", "OpenAttach")
+msg.append("alice", ["sh", "-c", "id -g; cat /etc/shadow 2>&1"], [], "/", dbus.UInt64(0), signature="sasasst")
+try:
+    reply = bus.send_message_with_reply_and_block(msg, 30)
+    pid, stdin, stdout, stderr, status = reply.get_args_list()
+    os.close(stdin.take())
+    stdout = stdout.take()
+    while True:
+        data = os.read(stdout, 65536)
+        if not data:
+            break
+        os.write(out, data)
+    os.read(status.take(), 100)   # the command's exit status: it has ended
+except dbus.exceptions.DBusException as e:
+    os.write(out, ("error " + e.get_dbus_name() + "\n").encode())
+os.close(hold_w)          # unix_chkpwd reads EOF and exits
+"""
+
+
+def test_attach_takes_groups_from_nss_not_from_a_setgid_program(alice_view):
+    """The contract: Attach runs the command with the uid from the bus and the gid and
+    groups NSS gives for it, never re-read from /proc — the caller can exec a setgid program
+    meanwhile. With /proc's, alice's command ran as group shadow and read /etc/shadow."""
+    sb = alice_view
+    alice = pwd.getpwnam("alice")
+    out = Path(alice.pw_dir) / "nsm-attach-out"
+    shadow_gid = os.stat("/etc/shadow").st_gid
+    assert shadow_gid != 0 and os.stat("/usr/sbin/unix_chkpwd").st_gid == shadow_gid
+    p = sb.run_as("alice", ["/usr/bin/python3", "-c", ATTACH_AFTER_SETGID, str(out), "/usr/sbin/unix_chkpwd",
+                            str(shadow_gid)])
+    text = out.read_text() if out.exists() else ""
+    assert text, f"the attach client reported nothing: {p.stdout} {p.stderr}"
+    assert not text.startswith("error"), text
+    assert text.splitlines()[0] == str(alice.pw_gid), f"the command ran with gid {text.splitlines()[0]}"
+    assert "root:" not in text, "alice's attached command read /etc/shadow"
+
+
 def _sleeps_in(sb, user):
     """Live `sleep` processes of user in their view (other sandboxes' alice may run sleeps
     too: the machine's pid space is shared)."""
@@ -342,7 +403,10 @@ def test_attach_with_a_pty(alice_view):
         assert found.group(3) != b"0", "the pty is not the command's controlling terminal"
         os.write(master, b"typed\r")
         expect(rb"got=typed")
-        time.sleep(0.3)
+        deadline = time.monotonic() + timeout(10)
+        while not _sleeps_in(sb, "alice"):    # ^C for the sleep, not for what comes before it
+            assert time.monotonic() < deadline, "the command's sleep never started"
+            time.sleep(0.02)
         os.write(master, b"\x03")       # SIGINT to the command's foreground group, in its pty
         assert proc.wait(timeout(20)) == 130, out
     finally:
@@ -432,3 +496,73 @@ def test_attach_exec_takes_the_command_from_its_environment(tmp_path):
     env["NSMANAGER_ATTACH_ARGV_0"] = "bad\\q"
     p = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=timeout(10))
     assert p.returncode == 1 and "incomplete" in p.stderr, (p.returncode, p.stderr)
+
+
+# ---- refusals: each named, before anything starts ----
+
+def attach_call(manager, command, env=(), cwd="/", status=None, user="alice"):
+    r, w = os.pipe()
+    try:
+        fds = [dbus.types.UnixFd(f) for f in (0, 1, 2, status if status is not None else w)]
+        return manager.Attach(user, dbus.Array(command, "s"), dbus.Array(list(env), "s"), cwd, *fds)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+@pytest.mark.parametrize("command, env, cwd, error", [
+    ([], [], "/", E_INVALID_ARGS),                                   # no command
+    ([""], [], "/", E_INVALID_ARGS),                                 # empty command
+    (["bin/true"], [], "/", E_INVALID_ARGS),                         # relative path with a slash
+    (["true"], ["NOEQUALS"], "/", E_INVALID_ARGS),                   # not KEY=VALUE
+    (["true"], ["=value"], "/", E_INVALID_ARGS),                     # empty key
+    (["true"], [], "relative/dir", E_INVALID_PATH),  # relative working directory
+])
+def test_attach_refuses_bad_arguments(daemon, manager, command, env, cwd, error):
+    manager.CreateNamespace("alice")
+    expect_error(lambda: attach_call(manager, command, env, cwd), error)
+
+
+def test_attach_refuses_a_status_fd_it_cannot_write(daemon, manager):
+    manager.CreateNamespace("alice")
+    r, w = os.pipe()
+    try:
+        # the read end of a pipe: the daemon could never report the exit status
+        expect_error(lambda: attach_call(manager, ["true"], status=r), E_INVALID_ARGS)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+@pytest.mark.parametrize("command, env, cwd, flags, error", [
+    ([], [], "/", 0, E_INVALID_ARGS),                                # no command
+    (["bin/true"], [], "/", 0, E_INVALID_ARGS),                      # relative path with a slash
+    (["true"], ["=value"], "/", 0, E_INVALID_ARGS),                  # empty key
+    (["true"], [], "relative/dir", 0, E_INVALID_PATH),               # relative working directory
+    (["true"], [], "/", 0x2, E_INVALID_ARGS),                        # unknown flag
+])
+def test_open_attach_refuses_bad_arguments(daemon, manager, command, env, cwd, flags, error):
+    """OpenAttach checks its arguments as Attach does, and its flags, before it makes any fd."""
+    manager.CreateNamespace("alice")
+    expect_error(lambda: manager.OpenAttach("alice", dbus.Array(command, "s"), dbus.Array(env, "s"), cwd,
+                                            dbus.UInt64(flags)), error)
+
+
+def test_attach_to_a_user_without_a_namespace(daemon, manager):
+    manager.CreateNamespace("alice")
+    e = expect_error(lambda: attach_call(manager, ["true"], user="bob"), E_NO_SUCH_NAMESPACE)
+    assert "bob" in e.get_dbus_message()
+    expect_error(lambda: manager.GetNamespace("bob"), E_NO_SUCH_NAMESPACE)
+
+
+def test_attach_refuses_a_status_fd_that_is_no_pipe(daemon, manager):
+    """The exit status goes to a pipe or a socket: anything else open for writing (here
+    /dev/null; not a file on the sandbox's /tmp, which the traceback's copy of the fd would
+    keep busy) is refused before anything starts."""
+    manager.CreateNamespace("alice")
+    fd = os.open("/dev/null", os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        e = expect_error(lambda: attach_call(manager, ["true"], status=fd), E_INVALID_ARGS)
+        assert "pipe or a socket" in e.get_dbus_message(), e.get_dbus_message()
+    finally:
+        os.close(fd)

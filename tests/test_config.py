@@ -24,10 +24,11 @@ import signal
 import subprocess
 from pathlib import Path
 
+import dbus
 import pytest
 
-from helpers import E_FAILED, expect_error, wait_until
-from sandbox import (SYSTEM_BUS_ADDRESS, TEST_USERS, daemon_binary, find_mount, host_mountinfo,
+from helpers import E_FAILED, E_USER_EXCLUDED, expect_error, wait_until
+from sandbox import (SYSTEM_BUS_ADDRESS, TEST_USERS, daemon_binary, dbus_error_name, find_mount, host_mountinfo,
                      parse_mountinfo, timeout)
 
 ALICE = TEST_USERS["alice"]
@@ -144,6 +145,34 @@ def test_start_only_settings_are_named_at_reload(daemon):
     assert sb.properties()["SubtreeRoot"] == str(sb.subtree_root)
     wait_until(lambda: f"SubtreeRoot= ({sb.subtree_root} → /tmp/nsmanager-sandbox/elsewhere)" in sb.daemon_log_text(),
                "the reload to name the changed SubtreeRoot=")
+
+
+def test_sighup_reloads_the_configuration_for_new_namespaces(daemon, manager):
+    manager.CreateNamespace("alice")
+    daemon.write_config(ExcludeUsers="bob")
+    os.kill(daemon.daemon.pid, signal.SIGHUP)
+
+    def refused():
+        try:
+            manager.CreateNamespace("bob")
+        except dbus.exceptions.DBusException as e:
+            assert dbus_error_name(e) == E_USER_EXCLUDED
+            return True
+        manager.RemoveNamespace("bob")        # not reloaded yet: undo and try again
+        return False
+    wait_until(refused, "SIGHUP to reload ExcludeUsers=", interval=0.05)
+    # existing namespaces are untouched, the daemon still runs
+    assert manager.GetNamespace("alice")
+    assert daemon.daemon.poll() is None
+
+
+def test_reload_with_a_broken_file_keeps_the_old_configuration(daemon, manager):
+    daemon.write_config(extra="[Manager]\nMinUID=not-a-number\n")
+    e = expect_error(lambda: manager.ReloadConfig(), E_FAILED)
+    assert "nsmanagerd.conf:" in e.get_dbus_message() and "not a valid UID" in e.get_dbus_message(), \
+        "the refusal should name the file, line and value"
+    manager.CreateNamespace("alice")          # MinUID=1000 still holds: alice (2001) is fine
+    expect_error(lambda: manager.CreateNamespace("svc"), E_USER_EXCLUDED)
 
 
 def test_verify_files(instance, nsctl):

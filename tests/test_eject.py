@@ -226,8 +226,14 @@ def test_release_with_host_detaches_a_busy_copy_lazily_and_logs_its_holder(daemo
 def test_without_release_with_host_the_copies_stay(daemon, usb):
     """What ReleaseWithHost= is for: without it the host's umount leaves the device held."""
     setup_copies(daemon, usb)
+    # A subscriber of everything has the daemon watch the host, as ReleaseWithHost=yes would:
+    # the signal of a later host mount shows that it has handled the umount before it.
+    rec = daemon.signals(interface=MANAGER_IFACE)
+    dbus.Interface(rec.bus.get_object(BUS_NAME, MANAGER_PATH), MANAGER_IFACE).Subscribe()
     daemon.umount("/mnt/usb")
-    time.sleep(1)   # what a release takes (20 ms here), many times over: nothing must happen
+    daemon.mount_tmpfs("/mnt/nsm-later")
+    rec.wait_for("HostMountsChanged", lambda a: any(str(m[2]) == "/mnt/nsm-later" for m in a[0]))
+    assert "The host unmounted the last mount of block device" not in daemon.daemon_log_text()
     assert usb.mounts("bob") == ["/mnt/usb"] and usb.mounts("alice") == ["/home/alice/usb"]
     assert not usb.free()
     daemon.manager().Eject(usb.dev, 0)

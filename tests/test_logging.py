@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """How nsmanagerd logs: plain lines on a terminal, "<N>" lines on other streams, records with
 their fields (read back from --log-export, the journal's export format: the sandbox has no
-journald), and org.freedesktop.LogControl1, which only root may use to change them."""
+journald), and org.freedesktop.LogControl1, which only root may use to change them; what a user
+names is logged, never a line of hers."""
 
 import os
 import pty
@@ -100,6 +101,32 @@ def test_export_records(daemon, manager):
     r = created[0]
     assert r["PRIORITY"] == "6" and r["SYSLOG_IDENTIFIER"] == "nsmanagerd"
     assert int(r["__REALTIME_TIMESTAMP"]) > 0 and int(r["_PID"]) == daemon.daemon.pid
+
+
+ATTACH_NAMED = r"""
+import os, sys
+import dbus, dbus.lowlevel
+name = sys.argv[1]
+msg = dbus.lowlevel.MethodCallMessage("org.example.NSManager", "/org/example/NSManager",
+                                      "org.example.NSManager.Manager", "OpenAttach")
+msg.append("alice", [name], [], "/", dbus.UInt64(0), signature="sasasst")
+pid, stdin, stdout, stderr, status = dbus.SystemBus().send_message_with_reply_and_block(msg, 30).get_args_list()
+os.read(status.take(), 100)
+"""
+
+
+def test_a_user_cannot_write_lines_into_the_daemons_log(daemon):
+    """The daemon logs what a user named (Attach's command, the paths of an operation that
+    timed out) one line per message, with journald's "<N>" priority prefix on stderr. A
+    newline in a name started a line of the user's own, at any priority she liked."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    sb.run_as("alice", ["/usr/bin/python3", "-c", ATTACH_NAMED, "/nonexistent\n<0>nsmanagerd: forged by alice"],
+              check=True)
+    lines = sb.daemon_log_text().splitlines()
+    assert any("nonexistent" in line for line in lines), "the Attach was not logged"
+    assert not any(line.startswith(("<0>nsmanagerd: forged", "nsmanagerd: forged")) for line in lines), \
+        "alice wrote a line of her own into the daemon's log"
 
 
 # ---------------------------------------------------------------------------

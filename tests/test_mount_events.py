@@ -97,6 +97,25 @@ def context_switches(pid):
     return sum(int(m) for m in re.findall(r"ctxt_switches:\s+(\d+)", status))
 
 
+def asleep(pid):
+    """Whether every thread of pid sleeps: whatever woke it has been handled (a task woken is
+    runnable until it has run and waits again, which counts one more voluntary switch)."""
+    states = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        stat = open(f"/proc/{pid}/task/{tid}/stat").read()
+        states.append(stat[stat.rindex(")") + 2])
+    return all(state == "S" for state in states)
+
+
+def first_listing(rec, point, member="MountsChanged", path=None):
+    """Index in rec.received of the first signal `member` (of object `path`) that lists
+    `point` attached, or None."""
+    for i, (_, m, p, args) in enumerate(rec.received):
+        if m == member and (path is None or str(p) == path) and any(str(a[2]) == point for a in args[0]):
+            return i
+    return None
+
+
 def view_ids(sb, user):
     return {m.id for m in sb.mountinfo(user)}
 
@@ -147,19 +166,27 @@ def test_without_subscribers_no_signals_and_no_work(daemon):
     listener = daemon.signals()   # hears every signal of the daemon, subscribed to nothing
     assert watch_fds(daemon) == []
     daemon.mount_tmpfs("/home/alice/quiet", view="alice")   # (entering her view asks the daemon for its fd)
+    wait_until(lambda: asleep(daemon.daemon.pid), "the daemon to wait for something to do")
     switches = context_switches(daemon.daemon.pid)
     for i in range(50):
         daemon.mount_tmpfs(f"/mnt/quiet{i}")
         daemon.umount(f"/mnt/quiet{i}")
+    # Had a mount woken it, it would be runnable until it has handled that and waits again.
+    wait_until(lambda: asleep(daemon.daemon.pid), "the daemon to wait for something to do")
     assert context_switches(daemon.daemon.pid) == switches, "the daemon was woken by mounts nobody watches"
-    got = [s for s in listener.drain(0.5) if s[1] in ("MountsChanged", "HostMountsChanged")]
-    assert got == [], f"signals without a subscriber: {got}"
 
     # A subscriber, and the signals come; gone again, and so is what the daemon held for it.
     rec = subscribe(daemon, "alice")
     wait_until(lambda: watch_fds(daemon), "the daemon to watch alice's view")
     daemon.mount_tmpfs("/mnt/heard")
     wait_changes(rec, ns_path("alice"), lambda a, d: mounted_at(a, "/mnt/heard"))
+    # The listener hears it too (signals are broadcast), and, the daemon's signals coming in
+    # the order it sends them, would have heard any about the quiet mounts before it.
+    wait_until(lambda: first_listing(listener, "/mnt/heard") is not None, "the listener to hear of /mnt/heard",
+               diag=lambda: f"{listener.drain()}")
+    got = [s for s in listener.received[:first_listing(listener, "/mnt/heard")]
+           if s[1] in ("MountsChanged", "HostMountsChanged")]
+    assert got == [], f"signals without a subscriber: {got}"
     rec.close()
     wait_until(lambda: watch_fds(daemon) == [], "the daemon to drop the watch of a subscriber that left the bus")
 
@@ -177,8 +204,12 @@ def test_a_storm_gives_few_signals_each_mount_once(daemon):
     daemon.in_view("alice", ["sh", "-c", script, "sh", *points], check=True)
     sigs, attached, _ = wait_changes(rec, path, lambda a, d: len(a) >= 200, wait=30)
     took = time.monotonic() - start
-    rec.drain(0.3)   # anything more would be a duplicate
-    sigs, attached, detached = changes(rec, path)
+    # One mount more: once it is listed, a duplicate of any of the 200 would have been too.
+    daemon.mount_tmpfs("/home/alice/storm-end", view="alice")
+    sigs, attached, detached = wait_changes(rec, path, lambda a, d: mounted_at(a, "/home/alice/storm-end"))
+    [(end_id, _, _)] = mounted_at(attached, "/home/alice/storm-end")
+    attached = [a for a in attached if a[0] != end_id]
+    sigs = [s for s in sigs if any(str(a[2]) in points for a in s[3][0])]
     assert sorted(a[2] for a in attached) == sorted(points), "each mount listed exactly once"
     assert len({a[0] for a in attached}) == 200, "200 distinct ids"
     assert detached == []
@@ -188,8 +219,9 @@ def test_a_storm_gives_few_signals_each_mount_once(daemon):
     script = 'for p in "$@"; do umount "$p" || exit 1; done'
     daemon.in_view("alice", ["sh", "-c", script, "sh", *points], check=True)
     _, _, detached = wait_changes(rec, path, lambda a, d: len(d) >= 200, wait=30)
-    rec.drain(0.3)
-    _, _, detached = changes(rec, path)
+    daemon.umount("/home/alice/storm-end", view="alice")      # and one more, as above
+    _, _, detached = wait_changes(rec, path, lambda a, d: end_id in d)
+    detached = [d for d in detached if d != end_id]
     assert sorted(detached) == sorted(ids), "each unmount listed exactly once, by the id it was attached with"
 
 
@@ -225,20 +257,36 @@ def test_unsubscribe_ends_the_signals(daemon):
     ns.Unsubscribe()   # and a second Unsubscribe is no error
     wait_until(lambda: view_watch_fds(daemon) == [], "the watch to end with the only subscription")
     daemon.mount_tmpfs("/mnt/after")
-    got = [s for s in rec.drain(0.5) if s[1] == "MountsChanged"]
+    # Another subscriber, and a mount it hears of: rec hears of it too (signals are broadcast),
+    # and, the daemon's signals coming in the order it sends them, would have heard of
+    # /mnt/after before, or with it.
+    other = subscribe(daemon, "alice")
+    daemon.mount_tmpfs("/mnt/later")
+    wait_changes(other, ns_path("alice"), lambda a, d: mounted_at(a, "/mnt/later"))
+    wait_until(lambda: first_listing(rec, "/mnt/later") is not None, "rec to hear of /mnt/later too",
+               diag=lambda: f"{rec.drain()}")
+    later = first_listing(rec, "/mnt/later")
+    got = [s for s in rec.received[:later] if s[1] == "MountsChanged"]
     assert got == [], f"signals after Unsubscribe: {got}"
+    assert not mounted_at([(int(i), int(p), str(m)) for i, p, m in rec.received[later][3][0]], "/mnt/after"), \
+        f"/mnt/after signalled after Unsubscribe: {rec.received[later]}"
 
 
 def test_a_removed_view_ends_its_subscriptions(daemon):
     create(daemon, "alice")
-    subscribe(daemon, "alice")
+    old = subscribe(daemon, "alice")
     wait_until(lambda: view_watch_fds(daemon), "the watch of alice's view")
     daemon.manager().RemoveNamespace("alice")
     wait_until(lambda: view_watch_fds(daemon) == [], "the watch to end with the view")
-    # A new view of alice is not watched by the old subscription.
+    # A new view of alice is not watched by the old subscription. bob's, subscribed to now,
+    # is: once bob hears of a mount that both views get, alice's old subscriber would have too.
     create(daemon, "alice")
-    time.sleep(0.3)
-    assert view_watch_fds(daemon) == []
+    create(daemon, "bob")
+    bobs = subscribe(daemon, "bob")
+    daemon.mount_tmpfs("/mnt/later")
+    wait_changes(bobs, ns_path("bob"), lambda a, d: mounted_at(a, "/mnt/later"))
+    assert first_listing(old, "/mnt/later", path=ns_path("alice")) is None, "alice's new view is watched"
+    assert len(view_watch_fds(daemon)) == 1, f"watched: {view_watch_fds(daemon)}; only bob's view should be"
 
 
 SUBSCRIBER = r"""

@@ -18,7 +18,9 @@ import subprocess
 
 import pytest
 
-from helpers import ns_path, processes_of, wait_until
+from caller import call_as
+from helpers import (E_INTERACTIVE_AUTHORIZATION_REQUIRED, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, ns_path,
+                     processes_of, wait_until)
 from sandbox import BASE, MANAGER_PATH, REPO, TEST_USERS, nsctl_binary, timeout
 from sshd import Sshd
 
@@ -235,13 +237,34 @@ def test_attach_no_such_namespace(views, nsctl):
     one_line_error(nsctl("attach", "nosuchuser", "--", "true", as_user="alice"))
 
 
+def daemons_refusal(sb, user, method, signature, *args, names):
+    """The message of the daemon's refusal of method(*args) called by `user` ("root" too) as
+    nsctl calls it (no interactive authorization: nsctl's standard input is no terminal),
+    after checking the refusal is one of `names`."""
+    r = call_as(sb, user, method, signature, *args)
+    assert r.get("error") in names, f"{user}: {method}{args}: expected {' or '.join(names)}, got {r}"
+    assert r["message"], r
+    return r["message"]
+
+
 def test_other_refusals_are_one_line(views, nsctl):
-    one_line_error(nsctl("status", "carol"))
-    one_line_error(nsctl("mounts", "carol"))
-    one_line_error(nsctl("create", "nosuchuser"))
+    """Each refusal is one line, and it is the refusal of what was asked: the daemon's own
+    message for the call the verb makes (whose name is checked on the bus), or nsctl's for a
+    user NSS does not know; and the refused change did not happen."""
+    sb = views
+    for argv, call in ((("status", "carol"), ("GetNamespace", "s", "carol")),
+                       (("mounts", "carol"), ("GetMounts", "s", "carol"))):
+        want = daemons_refusal(sb, "root", *call, names=(E_NO_SUCH_NAMESPACE,))
+        assert one_line_error(nsctl(*argv)) == want, argv
+    assert one_line_error(nsctl("create", "nosuchuser")) == "Unknown user 'nosuchuser'."
     # changes need authorization: alice may not remove bob's namespace
-    one_line_error(nsctl("remove", "bob", as_user="alice"))
-    one_line_error(nsctl("propagation", "alice", "relative/path", "slave"))
+    want = daemons_refusal(sb, "alice", "RemoveNamespace", "s", "bob", names=(E_INTERACTIVE_AUTHORIZATION_REQUIRED,))
+    line = one_line_error(nsctl("remove", "bob", as_user="alice"))
+    assert line.startswith(want + " ") and "No polkit agent can ask for a password here" in line, line
+    want = daemons_refusal(sb, "root", "SetPropagation", "ssst", "alice", "relative/path", "slave", 0,
+                           names=(E_INVALID_PATH,))
+    assert one_line_error(nsctl("propagation", "alice", "relative/path", "slave")) == want
+    assert sorted(str(n[0]) for n in sb.manager().ListNamespaces()) == ["alice", "bob"]
 
 
 def test_bare_nsctl_lists(views, nsctl):

@@ -240,6 +240,11 @@ class Pty:
         return self.proc.returncode
 
 
+# Whether a process of alice's named sleep runs in the container.
+ALICE_SLEEPS = ('for s in /proc/[0-9]*/status; do grep -q "^Name:[[:space:]]*sleep$" "$s" 2>/dev/null && '
+                f'grep -q "^Uid:[[:space:]]*{ALICE.uid}[[:space:]]" "$s" 2>/dev/null && exit 0; done; exit 1')
+
+
 def test_attach_interactive(machine):
     """On a terminal: nsctl gives the command a pty of its own, which systemd makes the
     controlling terminal of the service's session; its size is the terminal's, ^C
@@ -262,7 +267,8 @@ def test_attach_interactive(machine):
         assert found.group(3).decode() == link
         assert found.group(4) != b"0", "the pty is not the controlling terminal (tty_nr 0)"
         t.send(b"sleep 100\n")
-        time.sleep(0.5)
+        # ^C for the running sleep: sent earlier it would reach the shell, with the same status
+        poll(lambda: m.exec(["sh", "-c", ALICE_SLEEPS], check=False).returncode == 0, 10, "alice's sleep to run")
         t.send(b"\x03")
         t.expect(r"^INNER\$ $")
         t.send(b"echo status=$?\n")

@@ -4,26 +4,33 @@
 Root runs inside every view (su, setuid programs, the PAM modules of the next login,
 `nsctl attach` as root), so a user who changes what a path shows there changes what root
 trusts. A caller with manage-own alone gets no more than fusermount3 or udisksctl would give
-them. Each attack below was found against the first round's daemon, tried as alice would
-(through the real polkitd, with a rule standing in for an active desktop session), and
-shows its outcome as it matters: no uid 0, the host's file and mount unchanged, no file
-created, the [View] policy still applied. The legitimate uses still work, root and manage
-callers keep their power, and swapping directories for symlinks during the calls never
-gets a mount outside what the rules allow.
+them. Each attack below is tried as alice would (through the real polkitd, with a rule
+standing in for an active desktop session), by bob (without it), or through a process of
+hers on the host, and shows its outcome as it matters: no uid 0, the host's file and mount
+unchanged, no file created, the [View] policy still applied, no more mounts than
+MaxUserMounts=. The first of each section were found against the first round's daemon;
+those found after the rules landed say in their docstring what they found. The legitimate
+uses still work, root and manage callers keep their power, and swapping directories for
+symlinks during the calls never gets a mount outside what the rules allow.
+
+Attacks on other features are with them: on [View] policy paths in test_view_policy.py, on
+Attach's groups in test_attach.py, with hung FUSE mounts and floods in test_hung_fs.py, on
+the daemon's log in test_logging.py.
 """
 
 import os
 import shutil
 import subprocess
-import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from caller import assert_ok, call_as
-from helpers import (E_ACCESS_DENIED, E_BUSY, E_INVALID_PATH, E_LIMIT_EXCEEDED, PamServices,
-                     expect_error)
+from helpers import E_ACCESS_DENIED, E_BUSY, E_INVALID_PATH, E_LIMIT_EXCEEDED, PamServices
 from sandbox import TEST_USERS, find_mount
+
+ALICE = TEST_USERS["alice"]
 
 # manage-own for alice and carol stands in for an active local session (the sandbox has no
 # logind); carol, in nsadmin, also holds manage, as an administrator would.
@@ -215,6 +222,85 @@ def test_propagation_changes_add_no_mount_under_mnt(own):
         os.rmdir("/mnt/nsm-roots-dir")
 
 
+def test_propagation_changes_make_no_mounts_on_the_host(own):
+    """Propagation can only be changed on a mount of its own, so the daemon binds a path
+    onto itself first. For alice that made a mount on root's directory under the shared
+    /mnt — on the host and in every view — which root then cannot remove or rename (EBUSY)
+    and which keeps his `umount /mnt/data` busy."""
+    sb = own
+    sb.mount_tmpfs("/mnt/data")
+    for d in ("a", "b", "c"):
+        os.makedirs(f"/mnt/data/{d}")
+    for what, args in (("SetPropagation private", ("SetPropagation", "ssst", "alice", "/mnt/data/a", "private", 0)),
+                       ("SetPropagation shared", ("SetPropagation", "ssst", "alice", "/mnt/data/b", "shared", 0)),
+                       ("EnslaveSubtree", ("EnslaveSubtree", "ss", "alice", "/mnt/data/c"))):
+        call_as(sb, "alice", *args)
+    for d in ("a", "b", "c"):
+        assert not is_mount_point(sb, None, f"/mnt/data/{d}"), f"alice put a mount on the host's /mnt/data/{d}"
+        assert not is_mount_point(sb, "bob", f"/mnt/data/{d}"), f"alice put a mount on bob's /mnt/data/{d}"
+
+
+@pytest.mark.daemon_config(MaxUserMounts="2")
+def test_binds_under_the_shared_mnt_do_not_outlive_their_view(own):
+    """alice's binds under the shared /mnt are on the host and in every view too. Removing
+    her namespace (her last session closes) ends her view; if the host's copies stayed,
+    each login of hers could add MaxUserMounts= more to the host's table — and to every
+    view built afterwards — without end."""
+    sb = own
+    mine = Path("/mnt/rt-alice")
+    try:
+        mine.mkdir()
+        os.chown(mine, ALICE.uid, ALICE.gid)
+        src = sb.scratch["alice"] / "src"
+        as_user(sb, "alice", "mkdir", str(src))
+        before = sb.mount_count()
+        for login in range(3):
+            for i in range(2):
+                r = call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), f"{mine}/{login}-{i}", 2)
+                assert "ok" in r or r.get("error") in (E_LIMIT_EXCEEDED, E_ACCESS_DENIED), r
+            sb.manager().RemoveNamespace("alice")
+            sb.manager().CreateNamespace("alice")
+        assert sb.mount_count() <= before + 2, \
+            f"the host's table grew from {before} to {sb.mount_count()} mounts with MaxUserMounts=2"
+    finally:
+        for m in sorted((m.target for m in sb.mountinfo() if m.target.startswith(f"{mine}/")), reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True)
+        shutil.rmtree(mine, ignore_errors=True)
+
+
+def test_unmounting_her_bind_under_a_rejoined_mnt_leaves_roots_mount(own):
+    """alice makes her /mnt private; root then mounts a disk on a directory of hers there
+    (/mnt/rt-alice) on the host, which her view no longer receives. She binds a directory of
+    hers onto /mnt/rt-alice in her view (not shared: allowed), shares /mnt again (at
+    SharedSubtrees=: allowed, it joins the host's group), and unmounts her bind: an unmount
+    under a shared parent propagates to whatever each peer has mounted at that path."""
+    sb = own
+    mine = Path("/mnt/rt-alice")
+    mine.mkdir()
+    try:
+        os.chown(mine, ALICE.uid, ALICE.gid)
+        src = alice_dir(sb, "src")
+        outcomes = [call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0)]
+        sb.mount_tmpfs(str(mine), files={"backup.sh": "root's\n"})
+        outcomes += [call_as(sb, "alice", "BindMount", "ssst", "alice", src, str(mine), 0),
+                     call_as(sb, "alice", "ShareSubtree", "ss", "alice", "/mnt")]
+        for flags in (0, 1):
+            outcomes.append(call_as(sb, "alice", "Unmount", "sst", "alice", str(mine), flags))
+            assert is_mount_point(sb, None, str(mine)), f"root's mount went from the host: {outcomes}"
+            assert is_mount_point(sb, "bob", str(mine)), f"root's mount went from bob's view: {outcomes}"
+            assert outcomes[-1].get("error") == E_ACCESS_DENIED and "shared mount" in outcomes[-1]["message"], outcomes
+        assert Path(mine / "backup.sh").read_text() == "root's\n"
+        # Her bind is still hers to unmount, where that stays in her view: /mnt private first.
+        assert "ok" in call_as(sb, "alice", "SetPropagation", "ssst", "alice", "/mnt", "private", 0)
+        assert "ok" in call_as(sb, "alice", "Unmount", "sst", "alice", str(mine), 0)
+        assert not is_mount_point(sb, "alice", str(mine))
+        assert is_mount_point(sb, None, str(mine)) and is_mount_point(sb, "bob", str(mine))
+    finally:
+        while subprocess.run(["umount", str(mine)], capture_output=True).returncode == 0:
+            pass
+        mine.rmdir()
+
+
 # ---- 4. the create flag ----
 
 def test_create_flag_creates_nothing_outside_the_callers_directories(own):
@@ -234,7 +320,6 @@ def test_create_flag_creates_nothing_outside_the_callers_directories(own):
     assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", d, f"{sb.scratch['alice']}/new/deep", 2), "create in hers")
     for p in (sb.scratch["alice"] / "new", sb.scratch["alice"] / "new/deep"):
         assert p.stat().st_uid == TEST_USERS["alice"].uid, f"{p} is not alice's"
-
 
 
 # ---- each rule of a bind, by its sentence ----
@@ -333,6 +418,103 @@ def test_a_bind_does_not_reopen_what_the_policy_closed(srv, own):
     assert "secret" not in p.stdout
 
 
+READ_ONLY_POLICY = {"user.d/alice.conf": "[View]\nBindReadOnlyPaths=/srv/alice-ro\n"}
+
+
+@pytest.fixture
+def alice_ro(srv):
+    """/srv/alice-ro, alice's with a file and a directory of hers in it, made read-only in her
+    view by the [View] policy (created before her view is built)."""
+    ro = srv / "alice-ro"
+    (ro / "conf").mkdir(parents=True)
+    (ro / "settings").write_text("the administrator's choice\n")
+    for p in (ro, ro / "conf", ro / "settings"):
+        os.chown(p, ALICE.uid, ALICE.gid)
+    yield ro
+
+
+@pytest.mark.daemon_config(files=READ_ONLY_POLICY)
+def test_a_bind_does_not_undo_a_read_only_policy(alice_ro, own):
+    """fusermount3, the reference, mounts only where the user may write (access(W_OK) on a
+    directory, open(O_WRONLY) on a file): never inside a read-only mount. BindMount checked
+    only the owner: alice's writable file and directory bound over hers inside the [View]
+    policy's BindReadOnlyPaths= made what the administrator made read-only writable again."""
+    sb = own
+    settings, conf = alice_ro / "settings", alice_ro / "conf"
+    check = sb.in_view("alice", ["sh", "-c", f"echo x > {settings}"], as_user="alice")
+    assert check.returncode != 0, "the policy's bind is not read-only in her view"
+    mine = alice_file(sb, "settings", "alice's choice\n")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", mine, str(settings), 0), "bind over a read-only file",
+            rule="not writable for the caller")
+    refused(call_as(sb, "alice", "BindMount", "ssst", "alice", alice_dir(sb, "conf"), str(conf), 0),
+            "bind over a read-only directory", rule="not writable for the caller")
+    # As it matters: the read-only paths show what they showed, and stay read-only.
+    p = sb.in_view("alice", ["sh", "-c", f"echo changed > {settings}; touch {conf}/new; cat {settings}"],
+                   as_user="alice")
+    assert p.stdout == "the administrator's choice\n", p.stdout
+    assert not is_mount_point(sb, "alice", str(settings)) and not is_mount_point(sb, "alice", str(conf))
+
+
+# ---- /proc: files a user "owns" that setuid programs trust ----
+
+WAIT_THEN_EXEC = 'while [ ! -e "$1" ]; do sleep 0.05; done; shift; exec "$@"'
+
+
+def alice_process_in_view(sb, go, argv):
+    """A process of alice's in her view that waits for the file `go`, then execs argv (a
+    setuid program keeps the pid, and /proc/PID stays the same directory)."""
+    fd = sb.open_view_fd("alice")
+    p = subprocess.Popen(sb.view_argv(fd, ["sh", "-c", WAIT_THEN_EXEC, "sh", str(go), *argv], as_user="alice"),
+                         pass_fds=(fd,), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=sb.user_env("alice"))
+    os.close(fd)
+    return p
+
+
+def fusermount_unmounts(sb, target):
+    """alice binds a file of hers over /proc/PID/mounts of her own process (the file is hers
+    while the process is), which then execs the setuid fusermount3 -u TARGET: /etc/mtab is a
+    link to /proc/self/mounts, and fusermount3 unmounts what mtab says is her FUSE mount.
+    Returns the outcome of the BindMount call."""
+    fake = alice_file(sb, "mounts", f"fake {target} fuse.fake rw,nosuid,nodev,user_id={ALICE.uid},"
+                                    f"group_id={ALICE.gid} 0 0\n")
+    go = sb.scratch["alice"] / "go"
+    p = alice_process_in_view(sb, go, ["/usr/bin/fusermount3", "-u", "-z", target])
+    try:
+        result = call_as(sb, "alice", "BindMount", "ssst", "alice", fake, f"/proc/{p.pid}/mounts", 0)
+        as_user(sb, "alice", "touch", str(go))
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return result
+
+
+@pytest.mark.daemon_config(files=SECRET_POLICY)
+def test_bind_over_proc_pid_mounts_cannot_undo_the_policy(srv, own):
+    """fusermount3, the reference of what a user may do to their own view (docs/security.md),
+    refuses to mount over procfs: some of its files are the user's without being theirs to
+    fake. A bind over /proc/PID/mounts lets the setuid fusermount3 unmount the [View] policy's
+    InaccessiblePaths= cover."""
+    sb = own
+    result = fusermount_unmounts(sb, "/srv/secret")
+    refused(result, "alice binds over /proc/PID/mounts")
+    p = sb.in_view("alice", ["cat", "/srv/secret/file"], as_user="alice")
+    assert "secret" not in p.stdout, "the policy's cover is gone: alice reads /srv/secret"
+
+
+def test_bind_over_proc_pid_mounts_cannot_unmount_the_hosts_mounts(own):
+    """The same trick on root's /mnt/data: an unmount under the shared /mnt propagates to
+    the host and every view."""
+    sb = own
+    sb.mount_tmpfs("/mnt/data", files={"backup.sh": "root's\n"})
+    result = fusermount_unmounts(sb, "/mnt/data")
+    refused(result, "alice binds over /proc/PID/mounts")
+    assert is_mount_point(sb, None, "/mnt/data"), "root's /mnt/data was unmounted on the host"
+    assert is_mount_point(sb, "bob", "/mnt/data")
+
+
 # ---- only the top of each of her binds is hers ----
 
 @pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=%h/nsm-own/policy-tmp\n"})
@@ -378,51 +560,71 @@ def test_mounts_copied_inside_her_bind_are_not_hers(srv, own):
     assert is_mount_point(sb, "alice", f"{scratch}/policy-tmp") and is_mount_point(sb, "alice", f"{scratch}/roots-bind")
 
 
-# ---- 6. [View] paths from specifiers never follow a user's symlink ----
+def test_a_bind_does_not_cover_a_bind_root_made_in_her_view(own):
+    """A destination that is a mount point is hers to bind onto only if it is one of her own
+    binds (which is then replaced). Root's bind of a directory of hers onto another, in her
+    view (`nsctl bind alice …`), has her files on both sides: only that rule keeps her bind
+    from covering root's."""
+    sb = own
+    approved = alice_dir(sb, "approved", {"tool": "root's choice\n"})
+    app = f"{sb.scratch['alice']}/app"
+    sb.manager().BindMount("alice", approved, app, 2)
+    mine = alice_dir(sb, "mine", {"tool": "alice's choice\n"})
+    before = sb.mount_count("alice")
+    message = refused(call_as(sb, "alice", "BindMount", "ssst", "alice", mine, app, 0), "bind over root's bind")
+    assert "own binds" in message, message
+    assert sb.mount_count("alice") == before
+    assert sb.in_view("alice", ["cat", f"{app}/tool"], as_user="alice").stdout == "root's choice\n"
 
-@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=-%h/nsm-own/link:%h/nsm-own/peek\n"})
-def test_view_policy_does_not_follow_a_users_symlink(daemon, polkit_rules):
-    sb = daemon
-    bob_home = Path(TEST_USERS["bob"].home)
-    os.chmod(bob_home, 0o700)
+
+# Run as alice on the host, where her view's mount points are plain directories: swaps two
+# of her directories' names (renameat2 RENAME_EXCHANGE) until the stop file appears.
+EXCHANGER = r"""
+import ctypes, os, sys
+a, b, stop = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+n = 0
+while n % 1000 or not os.path.exists(stop):
+    libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), RENAME_EXCHANGE)
+    n += 1
+"""
+
+
+def mount_ids(sb, view):
+    return {m.id for m in sb.mountinfo(view)}
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=/home/alice/nsm-own/pol\n"})
+def test_unmount_by_name_cannot_be_redirected_to_a_policy_mount(own):
+    """Unmount checks the mount at the name, then unmounts by name. In her view neither
+    name can change (mount points are busy), but on the host they are plain directories of
+    hers: a process of hers there swaps the name of her bind with the name of the
+    [View] policy's tmpfs, and an Unmount that checked her bind unmounted the policy's."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    pol = scratch / "pol"
+    policy_mount = find_mount(sb.mountinfo("alice"), str(pol))
+    assert policy_mount is not None and policy_mount.fstype == "tmpfs", "the policy's tmpfs is not there"
+    src = scratch / "src"
+    as_user(sb, "alice", "mkdir", str(src), str(scratch / "dst"))
+    stop = scratch / "stop"
+    swapper = sb.run_popen(sb._setpriv("alice") + ["/usr/bin/python3", "-c", EXCHANGER, str(scratch / "dst"),
+                                                   str(pol), str(stop)])
+    outcomes = {"unmounted": 0, "refused": 0}
     try:
-        (bob_home / "secret.txt").write_text("bob's secret\n")
-        os.chown(bob_home / "secret.txt", TEST_USERS["bob"].uid, TEST_USERS["bob"].gid)
-        scratch = Path(TEST_USERS["alice"].home) / "nsm-own"
-        as_user(sb, "alice", "mkdir", "-p", str(scratch))
-        as_user(sb, "alice", "ln", "-s", str(bob_home / "secret.txt"), str(scratch / "link"))
-        # Her link is not followed; it is her doing, so only that entry is skipped (logged),
-        # and her view is built with the rest (tests/test_view_policy.py).
-        sb.manager().CreateNamespace("alice")
-        assert not (scratch / "peek").exists()
-        p = sb.in_view("alice", ["cat", str(scratch / "peek")])
-        assert "secret" not in p.stdout
-        assert "BindReadOnlyPaths=-%h/nsm-own/link:%h/nsm-own/peek" in sb.daemon_log_text()
+        deadline = time.monotonic() + 60
+        while outcomes["unmounted"] < 30 and time.monotonic() < deadline:
+            if "ok" in call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), str(scratch / "dst"), 0):
+                while "ok" not in call_as(sb, "alice", "Unmount", "sst", "alice", str(scratch / "dst"), 0):
+                    outcomes["refused"] += 1
+                outcomes["unmounted"] += 1
+            assert policy_mount.id in mount_ids(sb, "alice"), \
+                f"the [View] policy's tmpfs was unmounted after {outcomes}"
     finally:
-        os.chmod(bob_home, 0o755)
-        (bob_home / "secret.txt").unlink(missing_ok=True)
-        shutil.rmtree(Path(TEST_USERS["alice"].home) / "nsm-own", ignore_errors=True)
-
-
-@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=/srv/link:/srv/peek\n"})
-def test_view_policy_follows_roots_symlinks(srv, daemon):
-    sb = daemon
-    os.makedirs("/srv/data")
-    Path("/srv/data/hello").write_text("hello\n")
-    os.makedirs("/srv/peek")
-    os.symlink("/srv/data", "/srv/link")   # root's
-    sb.manager().CreateNamespace("alice")
-    assert sb.in_view("alice", ["cat", "/srv/peek/hello"]).stdout == "hello\n"
-
-
-@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=/srv/link:/srv/peek\n"})
-def test_view_policy_follows_roots_symlink_to_a_file(srv, daemon):
-    sb = daemon
-    Path("/srv/hello").write_text("hello\n")
-    Path("/srv/peek").write_text("")
-    os.symlink("/srv/hello", "/srv/link")   # root's, to a file: the last component
-    sb.manager().CreateNamespace("alice")
-    assert sb.in_view("alice", ["cat", "/srv/peek"]).stdout == "hello\n"
+        stop.touch()
+        swapper.wait(timeout=30)
+    assert outcomes["unmounted"] > 0 and outcomes["refused"] > 0, f"the race never ran: {outcomes}"
 
 
 # ---- legitimate uses ----
@@ -618,6 +820,8 @@ def test_an_administrator_keeps_manage_on_their_own_view(srv, own):
     assert not os.path.lexists(f"{sb.scratch['alice']}/project")
 
 
+# ---- MaxUserMounts=: what her calls may add to a view ----
+
 @pytest.mark.daemon_config(MaxUserMounts="2")
 def test_max_user_mounts(own):
     sb = own
@@ -633,6 +837,91 @@ def test_max_user_mounts(own):
     assert_ok(call_as(sb, "alice", "BindMount", "ssst", "alice", src, f"{sb.scratch['alice']}/d3", 2), "bind 3")
     # root is not limited
     sb.manager().BindMount("alice", src, f"{sb.scratch['alice']}/d4", 2)
+
+
+@pytest.mark.daemon_config(MaxUserMounts="2")
+def test_propagation_changes_do_not_get_around_max_user_mounts(own):
+    """Each directory made a mount point of its own by SetPropagation or EnslaveSubtree (as in
+    test_propagation_changes_make_no_mounts_on_the_host) was a mount MaxUserMounts= never
+    counted: the view grew without limit (and, under /mnt, the host and every view)."""
+    sb = own
+    before = sb.mount_count("alice")
+    for i in range(6):
+        d = sb.scratch["alice"] / f"p{i}"
+        as_user(sb, "alice", "mkdir", str(d))
+        call_as(sb, "alice", "SetPropagation", "ssst", "alice", str(d), "private", 0)
+        call_as(sb, "alice", "EnslaveSubtree", "ss", "alice", str(d))
+    assert sb.mount_count("alice") <= before + 2, \
+        f"alice's view grew from {before} to {sb.mount_count('alice')} mounts with MaxUserMounts=2"
+
+
+@pytest.mark.daemon_config(MaxUserMounts="8")
+def test_recursive_binds_of_binds_stay_within_max_user_mounts(own):
+    """A bind copies the source's whole tree (recursively, so that the [View] policy's
+    covers come along): binding a directory onto a place inside itself, again and again,
+    copies every earlier bind each time — the view doubles with each call, and ~17 calls
+    reach the kernel's limit for a namespace (fs.mount-max), with a huge table for
+    everyone's GetMounts to read. MaxUserMounts= must bound the mounts, not the calls."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    tree = scratch / "tree"
+    as_user(sb, "alice", "mkdir", str(tree))
+    before = sb.mount_count("alice")
+    for i in range(12):
+        r = call_as(sb, "alice", "BindMount", "ssst", "alice", str(tree), f"{tree}/d{i}", 2)
+        assert "ok" in r or r.get("error") == E_LIMIT_EXCEEDED, r
+    grown = sb.mount_count("alice") - before
+    assert grown <= 8, f"alice's view grew by {grown} mounts with MaxUserMounts=8"
+
+
+# ---- the state file: records across a restart, odd characters ----
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=/home/alice/nsm-own/pol\n"})
+def test_records_survive_a_restart_and_a_path_cannot_write_one(own):
+    """The records that decide what alice may unmount are kept in a state file, one line
+    each, her destination path among them. A path with a newline and a record of its own
+    (a session, a bind of hers naming the policy's tmpfs) written into it must stay one
+    escaped path: after a restart she still may unmount her bind and still may not
+    unmount the policy's mount."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    pol = find_mount(sb.mountinfo("alice"), f"{scratch}/pol")
+    assert pol is not None
+    src = scratch / "src"
+    as_user(sb, "alice", "mkdir", str(src))
+    odd = f"{scratch}/x\nSESSION=evil 1 1\nBIND={pol.id} {pol.id} user {scratch}/pol\\x41 \\ end"
+    r = call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), odd, 2)
+    assert "ok" in r, r
+    sb.stop_daemon()
+    state = (Path(sb.state_dir) / "namespaces" / "alice").read_text()
+    assert "SESSION=evil" not in state.splitlines() and "\nBIND=" + str(pol.id) not in state, state
+    sb.start_daemon(write=False)
+    assert [str(s) for s in sb.properties(f"/org/example/NSManager/user/_{ALICE.uid}")["Sessions"]] == []
+    refused(call_as(sb, "alice", "Unmount", "sst", "alice", f"{scratch}/pol", 0), "Unmount of the policy's tmpfs")
+    assert find_mount(sb.mountinfo("alice"), f"{scratch}/pol") is not None
+    r = call_as(sb, "alice", "Unmount", "sst", "alice", odd, 0)
+    assert "ok" in r, r
+
+
+@pytest.mark.daemon_config(MaxUserMounts="2")
+def test_propagation_choices_do_not_pile_up_in_the_state(own):
+    """Each SetPropagation is remembered in the namespace's state (so that a later
+    ShareSubtree("") leaves it alone), by path. Bind, change, unmount, on a new path each
+    time: the records of paths that are no mounts any more must not pile up — the daemon
+    rewrites the whole file on every change, paths may be 4 kB long, and the rate limit
+    allows 72000 calls an hour."""
+    sb = own
+    scratch = sb.scratch["alice"]
+    src = scratch / "src"
+    as_user(sb, "alice", "mkdir", str(src))
+    for i in range(12):
+        d = f"{scratch}/c{i}"
+        assert "ok" in call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), d, 2)
+        assert "ok" in call_as(sb, "alice", "SetPropagation", "ssst", "alice", d, "private", 0)
+        assert "ok" in call_as(sb, "alice", "Unmount", "sst", "alice", d, 0)
+    state = (Path(sb.state_dir) / "namespaces" / "alice").read_text()
+    choices = [line for line in state.splitlines() if line.startswith("CHOICE=")]
+    assert len(choices) <= 2, f"{len(choices)} records of propagation choices for paths that are gone"
 
 
 # ---- races ----

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Authorization: nsmanagerd against Debian's real polkitd.
+"""Authorization: who may call what; nsmanagerd against Debian's real polkitd.
+
+Read-only calls are open to everyone; OpenSession, CloseSession and OpenMountNamespace are
+root's (and the PAM module's) alone; everything else is polkit's to decide.
 
 The sandbox (tests/sandbox.py) runs polkitd on its own system bus with the project's
 policy/org.example.NSManager.policy over /usr/share/polkit-1/actions and a rules
@@ -23,7 +26,7 @@ import time
 import pytest
 
 from caller import REFUSED, assert_ok, assert_refused, call_as, client_argv, parse_result
-from helpers import E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, ns_path, wait_until
+from helpers import E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, create, ns_path, open_session, wait_until
 from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, PROPERTIES_IFACE,
                      build_dir, find_mount, sys_mount, sys_umount, timeout, MS_BIND)
 
@@ -151,6 +154,40 @@ def test_refusal_names(daemon):
     r = call_as(sb, "alice", "OpenSession", "ss", "alice", "s1", interactive=True)
     assert r.get("error") == E_ACCESS_DENIED, r
     assert "root" in r["message"], r
+
+
+def test_root_only_methods_refuse_everybody_else(daemon, manager):
+    """OpenSession, CloseSession and OpenMountNamespace are the PAM module's and root's: alice
+    may not open or close a session (hers or bob's) nor take a namespace's fd, even with
+    interaction allowed, and the refused calls change no session."""
+    held = [open_session(manager, "alice", "s1"), open_session(manager, "bob", "s1")]
+    for method, signature, args in (("CloseSession", "ss", ("alice", "s1")),
+                                    ("CloseSession", "ss", ("bob", "s1")),
+                                    ("OpenSession", "ss", ("alice", "s2")),
+                                    ("OpenMountNamespace", "s", ("alice",)),
+                                    ("OpenMountNamespace", "s", ("bob",))):
+        r = call_as(daemon, "alice", method, signature, *args, interactive=True)
+        assert r.get("error") == E_ACCESS_DENIED, f"alice: {method}{args}: {r}"
+        assert "only available to root" in r["message"], r
+    for user in ("alice", "bob"):
+        sessions = daemon.properties(manager.GetNamespace(user))["Sessions"]
+        assert list(sessions) == ["s1"], f"a refused call changed {user}'s sessions: {list(sessions)}"
+    for fd in held:
+        os.close(fd)
+
+
+def test_unprivileged_callers(daemon):
+    """Read-only calls are open to everyone; OpenMountNamespace is for root only."""
+    create(daemon, "alice")
+    bc = ["busctl", "--system", "call", BUS_NAME, MANAGER_PATH, MANAGER_IFACE]
+    r = daemon.run_as("bob", bc + ["ListNamespaces"])
+    assert r.returncode == 0 and "alice" in r.stdout, r.stderr
+    r = daemon.run_as("bob", ["busctl", "--system", "get-property", BUS_NAME, ns_path("alice"),
+                              NAMESPACE_IFACE, "Name"])
+    assert r.returncode == 0 and '"alice"' in r.stdout, r.stderr
+    r = daemon.run_as("alice", bc + ["OpenMountNamespace", "s", "alice"])
+    assert r.returncode != 0
+    assert "Access denied" in r.stderr or "AccessDenied" in r.stderr or "ermission" in r.stderr, r.stderr
 
 
 def test_manage_own_rule(daemon, polkit_rules):

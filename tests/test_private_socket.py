@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """nsmanagerd's private socket (/run/nsmanager/private, src/nsmanagerd/private-bus.c): root's
 peer-to-peer sd-bus connections for pam_nsmanager's logins. What a connection there offers
-(OpenSession, nothing else), its places (64 served at a time, and per real uid of the process
-that connected: a user may stop her own su while it holds one), and the daemon's exit and
-accept() whatever the connections do. The logins themselves are tests/test_pam.py's."""
+(OpenSession, nothing else), who may connect (root, whatever the socket's mode), its places
+(64 served at a time, and per real uid of the process that connected: a user may stop her
+own su while it holds one), and the daemon's exit and accept() whatever the connections do.
+The logins themselves are tests/test_pam.py's."""
 
 import contextlib
 import os
+import re
 import resource
 import signal
 import socket
@@ -17,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import sandbox as sb_module
-from helpers import PamServices, wait_until
-from sandbox import MANAGER_IFACE, MANAGER_PATH, timeout
+from helpers import PamServices, daemon_syscalls, wait_until
+from sandbox import MANAGER_IFACE, MANAGER_PATH, NSM_PRIVATE_SOCKET, timeout
 from test_pam import SERVICES, parse_ns, runuser, stopped
 
 DEBUG = pytest.mark.daemon_config(args=["--debug"])
@@ -66,6 +68,44 @@ def test_a_private_connection_offers_a_login_what_it_needs_and_nothing_else(daem
     assert [str(n[0]) for n in daemon.manager().ListNamespaces()] == ["alice"]
 
 
+# What a D-Bus client says first (AUTH EXTERNAL with its uid in hex), and how far it got:
+# "closed" when the daemon hung up, else what the daemon answered.
+PEER_HELLO = r"""
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(float(sys.argv[2]))
+s.connect(sys.argv[1])
+try:
+    s.sendall(b"\0AUTH EXTERNAL " + str(os.getuid()).encode().hex().encode() + b"\r\n")
+    data = s.recv(256)
+    print("closed" if not data else data.decode(errors="replace").split()[0])
+except (ConnectionResetError, BrokenPipeError):
+    print("closed")
+"""
+
+
+def test_the_private_socket_refuses_others_whatever_its_mode(daemon):
+    """The daemon checks SO_PEERCRED on each connection to /run/nsmanager/private: with the
+    socket's mode opened up (an administrator's chmod, a bind of it elsewhere), bob's
+    connection is still closed before he can say anything, while root's is answered."""
+    sock, directory = NSM_PRIVATE_SOCKET, os.path.dirname(NSM_PRIVATE_SOCKET)
+    modes = {p: os.stat(p).st_mode & 0o7777 for p in (sock, directory)}
+    try:
+        os.chmod(directory, 0o755)
+        os.chmod(sock, 0o666)
+        argv = ["/usr/bin/python3", "-c", PEER_HELLO, sock, str(timeout(10))]
+        root = daemon.run(argv)
+        assert root.returncode == 0 and root.stdout.strip() == "OK", \
+            f"root's connection was not answered: {root.stdout} {root.stderr}"
+        bob = daemon.run_as("bob", argv)
+        assert bob.returncode == 0 and bob.stdout.strip() == "closed", \
+            f"bob's connection to the private socket was served: {bob.stdout} {bob.stderr}"
+    finally:
+        for p, mode in modes.items():
+            os.chmod(p, mode)
+    assert daemon.daemon_running()
+
+
 @DEBUG
 @pytest.mark.parametrize("peer", ["silent", "half an authentication", "authenticated"])
 def test_the_daemon_exits_at_once_whatever_its_private_connections(daemon, peer):
@@ -80,7 +120,11 @@ def test_the_daemon_exits_at_once_whatever_its_private_connections(daemon, peer)
     elif peer == "authenticated":
         sock.sendall(b"\0AUTH EXTERNAL 30\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n")
     try:
-        time.sleep(0.3)
+        # The daemon holds the connection: it accepted it, and answered what was sent.
+        wait_until(lambda: accepted_by(daemon.daemon.pid, sock), "the daemon to accept the connection")
+        if peer != "silent":
+            answer = read_answer(sock, b"AGREE_UNIX_FD\r\n" if peer == "authenticated" else b"\r\n")
+            assert answer.startswith(b"OK "), answer
         start = time.monotonic()
         assert daemon.stop_daemon(wait=timeout(20)) == 0
         elapsed = time.monotonic() - start
@@ -91,15 +135,37 @@ def test_the_daemon_exits_at_once_whatever_its_private_connections(daemon, peer)
     daemon.restart_daemon()
 
 
+def accepted_by(pid: int, sock: socket.socket) -> bool:
+    """Whether process pid holds the other end of our connection `sock`, i.e. has accepted it
+    (until then ss shows no socket whose peer is ours)."""
+    ino = os.fstat(sock.fileno()).st_ino
+    out = subprocess.run(["ss", "-xnpH"], capture_output=True, text=True, check=True).stdout
+    return any(re.search(rf"\* {ino}\s+users:\(.*\bpid={pid},", line) for line in out.splitlines())
+
+
+def read_answer(sock: socket.socket, end: bytes) -> bytes:
+    """What the daemon answers on a connection, up to `end`."""
+    sock.settimeout(timeout(10))
+    got = b""
+    while not got.endswith(end):
+        chunk = sock.recv(256)
+        assert chunk, f"the daemon hung up after {got!r}"
+        got += chunk
+    return got
+
+
 def daemon_cpu_seconds(daemon) -> float:
     fields = Path(f"/proc/{daemon.daemon.pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+RETRIES = 3
+
+
 def test_out_of_fds_the_daemon_waits_to_accept_instead_of_spinning(daemon):
     """accept() failing for want of fds leaves the connection in the backlog, and the socket
-    readable: the daemon spun on it at full CPU and logged as fast. Now it pauses (100 ms),
-    logs once, and serves the login once fds are there again."""
+    readable: the daemon spun on it at full CPU and logged as fast. Now it pauses (100 ms)
+    before each new try, logs once, and serves the login once fds are there again."""
     daemon.manager().CreateNamespace("alice")
     pid = daemon.daemon.pid
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
@@ -107,13 +173,24 @@ def test_out_of_fds_the_daemon_waits_to_accept_instead_of_spinning(daemon):
     lowest_free = min(set(range(len(used) + 1)) - used)
     subprocess.run(["prlimit", f"--pid={pid}", f"--nofile={lowest_free}:"], check=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-    try:
+    measured = {}
+
+    def refused_again_and_again():
         sock.connect(sb_module.NSM_PRIVATE_SOCKET)
         before = daemon_cpu_seconds(daemon)
-        time.sleep(1)
-        spent = daemon_cpu_seconds(daemon) - before
+        # Not a time, but what the daemon did: it tried again, RETRIES times, and failed.
+        wait_until(lambda: trace.read_text().count("EMFILE") > RETRIES, f"the daemon to try {RETRIES} times more")
+        measured["spent"] = daemon_cpu_seconds(daemon) - before
+
+    trace = daemon.instance / "strace.log"
+    try:
+        attempts = [float(line.split()[1]) for line in
+                    daemon_syscalls(daemon, refused_again_and_again, "accept4", timestamps=True).splitlines()
+                    if "accept4(" in line and "EMFILE" in line]
         log = daemon.daemon_log_text()
-        assert spent < 0.3, f"the daemon used {spent:.2f}s of CPU in 1s without fds"
+        gaps = [b - a for a, b in zip(attempts, attempts[1:])]
+        assert min(gaps) >= 0.05, f"the daemon tried again after {min(gaps) * 1000:.0f} ms: it spins ({gaps})"
+        assert measured["spent"] < 0.3, f"the daemon used {measured['spent']:.2f}s of CPU without fds"
         assert log.count("Failed to accept a private connection") == 1, log[-2000:]
     finally:
         sock.close()
@@ -174,7 +251,8 @@ def test_a_user_who_stops_her_own_su_keeps_nobody_else_out(daemon, pam):
                        diag=lambda: f"{private_peers()} connected")
             for p in sus:
                 os.kill(p.pid, signal.SIGSTOP)
-        time.sleep(0.5)
+        wait_until(lambda: private_peers() <= 4 + 16, "the daemon to close alice's connections beyond her places",
+                   diag=lambda: f"{private_peers()} open")
         start = time.monotonic()
         p = runuser("bob", "readlink /proc/self/ns/mnt")
         elapsed = time.monotonic() - start

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 
+import dbus
 import pytest
 
 from helpers import (E_BUSY, E_INVALID_ARGS, E_INVALID_MODE, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, create,
@@ -536,6 +537,46 @@ def test_set_propagation_refusals(daemon):
         expect_error(lambda: m.SetPropagation("alice", bad, "private", 0), E_INVALID_PATH)
     assert get_mounts(daemon, "alice")["/mnt"]["propagation"] == "shared", "a refused call changed alice's /mnt"
     assert not os.path.exists("/nonexistent-nsm")
+
+
+def test_nothing_is_bound_over_a_views_root(daemon, manager):
+    manager.CreateNamespace("alice")
+    before = daemon.mount_count("alice")
+    expect_error(lambda: manager.BindMount("alice", "/home/alice", "/", dbus.UInt64(0)), E_INVALID_PATH)
+    expect_error(lambda: manager.Unmount("alice", "/", dbus.UInt64(1)), E_INVALID_PATH)
+    assert daemon.mount_count("alice") == before
+
+
+def test_the_hosts_root_is_never_unbindable(daemon, manager):
+    """Every view is a copy of the host's '/': an unbindable one could not be copied."""
+    before = find_mount(daemon.mountinfo(), "/")
+    for flags in (0, 1):
+        e = expect_error(lambda: manager.SetPropagation("", "/", "unbindable", dbus.UInt64(flags)), E_INVALID_PATH)
+        assert "cannot be unbindable" in e.get_dbus_message(), e.get_dbus_message()
+    after = find_mount(daemon.mountinfo(), "/")
+    assert (after.id, after.optional) == (before.id, before.optional), "the refused call changed the host's '/'"
+    manager.CreateNamespace("alice")          # views are still made
+
+
+def test_a_view_path_on_another_file_system_does_not_rejoin_the_host(daemon, manager):
+    """ShareSubtree(user, P) joins the host's peer group at P only where the view's P is on
+    the host's file system there: a group cannot be joined across file systems (a
+    PrivateTmp= /tmp, here a tmpfs root mounted over alice's /mnt)."""
+    manager.CreateNamespace("alice")
+    host_mnt = find_mount(daemon.mountinfo(), "/mnt")
+    assert host_mnt is not None and host_mnt.shared, "the host's /mnt should be a shared subtree"
+    # private first, so that the tmpfs over it stays in alice's view (not the sandbox's
+    # mount_tmpfs(view=): its cleanup would unmount the host's /mnt)
+    manager.SetPropagation("alice", "/mnt", "private", dbus.UInt64(0))
+    daemon.in_view("alice", ["mount", "-t", "tmpfs", "-o", "size=4m,nosuid,nodev", "nsm-other-fs", "/mnt"], check=True)
+    before = find_mount(daemon.mountinfo("alice"), "/mnt")
+    assert before.source == "nsm-other-fs" and not before.shared, before
+    e = expect_error(lambda: manager.ShareSubtree("alice", "/mnt"), E_INVALID_PATH)
+    assert "not the host's filesystem" in e.get_dbus_message(), e.get_dbus_message()
+    after = find_mount(daemon.mountinfo("alice"), "/mnt")
+    assert (after.id, after.peer_group) == (before.id, before.peer_group), "the refused call changed alice's /mnt"
+    assert find_mount(daemon.mountinfo(), "/mnt").id == host_mnt.id, "the host's /mnt changed"
+    daemon.umount("/mnt", view="alice")
 
 
 def test_unmount(daemon):

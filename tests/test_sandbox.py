@@ -170,10 +170,11 @@ finally:
 
 @pytest.mark.parametrize("made, top", [("/tmp/nsm-checkout", "/tmp/nsm-checkout/src"),
                                        ("/home/nsm-dev", "/home/nsm-dev/nsmanager"),
-                                       ("/mnt/nsm-checkout", "/mnt/nsm-checkout")])
+                                       ("/mnt/nsm-checkout", "/mnt/nsm-checkout"),
+                                       ("/media/nsm-checkout", "/media/nsm-checkout")])
 def test_checkout_location(sandbox, made, top):
     """A checkout under /tmp or /home (which the sandbox covers with tmpfs) is kept visible;
-    one under /mnt is refused at once, saying why."""
+    one under /mnt or /media (which it empties) is refused at once, saying why."""
     for sub in ("tests", "dbus"):
         os.makedirs(f"{top}/{sub}", exist_ok=True)
     try:
@@ -181,9 +182,9 @@ def test_checkout_location(sandbox, made, top):
         subprocess.run(["cp", sbm.REPO / "dbus" / "org.example.NSManager.conf", f"{top}/dbus/"], check=True)
         p = subprocess.run([sys.executable, "-c", NESTED, top], capture_output=True, text=True,
                            timeout=sbm.timeout(60), env=dict(os.environ, NSM_BUILD_DIR=str(sbm.build_dir())))
-        if top.startswith("/mnt/"):
+        if top.startswith(("/mnt/", "/media/")):
             assert p.returncode == 3, p.stdout + p.stderr
-            assert "is under /mnt" in p.stdout and "move the checkout elsewhere" in p.stdout, p.stdout
+            assert f"is under /{top.split('/')[1]}" in p.stdout and "move the checkout elsewhere" in p.stdout, p.stdout
         else:
             assert p.returncode == 0, p.stdout + p.stderr
             repo, seen, ns = p.stdout.split()[1:]
@@ -191,3 +192,86 @@ def test_checkout_location(sandbox, made, top):
             assert int(ns) != sbm.mntns_id(), "the nested sandbox ran in the suite's namespace"
     finally:
         shutil.rmtree(made, ignore_errors=True)
+
+
+# ---- the machine the suite runs on does not matter ----
+
+def test_the_machines_own_mounts_under_mnt_and_media_are_taken_away(sandbox):
+    """Whatever the machine has mounted on /mnt or /media (a cloud machine's scratch disk, a
+    CD) is gone from the sandbox's table, covered or not: each is the sandbox's tmpfs and
+    nothing else, so no view copies the machine's mounts and no count of mounts holds them."""
+    mounts = sandbox.mountinfo()
+    for d in sbm.MACHINE_MOUNT_DIRS:
+        assert [(m.target, m.fstype, m.source) for m in mounts if sbm._is_under(m.target, d)] == [(d, "tmpfs", "tmpfs")]
+
+
+def in_a_machine_of_its_own(prepare: str, argv: list, wait: float) -> subprocess.CompletedProcess:
+    """argv in a mount namespace of its own made from the machine's (the one pytest was started
+    in, not the sandbox's), after the shell commands `prepare`: mounts standing in for what the
+    machine has mounted. They are made after unshare, so never in the machine's own namespace
+    (the script stops if it still is); argv runs in the checkout."""
+    fd = sbm.machine_namespace_fd()
+    machine = os.readlink(f"/proc/self/fd/{fd}")
+    script = f'[ "$(readlink /proc/self/ns/mnt)" != "$1" ] || exit 99\n{prepare}\ncd "$2"\nshift 2\nexec "$@"'
+    return subprocess.run(["nsenter", f"--mount=/proc/self/fd/{fd}", "unshare", "--mount", "--propagation", "private",
+                           "sh", "-ec", script, "sh", machine, str(sbm.REPO), *argv],
+                          pass_fds=(fd,), capture_output=True, text=True, timeout=sbm.timeout(wait))
+
+
+# What a cloud machine has: a disk on /mnt itself, with something below it; a CD under /media.
+MACHINE_MOUNTS = """
+mount -t tmpfs -o size=1m nsm-machine-mnt /mnt
+mkdir /mnt/disk
+mount -t tmpfs -o size=1m nsm-machine-disk /mnt/disk
+mount -t tmpfs -o size=1m nsm-machine-media /media
+mkdir /media/cdrom
+mount -t tmpfs -o size=1m nsm-machine-cd /media/cdrom
+"""
+# The tests that failed on a machine whose /mnt is a mount point ("/mnt is mounted 2 times on
+# the host"), the one of /media, and the sandbox's own promise above.
+HOST_DEPENDENT = [
+    "tests/test_sandbox.py::test_the_machines_own_mounts_under_mnt_and_media_are_taken_away",
+    "tests/test_nsctl.py::test_json_matches_dbus",
+    "tests/test_nsctl.py::test_mounts_tree",
+    "tests/test_nsctl.py::test_change_verbs",
+    "tests/test_propagation.py::test_story_2_share_mnt_retroactively",
+    "tests/test_pam.py::test_desktop_dropin_media_appears_in_session",
+]
+
+
+def test_the_machines_own_mnt_and_media_do_not_matter(sandbox):
+    """The suite passes whatever the machine holds on /mnt and /media: the tests that depend on
+    them run again, in a pytest of their own started on a machine whose /mnt and /media are
+    mount points with mounts below them (tmpfs mounts in a namespace made from the machine's
+    before that pytest builds its sandbox)."""
+    p = in_a_machine_of_its_own(MACHINE_MOUNTS, [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                                                 *HOST_DEPENDENT], wait=900)
+    summary = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+    assert p.returncode == 0 and f"{len(HOST_DEPENDENT)} passed" in summary, \
+        f"exit status {p.returncode}:\n{p.stdout[-6000:]}\n{p.stderr[-2000:]}"
+
+
+# A sandbox set up and torn down on a machine whose /srv a "test" wrote into.
+LEAVES_A_DIRECTORY = r"""
+import os, sys
+sys.path.insert(0, "tests")
+import sandbox
+sb = sandbox.Sandbox(polkit=False)
+sb.setup()
+os.mkdir("/srv/nsm-left-behind")
+try:
+    sb.teardown(check=True)
+except sandbox.SandboxLeak as e:
+    print(e)
+    sys.exit(3)
+"""
+
+
+def test_teardown_names_what_was_left_on_the_machines_disk(sandbox):
+    """A view's root is the machine's root: a test that writes outside the sandbox's tmpfs
+    mounts leaves it on the machine's disk. The session's teardown fails, naming it. (On a
+    tmpfs standing in for the machine's /srv: nothing is written on its disk here.)"""
+    p = in_a_machine_of_its_own("mount -t tmpfs -o size=1m nsm-machine-srv /srv",
+                                [sys.executable, "-c", LEAVES_A_DIRECTORY], wait=60)
+    assert p.returncode == 3, f"exit status {p.returncode}: {p.stdout} {p.stderr}"
+    assert "created on the machine's own file system in /srv: nsm-left-behind" in p.stdout, p.stdout

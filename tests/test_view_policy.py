@@ -4,8 +4,10 @@
 Policies come from the sandbox's nsmanagerd.conf, group.d/GROUP.conf and
 user.d/USER.conf (the `daemon` fixture's daemon_config marker); views are built by
 the real daemon and looked at from inside with sandbox.in_view(). Every path a policy
-mounts on or creates lies on the sandbox's own tmpfs (/home, /tmp): a view's root is
-the machine's root filesystem, so a directory created elsewhere would land on its disk.
+mounts on or creates lies on the sandbox's own tmpfs (/home, /tmp) or on one the test
+mounts (/srv): a view's root is the machine's root filesystem, so a directory created
+elsewhere would land on its disk. A path from a specifier (%h) never follows a user's
+symlink, nor one her FUSE server says is root's.
 The fixture fails a test whose views leaked a mount into the host namespace."""
 
 import os
@@ -18,6 +20,9 @@ import pytest
 
 from helpers import E_FAILED, E_INVALID_PATH, PamServices, expect_error
 from sandbox import TEST_USERS, find_mount, host_mountinfo, timeout
+from test_hung_fs import FuseServer, servers  # noqa: F401 (fixture)
+
+ALICE = TEST_USERS["alice"]
 
 # A view that cannot be built is reported as Failed, naming the stage; bad input would
 # also be fine as InvalidPath.
@@ -289,6 +294,93 @@ def test_policy_refused_where_it_would_reach_the_host(daemon, host_files):
     assert daemon.mount_count() == before
     assert find_mount(host_mountinfo(), "/tmp").id == host_tmp
     assert Path(marker).read_text() == "host\n"
+
+
+# ---------------------------------------------------------------------------
+# Paths from specifiers (%h) never follow a user's symlink, nor one her FUSE server says is root's
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=-%h/nsm-own/link:%h/nsm-own/peek\n"})
+def test_view_policy_does_not_follow_a_users_symlink(daemon, polkit_rules):
+    sb = daemon
+    bob_home = Path(TEST_USERS["bob"].home)
+    os.chmod(bob_home, 0o700)
+    try:
+        (bob_home / "secret.txt").write_text("bob's secret\n")
+        os.chown(bob_home / "secret.txt", TEST_USERS["bob"].uid, TEST_USERS["bob"].gid)
+        scratch = Path(TEST_USERS["alice"].home) / "nsm-own"
+        sb.run_as("alice", ["mkdir", "-p", str(scratch)], check=True)
+        sb.run_as("alice", ["ln", "-s", str(bob_home / "secret.txt"), str(scratch / "link")], check=True)
+        # Her link is not followed; it is her doing, so only that entry is skipped (logged),
+        # and her view is built with the rest (as the entries a user spoiled, below).
+        sb.manager().CreateNamespace("alice")
+        assert not (scratch / "peek").exists()
+        p = sb.in_view("alice", ["cat", str(scratch / "peek")])
+        assert "secret" not in p.stdout
+        assert "BindReadOnlyPaths=-%h/nsm-own/link:%h/nsm-own/peek" in sb.daemon_log_text()
+    finally:
+        os.chmod(bob_home, 0o755)
+        (bob_home / "secret.txt").unlink(missing_ok=True)
+        shutil.rmtree(Path(TEST_USERS["alice"].home) / "nsm-own", ignore_errors=True)
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=/srv/link:/srv/peek\n"})
+def test_view_policy_follows_roots_symlinks(daemon):
+    sb = daemon
+    sb.mount_tmpfs("/srv")      # never the machine's /srv
+    os.makedirs("/srv/data")
+    Path("/srv/data/hello").write_text("hello\n")
+    os.makedirs("/srv/peek")
+    os.symlink("/srv/data", "/srv/link")   # root's
+    sb.manager().CreateNamespace("alice")
+    assert sb.in_view("alice", ["cat", "/srv/peek/hello"]).stdout == "hello\n"
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=/srv/link:/srv/peek\n"})
+def test_view_policy_follows_roots_symlink_to_a_file(daemon):
+    sb = daemon
+    sb.mount_tmpfs("/srv")      # never the machine's /srv
+    Path("/srv/hello").write_text("hello\n")
+    Path("/srv/peek").write_text("")
+    os.symlink("/srv/hello", "/srv/link")   # root's, to a file: the last component
+    sb.manager().CreateNamespace("alice")
+    assert sb.in_view("alice", ["cat", "/srv/peek"]).stdout == "hello\n"
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nBindReadOnlyPaths=-%h/rt-fuse/link:%h/peek\n"})
+def test_view_policy_does_not_trust_a_users_fuse_mount_saying_root_owns_a_link(daemon, servers):
+    """A [View] path from %h follows only root's symlinks. Who owns a file on alice's FUSE
+    mount is whatever her server says: a link it says is root's, to a directory in bob's
+    0700 home, was followed, and the policy bound bob's directory into her view."""
+    sb = daemon
+    bob_home = Path(TEST_USERS["bob"].home)
+    docs = bob_home / "docs"
+    target = Path(ALICE.home) / "rt-fuse"
+    os.chmod(bob_home, 0o700)
+    try:
+        docs.mkdir()
+        (docs / "secret.txt").write_text("bob's secret\n")
+        target.mkdir()
+        os.chown(target, ALICE.uid, ALICE.gid)
+        # alice's `sshfs -o allow_other`-like mount, made before her view is built (a login
+        # outside it, or before nsmanager was installed): the view is a copy of the host
+        servers.append(FuseServer(sb, "symlink", str(target), ALICE.uid, args=(str(docs),)))
+        assert os.lstat(target / "link").st_uid == 0
+        try:
+            sb.manager().CreateNamespace("alice")
+        except Exception as e:  # noqa: BLE001 — a refusal is one safe outcome
+            assert "symbolic link" in str(e), e
+            return
+        p = sb.in_view("alice", ["cat", f"{ALICE.home}/peek/secret.txt"], as_user="alice")
+        assert "secret" not in p.stdout, "the policy bound bob's directory into alice's view"
+    finally:
+        os.chmod(bob_home, 0o755)
+        shutil.rmtree(docs, ignore_errors=True)
+        for s in servers:
+            s.stop()
+        servers.clear()
+        for leftover in (Path(ALICE.home) / "peek", target):
+            if leftover.is_dir():
+                leftover.rmdir()
 
 
 # ---------------------------------------------------------------------------
