@@ -740,7 +740,7 @@ static int eject_job_snapshot(EjectJob *j) {
         j->refs = calloc(n + 1, sizeof(Namespace *));
         if (!j->op.names || !j->op.fds || !j->op.inodes || !j->refs)
                 return -ENOMEM;
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
                 if (!ns->ready || ns->mntns_fd < 0)
                         continue;
                 j->op.names[k] = strdup(ns->name);

@@ -200,7 +200,7 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
         list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
         if (!list)
                 return -ENOMEM;
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 if (ns->ready)
                         list[n++] = ns;
         qsort(list, n, sizeof(Namespace *), compare_namespaces);

@@ -64,7 +64,7 @@ static void manager_drop_namespaces(Manager *m) {
 
         if (!list)
                 return;
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 list[n++] = ns;
         for (size_t i = 0; i < n; i++)
                 namespace_drop_with(list[i], -ESHUTDOWN);
@@ -409,7 +409,7 @@ static void on_pending_join_done(int result, const char *message, const ViewOpRe
 static void manager_retry_pending_joins(Manager *m) {
         Namespace *ns;
 
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 for (char **p = ns->pending_joins; p && *p; p++) {
                         ViewOp op = { .type = VIEW_OP_JOIN, .path = *p, .join = JOIN_PEER };
                         char *what = NULL;
@@ -652,7 +652,7 @@ typedef struct RateLimit {
 
 static void rate_limits_free(Hashmap *h) {
         RateLimit *rl;
-        for (size_t i = 0; hashmap_iterate(h, &i, (void **) &rl, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(h, &i, (void **) &rl, NULL);)
                 free(rl);
         hashmap_free(h);
 }
@@ -750,7 +750,7 @@ static int share_into_views(ShareContext *c) {
         Manager *m = c->manager;
         Namespace *ns;
 
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
                 /* A view whose user chose this path's propagation (EnslaveSubtree, SetPropagation,
                  * recursively from above) keeps it: sharing again must not undo that. */
                 if (namespace_has_choice(ns, c->path) || !ns->ready)
@@ -791,7 +791,7 @@ static void on_host_shared(int result, const char *message, const ViewOpResult *
                         (void) strv_remove(m->shared_at_runtime, c->path);
                         (void) manager_save_shared(m);
                 }
-                for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+                for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                         if (strv_contains((const char *const *) ns->pending_joins, c->path)) {
                                 (void) namespace_set_pending_join(ns, c->path, false);
                                 (void) namespace_save(ns);
@@ -838,7 +838,7 @@ int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, Share
                         return r;
                 }
         }
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 if (ns->ready && !namespace_has_choice(ns, path) &&
                     namespace_set_pending_join(ns, path, true) >= 0)
                         (void) namespace_save(ns);

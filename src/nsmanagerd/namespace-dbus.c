@@ -191,7 +191,7 @@ static int namespace_node_enumerator(sd_bus *bus, const char *path, void *userda
 
         if (!l)
                 return -ENOMEM;
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
                 _cleanup_free_ char *p = NULL;
                 if (!ns->ready)
                         continue;

@@ -46,8 +46,8 @@ static void sender_creds_free(SenderCreds *c) {
 }
 
 static void bus_creds_cache_flush(void) {
+        HashmapIterator i = {};
         SenderCreds *c;
-        size_t i = 0;
 
         if (!cache)
                 return;
@@ -343,12 +343,12 @@ int bus_creds_cache_attach(sd_bus *bus) {
 }
 
 void bus_creds_cache_detach(void) {
+        HashmapIterator i = {};
         HeldSender *h;
-        size_t i = 0;
 
         while (held && hashmap_iterate(held, &i, (void **) &h, NULL)) {
                 held_sender_free(h);
-                i = 0;
+                i = (HashmapIterator) {};
         }
         held = hashmap_free(held);
         cache_filter = sd_bus_slot_unref(cache_filter);
