@@ -39,8 +39,8 @@ int manager_new(Manager **ret) {
                 return -ENOMEM;
         manager_config_init(&m->config);
         m->namespaces = hashmap_new();
-        m->namespaces_by_uid = hashmap_new();
-        m->rate_limits = hashmap_new();
+        m->namespaces_by_uid = id_map_new();
+        m->rate_limits = id_map_new();
         if (!m->namespaces || !m->namespaces_by_uid || !m->rate_limits || !m->config.subtree_root ||
             !m->config.state_directory)
                 return -ENOMEM;
@@ -55,7 +55,7 @@ int manager_new(Manager **ret) {
         return 0;
 }
 
-static void rate_limits_free(Hashmap *h);
+static void rate_limits_free(IdMap *h);
 
 static void manager_drop_namespaces(Manager *m) {
         _cleanup_free_ Namespace **list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
@@ -88,7 +88,7 @@ Manager *manager_free(Manager *m) {
         private_bus_done(m);
         m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ false);
         hashmap_free(m->namespaces);
-        hashmap_free(m->namespaces_by_uid);
+        id_map_free(m->namespaces_by_uid);
         rate_limits_free(m->rate_limits);
         polkit_registry_free(m->polkit_registry);
         bus_creds_cache_detach();
@@ -573,9 +573,7 @@ int manager_close_session(Manager *m, const char *user, const char *id) {
 }
 
 Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid) {
-        char key[32];
-        snprintf(key, sizeof key, "%u", (unsigned) uid);
-        return hashmap_get(m->namespaces_by_uid, key);
+        return id_map_get(m->namespaces_by_uid, uid_key(uid));
 }
 
 static _printf_(3, 4) int user_refused(char **ret_message, int r, const char *fmt, ...) {
@@ -645,36 +643,34 @@ int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *ch
 /* ---- rate limits ---- */
 
 typedef struct RateLimit {
-        char key[16];
         uint64_t begin;
         unsigned count;
 } RateLimit;
 
-static void rate_limits_free(Hashmap *h) {
+static void rate_limits_free(IdMap *h) {
         RateLimit *rl;
-        for (HashmapIterator i = {}; hashmap_iterate(h, &i, (void **) &rl, NULL);)
+        for (size_t i = 0; id_map_iterate(h, &i, NULL, (void **) &rl);)
                 free(rl);
-        hashmap_free(h);
+        id_map_free(h);
 }
 
 int manager_rate_limit(Manager *m, uid_t uid) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
-        char key[16];
         RateLimit *rl;
+        int r;
 
         if (m->config.rate_limit_burst == 0)
                 return 0;   /* RateLimitBurst=0: no rate limit, as in systemd's settings */
-        snprintf(key, sizeof key, "%u", (unsigned) uid);
-        rl = hashmap_get(m->rate_limits, key);
+        rl = id_map_get(m->rate_limits, uid_key(uid));
         if (!rl) {
                 /* One entry per uid that called: bounded by the users of the machine. */
                 rl = calloc(1, sizeof(RateLimit));
                 if (!rl)
                         return -ENOMEM;
-                memcpy(rl->key, key, sizeof key);
-                if (hashmap_put(m->rate_limits, rl->key, rl) < 0) {
+                r = id_map_put(m->rate_limits, uid_key(uid), rl);
+                if (r < 0) {
                         free(rl);
-                        return -ENOMEM;
+                        return r;
                 }
         }
         if (now - rl->begin >= m->config.rate_limit_interval_usec) {

@@ -9,6 +9,7 @@
 #include <systemd/sd-id128.h>
 
 #include "hashmap.h"
+#include "id-map.h"
 #include "host.h"
 #include "manager-config.h"
 #include "state-dir.h"
@@ -41,7 +42,7 @@ typedef struct Manager {
         bool registry_created;   /* this start created the registry (until it serves) */
 
         Hashmap *namespaces;     /* user name → Namespace */
-        Hashmap *namespaces_by_uid; /* uid (as decimal string) → Namespace */
+        IdMap *namespaces_by_uid; /* uid_key(uid) → Namespace */
 
         Builder *builder;        /* builds views, pins them, reads mount tables (builder.c) */
         ChildSet *children;      /* killable mount-work children (child.c) */
@@ -60,11 +61,16 @@ typedef struct Manager {
         sd_id128_t private_bus_id;
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         bool exiting;            /* manager_free() runs: nothing new starts */
-        Hashmap *rate_limits;    /* caller uid → RateLimit (manager.c) */
+        IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
         MountEvents *mount_events;       /* subscribers' signals, ReleaseWithHost= (mount-events.c) */
 } Manager;
+
+/* A uid as the key of an IdMap: 0 is no key there, and uid 0 is root's. */
+static inline uint64_t uid_key(uid_t uid) {
+        return (uint64_t) uid + 1;
+}
 
 int manager_new(Manager **ret);
 Manager *manager_free(Manager *m);

@@ -44,7 +44,6 @@ NamespaceState namespace_get_state(Namespace *ns) {
 
 int namespace_new(Manager *m, const UserRecord *u, Namespace **ret) {
         _cleanup_(namespace_unrefp) Namespace *ns = calloc(1, sizeof(Namespace));
-        char key[32];
         int r;
 
         if (!ns)
@@ -53,19 +52,20 @@ int namespace_new(Manager *m, const UserRecord *u, Namespace **ret) {
         ns->mntns_fd = -EBADF;
         ns->uid = u->uid;
         ns->gid = u->gid;
-        snprintf(key, sizeof key, "%u", (unsigned) u->uid);
         ns->name = strdup(u->name);
         ns->home = strdup(u->home ?: "/");
         ns->shell = strdup(u->shell ?: "/bin/sh");
-        ns->uid_key = strdup(key);
         ns->ops = op_queue_new(m->event);
-        if (!ns->name || !ns->home || !ns->shell || !ns->uid_key || !ns->ops)
+        if (!ns->name || !ns->home || !ns->shell || !ns->ops)
                 return -ENOMEM;
 
         r = hashmap_put(m->namespaces, ns->name, ns);
         if (r < 0)
                 return r;
-        r = hashmap_put(m->namespaces_by_uid, ns->uid_key, ns);
+        if (id_map_get(m->namespaces_by_uid, uid_key(ns->uid)))
+                r = -EEXIST;   /* one view per user: another name of the same uid has it */
+        else
+                r = id_map_put(m->namespaces_by_uid, uid_key(ns->uid), ns);
         if (r < 0) {
                 hashmap_remove(m->namespaces, ns->name);
                 return r;
@@ -125,7 +125,6 @@ static void namespace_free(Namespace *ns) {
         safe_close(ns->mntns_fd);
         namespace_free_records(ns);
         free(ns->name);
-        free(ns->uid_key);
         free(ns->home);
         free(ns->shell);
         free(ns);
@@ -165,8 +164,8 @@ void namespace_drop_with(Namespace *ns, int error) {
         mount_events_namespace_gone(m->mount_events, ns);
         if (hashmap_get(m->namespaces, ns->name) == ns)
                 hashmap_remove(m->namespaces, ns->name);
-        if (hashmap_get(m->namespaces_by_uid, ns->uid_key) == ns)
-                hashmap_remove(m->namespaces_by_uid, ns->uid_key);
+        if (id_map_get(m->namespaces_by_uid, uid_key(ns->uid)) == ns)
+                (void) id_map_remove(m->namespaces_by_uid, uid_key(ns->uid));
         ns->manager = NULL;
         ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
         while (ns->sessions) {

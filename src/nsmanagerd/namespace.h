@@ -83,7 +83,6 @@ struct Namespace {
         Manager *manager;        /* NULL once dropped */
 
         char *name;
-        char *uid_key;           /* uid as decimal string, the key of namespaces_by_uid */
         uid_t uid;
         gid_t gid;
         char *home;
