@@ -14,10 +14,10 @@
 #include "manager.h"
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        _cleanup_free_ char *why = NULL;
-        int r = manager_reload(userdata, &why);
+        _cleanup_(nsm_error_done) NsmError e = {};
+        int r = manager_reload(userdata, &e);
         if (r < 0)
-                log_error("Configuration not reloaded, the old one stays: %s", why ?: strerror(-r));
+                log_error("%s", nsm_error_message(&e));
         return 0;
 }
 
@@ -173,10 +173,10 @@ int main(int argc, char *argv[]) {
 
         /* Nothing on the host changes before the configuration is whole and the bus is there:
          * a start that cannot serve leaves the host as it found it. */
-        _cleanup_free_ char *why = NULL;
+        _cleanup_(nsm_error_done) NsmError why = {};
         r = manager_load_config(m, &why);
         if (r < 0) {
-                log_error_errno(r, "Failed to load the configuration, not starting: %s", why ?: strerror(-r));
+                log_error("%s", nsm_error_message(&why));
                 return EXIT_FAILURE;
         }
         r = manager_connect_bus(m);
