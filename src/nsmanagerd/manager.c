@@ -422,18 +422,27 @@ static void on_pending_join_done(const NsmError *error, const ViewOpResult *res,
         free(what);
 }
 
-/* Views that ShareSubtree("", P) did not reach before (timed out, or the daemon died). */
+/* Views that ShareSubtree("", P) did not reach before (timed out, or the daemon died). What
+ * cannot be retried now stays pending: the next start retries it. */
 static void manager_retry_pending_joins(Manager *m) {
         Namespace *ns;
+        int r;
 
         for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 for (char **p = ns->pending_joins; p && *p; p++) {
                         ViewOp op = { .type = VIEW_OP_JOIN, .path = *p, .join = JOIN_PEER };
                         char *what = NULL;
-                        if (asprintf(&what, "joining '%s' in the view of '%s'", *p, ns->name) < 0)
+
+                        if (asprintf(&what, "joining '%s' in the view of '%s'", *p, ns->name) < 0) {
+                                log_oom();
                                 return;
-                        if (view_job_queue(m, ns, &op, NULL, 0, manager_deadline(m), on_pending_join_done, what) < 0)
+                        }
+                        r = view_job_queue(m, ns, &op, NULL, 0, manager_deadline(m), on_pending_join_done, what);
+                        if (r < 0) {
+                                log_warning_errno(r, "Failed to retry %s, ignoring (it is retried at the next "
+                                                  "start): %m", what);
                                 free(what);
+                        }
                 }
 }
 

@@ -163,13 +163,24 @@ int main(int argc, char *argv[]) {
         if (arg_release)
                 return release();
 
-        /* sd-event wants these blocked; children unblock them again (child.c, attach.c). */
+        /* sd-event wants these blocked; children unblock them again (child.c, attach.c). Blocked,
+         * a signal without its handler would never arrive: SIGTERM would be ignored until systemd
+         * gives up and kills us. So no handler, no start (nothing has changed yet). */
         sigemptyset(&ss);
         sigaddset(&ss, SIGTERM);
         sigaddset(&ss, SIGINT);
         sigaddset(&ss, SIGHUP);
         sigaddset(&ss, SIGCHLD);
         sigprocmask(SIG_BLOCK, &ss, NULL);
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, &asked_to_exit);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, &asked_to_exit);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to handle SIGTERM, SIGINT and SIGHUP, not starting: %m");
+                return EXIT_FAILURE;
+        }
 
         /* Nothing on the host changes before the configuration is whole and the bus is there:
          * a start that cannot serve leaves the host as it found it. */
@@ -185,10 +196,6 @@ int main(int argc, char *argv[]) {
         r = manager_startup(m);
         if (r < 0)
                 return EXIT_FAILURE;
-
-        (void) sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, &asked_to_exit);
-        (void) sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, &asked_to_exit);
-        (void) sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
 
         /* Without it logins take the system bus: slower, not broken. Before the bus name is
          * ours, so that whoever sees the name finds the socket too. */
