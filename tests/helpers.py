@@ -40,7 +40,7 @@ import pytest
 
 from sandbox import ERROR_PREFIX, MANAGER_PATH, REPO, TEST_USERS, dbus_error_name, timeout
 
-# The contract's errors (src/shared/bus-errors.h; test_sandbox.py checks the two agree).
+# The contract's errors (the table of src/shared/nsm-error.c; test_sandbox.py checks the two agree).
 E_NO_SUCH_USER = ERROR_PREFIX + "NoSuchUser"
 E_NO_SUCH_NAMESPACE = ERROR_PREFIX + "NoSuchNamespace"
 E_NO_SUCH_SESSION = ERROR_PREFIX + "NoSuchSession"

@@ -29,6 +29,9 @@ static void test_id_map(void) {
         check(ok, "every key found with its value");
         check(id_map_get(m, 5) == NULL && id_map_get(m, 0) == NULL, "absent keys and 0 are not found");
         check(id_map_put(m, 0, m) == -EINVAL, "0 is not a key");
+        check(id_map_put(NULL, 5, m) == -EINVAL && !id_map_get(NULL, 5) && !id_map_remove(NULL, 5) &&
+              id_map_size(NULL) == 0 && id_map_remove_if(NULL, drop_odd, NULL) == 0,
+              "a NULL map: nothing in it, nothing put");
         check(id_map_put(m, (UINT64_C(1) << 31) + 7, (void *) 99) == 0 && id_map_size(m) == 10000 &&
               id_map_get(m, (UINT64_C(1) << 31) + 7) == (void *) 99, "a put of a present key replaces its value");
         ok = true;

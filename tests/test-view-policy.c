@@ -74,10 +74,12 @@ static void test_specifiers(void) {
 /* ---- checking without applying (view_policy_check) ---- */
 
 static bool check_fails_naming(ViewPolicy *p, const UserRecord *u, const char *want_in_message) {
-        _cleanup_free_ char *message = NULL;
-        int r = view_policy_check(p, u, &message);
-        if (r != -EINVAL || !message || !strstr(message, want_in_message)) {
-                printf("# r=%d, message '%s', want -EINVAL naming '%s'\n", r, message ?: "(null)", want_in_message);
+        _cleanup_(nsm_error_done) NsmError error = {};
+        int r = view_policy_check(p, u, &error);
+        const char *message = error.message;
+        if (r != -EINVAL || error.code != NSM_ERROR_INVALID_PATH || !message || !strstr(message, want_in_message)) {
+                printf("# r=%d, error %s, message '%s', want -EINVAL, InvalidPath naming '%s'\n", r,
+                       nsm_error_code_to_name(error.code) ?: "(none)", message ?: "(null)", want_in_message);
                 return false;
         }
         return true;
@@ -246,13 +248,13 @@ static char **last_notes = NULL;
 static int policy_apply(const ViewPolicy *p) {
         MountId ids[64];
         size_t n_ids;
-        _cleanup_free_ char *message = NULL;
+        _cleanup_(nsm_error_done) NsmError error = {};
         int r;
 
         last_notes = strv_free(last_notes);
-        r = view_policy_apply(p, &scratch_user, ids, ELEMENTSOF(ids), &n_ids, &message, &last_notes);
-        if (r < 0 && message)
-                printf("# %s\n", message);
+        r = view_policy_apply(p, &scratch_user, ids, ELEMENTSOF(ids), &n_ids, &error, &last_notes);
+        if (r < 0 && nsm_error_is_set(&error))
+                printf("# %s\n", nsm_error_message(&error));
         for (char **n = last_notes; n && *n; n++)
                 printf("# note: %s\n", *n);
         return r;

@@ -10,10 +10,12 @@ test_polkit.py, the private socket's in test_private_socket.py, nsctl's in test_
 
 import os
 
+import dbus
 import pytest
 
 from helpers import (E_INVALID_ARGS, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION, E_NO_SUCH_USER, E_USER_EXCLUDED,
                      create, expect_error, ns_path, open_session)
+from sandbox import TEST_USERS
 
 
 # ---- a user: unknown, not a name, excluded, without a namespace ----
@@ -66,6 +68,43 @@ def test_refusals_leave_daemon_and_host_intact(daemon):
     assert daemon.daemon_running()
     assert {x.id for x in daemon.mountinfo()} == {x.id for x in start}
     assert create(daemon, "alice") == [ns_path("alice")]
+
+
+NO_FLAGS = dbus.UInt64(0)
+
+
+# The contract's errors of a user, for every Manager method that takes one (docs/interface.md):
+# a name that is no user, a user that is not managed, a user without a namespace (bob: alice
+# has one), a session the namespace does not have. Each comes out under the name the contract
+# gives it there, whatever the method.
+@pytest.mark.parametrize("call, error", [
+    (lambda m: m.CreateNamespace("no-such-user"), E_NO_SUCH_USER),
+    (lambda m: m.CreateNamespace("not a name"), E_NO_SUCH_USER),
+    (lambda m: m.CreateNamespace("svc"), E_USER_EXCLUDED),
+    (lambda m: m.OpenSession("no-such-user", "s1"), E_NO_SUCH_USER),
+    (lambda m: m.OpenSession("svc", "s1"), E_USER_EXCLUDED),
+    (lambda m: m.Can("SetLinger", "no-such-user"), E_NO_SUCH_USER),
+    (lambda m: m.RemoveNamespace("bob"), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.GetNamespace("bob"), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.GetNamespaceByUID(dbus.UInt32(TEST_USERS["bob"].uid)), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.CloseSession("bob", "s1"), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.CloseSession("alice", "no-such-session"), E_NO_SUCH_SESSION),
+    (lambda m: m.OpenMountNamespace("bob"), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.ShareSubtree("bob", "/mnt"), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.EnslaveSubtree("bob", "/mnt"), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.SetPropagation("bob", "/mnt", "slave", NO_FLAGS), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.BindMount("bob", "/srv", "/mnt", NO_FLAGS), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.Unmount("bob", "/mnt", NO_FLAGS), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.GetMounts("bob"), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.SetLinger("bob", True), E_NO_SUCH_NAMESPACE),
+    (lambda m: m.OpenAttach("bob", dbus.Array(["true"], "s"), dbus.Array([], "s"), "/", NO_FLAGS),
+     E_NO_SUCH_NAMESPACE),
+])
+def test_each_method_names_a_users_refusal(daemon, manager, call, error):
+    manager.CreateNamespace("alice")
+    expect_error(lambda: call(manager), error)
+    users = sorted(str(u) for u, _uid, _state, _path in manager.ListNamespaces())
+    assert users == ["alice"], f"a refused call changed the namespaces: {users}"
 
 
 # ---- a session id ----

@@ -112,13 +112,17 @@ def test_run_as_environment(sandbox, who):
 
 
 def test_error_names_are_the_daemons():
-    """helpers' error names are every one src/shared/bus-errors.h defines, no more."""
-    header = (sbm.REPO / "src/shared/bus-errors.h").read_text()
-    defined = set(re.findall(r'^#define NSM_ERROR_\w+ "([^"]+)"', header, re.M))
-    assert defined, "no NSM_ERROR_* in src/shared/bus-errors.h"
+    """helpers' error names are every one of the project's in the table of src/shared/nsm-error.c,
+    no more; and no other source spells one (every name comes from the table)."""
+    table = (sbm.REPO / "src/shared/nsm-error.c").read_text()
+    defined = {"org.example.NSManager.Error." + n for n in re.findall(r'NSM_ERROR_PREFIX "(\w+)"', table)}
+    assert defined, "no NSM_ERROR_PREFIX names in src/shared/nsm-error.c"
     assert set(helpers.NSM_ERRORS) == defined, \
         f"only in helpers: {set(helpers.NSM_ERRORS) - defined}, only in the daemon: {defined - set(helpers.NSM_ERRORS)}"
     assert len(helpers.NSM_ERRORS) == len(defined)
+    elsewhere = [str(p.relative_to(sbm.REPO)) for p in (sbm.REPO / "src").rglob("*.[ch]")
+                 if p.name != "nsm-error.c" and re.search(r"NSManager\.Error\.[A-Z]", p.read_text())]
+    assert not elsewhere, f"error names outside the table: {elsewhere}"
 
 
 def test_expect_error_fails_when_it_should():

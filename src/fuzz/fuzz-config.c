@@ -94,7 +94,8 @@ static void check_manager_config(const ManagerConfig *c) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const UserRecord u = { .name = (char *) "fuzzuser", .uid = 2001, .gid = 0, .home = (char *) "/home/fuzzuser",
                                .shell = (char *) "/bin/sh" };
-        _cleanup_free_ char *main_file = NULL, *message = NULL;
+        _cleanup_free_ char *main_file = NULL;
+        _cleanup_(nsm_error_done) NsmError error = {};
         _cleanup_strv_free_ char **errors = NULL;
         _cleanup_(view_policy_done) ViewPolicy p = {};
         char *const groups[] = { (char *) "fuzzgroup", NULL };
@@ -137,7 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         /* What the parser let through, applying parses the same way (a group name that NSS
          * cannot find for %g is the only other refusal). */
-        r = view_policy_check(&p, &u, &message);
-        FUZZ_CHECK(r == 0 || r == -ENOMEM || (r != -EINVAL && message));
+        r = view_policy_check(&p, &u, &error);
+        FUZZ_CHECK(r == 0 || r == -ENOMEM || (r != -EINVAL && error.message));
         return 0;
 }

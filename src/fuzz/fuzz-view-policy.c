@@ -48,7 +48,8 @@ static int add_line(ViewPolicy *p, UserRecord *u, char *line) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        _cleanup_free_ char *s = fuzz_string(data, size), *message = NULL;
+        _cleanup_free_ char *s = fuzz_string(data, size);
+        _cleanup_(nsm_error_done) NsmError error = {};
         _cleanup_(view_policy_done) ViewPolicy p = {};
         _cleanup_(user_record_done) UserRecord u = {
                 .uid = 2001,
@@ -69,7 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         return 0;
         }
 
-        r = view_policy_check(&p, &u, &message);
+        r = view_policy_check(&p, &u, &error);
+        const char *message = error.message;
         if (r < 0 && r != -ENOMEM)
                 FUZZ_CHECK(message && (strstr(message, "Paths=") || strstr(message, "TemporaryFileSystem=") ||
                                        strstr(message, "HideOtherHomes=")));

@@ -16,8 +16,9 @@ int bus_connect(sd_bus **ret) {
         sd_bus *bus = NULL;
         int r;
 
-        /* Our named errors carry errno values; the map makes sd_bus_error_get_errno() useful. */
-        r = sd_bus_error_add_map(nsm_bus_error_map);
+        /* Our named errors carry errno values: the table, registered, makes sd_bus_error_get_errno()
+         * useful. */
+        r = bus_error_add_map();
         if (r < 0)
                 return log_error_errno(r, "Failed to register the error map: %m");
 

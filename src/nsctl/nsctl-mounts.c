@@ -84,7 +84,7 @@ static int view_load(sd_bus *bus, const char *name, bool optional, View *ret) {
                 return log_oom();
         r = get_mounts(bus, name, &error, &w.mounts, &w.n_mounts);
         if (r < 0) {
-                bool gone = optional && sd_bus_error_has_name(&error, NSM_ERROR_NO_SUCH_NAMESPACE);
+                bool gone = optional && bus_error_code(&error) == NSM_ERROR_NO_SUCH_NAMESPACE;
                 r = gone ? 0 : bus_log_error(&error, r, "Failed to get the mounts of %s", view_display_name(&w));
                 view_done(&w);
                 return r;

@@ -81,16 +81,16 @@ static int check_fds(const int fds[4], sd_bus_error *error) {
 
         for (int i = 0; i < 4; i++)
                 if (statx(fds[i], "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &sx) < 0)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "The %s fd is not usable: %s",
-                                                 names[i], strerror(errno));
+                        return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "The %s fd is not usable: %s",
+                                              names[i], strerror(errno));
 
         if (!S_ISFIFO(sx.stx_mode) && !S_ISSOCK(sx.stx_mode))
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                        "The status fd must be the write end of a pipe or a socket.");
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS,
+                                      "The status fd must be the write end of a pipe or a socket.");
         flags = fcntl(fds[3], F_GETFL);
         if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                        "The status fd must be open for writing (the write end of a pipe).");
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS,
+                                      "The status fd must be open for writing (the write end of a pipe).");
         return 0;
 }
 
@@ -98,23 +98,23 @@ static int validate_args(const AttachArgs *a, sd_bus_error *error) {
         const char *c = a->command ? a->command[0] : NULL;
 
         if (!c || !c[0])
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "No command given.");
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "No command given.");
         if (strchr(c, '/') && c[0] != '/')
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Command '%s' must be an absolute path or a name looked up in $PATH.", c);
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS,
+                                      "Command '%s' must be an absolute path or a name looked up in $PATH.", c);
         for (char **e = a->environment; e && *e; e++) {
                 const char *eq = strchr(*e, '=');
                 if (!eq || eq == *e)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Environment entry '%s' is not of the form KEY=VALUE.", *e);
+                        return bus_error_setf(error, NSM_ERROR_INVALID_ARGS,
+                                              "Environment entry '%s' is not of the form KEY=VALUE.", *e);
         }
         if (a->working_directory[0] && a->working_directory[0] != '/')
-                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH, "Working directory '%s' is not an absolute path.",
-                                         a->working_directory);
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH, "Working directory '%s' is not an absolute path.",
+                                      a->working_directory);
         if (a->open_attach) {
                 if (a->flags & ~OPEN_ATTACH_PTY)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
-                                                 a->flags & ~OPEN_ATTACH_PTY);
+                        return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
+                                              a->flags & ~OPEN_ATTACH_PTY);
                 return 0;
         }
         return check_fds(a->fds, error);
@@ -131,14 +131,14 @@ static int check_limit(Manager *m, uid_t uid, sd_bus_error *error) {
          * status) waits on a lock she holds, a process of ours that nothing ends: no more. */
         if (m->config.max_stuck_operations > 0 &&
             child_set_stuck(m->children, uid) >= m->config.max_stuck_operations)
-                return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                         "uid %u has as many stuck operations as MaxStuckOperations=%u allows.",
-                                         (unsigned) uid, m->config.max_stuck_operations);
+                return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                      "uid %u has as many stuck operations as MaxStuckOperations=%u allows.",
+                                      (unsigned) uid, m->config.max_stuck_operations);
         n = attach_tasks_of_uid(m, uid);
         if (n >= max)
-                return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                         "The commands uid %u attached still run %u tasks (AttachTasksMax=%u).",
-                                         (unsigned) uid, n, max);
+                return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                      "The commands uid %u attached still run %u tasks (AttachTasksMax=%u).",
+                                      (unsigned) uid, n, max);
         return 0;
 }
 
@@ -173,19 +173,17 @@ static int open_pty(uid_t uid, gid_t gid, int *ret_master, int *ret_slave) {
  * ends go to ret_command, the caller's to p->reply_fds. The status is a socket, not a pipe: the
  * daemon's end is shut for reading at once, so nothing (no fd either) can ever be queued to it,
  * and neither writing a line to it nor closing it takes a lock the caller's end can hold. */
-static int make_fds(AttachProcess *p, bool pty, gid_t gid, int ret_command[3], int *ret_status, const char **ret_what) {
+static int make_fds(AttachProcess *p, bool pty, gid_t gid, int ret_command[3], int *ret_status, NsmError *error) {
         _cleanup_close_ int status = -EBADF;
         int pair[2], r;
 
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
-                *ret_what = "Failed to make the status socket";
-                return -errno;
-        }
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+                return nsm_error_set_errnof(error, -errno, "Failed to make the status socket: %m");
         status = pair[0];
         if (shutdown(status, SHUT_RD) < 0) {
+                r = -errno;
                 safe_close(pair[1]);
-                *ret_what = "Failed to make the status socket";
-                return -errno;
+                return nsm_error_set_errnof(error, r, "Failed to make the status socket: %m");
         }
         p->reply_fds[3] = pair[1];
         r = attach_process_keep_fd(p, pair[1]);
@@ -196,10 +194,8 @@ static int make_fds(AttachProcess *p, bool pty, gid_t gid, int ret_command[3], i
                 int master = -EBADF, slave = -EBADF;
 
                 r = open_pty(p->uid, gid, &master, &slave);
-                if (r < 0) {
-                        *ret_what = "Failed to allocate a pseudo terminal";
-                        return r;
-                }
+                if (r < 0)
+                        return nsm_error_set_errnof(error, r, "Failed to allocate a pseudo terminal: %m");
                 r = attach_process_keep_fd(p, master);
                 if (r >= 0)
                         r = attach_process_keep_fd(p, slave);
@@ -213,10 +209,8 @@ static int make_fds(AttachProcess *p, bool pty, gid_t gid, int ret_command[3], i
                 for (int i = 0; i < 3; i++) {
                         int fds[2];
 
-                        if (pipe2(fds, O_CLOEXEC) < 0) {
-                                *ret_what = "Failed to make the pipes";
-                                return -errno;
-                        }
+                        if (pipe2(fds, O_CLOEXEC) < 0)
+                                return nsm_error_set_errnof(error, -errno, "Failed to make the pipes: %m");
                         /* stdin: the command reads, the caller writes; stdout, stderr: the other way. */
                         ret_command[i] = fds[i == 0 ? 0 : 1];
                         p->reply_fds[i] = fds[i == 0 ? 1 : 0];
@@ -237,8 +231,8 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
         _cleanup_(attach_process_freep) AttachProcess *p = NULL;
         _cleanup_(user_record_done) UserRecord record = {};
         _cleanup_(credentials_done) Credentials caller = {};
+        _cleanup_(nsm_error_done) NsmError e = {};
         _cleanup_close_ int status_fd = -EBADF;
-        const char *what = NULL;
         int fds[3] = { a->fds[0], a->fds[1], a->fds[2] };
         AttachRequest req;
         int r;
@@ -247,23 +241,26 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
         if (r >= 0)
                 r = user_credentials_from_record(&record, &caller);
         if (r == -ESRCH)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "uid %u has no user record (NSS).", (unsigned) uid);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "uid %u has no user record (NSS).",
+                                      (unsigned) uid);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Failed to look up uid %u and its groups: %m", (unsigned) uid);
+                return bus_error_set_errnof(error, r, "Failed to look up uid %u and its groups: %m", (unsigned) uid);
 
         if (!a->open_attach) {
                 status_fd = fcntl(a->fds[3], F_DUPFD_CLOEXEC, 3);
                 if (status_fd < 0)
-                        return sd_bus_error_set_errnof(error, errno, "Failed to duplicate the status fd: %m");
+                        return bus_error_set_errnof(error, -errno, "Failed to duplicate the status fd: %m");
         }
         r = attach_process_new(m, uid, ns->name, a->command[0], TAKE_FD(status_fd), &p);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "Failed to set up the status fd: %m");
+                return bus_error_set_errnof(error, r, "Failed to set up the status fd: %m");
         if (a->open_attach) {
                 p->open_attach = true;
-                r = make_fds(p, a->flags & OPEN_ATTACH_PTY, caller.gid, fds, &p->status_fd, &what);
+                r = make_fds(p, a->flags & OPEN_ATTACH_PTY, caller.gid, fds, &p->status_fd, &e);
+                if (r < 0 && !nsm_error_is_set(&e))
+                        (void) nsm_error_set_errnof(&e, r, "Failed to keep the command's fds: %m");
                 if (r < 0)
-                        return sd_bus_error_set_errnof(error, -r, "%s: %m", what);
+                        return bus_error_set_nsm(error, &e);
         }
 
         req = (AttachRequest) {
@@ -278,26 +275,26 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 .fds = { fds[0], fds[1], fds[2] },
         };
         if (attach_unit_available()) {
-                r = attach_unit_start(p, &req, message, &what);
+                r = attach_unit_start(p, &req, message, &e);
                 if (r < 0)
-                        return sd_bus_error_set_errnof(error, -r, "%s: %m", what);
+                        return bus_error_set_nsm(error, &e);
                 TAKE_PTR(p);
                 return 1;
         }
-        r = attach_fork_start(p, &req, &what);
+        r = attach_fork_start(p, &req, &e);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, -r, "%s: %m", what);
+                return bus_error_set_nsm(error, &e);
         *ret = TAKE_PTR(p);
         return 0;
 }
 
-void attach_reply_error(AttachProcess *p, const char *name, const char *message) {
+void attach_reply_error(AttachProcess *p, const NsmError *error) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         int r;
 
         if (!p->call)
                 return;
-        (void) sd_bus_error_set(&e, name, message);
+        (void) bus_error_set_nsm(&e, error);
         audit_call(p->manager, p->call, &e);
         r = sd_bus_reply_method_error(p->call, &e);
         if (r < 0)
@@ -324,7 +321,7 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
                 return r;
         ns = manager_get_namespace(m, a.user);
         if (!ns || !ns->ready)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", a.user);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", a.user);
         r = bus_message_caller_uid(message, &uid, error);
         if (r < 0)
                 return r;
@@ -358,11 +355,8 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
 /* A refusal before the command started (attach_common() returned it, and sd-bus sends it):
  * recorded here; starts and later failures are recorded where they are answered. */
 static int audited(Manager *m, sd_bus_message *message, sd_bus_error *error, int r) {
-        if (r < 0) {
-                _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-
-                audit_call(m, message, sd_bus_error_is_set(error) ? error : (sd_bus_error_set_errno(&e, r), &e));
-        }
+        if (r < 0)
+                audit_call_result(m, message, error, r);
         return r;
 }
 
@@ -377,9 +371,9 @@ int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) 
                 return r;
         if (uid != 0)
                 return audited(userdata, message, error,
-                               sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                                "Attach() takes the command's fds from its caller, which only root may "
-                                                "send; call OpenAttach(), which returns them."));
+                               bus_error_setf(error, NSM_ERROR_ACCESS_DENIED,
+                                              "Attach() takes the command's fds from its caller, which only root may "
+                                              "send; call OpenAttach(), which returns them."));
         return audited(userdata, message, error, attach_common(message, userdata, false, error));
 }
 

@@ -143,7 +143,7 @@ static void hang_up(AttachProcess *p) {
                 (void) kill(p->pid, SIGHUP);
 }
 
-int attach_fork_start(AttachProcess *p, const AttachRequest *req, const char **ret_what) {
+int attach_fork_start(AttachProcess *p, const AttachRequest *req, NsmError *error) {
         _cleanup_close_ int fd_in = -EBADF, fd_out = -EBADF, fd_err = -EBADF;
         pid_t pid;
         int r;
@@ -153,16 +153,12 @@ int attach_fork_start(AttachProcess *p, const AttachRequest *req, const char **r
         fd_in = fcntl(req->fds[0], F_DUPFD_CLOEXEC, 3);
         fd_out = fcntl(req->fds[1], F_DUPFD_CLOEXEC, 3);
         fd_err = fcntl(req->fds[2], F_DUPFD_CLOEXEC, 3);
-        if (fd_in < 0 || fd_out < 0 || fd_err < 0) {
-                *ret_what = "Failed to duplicate the passed fds";
-                return -errno;
-        }
+        if (fd_in < 0 || fd_out < 0 || fd_err < 0)
+                return nsm_error_set_errnof(error, -errno, "Failed to duplicate the passed fds: %m");
 
         pid = fork();
-        if (pid < 0) {
-                *ret_what = "Failed to fork";
-                return -errno;
-        }
+        if (pid < 0)
+                return nsm_error_set_errnof(error, -errno, "Failed to fork: %m");
         if (pid == 0)
                 attach_child(req, (const int[3]) { fd_in, fd_out, fd_err });
         p->pid = pid;
@@ -175,8 +171,7 @@ int attach_fork_start(AttachProcess *p, const AttachRequest *req, const char **r
                  * until we exit (as child.c does). */
                 (void) kill(pid, SIGKILL);
                 (void) waitpid(pid, NULL, WNOHANG);
-                *ret_what = "Failed to watch the new process";
-                return r;
+                return nsm_error_set_errnof(error, r, "Failed to watch the new process: %m");
         }
 
         r = attach_process_watch_client(p, hang_up);

@@ -98,16 +98,16 @@ int attach_process_watch_client(AttachProcess *p, void (*on_gone)(AttachProcess 
 unsigned attach_tasks_of_uid(Manager *m, uid_t uid);
 
 /* The two ways of starting. Both return 0 once the command is on its way, or a negative errno
- * and in *ret_what the step that failed ("Failed to fork"); on error the caller frees 'p'.
+ * and in 'error' the step that failed ("Failed to fork: …"); on error the caller frees 'p'.
  *
  * attach_fork_start(): forks and execs now; p->pid is set, the caller replies.
  * attach_unit_start(): asks systemd for a transient service and answers 'message' itself once
  * the command runs (or could not be started, then it also frees 'p'). */
-int attach_fork_start(AttachProcess *p, const AttachRequest *req, const char **ret_what);
-int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, const char **ret_what);
-/* Answers the Attach() call 'p' still holds with the error 'name' and 'message', and logs the
- * failure (attach-dbus.c: the bus side of the error). Nothing if it was answered already. */
-void attach_reply_error(AttachProcess *p, const char *name, const char *message);
+int attach_fork_start(AttachProcess *p, const AttachRequest *req, NsmError *error);
+int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, NsmError *error);
+/* Answers the Attach() call 'p' still holds with the error 'e', and logs the failure
+ * (attach-dbus.c: the bus side of the error). Nothing if it was answered already. */
+void attach_reply_error(AttachProcess *p, const NsmError *e);
 /* Whether Attach() goes through systemd: it is PID 1 (sd_booted()). */
 bool attach_unit_available(void);
 /* Tasks in the unit's control group (1 while it starts). */

@@ -253,18 +253,6 @@ static void finish(AttachProcess *p) {
         attach_process_free(p);
 }
 
-static void reply_error(AttachProcess *p, const char *name, const char *format, ...) _printf_(3, 4);
-static void reply_error(AttachProcess *p, const char *name, const char *format, ...) {
-        _cleanup_free_ char *message = NULL;
-        va_list ap;
-
-        va_start(ap, format);
-        if (vasprintf(&message, format, ap) < 0)
-                message = NULL;     /* the error's name alone */
-        va_end(ap);
-        attach_reply_error(p, name, message);
-}
-
 typedef struct ServiceState {
         uint32_t exec_main_pid;
         int32_t exec_main_code;        /* CLD_EXITED, CLD_KILLED, CLD_DUMPED; 0 while it runs */
@@ -279,9 +267,11 @@ static int answer_call(AttachProcess *p, const ServiceState *st) {
         int r;
 
         if (!streq(p->job_result, "done")) {
-                reply_error(p, SD_BUS_ERROR_FAILED, "systemd could not start '%s' in the namespace of '%s' (job %s, "
-                            "result '%s'; see journalctl -u %s).", p->command, p->user, p->job_result,
-                            st->result ?: "unknown", p->unit);
+                _cleanup_(nsm_error_done) NsmError e = {};
+                (void) nsm_error_setf(&e, NSM_ERROR_FAILED, "systemd could not start '%s' in the namespace of '%s' "
+                                      "(job %s, result '%s'; see journalctl -u %s).", p->command, p->user,
+                                      p->job_result, st->result ?: "unknown", p->unit);
+                attach_reply_error(p, &e);
                 finish(p);
                 return 0;
         }
@@ -345,10 +335,12 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
         if (r == 0)
                 r = bus_message_read_dict(reply, read_service_property, &st);
         if (r < 0) {
-                if (p->call)
-                        reply_error(p, SD_BUS_ERROR_FAILED, "Failed to learn whether %s started: %s", p->unit,
-                                    strerror(-r));
-                else
+                if (p->call) {
+                        _cleanup_(nsm_error_done) NsmError e = {};
+                        (void) nsm_error_setf(&e, NSM_ERROR_FAILED, "Failed to learn whether %s started: %s", p->unit,
+                                              strerror(-r));
+                        attach_reply_error(p, &e);
+                } else
                         log_warning_errno(r, "Failed to read the state of %s, no longer watching it: %m", p->unit);
                 finish(p);
                 return 0;
@@ -411,7 +403,14 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
 
         p->start_slot = sd_bus_slot_unref(p->start_slot);
         if (e) {
-                reply_error(p, e->name, "systemd refused to start '%s': %s", p->command, e->message ?: e->name);
+                /* systemd's refusal keeps its name where it is one of ours (AccessDenied,
+                 * InvalidArgs, …); any other (systemd's own) is Failed, and named in the sentence. */
+                _cleanup_(nsm_error_done) NsmError refused = {};
+                NsmErrorCode code = nsm_error_code_from_name(e->name);
+                (void) nsm_error_setf(&refused, code >= 0 ? code : NSM_ERROR_FAILED, "systemd refused to start '%s': "
+                                      "%s%s%s%s", p->command, e->message ?: e->name, code >= 0 ? "" : " (",
+                                      code >= 0 ? "" : e->name, code >= 0 ? "" : ")");
+                attach_reply_error(p, &refused);
                 attach_process_free(p);
                 return 0;
         }
@@ -509,25 +508,19 @@ static int subscribe(AttachProcess *p) {
                                       NULL, p);
 }
 
-int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, const char **ret_what) {
+int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, NsmError *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
         r = unit_name(req->uid, &p->unit);
-        if (r < 0) {
-                *ret_what = "Failed to name the unit";
-                return r;
-        }
+        if (r < 0)
+                return nsm_error_set_errnof(error, r, "Failed to name the unit: %m");
         r = environment_file_create(p, req);
-        if (r < 0) {
-                *ret_what = "Failed to write the environment for systemd";
-                return r;
-        }
+        if (r < 0)
+                return nsm_error_set_errnof(error, r, "Failed to write the environment for systemd: %m");
         r = subscribe(p);
-        if (r < 0) {
-                *ret_what = "Failed to watch the unit";
-                return r;
-        }
+        if (r < 0)
+                return nsm_error_set_errnof(error, r, "Failed to watch the unit: %m");
 
         r = sd_bus_message_new_method_call(p->manager->bus, &m, SYSTEMD_BUS_NAME, SYSTEMD_PATH,
                                            SYSTEMD_MANAGER_INTERFACE, "StartTransientUnit");
@@ -537,16 +530,12 @@ int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message
                 r = append_properties(m, p, req);
         if (r >= 0)
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
-        if (r < 0) {
-                *ret_what = "Failed to build the StartTransientUnit call";
-                return r;
-        }
+        if (r < 0)
+                return nsm_error_set_errnof(error, r, "Failed to build the StartTransientUnit call: %m");
 
         r = sd_bus_call_async(p->manager->bus, &p->start_slot, m, on_start_reply, p, 0);
-        if (r < 0) {
-                *ret_what = "Failed to call StartTransientUnit";
-                return r;
-        }
+        if (r < 0)
+                return nsm_error_set_errnof(error, r, "Failed to call StartTransientUnit: %m");
 
         p->call = sd_bus_message_ref(message);
         r = attach_process_watch_client(p, hang_up);

@@ -89,19 +89,18 @@ int attach_process_keep_fd(AttachProcess *p, int fd) {
         return 0;
 }
 
-static int release_run(int sock, void *userdata) {
+static int release_run(int sock, void *userdata, NsmError *error) {
         const AttachProcess *p = userdata;
 
         /* Closing may wait for a lock the other end's holder keeps: here, not in the daemon. */
         for (size_t i = 0; i < p->n_made_fds; i++)
                 (void) close(p->made_fds[i]);
-        return ipc_send_result(sock, 0, NULL);
+        return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);
 }
 
-static void on_released(int result, const char *message, IpcMessage *final, const char *data, size_t size,
-                        void *userdata) {
-        if (result < 0)
-                log_debug_errno(result, "Failed to let go of the fds of an attached command, ignoring: %m");
+static void on_released(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+        if (error)
+                log_debug("Failed to let go of the fds of an attached command, ignoring: %s", nsm_error_message(error));
 }
 
 void attach_process_release_fds(AttachProcess *p) {
@@ -163,7 +162,7 @@ typedef struct StatusWrite {
         char line[64];
 } StatusWrite;
 
-static int status_write_run(int sock, void *userdata) {
+static int status_write_run(int sock, void *userdata, NsmError *error) {
         const StatusWrite *w = userdata;
         size_t done = 0, n = strlen(w->line);
 
@@ -174,17 +173,16 @@ static int status_write_run(int sock, void *userdata) {
                 if (k < 0 && errno == EAGAIN) /* O_NONBLOCK, set by the caller on her side: wait for room */
                         (void) poll(&(struct pollfd) { .fd = w->fd, .events = POLLOUT }, 1, -1);
                 else if (k < 0 && errno != EINTR)
-                        return ipc_send_result(sock, -errno, NULL);
+                        return nsm_error_set_errnof(error, -errno, "Failed to write the status: %m");
                 else if (k > 0)
                         done += (size_t) k;
         }
-        return ipc_send_result(sock, 0, NULL);
+        return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);
 }
 
-static void on_status_written(int result, const char *message, IpcMessage *final, const char *data, size_t size,
-                              void *userdata) {
-        if (result < 0)
-                log_debug_errno(result, "Failed to report the status of an attached command, ignoring: %m");
+static void on_status_written(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+        if (error)
+                log_debug("Failed to report the status of an attached command, ignoring: %s", nsm_error_message(error));
 }
 
 static int start_status_write(AttachProcess *p, const StatusWrite *w) {

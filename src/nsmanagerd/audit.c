@@ -242,6 +242,18 @@ void audit_call(Manager *m, sd_bus_message *call, const sd_bus_error *error) {
         audit_record(m, call, error, 0);
 }
 
+void audit_call_result(Manager *m, sd_bus_message *call, const sd_bus_error *error, int r) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+
+        if (r >= 0)
+                error = NULL;
+        else if (!sd_bus_error_is_set(error)) {
+                (void) bus_error_set_errnof(&e, r, NULL);
+                error = &e;
+        }
+        audit_record(m, call, error, 0);
+}
+
 void audit_call_pid(Manager *m, sd_bus_message *call, const sd_bus_error *error, pid_t pid) {
         audit_record(m, call, error, pid);
 }

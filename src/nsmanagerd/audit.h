@@ -29,5 +29,8 @@
  * 'call' is the method call (read again from its start); 'error' NULL for success. Methods
  * that change nothing are ignored. */
 void audit_call(Manager *m, sd_bus_message *call, const sd_bus_error *error);
+/* The same for a method that returned 'r' to sd-bus: 'error' if it is set, else what sd-bus
+ * makes of r (< 0), or success. */
+void audit_call_result(Manager *m, sd_bus_message *call, const sd_bus_error *error, int r);
 /* The same, for an attached command that started as PID 'pid'. */
 void audit_call_pid(Manager *m, sd_bus_message *call, const sd_bus_error *error, pid_t pid);

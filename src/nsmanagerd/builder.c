@@ -3,7 +3,6 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -55,35 +54,25 @@ static size_t split_args(IpcMessage *m, const char **args, size_t max) {
         return n;
 }
 
-static int reply_error(BuilderProcess *p, int r, const char *fmt, ...) _printf_(3, 4);
-static int reply_error(BuilderProcess *p, int r, const char *fmt, ...) {
-        char buf[1024];
-        va_list ap;
-        int n;
-
-        va_start(ap, fmt);
-        n = vsnprintf(buf, sizeof buf, fmt, ap);
-        va_end(ap);
-        return ipc_send_result(p->sock, r, "%.*s", n < 0 ? 0 : n, buf);
-}
-
-static int handle_open_registry(BuilderProcess *p, const char **args, size_t n) {
+/* Each handler sends its answer, or returns a negative errno with the failure in 'error', which
+ * builder_dispatch() sends. */
+static int handle_open_registry(BuilderProcess *p, const char **args, size_t n, NsmError *error) {
         int r;
 
         if (n != 2)
-                return reply_error(p, -EBADMSG, "Malformed request.");
+                return nsm_error_set_errnof(error, -EBADMSG, "Malformed request.");
         free(p->pins_dir);
         p->pins_dir = strdup(args[1]);
         if (!p->pins_dir)
-                return reply_error(p, -ENOMEM, "Out of memory.");
+                return -ENOMEM;
         p->registry_fd = safe_close(p->registry_fd);
         r = registry_open(args[0], args[1], p->host_ns_fd, &p->cpu, &p->registry_fd);
         if (r < 0)
-                return reply_error(p, r, "Failed to set up the namespace registry '%s': %s", args[0], strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to set up the namespace registry '%s': %m", args[0]);
         return ipc_send(p->sock, r, 0, NULL, 0, NULL, 0);
 }
 
-static int handle_build(BuilderProcess *p, const char **args, size_t n) {
+static int handle_build(BuilderProcess *p, const char **args, size_t n, NsmError *error) {
         _cleanup_strv_free_ char **shared = NULL;
         _cleanup_close_ int ns_fd = -EBADF;
         _cleanup_free_ char *where = NULL;
@@ -92,16 +81,16 @@ static int handle_build(BuilderProcess *p, const char **args, size_t n) {
         int r = -EINVAL;
 
         if (n < 3 || view_propagation_from_string(args[2]) < 0)
-                return reply_error(p, -EBADMSG, "Malformed request.");
+                return nsm_error_set_errnof(error, -EBADMSG, "Malformed request.");
         for (size_t i = 3; i < n; i++)
                 if (strv_extend(&shared, args[i]) < 0)
-                        return reply_error(p, -ENOMEM, "Out of memory.");
+                        return -ENOMEM;
         if (p->registry_fd < 0)
-                return reply_error(p, -EBADFD, "The registry is not open.");
+                return nsm_error_set_errnof(error, -EBADFD, "The registry is not open.");
         /* Opened in the host namespace, where the builder is between requests. */
         r = mount_table_cache_refresh(&p->host_mounts);
         if (r < 0)
-                return reply_error(p, r, "Failed to read the host's mount table: %s", strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to read the host's mount table: %m");
         ViewSpec spec = { .name = args[0], .subtree_root = args[1], .shared_subtrees = shared,
                           .propagation = view_propagation_from_string(args[2]),
                           .host_mounts = &p->host_mounts };
@@ -128,21 +117,23 @@ static int handle_build(BuilderProcess *p, const char **args, size_t n) {
                 /* The mount point directory is all a failed build leaves on the host. */
                 if (asprintf(&where, "%s/%s", spec.subtree_root, spec.name) >= 0)
                         (void) rmdir(where);
-                return reply_error(p, r, "Failed to build the view of '%s' while %s: %s", spec.name,
-                                   view_stage_to_string(stage), strerror(-r));
+                /* Each stage works on the paths of the configuration (SubtreeRoot=, SharedSubtrees=):
+                 * what its errno says about them names it. */
+                return nsm_error_set_path_errnof(error, r, "Failed to build the view of '%s' while %s: %m", spec.name,
+                                                 view_stage_to_string(stage));
         }
         /* The result of a build is its number of mounts. */
         return ipc_send(p->sock, (int) MIN(n_mounts, (size_t) INT32_MAX), 0, NULL, 0, &ns_fd, 1);
 }
 
-static int handle_unpin(BuilderProcess *p, const char **args, size_t n) {
+static int handle_unpin(BuilderProcess *p, const char **args, size_t n, NsmError *error) {
         int r;
 
         if (n != 1)
-                return reply_error(p, -EBADMSG, "Malformed request.");
+                return nsm_error_set_errnof(error, -EBADMSG, "Malformed request.");
         r = registry_unpin(p->registry_fd, p->host_ns_fd, p->pins_dir, args[0]);
         if (r < 0)
-                return reply_error(p, r, "Failed to unpin the namespace of '%s': %s", args[0], strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to unpin the namespace of '%s': %m", args[0]);
         return ipc_send(p->sock, 0, 0, NULL, 0, NULL, 0);
 }
 
@@ -153,10 +144,10 @@ static int send_pin(const char *name, int fd, void *userdata) {
         return r;
 }
 
-static int handle_list(BuilderProcess *p) {
+static int handle_list(BuilderProcess *p, NsmError *error) {
         int r = registry_list(p->registry_fd, p->host_ns_fd, p->pins_dir, send_pin, p);
         if (r < 0)
-                return reply_error(p, r, "Failed to list the pinned namespaces: %s", strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to list the pinned namespaces: %m");
         return ipc_send(p->sock, 0, 0, NULL, 0, NULL, 0);
 }
 
@@ -187,7 +178,7 @@ static int read_mountinfo(char **ret, size_t *ret_size) {
         return 0;
 }
 
-static int handle_read_mounts(BuilderProcess *p, IpcMessage *m) {
+static int handle_read_mounts(BuilderProcess *p, IpcMessage *m, NsmError *error) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
         int r;
@@ -195,53 +186,65 @@ static int handle_read_mounts(BuilderProcess *p, IpcMessage *m) {
         /* Reading mountinfo asks no file system anything (d_path and show_options only): safe
          * for the builder even where a view holds a hung FUSE or NFS mount. */
         if (m->n_fds == 1 && setns(m->fds[0], CLONE_NEWNS) < 0)
-                return reply_error(p, -errno, "Failed to enter the namespace: %m");
+                return nsm_error_set_errnof(error, -errno, "Failed to enter the namespace: %m");
         r = read_mountinfo(&buf, &size);
         if (m->n_fds == 1 && setns(p->host_ns_fd, CLONE_NEWNS) < 0)
                 _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
         if (r < 0)
-                return reply_error(p, r, "Failed to read the mount table: %s", strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to read the mount table: %m");
         return ipc_send_data(p->sock, buf, size);
 }
 
 /* An open mountinfo of a namespace flags every change in it (POLLPRI), whoever holds it and
  * wherever: for mount-events-poll.c, which holds it without reading it. */
-static int handle_open_mountinfo(BuilderProcess *p, IpcMessage *m) {
+static int handle_open_mountinfo(BuilderProcess *p, IpcMessage *m, NsmError *error) {
         _cleanup_close_ int fd = -EBADF;
 
         if (m->n_fds != 1)
-                return reply_error(p, -EBADMSG, "Malformed request.");
+                return nsm_error_set_errnof(error, -EBADMSG, "Malformed request.");
         if (setns(m->fds[0], CLONE_NEWNS) < 0)
-                return reply_error(p, -errno, "Failed to enter the namespace: %m");
+                return nsm_error_set_errnof(error, -errno, "Failed to enter the namespace: %m");
         fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
         int r = fd < 0 ? -errno : 0;
         if (setns(p->host_ns_fd, CLONE_NEWNS) < 0)
                 _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
         if (r < 0)
-                return reply_error(p, r, "Failed to open the namespace's mount table: %s", strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to open the namespace's mount table: %m");
         return ipc_send(p->sock, 0, 0, NULL, 0, &fd, 1);
 }
 
-static int builder_dispatch(BuilderProcess *p, IpcMessage *m) {
+static int builder_handle(BuilderProcess *p, IpcMessage *m, NsmError *error) {
         const char *args[BUILDER_MAX_ARGS];
         size_t n = split_args(m, args, ELEMENTSOF(args));
 
         switch (m->result) {
         case BUILDER_OPEN_REGISTRY:
-                return handle_open_registry(p, args, n);
+                return handle_open_registry(p, args, n, error);
         case BUILDER_BUILD:
-                return handle_build(p, args, n);
+                return handle_build(p, args, n, error);
         case BUILDER_UNPIN:
-                return handle_unpin(p, args, n);
+                return handle_unpin(p, args, n, error);
         case BUILDER_LIST:
-                return handle_list(p);
+                return handle_list(p, error);
         case BUILDER_READ_MOUNTS:
-                return handle_read_mounts(p, m);
+                return handle_read_mounts(p, m, error);
         case BUILDER_OPEN_MOUNTINFO:
-                return handle_open_mountinfo(p, m);
+                return handle_open_mountinfo(p, m, error);
         default:
-                return reply_error(p, -EOPNOTSUPP, "Unknown request %d.", m->result);
+                return nsm_error_set_errnof(error, -EOPNOTSUPP, "Unknown request %d.", m->result);
         }
+}
+
+/* Answers one request; the result of sending the answer. */
+static int builder_dispatch(BuilderProcess *p, IpcMessage *m) {
+        _cleanup_(nsm_error_done) NsmError error = {};
+        int r = builder_handle(p, m, &error);
+
+        if (r >= 0 || r == -EPIPE || r == -ECONNRESET)
+                return r;
+        if (!nsm_error_is_set(&error))
+                (void) nsm_error_set_errnof(&error, r, NULL);
+        return ipc_send_error(p->sock, &error);
 }
 
 _noreturn_ static void builder_main(int sock) {
@@ -321,11 +324,12 @@ static void builder_reply_reset(Builder *b) {
         b->size = 0;
 }
 
-static void builder_finish(Builder *b, int result, const char *message, int *fd) {
+/* Answers the running request: 'error' (NULL: it succeeded with 'result'). */
+static void builder_finish(Builder *b, int result, const NsmError *error, int *fd) {
         BuilderRequest *q = TAKE_PTR(b->running);
         BuilderReply reply = {
-                .result = result,
-                .message = message,
+                .result = error ? 0 : result,
+                .error = error,
                 .fd = fd ? *fd : -EBADF,
                 .data = b->data,
                 .size = b->size,
@@ -369,6 +373,7 @@ static void builder_stop_process(Builder *b, const char *why) {
 }
 
 static int builder_spawn(Builder *b);
+static void builder_fail_running(Builder *b, NsmErrorCode code, int r, const char *message);
 
 static void builder_restart(Builder *b, const char *why) {
         int r;
@@ -381,15 +386,20 @@ static void builder_restart(Builder *b, const char *why) {
                 while (b->queue) {
                         b->running = b->queue;
                         b->queue = b->queue->next;
-                        builder_finish(b, r, "The view builder could not be restarted.", NULL);
+                        builder_fail_running(b, NSM_ERROR_SYSTEM, r, "The view builder could not be restarted.");
                 }
                 b->queue_tail = NULL;
         }
 }
 
-static void builder_fail_running(Builder *b, int r, const char *message) {
+/* The running request failed for the daemon's side of the work: 'code' (NSM_ERROR_SYSTEM: the
+ * errno 'r'). */
+static void builder_fail_running(Builder *b, NsmErrorCode code, int r, const char *message) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+
+        (void) nsm_error_set(&e, code, r, message);
         builder_reply_reset(b);
-        builder_finish(b, r, message, NULL);
+        builder_finish(b, 0, &e, NULL);
 }
 
 /* The timer at the running request's deadline, unless it already fires earlier. */
@@ -423,7 +433,8 @@ static int on_builder_timeout(sd_event_source *s, uint64_t usec, void *userdata)
                         log_warning("Cannot re-arm the view builder's deadline, ignoring.");
                 return 0;
         }
-        builder_fail_running(b, -ETIMEDOUT, "The view builder did not answer in time (OperationTimeoutSec=).");
+        builder_fail_running(b, NSM_ERROR_TIMED_OUT, 0,
+                             "The view builder did not answer in time (OperationTimeoutSec=).");
         builder_restart(b, "it missed a deadline");
         return 0;
 }
@@ -434,7 +445,7 @@ static int on_builder_exit(sd_event_source *s, const siginfo_t *si, void *userda
         b->exit_source = sd_event_source_disable_unref(b->exit_source);
         b->pidfd = safe_close(b->pidfd);
         if (b->running)
-                builder_fail_running(b, -EPROTO, "The view builder died while it worked on this.");
+                builder_fail_running(b, NSM_ERROR_SYSTEM, -EPROTO, "The view builder died while it worked on this.");
         builder_restart(b, si->si_code == CLD_EXITED ? "it exited" : "it was killed");
         return 0;
 }
@@ -482,7 +493,8 @@ static int on_builder_io(sd_event_source *s, int fd, uint32_t revents, void *use
                 if (r <= 0) {
                         /* EOF or garbage: the exit handler, or this, restarts it. */
                         if (b->running)
-                                builder_fail_running(b, -EPROTO, "The view builder broke the protocol.");
+                                builder_fail_running(b, NSM_ERROR_SYSTEM, -EPROTO,
+                                                     "The view builder broke the protocol.");
                         builder_restart(b, "its socket failed");
                         return 0;
                 }
@@ -494,23 +506,25 @@ static int on_builder_io(sd_event_source *s, int fd, uint32_t revents, void *use
                         r = b->running->type == BUILDER_LIST ? builder_add_item(b, m) : builder_add_data(b, m);
                         ipc_message_close_fds(m);
                         if (r < 0) {
-                                builder_fail_running(b, r, "Failed to receive the view builder's answer.");
+                                builder_fail_running(b, NSM_ERROR_SYSTEM, r,
+                                                     "Failed to receive the view builder's answer.");
                                 builder_restart(b, "its answer could not be received");
                                 return 0;
                         }
                         continue;
                 }
+                _cleanup_(nsm_error_done) NsmError failed = {};
                 int ns_fd = m->n_fds == 1 ? m->fds[0] : -EBADF;
                 m->n_fds = 0;
-                builder_finish(b, m->result, ipc_message_text(m), &ns_fd);
+                builder_finish(b, m->result, ipc_message_error(m, &failed) < 0 ? &failed : NULL, &ns_fd);
                 safe_close(ns_fd);
                 (void) builder_send_next(b);
         }
 }
 
 static void on_registry_opened(BuilderReply *reply, void *userdata) {
-        if (reply->result < 0)
-                log_error("%s", reply->message ?: "The view builder could not open the registry.");
+        if (reply->error)
+                log_error("%s", nsm_error_message(reply->error));
         else if (reply->result > 0)
                 log_debug("Created the namespace registry.");
 }
@@ -532,7 +546,7 @@ static int builder_send_next(Builder *b) {
         if (r >= 0)
                 r = builder_arm_timer(b, q->deadline);
         if (r < 0) {
-                builder_fail_running(b, r, "Failed to send the request to the view builder.");
+                builder_fail_running(b, NSM_ERROR_SYSTEM, r, "Failed to send the request to the view builder.");
                 builder_restart(b, "a request could not be sent");
                 return r;
         }
@@ -656,11 +670,11 @@ Builder *builder_free(Builder *b) {
                 return NULL;
         /* Whoever waits hears that we are going (and frees what it kept for the answer). */
         if (b->running)
-                builder_fail_running(b, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                builder_fail_running(b, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
         while (b->queue) {
                 b->running = b->queue;
                 b->queue = b->queue->next;
-                builder_fail_running(b, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                builder_fail_running(b, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
         }
         b->queue_tail = NULL;
         /* Closing the socket ends the builder (it exits on EOF); no reply is awaited. */
@@ -718,8 +732,9 @@ void builder_sync_done(BuilderReply *reply, void *userdata) {
         BuilderSync *s = userdata;
 
         s->finished = true;
-        s->result = reply->result;
-        s->message = reply->message ? strdup(reply->message) : NULL;
+        s->result = reply->error ? nsm_error_to_errno(reply->error) : reply->result;
+        if (nsm_error_copy(&s->error, reply->error) < 0)
+                s->error.message = NULL;   /* the table's sentence then */
         s->fd = TAKE_FD(reply->fd);
         s->items = TAKE_PTR(reply->items);
         s->n_items = reply->n_items;
@@ -732,7 +747,7 @@ void builder_sync_done_free(BuilderSync *s) {
                 safe_close(s->items[i].fd);
         }
         free(s->items);
-        free(s->message);
+        nsm_error_done(&s->error);
         safe_close(s->fd);
         *s = (BuilderSync) { .fd = -EBADF };
 }

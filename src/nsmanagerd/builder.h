@@ -15,7 +15,7 @@
  *
  * The daemon sends it one request at a time and never waits for it: each request has a
  * deadline, and a builder that misses one is killed and replaced by a new one (what it was
- * doing is answered -ETIMEDOUT; the requests behind it go to the new builder). */
+ * doing is answered TimedOut; the requests behind it go to the new builder). */
 
 typedef struct Builder Builder;
 
@@ -25,8 +25,8 @@ typedef struct BuilderItem {
 } BuilderItem;
 
 typedef struct BuilderReply {
-        int result;
-        const char *message;     /* a sentence on failure, or NULL */
+        int result;              /* what succeeded (a build: the view's number of mounts) */
+        const NsmError *error;   /* what failed, named by the builder (or NULL) */
         int fd;                  /* the namespace of a build; take it (set to -EBADF) to keep it */
         const char *data;        /* a mount table (NUL-terminated), or NULL */
         size_t size;
@@ -58,8 +58,8 @@ int builder_open_mountinfo(Builder *b, int ns_fd, uint64_t deadline, BuilderDone
  * userdata = &sync has answered (for start-up, before the bus is connected). */
 typedef struct BuilderSync {
         bool finished;
-        int result;
-        char *message;
+        int result;              /* the reply's, or the failure's negative errno */
+        NsmError error;
         int fd;
         BuilderItem *items;
         size_t n_items;

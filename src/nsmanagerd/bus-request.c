@@ -86,13 +86,8 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
         r = bus_request_step(req, step, error);
         /* Answered now: the step failed (sd-bus sends 'error'), or replied itself. Answers
          * from bus_request_reply*() were recorded there. */
-        if (r < 0) {
-                _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-
-                audit_call(m, message, sd_bus_error_is_set(error) ? error :
-                           (sd_bus_error_set_errno(&e, r), &e));
-        } else if (!req->finished && !req->pending)
-                audit_call(m, message, NULL);
+        if (r < 0 || (!req->finished && !req->pending))
+                audit_call_result(m, message, error, r);
         if (r < 0 || req->finished || !req->pending)
                 bus_request_free(req);
         /* Handled, now or later: 0 would tell sd-bus to look for another handler. */
@@ -109,46 +104,11 @@ void bus_request_reply(BusRequest *req, sd_bus_message *reply) {
         bus_request_finish(req);
 }
 
-int bus_error_from_errno(sd_bus_error *error, int r, const char *message) {
-        const char *name;
-
-        switch (-r) {
-        case ENOENT:
-        case ENOTDIR:
-        case ELOOP:
-        case EXDEV:
-        case EINVAL:
-        case ENAMETOOLONG:
-                name = NSM_ERROR_INVALID_PATH;
-                break;
-        case EBUSY:
-                name = NSM_ERROR_BUSY;
-                break;
-        case ETIMEDOUT:
-                name = NSM_ERROR_TIMED_OUT;
-                break;
-        case EDQUOT:
-                name = NSM_ERROR_LIMIT_EXCEEDED;
-                break;
-        case EACCES:
-        case EPERM:
-                name = SD_BUS_ERROR_ACCESS_DENIED;
-                break;
-        case ECANCELED:
-        case ESTALE:
-                name = NSM_ERROR_NO_SUCH_NAMESPACE;
-                message = message ?: "The namespace was removed meanwhile.";
-                break;
-        default:
-                return sd_bus_error_set_errnof(error, r, "%s", message ?: strerror(-r));
-        }
-        return sd_bus_error_set(error, name, message ?: strerror(-r));
-}
-
-void bus_request_reply_error(BusRequest *req, int r, const char *message) {
+void bus_request_reply_error(BusRequest *req, const NsmError *e) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
 
-        (void) bus_error_from_errno(&error, r, message);
+        (void) bus_error_set_nsm(&error, e);
         audit_call(req->manager, req->message, &error);
         r = sd_bus_reply_method_error(req->message, &error);
         if (r < 0)
@@ -156,13 +116,20 @@ void bus_request_reply_error(BusRequest *req, int r, const char *message) {
         bus_request_finish(req);
 }
 
-void bus_request_reply_result(BusRequest *req, int result, const char *message) {
+void bus_request_reply_errno(BusRequest *req, int r, const char *message) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+
+        (void) nsm_error_set(&e, NSM_ERROR_SYSTEM, r, message);
+        bus_request_reply_error(req, &e);
+}
+
+void bus_request_reply_result(BusRequest *req, const NsmError *e) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 
-        if (result < 0)
-                bus_request_reply_error(req, result, message);
+        if (e)
+                bus_request_reply_error(req, e);
         else if (sd_bus_message_new_method_return(req->message, &reply) < 0)
-                bus_request_reply_error(req, -ENOMEM, NULL);
+                bus_request_reply_errno(req, -ENOMEM, NULL);
         else
                 bus_request_reply(req, reply);
 }
@@ -174,7 +141,7 @@ int bus_request_caller_uid(BusRequest *req, uid_t *ret) {
 int bus_message_caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error) {
         int r = bus_message_get_sender_uid(message, ret);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
         return 0;
 }
 
@@ -184,16 +151,19 @@ int bus_message_require_root(sd_bus_message *message, const char *what, sd_bus_e
         if (r < 0)
                 return r;
         if (uid != 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is only available to root.", what);
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED, "%s is only available to root.", what);
         return 0;
 }
 
 int bus_rate_limit_uid(Manager *m, uid_t uid, sd_bus_error *error) {
-        if (uid == 0 || manager_rate_limit(m, uid) >= 0)
+        _cleanup_(nsm_error_done) NsmError e = {};
+        int r = manager_rate_limit(m, uid, &e);
+
+        if (r >= 0)
                 return 0;
-        return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                 "Too many calls from UID %u (RateLimitBurst=%u per RateLimitIntervalSec=); try again later.",
-                                 (unsigned) uid, m->config.rate_limit_burst);
+        if (!nsm_error_is_set(&e))
+                return bus_error_set_errnof(error, r, "Failed to count the call of UID %u: %m", (unsigned) uid);
+        return bus_error_set_nsm(error, &e);
 }
 
 int bus_request_rate_limit(BusRequest *req, sd_bus_error *error) {
@@ -221,12 +191,10 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
         }
         if (r < 0 && req->rule) {
                 /* The rule is what the caller can act on; polkit's answer is the detail. */
-                _cleanup_free_ char *why = NULL;
-                if (asprintf(&why, "%s This needs %s, which polkit refused: %s", req->rule, action,
-                             error->message ?: error->name) < 0)
-                        why = NULL;
+                _cleanup_free_ char *answer = strdup(error->message ?: error->name);
                 sd_bus_error_free(error);
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, why ?: req->rule);
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED, "%s This needs %s, which polkit refused: %s",
+                                      req->rule, action, answer ?: "?");
         }
         if (r > 0 && sd_bus_message_get_allow_interactive_authorization(req->message) > 0)
                 /* A person may have typed a password meanwhile: the work's clock starts now. */
@@ -237,7 +205,7 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
 int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, OwnViewRequest what, const char **details,
                                sd_bus_error *error) {
         Manager *m = req->manager;
-        _cleanup_free_ char *reason = NULL;
+        _cleanup_(nsm_error_done) NsmError reason = {};
         const char *action = ACTION_MANAGE;
         const char *path = NULL;
         uid_t uid;
@@ -259,7 +227,7 @@ int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, O
                         action = ACTION_MANAGE_OWN;
                 else {
                         free(req->rule);
-                        req->rule = TAKE_PTR(reason);
+                        req->rule = TAKE_PTR(reason.message);
                 }
         }
         r = bus_request_authorize(req, action, details, error);
@@ -269,23 +237,24 @@ int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, O
                 credentials_done(&req->caller);
                 r = user_credentials_by_uid(uid, &req->caller);
                 if (r < 0)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                                 "Cannot look up the caller's groups (UID %u): %s", (unsigned) uid, strerror(-r));
+                        return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED, "Cannot look up the caller's groups "
+                                              "(UID %u): %s", (unsigned) uid, strerror(-r));
                 req->own = true;
         }
         return 1;
 }
 
-bool bus_request_escalate(BusRequest *req, int result, const char *message, const char **details) {
+bool bus_request_escalate(BusRequest *req, const NsmError *e, const char **details) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(nsm_error_done) NsmError refused = {};
         Manager *m = req->manager;
         int r;
 
-        if (!req->own || req->escalated || (result != -EACCES && result != -EPERM))
+        if (!req->own || req->escalated || !e || e->code != NSM_ERROR_ACCESS_DENIED)
                 return false;
         req->escalated = true;
         free(req->rule);
-        req->rule = message ? strdup(message) : NULL;
+        req->rule = e->message ? strdup(e->message) : NULL;
 
         /* polkit answers by dispatching the message to its method again, which finds this
          * request escalated and asks for manage: then granted, or refused with the rule. */
@@ -299,7 +268,8 @@ bool bus_request_escalate(BusRequest *req, int result, const char *message, cons
                  * this can only be a rule the files enforce for everybody. */
                 return false;
         }
-        bus_request_reply_error(req, -EACCES, req->rule ?: error.message);
+        (void) nsm_error_setf(&refused, NSM_ERROR_ACCESS_DENIED, "%s", req->rule ?: error.message ?: "Access denied.");
+        bus_request_reply_error(req, &refused);
         return true;
 }
 
@@ -368,9 +338,9 @@ int bus_request_can(BusRequest *req, const char *method, const char *user, uid_t
                         break;
                 }
         if (!found)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "The Manager has no method '%s' (Can() answers for the Manager's methods, "
-                                         "e.g. 'SetLinger', 'BindMount').", method);
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS,
+                                      "The Manager has no method '%s' (Can() answers for the Manager's methods, "
+                                      "e.g. 'SetLinger', 'BindMount').", method);
         r = bus_message_caller_uid(req->message, &uid, error);
         if (r < 0)
                 return r;

@@ -15,8 +15,9 @@
  * from arrival — time waiting in a queue included; time waiting for a person to authenticate
  * interactively is not), and whether the rules of own-view-rules.h asked for 'manage'.
  *
- * Only this and the *-dbus.c files build sd_bus_error: the core returns -errno and a sentence,
- * bus_request_reply_error() names the error (bus-errors.h). */
+ * Only this and the *-dbus.c files build sd_bus_error: the core returns an NsmError, named
+ * where the condition was known (nsm-error.h), and the glue turns it into the reply's error in
+ * one step (bus_error_set_nsm(), bus_request_reply_error()). */
 
 struct BusRequest {
         Manager *manager;
@@ -53,12 +54,11 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
 
 /* Replies from an asynchronous completion, and ends the request. */
 void bus_request_reply(BusRequest *req, sd_bus_message *reply);
-void bus_request_reply_error(BusRequest *req, int r, const char *message);
-/* For a method that returns nothing: the error for result < 0 (as bus_request_reply_error()),
- * else an empty reply. */
-void bus_request_reply_result(BusRequest *req, int result, const char *message);
-/* A -errno of the core, as the named error a client can act on. */
-int bus_error_from_errno(sd_bus_error *error, int r, const char *message);
+void bus_request_reply_error(BusRequest *req, const NsmError *e);
+/* The same for a system call of the glue that failed with 'r' (message NULL: r's text). */
+void bus_request_reply_errno(BusRequest *req, int r, const char *message);
+/* For a method that returns nothing: the error 'e', or (NULL) an empty reply. */
+void bus_request_reply_result(BusRequest *req, const NsmError *e);
 
 /* Drops every request (at exit): their callers get no reply from us. */
 void bus_requests_free(Manager *m);
@@ -70,7 +70,7 @@ int bus_message_caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *er
 /* AccessDenied ("'what' is only available to root") unless the caller is root. */
 int bus_message_require_root(sd_bus_message *message, const char *what, sd_bus_error *error);
 /* Unprivileged callers' calls that make the daemon work are rate-limited per uid (at the
- * first dispatch only): LimitExceeded. */
+ * first dispatch only): LimitExceeded (manager_rate_limit()). */
 int bus_request_rate_limit(BusRequest *req, sd_bus_error *error);
 /* The same for a call without a BusRequest (Attach): counts the call of 'uid' (root is not
  * limited) and sets LimitExceeded beyond the burst. */
@@ -86,10 +86,10 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
 int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, OwnViewRequest what, const char **details,
                                sd_bus_error *error);
 
-/* An operation run for req->own failed with a rule's refusal (-EACCES): asks polkit for
+/* An operation run for req->own failed with a rule's refusal (AccessDenied): asks polkit for
  * manage; if it agrees, the method runs again with full power, else the caller gets the
  * rule's sentence. Returns true if it took over the reply. */
-bool bus_request_escalate(BusRequest *req, int result, const char *message, const char **details);
+bool bus_request_escalate(BusRequest *req, const NsmError *e, const char **details);
 
 /* Can(method, user): answers "yes", "challenge" or "no" for the caller calling the Manager's
  * 'method' on user's view (NULL or "": the host), of which 'owner' is the user, as the methods

@@ -79,11 +79,16 @@ void pidfd_kill_and_reap(int pidfd, uint64_t usec) {
                 (void) waitid(P_PIDFD, (id_t) pidfd, NULL, WEXITED | WNOHANG);
 }
 
-static void child_answer(Child *c, int result, const char *message) {
+/* The answer: the child's final message, or 'error' when there is none. */
+static void child_answer(Child *c, const NsmError *error) {
+        _cleanup_(nsm_error_done) NsmError failed = {};
+
         if (c->answered)
                 return;
         c->answered = true;
-        c->done(result, message, c->final, c->data, c->size, c->userdata);
+        if (!error && c->final && ipc_message_error(c->final, &failed) < 0)
+                error = &failed;
+        c->done(error, c->final, c->data, c->size, c->userdata);
         if (c->final)
                 ipc_message_close_fds(c->final);
 }
@@ -98,7 +103,9 @@ ChildSet *child_set_free(ChildSet *s) {
                 Child *c = s->children;
                 pidfd_kill_and_reap(c->pidfd, c->stuck ? 0 : USEC_PER_SEC);
                 /* Whoever waits for it hears that we are going. */
-                child_answer(c, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                _cleanup_(nsm_error_done) NsmError e = {};
+                (void) nsm_error_set_errnof(&e, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                child_answer(c, &e);
                 child_free(c);
         }
         sd_event_unref(s->event);
@@ -163,23 +170,20 @@ static int on_child_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
         Child *c = userdata;
-        char why[128];
 
         (void) child_read(c);
         if (c->stuck)
                 log_info("%s: the helper process that was stuck past its deadline has ended.", c->description);
         if (c->final)
-                child_answer(c, c->final->result, ipc_message_text(c->final));
+                child_answer(c, NULL);
         else if (!c->answered) {
-                if (si->si_code == CLD_EXITED)
-                        snprintf(why, sizeof why, "exited with status %d", si->si_status);
-                else
-                        snprintf(why, sizeof why, "was killed by signal %d", si->si_status);
                 /* The caller logs or reports it, with this sentence rather than "Protocol error". */
-                _cleanup_free_ char *message = NULL;
-                if (asprintf(&message, "%s: the helper process %s without answering.", c->description, why) < 0)
-                        message = NULL;
-                child_answer(c, -EPROTO, message);
+                _cleanup_(nsm_error_done) NsmError e = {};
+                (void) nsm_error_set_errnof(&e, -EPROTO, "%s: the helper process %s %d without answering.",
+                                            c->description,
+                                            si->si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
+                                            si->si_status);
+                child_answer(c, &e);
         }
         child_free(c);
         return 0;
@@ -187,7 +191,7 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
 
 static int on_child_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         Child *c = userdata;
-        _cleanup_free_ char *message = NULL;
+        _cleanup_(nsm_error_done) NsmError e = {};
 
         c->deadline_source = sd_event_source_disable_unref(c->deadline_source);
         if (c->answered)
@@ -198,10 +202,10 @@ static int on_child_deadline(sd_event_source *s, uint64_t usec, void *userdata) 
         /* Late answers are not read: the caller has been told it timed out. */
         c->io_source = sd_event_source_disable_unref(c->io_source);
         c->sock = safe_close(c->sock);
-        if (asprintf(&message, "%s did not finish within the deadline (OperationTimeoutSec=): a file system on the way "
-                     "does not answer. Nothing was changed after the step it was stuck in.", c->description) < 0)
-                message = NULL;
-        child_answer(c, -ETIMEDOUT, message);
+        (void) nsm_error_setf(&e, NSM_ERROR_TIMED_OUT, "%s did not finish within the deadline (OperationTimeoutSec=): "
+                              "a file system on the way does not answer. Nothing was changed after the step it was "
+                              "stuck in.", c->description);
+        child_answer(c, &e);
         return 0;
 }
 
@@ -315,9 +319,16 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
                 return r;
         }
         if (c->pid == 0) {
+                NsmError error = {};
+
                 if (child_setup(pair[1], spec->keep_fds, spec->n_keep_fds) < 0)
                         _exit(EXIT_FAILURE);
-                (void) spec->run(pair[1], spec->run_userdata);
+                r = spec->run(pair[1], spec->run_userdata, &error);
+                if (r < 0) {
+                        if (!nsm_error_is_set(&error))
+                                (void) nsm_error_set_errnof(&error, r, NULL);
+                        (void) ipc_send_error(pair[1], &error);
+                }
                 _exit(EXIT_SUCCESS);
         }
         safe_close(pair[1]);
@@ -343,8 +354,7 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         return 0;
 }
 
-static void adopted_done(int result, const char *message, IpcMessage *final, const char *data, size_t size,
-                         void *userdata) {
+static void adopted_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
 }
 
 int child_set_adopt(ChildSet *s, int pidfd, const char *description, uid_t owner) {

@@ -10,7 +10,7 @@
 
 /* Mount work that touches paths a user controls (their view, their home, a FUSE mount of
  * theirs, a dead NFS server) runs in a forked child that the event loop watches and never
- * waits for: each child has a deadline, at which its caller is answered -ETIMEDOUT and the
+ * waits for: each child has a deadline, at which its caller is answered TimedOut and the
  * child gets SIGKILL.
  *
  * SIGKILL does not always end a child at once: a process waiting for a FUSE request that
@@ -28,16 +28,17 @@
 typedef struct ChildSet ChildSet;
 
 /* Runs in the child. 'userdata' is the parent's pointer: the child sees a copy of the
- * parent's memory as it was at the fork. Returns nothing of interest: the answer is what it
- * sent on 'sock' (its last message's result; none at all is -EPROTO). */
-typedef int (*ChildFunc)(int sock, void *userdata);
+ * parent's memory as it was at the fork. Returns ≥ 0 once it sent its final answer on 'sock',
+ * or a negative errno with 'error' naming the failure (unset: the errno names it), which is
+ * then sent as the answer. */
+typedef int (*ChildFunc)(int sock, void *userdata, NsmError *error);
 
-/* Called once per child: with the result and sentence of its final message, and the payload
- * of its IPC_MORE messages ('data', NUL-terminated, NULL if none). 'final' holds the final
- * message: the callee takes any fds it wants from final->fds (set them to -EBADF); the rest
- * are closed. final is NULL when the child gave no final answer. */
-typedef void (*ChildDoneFunc)(int result, const char *message, IpcMessage *final, const char *data, size_t size,
-                              void *userdata);
+/* Called once per child: with the failure of its final message (NULL if it succeeded), and the
+ * payload of its IPC_MORE messages ('data', NUL-terminated, NULL if none). 'final' holds the
+ * final message: the callee takes any fds it wants from final->fds (set them to -EBADF); the
+ * rest are closed. final is NULL when the child gave no final answer: then 'error' says why
+ * (its deadline passed, it died, the daemon is shutting down). */
+typedef void (*ChildDoneFunc)(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata);
 
 typedef struct ChildSpec {
         const char *description;       /* for the log: "SetPropagation of '/mnt' in the view of 'alice'" */
@@ -52,7 +53,8 @@ typedef struct ChildSpec {
 } ChildSpec;
 
 ChildSet *child_set_new(sd_event *event);
-/* Kills what still runs (SIGKILL), answers -ESHUTDOWN to what waits for it, and reaps what
+/* Kills what still runs (SIGKILL), answers that the daemon is shutting down (ESHUTDOWN) to what
+ * waits for it, and reaps what
  * ends within a second (a child stuck on a file system is left to whoever reaps orphans). */
 ChildSet *child_set_free(ChildSet *s);
 static inline void child_set_freep(ChildSet **s) {

@@ -133,7 +133,7 @@ static int scan_all(const EjectOp *op, int host_fd, dev_t dev, Scan *s) {
 }
 
 /* The device 'what' names: a block device, or the file system mounted at a host path. */
-static int resolve_what(const char *what, dev_t *ret, char **ret_why) {
+static int resolve_what(const char *what, dev_t *ret, NsmError *error) {
         MountEntry *e = NULL;
         size_t n = 0;
         dev_t dev = 0, root = 0;
@@ -142,7 +142,7 @@ static int resolve_what(const char *what, dev_t *ret, char **ret_why) {
 
         r = mount_table_read_self(&e, &n);
         if (r < 0)
-                return r;
+                return nsm_error_set_errnof(error, r, "Failed to read the host's mount table: %m.");
         for (size_t i = 0; i < n; i++) {
                 if (streq_ptr(e[i].target, "/"))
                         root = e[i].dev;
@@ -153,24 +153,19 @@ static int resolve_what(const char *what, dev_t *ret, char **ret_why) {
         if (dev == 0) {
                 /* Not a mount point: a device node (/dev/sdb1, /dev/disk/by-label/X → sdb1). */
                 if (stat(what, &st) < 0)
-                        return asprintf(ret_why, "'%s' is neither a mount point on the host nor a block device: %m.", what) < 0 ?
-                               -ENOMEM : -ENOENT;
-                if (!S_ISBLK(st.st_mode)) {
-                        if (asprintf(ret_why, "'%s' is neither a mount point on the host nor a block device.", what) < 0)
-                                return -ENOMEM;
-                        return -EINVAL;
-                }
+                        return nsm_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                              "'%s' is neither a mount point on the host nor a block device: %s.", what,
+                                              strerror(errno));
+                if (!S_ISBLK(st.st_mode))
+                        return nsm_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                              "'%s' is neither a mount point on the host nor a block device.", what);
                 dev = st.st_rdev;
-        } else if (major(dev) == 0) {
-                if (asprintf(ret_why, "'%s' is not a file system on a block device (there is no device to eject).", what) < 0)
-                        return -ENOMEM;
-                return -EINVAL;
-        }
-        if (dev == root) {
-                if (asprintf(ret_why, "'%s' is the root file system, which is never ejected.", what) < 0)
-                        return -ENOMEM;
-                return -EINVAL;
-        }
+        } else if (major(dev) == 0)
+                return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is not a file system on a block device "
+                                      "(there is no device to eject).", what);
+        if (dev == root)
+                return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is the root file system, which is never "
+                                      "ejected.", what);
         *ret = dev;
         return 0;
 }
@@ -416,44 +411,43 @@ static bool reachable(const Found *f, const Scan *s, bool lazy) {
         return lazy && id_in(s->on_top, s->n_on_top, id);
 }
 
-static int eject_run(int sock, void *userdata) {
+static int eject_run(int sock, void *userdata, NsmError *error) {
         const EjectOp *op = userdata;
         _cleanup_(scan_done) Scan s = {}, after = {};
         _cleanup_close_ int host_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        _cleanup_free_ char *why = NULL;
         char sdev[32];
         dev_t dev = op->dev;
         size_t n_holders;
         int r;
 
         if (host_fd < 0)
-                return ipc_send_result(sock, -errno, "Failed to open the host's namespace: %m.");
+                return nsm_error_set_errnof(error, -errno, "Failed to open the host's namespace: %m.");
         if (!op->release) {
-                r = resolve_what(op->what, &dev, &why);
+                r = resolve_what(op->what, &dev, error);
                 if (r < 0)
-                        return ipc_send_result(sock, r, "%s", why ?: strerror(-r));
+                        return r;
         }
         snprintf(sdev, sizeof sdev, "%u:%u", major(dev), minor(dev));
         send_fields(sock, (const char *const[]) { "X", sdev, NULL });
 
         r = scan_all(op, host_fd, dev, &s);
         if (r < 0)
-                return ipc_send_result(sock, r, "Failed to read the mount tables: %s.", strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to read the mount tables: %m.");
         if (op->release)
                 for (size_t i = 0; i < s.n; i++)
                         if (s.found[i].ns < 0)
-                                return ipc_send_result(sock, 0, NULL);   /* the host mounts it again */
+                                return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);   /* the host mounts it again */
         if (s.n == 0)
-                return ipc_send_result(sock, 0, NULL);
+                return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);
 
         /* Who holds it, before anything is detached: without the lazy flag that is a refusal. */
         n_holders = scan_holders(sock, &s, dev);
         if (!op->lazy && !op->release && (n_holders > 0 || s.n_on_top > 0)) {
                 if (n_holders > 0)
-                        return ipc_send_result(sock, -EBUSY, "The file system of '%s' is in use; nothing was detached.",
-                                               op->what);
-                return ipc_send_result(sock, -EBUSY, "The file system of '%s' has %s mounted on it; nothing was "
-                                       "detached.", op->what, s.on_top_example ?: "another file system");
+                        return nsm_error_setf(error, NSM_ERROR_BUSY,
+                                              "The file system of '%s' is in use; nothing was detached.", op->what);
+                return nsm_error_setf(error, NSM_ERROR_BUSY, "The file system of '%s' has %s mounted on it; nothing "
+                                      "was detached.", op->what, s.on_top_example ?: "another file system");
         }
 
         /* Nothing is detached unless everything can be. */
@@ -463,11 +457,11 @@ static int eject_run(int sock, void *userdata) {
                         r = enter(op, host_fd, f->ns);
                         if (r >= 0 && !reachable(f, &s, op->lazy)) {
                                 (void) enter(op, host_fd, -1);
-                                return ipc_send_result(sock, -EBUSY, "'%s' %s%s%s, a mount of the file system of '%s', is "
-                                                       "hidden under another mount (over a directory above it), which "
-                                                       "has to go first; nothing was detached.", f->path,
-                                                       f->ns < 0 ? "on the host" : "in the view of '", ns_name(op, f->ns),
-                                                       f->ns < 0 ? "" : "'", op->what);
+                                return nsm_error_setf(error, NSM_ERROR_BUSY, "'%s' %s%s%s, a mount of the file system "
+                                                      "of '%s', is hidden under another mount (over a directory above "
+                                                      "it), which has to go first; nothing was detached.", f->path,
+                                                      f->ns < 0 ? "on the host" : "in the view of '",
+                                                      ns_name(op, f->ns), f->ns < 0 ? "" : "'", op->what);
                         }
                 }
         (void) enter(op, host_fd, -1);
@@ -489,14 +483,15 @@ static int eject_run(int sock, void *userdata) {
                 }
                 if (r == -EBUSY && !op->lazy) {
                         (void) enter(op, host_fd, -1);
-                        return ipc_send_result(sock, -EBUSY, "'%s' became busy while the file system of '%s' was being "
-                                               "ejected; what was detached before stays detached.", f->path, op->what);
+                        return nsm_error_setf(error, NSM_ERROR_BUSY, "'%s' became busy while the file system of '%s' "
+                                              "was being ejected; what was detached before stays detached.", f->path,
+                                              op->what);
                 }
                 /* Other errors: the rescan below says what is left. */
         }
         r = scan_all(op, host_fd, dev, &after);
         if (r < 0)
-                return ipc_send_result(sock, r, "Failed to read the mount tables again: %s.", strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to read the mount tables again: %m.");
         for (size_t i = 0; i < s.n; i++) {
                 bool left = false;
                 char sns[32];
@@ -507,10 +502,11 @@ static int eject_run(int sock, void *userdata) {
                 snprintf(sns, sizeof sns, "%d", s.found[i].ns);
                 send_fields(sock, (const char *const[]) { left ? "R" : "D", sns, s.found[i].path, NULL });
         }
-        if (after.n > 0)
-                return ipc_send_result(sock, op->release ? 0 : -EBUSY, "%zu mounts of the file system could not be detached "
-                                       "(hidden under another mount, or in use); the others were.", after.n);
-        return ipc_send_result(sock, 0, NULL);
+        /* For a release, the daemon logs what is left from the records. */
+        if (after.n > 0 && !op->release)
+                return nsm_error_setf(error, NSM_ERROR_BUSY, "%zu mounts of the file system could not be detached "
+                                      "(hidden under another mount, or in use); the others were.", after.n);
+        return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);
 }
 
 /* ======== in the daemon ======== */
@@ -544,6 +540,7 @@ static void eject_job_free(EjectJob *j) {
 }
 
 static void eject_result_done(EjectResult *r) {
+        nsm_error_done(&r->error);
         for (size_t i = 0; i < r->n_detached; i++) {
                 free(r->detached[i].user);
                 free(r->detached[i].path);
@@ -681,35 +678,38 @@ static char *detached_text(const EjectResult *res) {
         return TAKE_PTR(buf);
 }
 
-static void on_eject_child_done(int result, const char *message, IpcMessage *final, const char *data, size_t size,
+static void on_eject_child_done(const NsmError *error, IpcMessage *final, const char *data, size_t size,
                                 void *userdata) {
         EjectJob *j = userdata;
         _cleanup_strv_free_ char **lazy = NULL;
         _cleanup_free_ char *holders = NULL, *full = NULL;
-        EjectResult res = { .result = result, .message = message };
+        EjectResult res = {};
+        bool busy = error && error->code == NSM_ERROR_BUSY;
         int r;
 
         r = parse_records(j, data ?: "", data ? size : 0, &res, &lazy);
-        if (r < 0 && res.result >= 0) {
-                res.result = -EPROTO;
-                res.message = "The helper process answered with a malformed result.";
-        }
-        if (res.n_holders > 0 && (res.result == -EBUSY || j->op.release)) {
+        if (r < 0 && !error)
+                (void) nsm_error_set(&res.error, NSM_ERROR_SYSTEM, -EPROTO,
+                                     "The helper process answered with a malformed result.");
+        /* The child's sentence, and what the daemon learnt from its records. */
+        if (res.n_holders > 0 && (busy || j->op.release)) {
                 holders = holders_text(&res);
-                if (res.result == -EBUSY && asprintf(&full, "%s Held by: %s. Detach it anyway with the lazy flag (nsctl eject "
-                                                     "--lazy).", res.message ?: "In use.", holders ?: "?") >= 0)
-                        res.message = full;
-        } else if (res.result < 0 && !j->op.release && lazy) {
+                if (busy && asprintf(&full, "%s Held by: %s. Detach it anyway with the lazy flag (nsctl eject --lazy).",
+                                     nsm_error_message(error), holders ?: "?") < 0)
+                        full = NULL;
+        } else if (error && !j->op.release && lazy) {
                 /* Some were detached, some not (one hidden under another mount, say): which. */
                 _cleanup_free_ char *left = strv_join(lazy, "; ");
-                if (asprintf(&full, "%s Left: %s.", res.message ?: "Not every mount could be detached.", left ?: "?") >= 0)
-                        res.message = full;
+                if (asprintf(&full, "%s Left: %s.", nsm_error_message(error), left ?: "?") < 0)
+                        full = NULL;
         }
+        if (error)
+                (void) nsm_error_set(&res.error, error->code, error->errno_value, full ?: nsm_error_message(error));
         if (j->op.release) {
                 _cleanup_free_ char *list = strv_join(lazy, "; "), *done = detached_text(&res);
-                if (res.result < 0)
+                if (nsm_error_is_set(&res.error))
                         log_warning("Failed to release the copies of block device %u:%u the views hold: %s",
-                                    major(j->op.dev), minor(j->op.dev), res.message ?: strerror(-res.result));
+                                    major(j->op.dev), minor(j->op.dev), nsm_error_message(&res.error));
                 else if (res.n_detached > 0 && !(list && *list))
                         log_info("Released block device %u:%u: detached %s.", major(j->op.dev), minor(j->op.dev),
                                  done ?: "its copies in views");
@@ -717,7 +717,7 @@ static void on_eject_child_done(int result, const char *message, IpcMessage *fin
                         log_warning("Released block device %u:%u: detached %s; %s%s%s.", major(j->op.dev),
                                     minor(j->op.dev), done ?: "its copies in views", list ?: "",
                                     holders ? "; held by: " : "", holders ?: "");
-        } else if (res.result >= 0 && res.dev != 0 && !lazy)
+        } else if (!nsm_error_is_set(&res.error) && res.dev != 0 && !lazy)
                 /* Everything is gone: the host's unmount just seen needs no release. */
                 mount_events_ejected(j->manager->mount_events, res.dev);
         if (j->done)
@@ -740,7 +740,7 @@ static int eject_job_snapshot(EjectJob *j) {
         j->refs = calloc(n + 1, sizeof(Namespace *));
         if (!j->op.names || !j->op.fds || !j->op.inodes || !j->refs)
                 return -ENOMEM;
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
                 if (!ns->ready || ns->mntns_fd < 0)
                         continue;
                 j->op.names[k] = strdup(ns->name);
@@ -787,18 +787,18 @@ static int eject_job_start(QueuedOp *q, void *userdata) {
         return r;
 }
 
-static void eject_job_not_started(int error, void *userdata) {
+static void eject_job_not_started(const NsmError *error, void *userdata) {
         EjectJob *j = userdata;
-        EjectResult res = {
-                .result = error,
-                .message = error == -ETIMEDOUT ? "The operation waited too long behind others (OperationTimeoutSec=)." : NULL,
-        };
+        EjectResult res = {};
 
         if (j->op.release)
-                log_warning_errno(error, "Failed to release the copies of block device %u:%u the views hold: %m",
-                                  major(j->op.dev), minor(j->op.dev));
-        else if (j->done)
+                log_warning("Failed to release the copies of block device %u:%u the views hold: %s", major(j->op.dev),
+                            minor(j->op.dev), nsm_error_message(error));
+        else if (j->done) {
+                (void) nsm_error_copy(&res.error, error);   /* without memory, its sentence is the table's */
                 j->done(&res, j->userdata);
+        }
+        eject_result_done(&res);
         eject_job_free(j);
 }
 

@@ -35,8 +35,7 @@ typedef struct EjectHolder {
 } EjectHolder;
 
 typedef struct EjectResult {
-        int result;              /* < 0: failed (-EBUSY: in use, nothing detached without the lazy flag) */
-        const char *message;
+        NsmError error;          /* set: failed (Busy: in use, nothing detached without the lazy flag) */
         dev_t dev;               /* the file system's device (0 if it was not found) */
         EjectMount *detached;
         size_t n_detached;

@@ -2,7 +2,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -16,17 +15,6 @@
 #include "mount-util.h"
 #include "path-util.h"
 #include "strv.h"
-
-static _printf_(3, 4) int host_fail(char **ret_message, int r, const char *fmt, ...) {
-        va_list ap;
-
-        errno = -r;   /* for %m */
-        va_start(ap, fmt);
-        if (ret_message && vasprintf(ret_message, fmt, ap) < 0)
-                *ret_message = NULL;
-        va_end(ap);
-        return r;
-}
 
 /* ---- what a start changed, and undoing it ---- */
 
@@ -209,32 +197,35 @@ static int make_unbindable(const char *path, mode_t mode, HostChanges *changes) 
         return set_propagation_fd(fd, MS_UNBINDABLE);
 }
 
-int host_prepare_reserved(const char *subtree_root, const char *state_dir, HostChanges *changes, char **ret_message) {
+int host_prepare_reserved(const char *subtree_root, const char *state_dir, HostChanges *changes, NsmError *error) {
         int r;
 
         r = mkdir_parents(subtree_root, 0755);
         if (r >= 0)
                 r = make_unbindable(subtree_root, 0755, changes);
         if (r < 0)
-                return host_fail(ret_message, r, "Failed to make SubtreeRoot '%s' an unbindable mount: %m", subtree_root);
+                return nsm_error_set_errnof(error, r, "Failed to make SubtreeRoot '%s' an unbindable mount: %m",
+                                            subtree_root);
         r = make_unbindable(state_dir, 0700, changes);
         if (r < 0)
-                return host_fail(ret_message, r, "Failed to make StateDirectory '%s' an unbindable mount: %m", state_dir);
+                return nsm_error_set_errnof(error, r, "Failed to make StateDirectory '%s' an unbindable mount: %m",
+                                            state_dir);
         return 0;
 }
 
-int host_share_root(char *const *reserved, const char *registry, char **ret_message) {
+int host_share_root(char *const *reserved, const char *registry, NsmError *error) {
         unsigned long fl = 0;
         int r;
 
         r = mount_get_propagation("/", &fl);
         if (r < 0)
-                return host_fail(ret_message, r, "Failed to read the propagation of '/': %m");
+                return nsm_error_set_errnof(error, r, "Failed to read the propagation of '/': %m");
         if (fl & MS_SHARED)
                 return 0;
         r = mount_set_propagation("/", PROPAGATION_SHARED, true);
         if (r < 0)
-                return host_fail(ret_message, r, "Failed to make '/' shared (views follow the host through it): %m");
+                return nsm_error_set_errnof(error, r, "Failed to make '/' shared (views follow the host through it): "
+                                            "%m");
         /* The recursive change reached the reserved paths and the registry's pin: back to
          * unbindable, and private (a pin needs a mount that propagates nowhere). */
         host_keep_unbindable("/", reserved);
@@ -261,20 +252,20 @@ static int writable_by_others(int fd, struct statx *ret) {
         return sx.stx_uid != 0 || (sx.stx_mode & S_IWOTH) || ((sx.stx_mode & S_IWGRP) && sx.stx_gid != 0);
 }
 
-static int refuse_parent(int parent, const char *path, char **ret_message) {
+static int refuse_parent(int parent, const char *path, NsmError *error) {
         struct statx sx;
         int r = writable_by_others(parent, &sx);
         if (r < 0)
-                return host_fail(ret_message, r, "Cannot tell who may write the directory '%s' is in: %m.", path);
+                return nsm_error_set_errnof(error, r, "Cannot tell who may write the directory '%s' is in: %m.", path);
         if (r > 0)
-                return host_fail(ret_message, -EINVAL, "'%s' is not shared: the directory it is in can be written by "
-                                 "someone other than root (owner uid %u, group gid %u, mode %04o), who could put a "
-                                 "symlink or a directory of theirs in its place.", path, sx.stx_uid, sx.stx_gid,
-                                 sx.stx_mode & 07777);
+                return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is not shared: the directory it is in can "
+                                      "be written by someone other than root (owner uid %u, group gid %u, mode %04o), "
+                                      "who could put a symlink or a directory of theirs in its place.", path,
+                                      sx.stx_uid, sx.stx_gid, sx.stx_mode & 07777);
         return 0;
 }
 
-static int open_host_dir(const char *path, bool only_root, HostChanges *changes, int *ret_fd, char **ret_message) {
+static int open_host_dir(const char *path, bool only_root, HostChanges *changes, int *ret_fd, NsmError *error) {
         _cleanup_close_ int root = -EBADF;
         MountEntry *table = NULL;
         size_t n = 0;
@@ -309,7 +300,7 @@ static int open_host_dir(const char *path, bool only_root, HostChanges *changes,
                 if (r >= 0)
                         r = mount_fd_outside_fuse(parent, table, n, true);
                 if (r >= 0 && only_root) {
-                        r = refuse_parent(parent, path, ret_message);
+                        r = refuse_parent(parent, path, error);
                         if (r < 0)
                                 break;
                 }
@@ -326,49 +317,50 @@ static int open_host_dir(const char *path, bool only_root, HostChanges *changes,
         return r;
 }
 
-static int share_path(const char *path, bool only_root, HostChanges *changes, char **ret_message) {
+static int share_path(const char *path, bool only_root, HostChanges *changes, NsmError *error) {
         _cleanup_close_ int fd = -EBADF, parent = -EBADF;
         struct mount_attr attr = {};
         uint64_t peer = 0, master = 0, parent_peer = 0;
         struct statx sx;
         int r;
 
-        r = open_host_dir(path, only_root, changes, &fd, ret_message);
+        r = open_host_dir(path, only_root, changes, &fd, error);
         if (r == -EREMOTE)
-                return host_fail(ret_message, -EAGAIN, "'%s' lies below a FUSE mount, whose server (a user's, maybe) "
-                                 "may never answer: not shared now, nor joined by views built meanwhile.", path);
-        if (r < 0) {
-                if (ret_message && *ret_message)
-                        return r;
-                return host_fail(ret_message, r, "'%s' cannot be created or opened without following a symlink: %m.", path);
-        }
+                /* Not now: a later start or ReloadConfig tries again (EAGAIN says so to the caller). */
+                return nsm_error_set_errnof(error, -EAGAIN, "'%s' lies below a FUSE mount, whose server (a user's, "
+                                            "maybe) may never answer: not shared now, nor joined by views built "
+                                            "meanwhile.", path);
+        if (r < 0)
+                return nsm_error_set_path_errnof(error, r, "'%s' cannot be created or opened without following a "
+                                                 "symlink: %m.", path);
         if (only_root) {
                 /* A configured path a user can swap, or whose directory is hers, would share what
                  * she chooses with everybody: the administrator fixes it, a reload retries. */
                 r = writable_by_others(fd, &sx);
                 if (r < 0)
-                        return host_fail(ret_message, r, "Cannot tell who owns '%s': %m.", path);
+                        return nsm_error_set_errnof(error, r, "Cannot tell who owns '%s': %m.", path);
                 if (sx.stx_uid != 0)
-                        return host_fail(ret_message, -EINVAL, "'%s' is not shared: it belongs to uid %u, not root.",
-                                         path, sx.stx_uid);
+                        return nsm_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                              "'%s' is not shared: it belongs to uid %u, not root.", path, sx.stx_uid);
                 parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (parent < 0)
-                        return host_fail(ret_message, -errno, "Failed to open the directory '%s' is in: %m.", path);
-                r = refuse_parent(parent, path, ret_message);
+                        return nsm_error_set_path_errnof(error, -errno, "Failed to open the directory '%s' is in: %m.",
+                                                         path);
+                r = refuse_parent(parent, path, error);
                 if (r < 0)
                         return r;
         }
         r = path_is_mount_point(fd, "");
         if (r < 0)
-                return host_fail(ret_message, r, "Cannot tell whether '%s' is a mount point: %m.", path);
+                return nsm_error_set_path_errnof(error, r, "Cannot tell whether '%s' is a mount point: %m.", path);
         if (r == 0) {
                 _cleanup_close_ int tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
                 if (tree < 0 || move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-                        return host_fail(ret_message, -errno, "Failed to bind '%s' onto itself: %m.", path);
+                        return nsm_error_set_path_errnof(error, -errno, "Failed to bind '%s' onto itself: %m.", path);
                 r = add_bind(changes, path, tree);
                 if (r < 0) {
                         (void) umount2_fd(tree);
-                        return host_fail(ret_message, r, "Failed to record the bind of '%s': %m.", path);
+                        return nsm_error_set_errnof(error, r, "Failed to record the bind of '%s': %m.", path);
                 }
                 /* The clone's fd names the new mount; fd still names the one it covers. */
                 safe_close(fd);
@@ -376,7 +368,7 @@ static int share_path(const char *path, bool only_root, HostChanges *changes, ch
         }
         r = mount_get_groups(fd, &peer, &master, &parent_peer);
         if (r < 0)
-                return host_fail(ret_message, r, "Cannot find '%s' in the mount table: %m.", path);
+                return nsm_error_set_path_errnof(error, r, "Cannot find '%s' in the mount table: %m.", path);
         /* Already shared in a group of its own: keep it, views may already be its peers. A mount
          * bound onto itself under a shared parent (as just done, maybe) sits in the parent's
          * group instead, and every mount under it would show up twice: private, then shared. */
@@ -386,24 +378,24 @@ static int share_path(const char *path, bool only_root, HostChanges *changes, ch
                         !streq(changes->items[changes->n - 1].path, path))) {
                 r = add_propagation(changes, path, fd);
                 if (r < 0)
-                        return host_fail(ret_message, r, "Failed to record the propagation of '%s': %m.", path);
+                        return nsm_error_set_errnof(error, r, "Failed to record the propagation of '%s': %m.", path);
         }
         attr.propagation = MS_PRIVATE;
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-                return host_fail(ret_message, -errno, "Failed to make '%s' private: %m.", path);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to make '%s' private: %m.", path);
         attr.propagation = MS_SHARED;
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-                return host_fail(ret_message, -errno, "Failed to make '%s' shared: %m.", path);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to make '%s' shared: %m.", path);
         return 0;
 }
 
-int host_share_path(const char *path, bool only_root, HostChanges *changes, char **ret_message) {
+int host_share_path(const char *path, bool only_root, HostChanges *changes, NsmError *error) {
         HostChanges mine = {};
         int r;
 
         /* Nothing half-applied: what this call did is undone if it fails, and handed to the
          * caller's list if it succeeds. */
-        r = share_path(path, only_root, &mine, ret_message);
+        r = share_path(path, only_root, &mine, error);
         if (r < 0) {
                 host_changes_undo(&mine);
                 return r;

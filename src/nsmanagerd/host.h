@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "mount-util.h"
+#include "nsm-error.h"
 
 /* The host's side of the design: what the daemon sets up in the host namespace at start,
  * the host half of ShareSubtree(""), and releasing it all again (nsmanagerd --release). */
@@ -43,13 +44,13 @@ int host_changes_take(HostChanges *c, HostChange *ch);
 /* SubtreeRoot and StateDirectory bound onto themselves and unbindable (a recursive clone of
  * '/' prunes them: no view holds another's tree or a pin), created if missing. Recorded in
  * 'changes'. */
-int host_prepare_reserved(const char *subtree_root, const char *state_dir, HostChanges *changes, char **ret_message);
+int host_prepare_reserved(const char *subtree_root, const char *state_dir, HostChanges *changes, NsmError *error);
 
 /* '/' shared, recursively, if it is not (views follow the host through peer groups; systemd
  * does it at boot, elsewhere we do), then the 'reserved' paths and the registry pin back to
  * what they were (a recursive change reaches them too). Not undone: the last step of a start,
  * after which nothing can fail. */
-int host_share_root(char *const *reserved, const char *registry, char **ret_message);
+int host_share_root(char *const *reserved, const char *registry, NsmError *error);
 
 /* One path shared in a peer group of its own: created and bound onto itself if needed, kept
  * as it is if it is shared in a group of its own already (views may be its peers). With
@@ -59,7 +60,7 @@ int host_share_root(char *const *reserved, const char *registry, char **ret_mess
  * administrator's act on what P is now, and is not refused that way. -EAGAIN, touching nothing, for a path below a FUSE mount: looking it up would ask a server a
  * user may run, which may never answer (the view builder skips such a path too). What it
  * changed is added to 'changes' (may be NULL); on failure it undoes its own changes. */
-int host_share_path(const char *path, bool only_root, HostChanges *changes, char **ret_message);
+int host_share_path(const char *path, bool only_root, HostChanges *changes, NsmError *error);
 
 /* SubtreeRoot and StateDirectory (the 'reserved' list) must stay unbindable, or every view
  * copies every other: true if path is one of them or below one. */

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <stdarg.h>
 #include <stdio.h>
 #include <sys/socket.h>
 
@@ -7,11 +6,13 @@
 
 typedef struct IpcHeader {
         int32_t result;
+        uint32_t error;
         uint32_t flags;
 } IpcHeader;
 
-int ipc_send(int sock, int result, uint32_t flags, const void *payload, size_t size, const int *fds, size_t n_fds) {
-        IpcHeader h = { .result = result, .flags = flags };
+static int ipc_send_full(int sock, int result, NsmErrorCode error, uint32_t flags, const void *payload, size_t size,
+                         const int *fds, size_t n_fds) {
+        IpcHeader h = { .result = result, .error = (uint32_t) error, .flags = flags };
         struct iovec iov[2] = {
                 { .iov_base = &h, .iov_len = sizeof h },
                 { .iov_base = (void *) payload, .iov_len = payload ? size : 0 },
@@ -39,22 +40,18 @@ int ipc_send(int sock, int result, uint32_t flags, const void *payload, size_t s
         return 0;
 }
 
-int ipc_send_result(int sock, int result, const char *fmt, ...) {
-        char buf[1024];
-        int n = 0, r;
+int ipc_send(int sock, int result, uint32_t flags, const void *payload, size_t size, const int *fds, size_t n_fds) {
+        return ipc_send_full(sock, result, NSM_ERROR_NONE, flags, payload, size, fds, n_fds);
+}
 
-        if (fmt) {
-                va_list ap;
-                va_start(ap, fmt);
-                n = vsnprintf(buf, sizeof buf, fmt, ap);
-                va_end(ap);
-                if (n < 0)
-                        n = 0;
-                else if ((size_t) n >= sizeof buf)
-                        n = sizeof buf - 1;
-        }
-        r = ipc_send(sock, result, 0, n > 0 ? buf : NULL, n > 0 ? (size_t) n + 1 : 0, NULL, 0);
-        return r < 0 ? r : result;
+int ipc_send_error(int sock, const NsmError *e) {
+        const char *text = nsm_error_message(e);
+        size_t n = text ? MIN(strlen(text), (size_t) IPC_PAYLOAD_MAX - 1) : 0;
+        _cleanup_free_ char *buf = n > 0 ? strndup(text, n) : NULL;
+        int result = nsm_error_is_set(e) ? nsm_error_to_errno(e) : -EIO;
+
+        return ipc_send_full(sock, result, nsm_error_is_set(e) ? e->code : NSM_ERROR_SYSTEM, 0, buf, buf ? n + 1 : 0,
+                             NULL, 0);
 }
 
 int ipc_send_data(int sock, const void *data, size_t size) {
@@ -116,7 +113,12 @@ int ipc_recv(int sock, IpcMessage *m, int flags) {
                 ipc_message_close_fds(m);
                 return -EBADMSG;
         }
+        if (h.error >= _NSM_ERROR_CODE_MAX) {
+                ipc_message_close_fds(m);
+                return -EBADMSG;
+        }
         m->result = h.result;
+        m->error = (NsmErrorCode) h.error;
         m->flags = h.flags;
         m->size = (size_t) n - sizeof h;
         return 1;
@@ -126,4 +128,13 @@ const char *ipc_message_text(const IpcMessage *m) {
         if (m->size == 0 || m->payload[m->size - 1] != 0)
                 return NULL;
         return m->payload;
+}
+
+int ipc_message_error(const IpcMessage *m, NsmError *ret) {
+        if (m->error == NSM_ERROR_NONE)
+                return 0;
+        if (m->error == NSM_ERROR_SYSTEM)
+                return nsm_error_set_errnof(ret, m->result < 0 ? m->result : -EIO, "%s",
+                                            ipc_message_text(m) ?: strerror(m->result < 0 ? -m->result : EIO));
+        return nsm_error_setf(ret, m->error, "%s", ipc_message_text(m) ?: nsm_error_code_to_message(m->error));
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 
 #include "bus-creds.h"
+#include "bus-errors.h"
 #include "log-control.h"
 #include "log.h"
 #include "macros.h"
@@ -26,8 +27,8 @@ static int check_root(sd_bus_message *value, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (uid != 0)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                        "Only root may change how nsmanagerd logs: the log is the audit trail.");
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED,
+                                      "Only root may change how nsmanagerd logs: the log is the audit trail.");
         return 0;
 }
 
@@ -49,9 +50,8 @@ static int property_set_level(sd_bus *bus, const char *path, const char *interfa
                 return r;
         level = log_level_from_string(s);
         if (level < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Invalid log level '%s': emerg, alert, crit, err, warning, notice, info or debug.",
-                                         s);
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Invalid log level '%s': emerg, alert, crit, "
+                                      "err, warning, notice, info or debug.", s);
         log_info("Log level set to '%s' by root.", s);
         log_set_max_level(level);
         return 0;
@@ -76,8 +76,8 @@ static int property_set_target(sd_bus *bus, const char *path, const char *interf
                 return r;
         t = log_target_from_string(s);
         if (t < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Invalid log target '%s': auto, console, console-prefixed, journal or null.", s);
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS,
+                                      "Invalid log target '%s': auto, console, console-prefixed, journal or null.", s);
         /* Said where it was going before it goes elsewhere, so the change is on record. */
         log_info("Log target set to '%s' by root.", s);
         log_set_target(t);

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -72,22 +71,16 @@ bool view_policy_is_empty(const ViewPolicy *p) {
 
 static int config_parse_view_propagation(const char *value, void *data, char **ret_message) {
         ViewPropagation p = view_propagation_from_string(value);
-        if (p < 0) {
-                if (asprintf(ret_message, "'%s' is not one of slave, private, shared", value) < 0)
-                        *ret_message = NULL;
-                return -EINVAL;
-        }
+        if (p < 0)
+                return config_message(ret_message, "'%s' is not one of slave, private, shared", value);
         *(ViewPropagation *) data = p;
         return 0;
 }
 
 static int config_parse_login_without_view(const char *value, void *data, char **ret_message) {
         LoginWithoutView v = login_without_view_from_string(value);
-        if (v < 0) {
-                if (asprintf(ret_message, "'%s' is not one of restricted, allow, deny", value) < 0)
-                        *ret_message = NULL;
-                return -EINVAL;
-        }
+        if (v < 0)
+                return config_message(ret_message, "'%s' is not one of restricted, allow, deny", value);
         *(LoginWithoutView *) data = v;
         return 0;
 }
@@ -95,11 +88,8 @@ static int config_parse_login_without_view(const char *value, void *data, char *
 static int config_parse_timeout(const char *value, void *data, char **ret_message) {
         uint64_t *t = data;
         int r = config_parse_sec(value, data, ret_message);
-        if (r >= 0 && (*t == 0 || *t == UINT64_MAX)) {
-                if (asprintf(ret_message, "'%s' must be a finite time span above 0", value) < 0)
-                        *ret_message = NULL;
-                return -EINVAL;
-        }
+        if (r >= 0 && (*t == 0 || *t == UINT64_MAX))
+                return config_message(ret_message, "'%s' must be a finite time span above 0", value);
         return r;
 }
 
@@ -108,15 +98,6 @@ static int config_parse_timeout(const char *value, void *data, char **ret_messag
 /* A view is built long after its files were read, for users nobody had in mind when writing
  * them: whatever can be wrong with an entry for every user is refused here, when the file is
  * read, with its file and line (view-policy.c checks each entry again for the user at hand). */
-
-static _printf_(2, 3) int entry_error(char **ret_message, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(ret_message, fmt, ap) < 0)
-                *ret_message = NULL;
-        va_end(ap);
-        return -EINVAL;
-}
 
 /* One field of an entry with its specifiers expanded as for a typical user ('u', uid 1000, home
  * /home/u, group 'g'): what a path becomes then tells whether it can be valid for a user at
@@ -135,7 +116,8 @@ static int expand_typical(const char *entry, const char *field, size_t len, char
                         continue;
                 }
                 if (++i >= len)
-                        return entry_error(ret_message, "'%s': a lone '%%' at the end of a field (write %%%% for a %%)", entry);
+                        return config_message(ret_message, "'%s': a lone '%%' at the end of a field (write %%%% for a "
+                                              "%%)", entry);
                 switch (field[i]) {
                 case 'u':
                         fputs("u", f);
@@ -154,8 +136,8 @@ static int expand_typical(const char *entry, const char *field, size_t len, char
                         fputc('%', f);
                         break;
                 default:
-                        return entry_error(ret_message, "'%s': '%%%c' is not a specifier (%%u %%U %%h %%g %%G %%%%)",
-                                           entry, field[i]);
+                        return config_message(ret_message, "'%s': '%%%c' is not a specifier (%%u %%U %%h %%g %%G %%%%)",
+                                              entry, field[i]);
                 }
         }
         if (fclose(TAKE_PTR(f)) != 0)
@@ -175,7 +157,7 @@ static int split_entry(const char *entry, const char *s, size_t max, char **ret_
         for (;;) {
                 size_t len = strcspn(s, ":");
                 if (n >= max)
-                        r = entry_error(ret_message, "'%s': more than %zu fields separated by ':'", entry, max);
+                        r = config_message(ret_message, "'%s': more than %zu fields separated by ':'", entry, max);
                 else
                         r = expand_typical(entry, s, len, &ret_fields[n++], ret_message);
                 if (r < 0) {
@@ -203,15 +185,15 @@ static int check_bind_entry(const char *entry, char **ret_message) {
                 return r;
         _cleanup_free_ char *source = f[0], *dest = f[1], *options = f[2];
         if (!path_is_absolute_normalized(source))
-                return entry_error(ret_message, "'%s': the source is not an absolute, normalized path "
-                                   "([-]SOURCE[:DEST[:rbind|norbind]])", entry);
+                return config_message(ret_message, "'%s': the source is not an absolute, normalized path "
+                                      "([-]SOURCE[:DEST[:rbind|norbind]])", entry);
         if (dest && !valid_target(dest))
-                return entry_error(ret_message, "'%s': the destination is not an absolute, normalized path other than / "
-                                   "([-]SOURCE[:DEST[:rbind|norbind]])", entry);
+                return config_message(ret_message, "'%s': the destination is not an absolute, normalized path other "
+                                      "than / ([-]SOURCE[:DEST[:rbind|norbind]])", entry);
         if (!dest && !valid_target(source))
-                return entry_error(ret_message, "'%s': binding onto / would cover the whole machine", entry);
+                return config_message(ret_message, "'%s': binding onto / would cover the whole machine", entry);
         if (options && !STR_IN_SET(options, "rbind", "norbind"))
-                return entry_error(ret_message, "'%s': '%s' is not rbind or norbind", entry, options);
+                return config_message(ret_message, "'%s': '%s' is not rbind or norbind", entry, options);
         return 0;
 }
 
@@ -224,7 +206,8 @@ static int check_tmpfs_entry(const char *entry, char **ret_message) {
                 return r;
         _cleanup_free_ char *path = f[0], *options = f[1];
         if (!valid_target(path))
-                return entry_error(ret_message, "'%s': not an absolute, normalized path other than / (PATH[:OPTIONS])", entry);
+                return config_message(ret_message, "'%s': not an absolute, normalized path other than / "
+                                      "(PATH[:OPTIONS])", entry);
         if (!options)
                 return 0;
         /* The values of tmpfs's own options are the kernel's to judge when the view is built;
@@ -232,9 +215,9 @@ static int check_tmpfs_entry(const char *entry, char **ret_message) {
         for (const char *o = options;;) {
                 size_t len = strcspn(o, ",");
                 if (len == 0)
-                        return entry_error(ret_message, "'%s': an empty mount option", entry);
+                        return config_message(ret_message, "'%s': an empty mount option", entry);
                 if (strncmp(o, "source=", 7) == 0 || (len == 6 && strncmp(o, "source", 6) == 0))
-                        return entry_error(ret_message, "'%s': source= is not a mount option of a tmpfs", entry);
+                        return config_message(ret_message, "'%s': source= is not a mount option of a tmpfs", entry);
                 if (!o[len])
                         return 0;
                 o += len + 1;
@@ -251,7 +234,8 @@ static int check_inaccessible_entry(const char *entry, char **ret_message) {
         if (r < 0)
                 return r;
         if (!valid_target(path))
-                return entry_error(ret_message, "'%s': not an absolute, normalized path other than / ([-]PATH)", entry);
+                return config_message(ret_message, "'%s': not an absolute, normalized path other than / ([-]PATH)",
+                                      entry);
         return 0;
 }
 

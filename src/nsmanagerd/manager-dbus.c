@@ -28,9 +28,8 @@
 
 static int check_path(const char *path, const char *what, sd_bus_error *error) {
         if (!path_is_absolute_normalized(path))
-                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
-                                         "%s '%s' is not an absolute, normalized path (no '.', '..', '//' or trailing '/').",
-                                         what, path);
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH, "%s '%s' is not an absolute, normalized path (no "
+                                      "'.', '..', '//' or trailing '/').", what, path);
         return 0;
 }
 
@@ -38,51 +37,42 @@ static int check_path(const char *path, const char *what, sd_bus_error *error) {
 static int get_namespace_or_error(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
         Namespace *ns = manager_get_namespace(m, user);
         if (!ns || !ns->ready)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
         *ret = ns;
         return 0;
 }
 
-/* The user check's errors, named. */
-static int user_error(sd_bus_error *error, int r, const char *message) {
-        if (r == -ESRCH)
-                return sd_bus_error_set(error, NSM_ERROR_NO_SUCH_USER, message);
-        if (r == -EPERM)
-                return sd_bus_error_set(error, NSM_ERROR_USER_EXCLUDED, message);
-        return bus_error_from_errno(error, r, message);
-}
-
 /* Answers the request when the user's namespace is ready (done replies): 1 while pending,
- * or the error, named, when it cannot even start. */
+ * or the error when it cannot even start. */
 static int acquire_for_request(BusRequest *req, const char *user, const UserRecord *checked,
                                NamespaceReadyFunc done, sd_bus_error *error) {
-        _cleanup_free_ char *why = NULL;
+        _cleanup_(nsm_error_done) NsmError e = {};
         int r;
 
         req->pending = true;
-        r = manager_acquire_namespace(req->manager, user, checked, req->deadline, done, req, &why);
+        r = manager_acquire_namespace(req->manager, user, checked, req->deadline, done, req, &e);
         if (r < 0) {
                 req->pending = false;
-                return user_error(error, r, why);
+                return bus_error_set_nsm(error, &e);
         }
         return 1;
 }
 
 /* ---- CreateNamespace, RemoveNamespace, Get*, List ---- */
 
-static void on_created(Namespace *ns, int result, const char *message, void *userdata) {
+static void on_created(Namespace *ns, const NsmError *error, void *userdata) {
         BusRequest *req = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ char *path = NULL;
 
-        if (result < 0) {
-                bus_request_reply_error(req, result, message);
+        if (error) {
+                bus_request_reply_error(req, error);
                 return;
         }
         path = namespace_bus_path(ns);
         if (!path || sd_bus_message_new_method_return(req->message, &reply) < 0 ||
             sd_bus_message_append(reply, "o", path) < 0) {
-                bus_request_reply_error(req, -ENOMEM, NULL);
+                bus_request_reply_errno(req, -ENOMEM, NULL);
                 return;
         }
         bus_request_reply(req, reply);
@@ -91,7 +81,7 @@ static void on_created(Namespace *ns, int result, const char *message, void *use
 static int create_namespace_step(BusRequest *req, sd_bus_error *error) {
         Manager *m = req->manager;
         _cleanup_(user_record_done) UserRecord u = {};
-        _cleanup_free_ char *why = NULL;
+        _cleanup_(nsm_error_done) NsmError e = {};
         const char *user;
         int r;
 
@@ -99,9 +89,9 @@ static int create_namespace_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         /* Before polkit, so that an invalid request never prompts anybody. */
-        r = manager_check_user(m, user, &u, &why);
+        r = manager_check_user(m, user, &u, &e);
         if (r < 0)
-                return user_error(error, r, why);
+                return bus_error_set_nsm(error, &e);
         r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", user, NULL }, error);
         if (r <= 0)
                 return r;
@@ -112,8 +102,8 @@ static int method_create_namespace(sd_bus_message *message, void *userdata, sd_b
         return bus_request_run(message, userdata, error, create_namespace_step);
 }
 
-static void on_removed(int result, const char *message, void *userdata) {
-        bus_request_reply_result(userdata, result, message);
+static void on_removed(const NsmError *error, void *userdata) {
+        bus_request_reply_result(userdata, error);
 }
 
 int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error) {
@@ -126,7 +116,7 @@ int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *erro
         r = namespace_remove(ns, req->deadline, on_removed, req);
         if (r < 0) {
                 req->pending = false;
-                return sd_bus_error_set_errnof(error, r, "Failed to remove the namespace: %m");
+                return bus_error_set_errnof(error, r, "Failed to remove the namespace: %m");
         }
         return 1;
 }
@@ -178,7 +168,7 @@ static int method_get_namespace_by_uid(sd_bus_message *message, void *userdata, 
                 return r;
         ns = manager_get_namespace_by_uid(userdata, uid);
         if (!ns || !ns->ready)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "UID %u has no namespace.", uid);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "UID %u has no namespace.", uid);
         path = namespace_bus_path(ns);
         if (!path)
                 return -ENOMEM;
@@ -200,7 +190,7 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
         list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
         if (!list)
                 return -ENOMEM;
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 if (ns->ready)
                         list[n++] = ns;
         qsort(list, n, sizeof(Namespace *), compare_namespaces);
@@ -244,7 +234,8 @@ static int can_step(BusRequest *req, sd_bus_error *error) {
                 if (ns)
                         owner = ns->uid;
                 else if (!valid_user_name(user) || user_record_by_name(user, &u) < 0)
-                        return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.", user);
+                        return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.",
+                                              user);
                 else
                         owner = u.uid;
         }
@@ -257,7 +248,7 @@ static int method_can(sd_bus_message *message, void *userdata, sd_bus_error *err
 
 /* ---- sessions ---- */
 
-static void on_session_namespace(Namespace *ns, int result, const char *message, void *userdata) {
+static void on_session_namespace(Namespace *ns, const NsmError *error, void *userdata) {
         BusRequest *req = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ char *path = NULL;
@@ -266,22 +257,22 @@ static void on_session_namespace(Namespace *ns, int result, const char *message,
         pid_t pid = 0;
         int r;
 
-        if (result < 0) {
-                bus_request_reply_error(req, result, message);
+        if (error) {
+                bus_request_reply_error(req, error);
                 return;
         }
         r = sd_bus_message_rewind(req->message, true);
         if (r >= 0)
                 r = sd_bus_message_read(req->message, "ss", &user, &id);
         if (r < 0) {
-                bus_request_reply_error(req, r, NULL);
+                bus_request_reply_errno(req, r, NULL);
                 return;
         }
         /* The login process that asked: recorded for a restart without systemd's fd store. */
         (void) bus_message_get_sender_pid(req->message, &pid);
         r = manager_open_session(req->manager, ns, id, pid, &session_fd);
         if (r < 0) {
-                bus_request_reply_error(req, r, "Failed to record the session.");
+                bus_request_reply_errno(req, r, "Failed to record the session.");
                 return;
         }
         /* The message takes copies of both fds. Should the reply not reach the login (it is
@@ -289,7 +280,7 @@ static void on_session_namespace(Namespace *ns, int result, const char *message,
         path = namespace_bus_path(ns);
         if (!path || sd_bus_message_new_method_return(req->message, &reply) < 0 ||
             sd_bus_message_append(reply, "ohh", path, ns->mntns_fd, session_fd) < 0) {
-                bus_request_reply_error(req, -ENOMEM, NULL);
+                bus_request_reply_errno(req, -ENOMEM, NULL);
                 return;
         }
         bus_request_reply(req, reply);
@@ -303,8 +294,8 @@ static int open_session_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (!valid_session_id(id))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Session id '%s' is empty, too long, or has spaces, ':' or control characters.", id);
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Session id '%s' is empty, too long, or has "
+                                      "spaces, ':' or control characters.", id);
         r = bus_message_require_root(req->message, "OpenSession", error);
         if (r < 0)
                 return r;
@@ -318,17 +309,14 @@ static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_e
 static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *error);
 
 static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         int r = close_session(message, userdata, error);
 
-        if (r < 0)
-                audit_call(userdata, message, sd_bus_error_is_set(error) ? error : (sd_bus_error_set_errno(&e, r), &e));
-        else
-                audit_call(userdata, message, NULL);
+        audit_call_result(userdata, message, error, r);
         return r;
 }
 
 static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
         const char *user, *id;
         int r;
 
@@ -338,13 +326,9 @@ static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *erro
         r = bus_message_require_root(message, "CloseSession", error);
         if (r < 0)
                 return r;
-        r = manager_close_session(m, user, id);
-        if (r == -ESRCH)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
-        if (r == -ENOENT)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_SESSION, "User '%s' has no session '%s'.", user, id);
+        r = manager_close_session(m, user, id, &e);
         if (r < 0)
-                return r;
+                return bus_error_set_nsm(error, &e);
         return sd_bus_reply_method_return(message, NULL);
 }
 
@@ -386,7 +370,7 @@ static void op_call_free(void *p) {
         free(c);
 }
 
-static void on_op_done(int result, const char *message, const ViewOpResult *res, void *userdata) {
+static void on_op_done(const NsmError *error, const ViewOpResult *res, void *userdata) {
         BusRequest *req = userdata;
         OpCall *c = req->data;
 
@@ -396,9 +380,9 @@ static void on_op_done(int result, const char *message, const ViewOpResult *res,
         }
         /* A rule refused on the files: the caller may still hold manage (an administrator acting
          * on their own view). */
-        if (result < 0 && bus_request_escalate(req, result, message, (const char **) c->details))
+        if (error && bus_request_escalate(req, error, (const char **) c->details))
                 return;
-        bus_request_reply_result(req, result, message);
+        bus_request_reply_result(req, error);
 }
 
 /* Queues 'op' for req once authorized: details are kept for a later escalation. */
@@ -430,7 +414,7 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
         r = view_job_queue(m, ns, op, req->own ? &req->caller : NULL, req->own ? req->caller.uid : 0, req->deadline,
                            on_op_done, req);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to queue the operation: %m");
+                return bus_error_set_errnof(error, r, "Failed to queue the operation: %m");
         req->pending = true;
         return 1;
 }
@@ -476,20 +460,20 @@ static int target_namespace_at(Manager *m, const char *user, const char *path, N
         if (r < 0 || *ret)
                 return r;
         if (host_path_is_reserved(path, (char *[]) { m->config.subtree_root, m->state.root, NULL }))
-                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
-                                         "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                      "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
         return 0;
 }
 
 /* ShareSubtree("", P) */
-static void on_shared(int result, const char *message, char **timed_out, void *userdata) {
+static void on_shared(const NsmError *error, char **timed_out, void *userdata) {
         BusRequest *req = userdata;
         Manager *m = req->manager;
 
         /* Shared on the host, and saved: announce it even when some views are late. */
-        if (result >= 0 || result == -ETIMEDOUT)
+        if (!error || timed_out)
                 (void) sd_bus_emit_properties_changed(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "SharedSubtrees", NULL);
-        bus_request_reply_result(req, result, message);
+        bus_request_reply_result(req, error);
 }
 
 static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
@@ -505,8 +489,8 @@ static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (streq(path, "/"))
-                return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
-                                        "'/' cannot be a shared subtree; use ViewPropagation=shared for that.");
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                      "'/' cannot be a shared subtree; use ViewPropagation=shared for that.");
         r = target_namespace_at(m, user, path, &ns, error);
         if (r < 0)
                 return r;
@@ -522,7 +506,7 @@ static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
         r = manager_share_subtree(m, path, req->deadline, on_shared, req);
         if (r < 0) {
                 req->pending = false;
-                return sd_bus_error_set_errnof(error, r, "Failed to share '%s': %m", path);
+                return bus_error_set_errnof(error, r, "Failed to share '%s': %m", path);
         }
         return 1;
 }
@@ -540,8 +524,8 @@ static int enslave_subtree_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (!*user)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                        "The host's subtrees have no master to follow; name a user.");
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "The host's subtrees have no master to follow; "
+                                      "name a user.");
         r = check_path(path, "Path", error);
         if (r < 0)
                 return r;
@@ -570,12 +554,12 @@ static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (flags & ~NSM_PROPAGATION_RECURSIVE)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
-                                         flags & ~NSM_PROPAGATION_RECURSIVE);
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
+                                      flags & ~NSM_PROPAGATION_RECURSIVE);
         pm = propagation_mode_from_string(mode);
         if (pm < 0)
-                return sd_bus_error_setf(error, NSM_ERROR_INVALID_MODE,
-                                         "'%s' is not a propagation mode: shared, slave, private or unbindable.", mode);
+                return bus_error_setf(error, NSM_ERROR_INVALID_MODE,
+                                      "'%s' is not a propagation mode: shared, slave, private or unbindable.", mode);
         r = check_path(path, "Path", error);
         if (r < 0)
                 return r;
@@ -583,8 +567,8 @@ static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (!ns && streq(path, "/") && pm == PROPAGATION_UNBINDABLE)
-                return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH,
-                                        "The host's '/' cannot be unbindable: every view is a copy of it.");
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                      "The host's '/' cannot be unbindable: every view is a copy of it.");
         ViewOp op = { .type = VIEW_OP_SET_PROPAGATION, .path = path, .mode = pm,
                       .recursive = flags & NSM_PROPAGATION_RECURSIVE };
         return authorize_and_start_view_op(req, ns, user, OWN_VIEW_SET_PROPAGATION,
@@ -606,8 +590,8 @@ static int bind_mount_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (flags & ~(NSM_BIND_READ_ONLY | NSM_BIND_MKDIR))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
-                                         flags & ~(NSM_BIND_READ_ONLY | NSM_BIND_MKDIR));
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
+                                      flags & ~(NSM_BIND_READ_ONLY | NSM_BIND_MKDIR));
         r = check_path(source, "Source", error);
         if (r < 0)
                 return r;
@@ -615,7 +599,7 @@ static int bind_mount_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (streq(dest, "/"))
-                return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH, "Nothing can be bound over the view's root.");
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH, "Nothing can be bound over the view's root.");
         r = get_namespace_or_error(m, user, &ns, error);
         if (r < 0)
                 return r;
@@ -643,14 +627,14 @@ static int unmount_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (flags & ~NSM_UNMOUNT_DETACH)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
-                                         flags & ~NSM_UNMOUNT_DETACH);
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
+                                      flags & ~NSM_UNMOUNT_DETACH);
         r = check_path(path, "Path", error);
         if (r < 0)
                 return r;
         /* umount2() of a namespace's root remounts the root filesystem read-only. Never. */
         if (streq(path, "/"))
-                return sd_bus_error_set(error, NSM_ERROR_INVALID_PATH, "'/' is the view's root and is never unmounted.");
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH, "'/' is the view's root and is never unmounted.");
         r = get_namespace_or_error(req->manager, user, &ns, error);
         if (r < 0)
                 return r;
@@ -716,18 +700,17 @@ static int method_set_linger(sd_bus_message *message, void *userdata, sd_bus_err
 }
 
 static int reload_config_step(BusRequest *req, sd_bus_error *error) {
-        _cleanup_free_ char *why = NULL;
+        _cleanup_(nsm_error_done) NsmError e = {};
         int r;
 
         r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", "", NULL }, error);
         if (r <= 0)
                 return r;
-        r = manager_reload(req->manager, &why);
+        r = manager_reload(req->manager, &e);
         if (r < 0) {
                 /* Logged here, where it is handled. */
-                log_error("Configuration not reloaded, the old one stays: %s", why ?: strerror(-r));
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Configuration not reloaded, the old one stays: %s",
-                                         why ?: strerror(-r));
+                log_error("%s", nsm_error_message(&e));
+                return bus_error_set_nsm(error, &e);
         }
         return sd_bus_reply_method_return(req->message, NULL);
 }

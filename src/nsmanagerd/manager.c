@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -39,8 +38,8 @@ int manager_new(Manager **ret) {
                 return -ENOMEM;
         manager_config_init(&m->config);
         m->namespaces = hashmap_new();
-        m->namespaces_by_uid = hashmap_new();
-        m->rate_limits = hashmap_new();
+        m->namespaces_by_uid = id_map_new();
+        m->rate_limits = id_map_new();
         if (!m->namespaces || !m->namespaces_by_uid || !m->rate_limits || !m->config.subtree_root ||
             !m->config.state_directory)
                 return -ENOMEM;
@@ -55,22 +54,33 @@ int manager_new(Manager **ret) {
         return 0;
 }
 
-static void rate_limits_free(Hashmap *h);
+static void rate_limits_free(IdMap *h);
+
+/* What waits for work at exit is told so. */
+static void shutting_down(NsmError *ret) {
+        (void) nsm_error_set(ret, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
+}
 
 static void manager_drop_namespaces(Manager *m) {
         _cleanup_free_ Namespace **list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
+        _cleanup_(nsm_error_done) NsmError why = {};
         size_t n = 0;
         Namespace *ns;
 
-        if (!list)
+        if (!list) {
+                log_oom();
                 return;
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        }
+        shutting_down(&why);
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 list[n++] = ns;
         for (size_t i = 0; i < n; i++)
-                namespace_drop_with(list[i], -ESHUTDOWN);
+                namespace_drop_with(list[i], &why);
 }
 
 Manager *manager_free(Manager *m) {
+        _cleanup_(nsm_error_done) NsmError why = {};
+
         if (!m)
                 return NULL;
         /* Work in flight first, while what waits for it still exists: each answers -ESHUTDOWN
@@ -83,12 +93,13 @@ Manager *manager_free(Manager *m) {
         m->mount_events = mount_events_free(m->mount_events);
         if (m->namespaces)
                 manager_drop_namespaces(m);
-        op_queue_free_with(m->host_ops, -ESHUTDOWN);
+        shutting_down(&why);
+        op_queue_free_with(m->host_ops, &why);
         bus_requests_free(m);
         private_bus_done(m);
         m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ false);
         hashmap_free(m->namespaces);
-        hashmap_free(m->namespaces_by_uid);
+        id_map_free(m->namespaces_by_uid);
         rate_limits_free(m->rate_limits);
         polkit_registry_free(m->polkit_registry);
         bus_creds_cache_detach();
@@ -121,22 +132,24 @@ static void manager_publish_login_filter(Manager *m) {
         (void) login_rule_publish(&f);
 }
 
-/* Every file, checked whole: on failure *ret_error lists the errors ("FILE:LINE: reason; …"). */
-static int config_read(Manager *m, ManagerConfig *ret, char **ret_error) {
+/* Every file, checked whole: on failure 'error' is Failed, saying 'what' failed and listing
+ * the errors ("FILE:LINE: reason; …"). */
+static int config_read(Manager *m, ManagerConfig *ret, const char *what, NsmError *error) {
         _cleanup_strv_free_ char **errors = NULL;
+        _cleanup_free_ char *list = NULL;
         ManagerConfig c;
         int r;
 
         manager_config_init(&c);
         if (!c.subtree_root || !c.state_directory) {
                 manager_config_done(&c);
-                return -ENOMEM;
+                return nsm_error_setf(error, NSM_ERROR_FAILED, "%s: %s", what, strerror(ENOMEM));
         }
         r = manager_config_load(m->config_file, &c, &errors);
         if (r < 0) {
                 manager_config_done(&c);
-                if (ret_error && errors)
-                        *ret_error = config_errors_join(errors, 10);
+                list = errors ? config_errors_join(errors, 10) : NULL;
+                (void) nsm_error_setf(error, NSM_ERROR_FAILED, "%s: %s", what, list ?: strerror(-r));
                 return r;
         }
         *ret = c;
@@ -154,7 +167,7 @@ static void manager_share_configured(char ***paths, char *const *have, HostChang
         size_t k = 0;
 
         for (size_t i = 0; l && l[i]; i++) {
-                _cleanup_free_ char *why = NULL;
+                _cleanup_(nsm_error_done) NsmError why = {};
                 HostChanges mine = {};
                 int r;
 
@@ -164,8 +177,8 @@ static void manager_share_configured(char ***paths, char *const *have, HostChang
                 }
                 r = host_share_path(l[i], /* only_root= */ true, &mine, &why);
                 if (r < 0) {
-                        log_warning_errno(r, "SharedSubtrees=%s: %s Not shared for now; tried again at the next "
-                                          "ReloadConfig or start.", l[i], why ?: strerror(-r));
+                        log_warning("SharedSubtrees=%s: %s Not shared for now; tried again at the next ReloadConfig or "
+                                    "start.", l[i], nsm_error_message(&why) ?: strerror(-r));
                         free(l[i]);
                         continue;
                 }
@@ -182,11 +195,11 @@ static void manager_share_configured(char ***paths, char *const *have, HostChang
                 l[k] = NULL;
 }
 
-int manager_load_config(Manager *m, char **ret_error) {
+int manager_load_config(Manager *m, NsmError *error) {
         ManagerConfig c;
         int r;
 
-        r = config_read(m, &c, ret_error);
+        r = config_read(m, &c, "Failed to load the configuration, not starting", error);
         if (r < 0)
                 return r;
         manager_config_done(&m->config);
@@ -194,19 +207,20 @@ int manager_load_config(Manager *m, char **ret_error) {
         return 0;
 }
 
-int manager_reload(Manager *m, char **ret_error) {
+int manager_reload(Manager *m, NsmError *error) {
+        static const char what[] = "Configuration not reloaded, the old one stays";
         _cleanup_free_ char *later = NULL;
         ManagerConfig c;
         int r;
 
-        r = config_read(m, &c, ret_error);
+        r = config_read(m, &c, what, error);
         if (r < 0)
                 return r;
         /* Where the views and pins live cannot move under running namespaces. */
         r = manager_config_start_only_changes(&m->config, &c, &later);
         if (r < 0) {
                 manager_config_done(&c);
-                return r;
+                return nsm_error_setf(error, NSM_ERROR_FAILED, "%s: %s", what, strerror(-r));
         }
         if (later)
                 log_warning("Changed, and taking effect at the next start only: %s.", later);
@@ -224,7 +238,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 if (strv_contains((const char *const *) m->shared_at_runtime, *p)) {
                         if (strv_extend(&c.shared_subtrees, *p) < 0) {
                                 manager_config_done(&c);
-                                return -ENOMEM;
+                                return nsm_error_setf(error, NSM_ERROR_FAILED, "%s: %s", what, strerror(ENOMEM));
                         }
                         continue;
                 }
@@ -279,7 +293,8 @@ static void manager_load_shared(Manager *m, char *const *configured) {
                 return;
         }
         while (getline(&line, &n, f) >= 0) {
-                _cleanup_free_ char *path = NULL, *why = NULL;
+                _cleanup_(nsm_error_done) NsmError why = {};
+                _cleanup_free_ char *path = NULL;
                 int r;
 
                 line[strcspn(line, "\n")] = 0;
@@ -296,9 +311,10 @@ static void manager_load_shared(Manager *m, char *const *configured) {
                 r = host_share_path(path, /* only_root= */ false, &m->startup_changes, &why);
                 if (r == -EAGAIN)
                         /* Covered by a user's mount for now: kept, tried again at the next start. */
-                        log_warning("%s", why);
+                        log_warning("%s", nsm_error_message(&why) ?: strerror(EAGAIN));
                 else if (r < 0) {
-                        log_warning_errno(r, "%s Dropping '%s' from the subtrees shared at run time.", why ?: "", path);
+                        log_warning("%s Dropping '%s' from the subtrees shared at run time.",
+                                    nsm_error_message(&why) ?: strerror(-r), path);
                         (void) strv_remove(m->shared_at_runtime, path);
                         dropped = true;
                         continue;
@@ -313,8 +329,8 @@ static void manager_load_shared(Manager *m, char *const *configured) {
 /* ---- start-up: what a previous instance left ---- */
 
 static void on_stray_unpinned(BuilderReply *reply, void *userdata) {
-        if (reply->result < 0)
-                log_warning("%s Ignoring.", reply->message ?: "Failed to unpin a half-created namespace.");
+        if (reply->error)
+                log_warning("%s Ignoring.", nsm_error_message(reply->error));
 }
 
 static int load_pin(Manager *m, const char *name, int fd) {
@@ -378,8 +394,9 @@ static int manager_restore_namespaces(Manager *m) {
         if (r >= 0)
                 r = builder_sync_wait(m->event, &s);
         if (r < 0) {
-                if (s.message)
-                        log_error("Failed to restore the namespaces pinned under '%s': %s", m->state.root, s.message);
+                if (nsm_error_is_set(&s.error))
+                        log_error("Failed to restore the namespaces pinned under '%s': %s", m->state.root,
+                                  nsm_error_message(&s.error));
                 else
                         log_error_errno(r, "Failed to restore the namespaces pinned under '%s': %m", m->state.root);
                 builder_sync_done_free(&s);
@@ -397,26 +414,35 @@ static int manager_restore_namespaces(Manager *m) {
         return r;
 }
 
-static void on_pending_join_done(int result, const char *message, const ViewOpResult *res, void *userdata) {
+static void on_pending_join_done(const NsmError *error, const ViewOpResult *res, void *userdata) {
         char *what = userdata;
-        if (result < 0)
+        if (error)
                 log_warning("Retrying %s failed, ignoring (it is retried at the next start): %s", what,
-                            message ?: strerror(-result));
+                            nsm_error_message(error));
         free(what);
 }
 
-/* Views that ShareSubtree("", P) did not reach before (timed out, or the daemon died). */
+/* Views that ShareSubtree("", P) did not reach before (timed out, or the daemon died). What
+ * cannot be retried now stays pending: the next start retries it. */
 static void manager_retry_pending_joins(Manager *m) {
         Namespace *ns;
+        int r;
 
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 for (char **p = ns->pending_joins; p && *p; p++) {
                         ViewOp op = { .type = VIEW_OP_JOIN, .path = *p, .join = JOIN_PEER };
                         char *what = NULL;
-                        if (asprintf(&what, "joining '%s' in the view of '%s'", *p, ns->name) < 0)
+
+                        if (asprintf(&what, "joining '%s' in the view of '%s'", *p, ns->name) < 0) {
+                                log_oom();
                                 return;
-                        if (view_job_queue(m, ns, &op, NULL, 0, manager_deadline(m), on_pending_join_done, what) < 0)
+                        }
+                        r = view_job_queue(m, ns, &op, NULL, 0, manager_deadline(m), on_pending_join_done, what);
+                        if (r < 0) {
+                                log_warning_errno(r, "Failed to retry %s, ignoring (it is retried at the next "
+                                                  "start): %m", what);
                                 free(what);
+                        }
                 }
 }
 
@@ -454,7 +480,7 @@ static int manager_create_state_dir(Manager *m) {
 
 int manager_startup(Manager *m) {
         _cleanup_strv_free_ char **configured = NULL;
-        _cleanup_free_ char *why = NULL;
+        _cleanup_(nsm_error_done) NsmError why = {};
         int r;
 
         /* First: sd_listen_fds() wants the fds it finds untouched. */
@@ -471,7 +497,7 @@ int manager_startup(Manager *m) {
         }
         r = host_prepare_reserved(m->config.subtree_root, m->state.root, &m->startup_changes, &why);
         if (r < 0) {
-                log_error_errno(r, "%s", why ?: "Failed to prepare the host: %m");
+                log_error_errno(r, "%s", nsm_error_message(&why) ?: "Failed to prepare the host: %m");
                 goto fail;
         }
         for (char **p = m->config.shared_subtrees; p && *p; p++)
@@ -500,7 +526,7 @@ fail:
 }
 
 int manager_serve(Manager *m) {
-        _cleanup_free_ char *why = NULL;
+        _cleanup_(nsm_error_done) NsmError why = {};
         char *reserved[] = { m->config.subtree_root, m->state.root, NULL };
         int r;
 
@@ -513,7 +539,7 @@ int manager_serve(Manager *m) {
          * undoing (and calls are not dispatched before the loop runs). */
         r = host_share_root(reserved, m->state.registry, &why);
         if (r < 0)
-                return log_error_errno(r, "%s", why ?: "Failed to make '/' shared: %m");
+                return log_error_errno(r, "%s", nsm_error_message(&why) ?: "Failed to make '/' shared: %m");
         if (host_mounts_record(&m->startup_changes, m->state.registry) < 0)
                 log_warning("Failed to record the host's mounts in %s, ignoring (nsmanagerd --release leaves them).",
                             NSM_HOST_MOUNTS_FILE);
@@ -559,13 +585,13 @@ int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader
         return 0;
 }
 
-int manager_close_session(Manager *m, const char *user, const char *id) {
+int manager_close_session(Manager *m, const char *user, const char *id, NsmError *error) {
         Namespace *ns = manager_get_namespace(m, user);
         int r;
 
         if (!ns || !ns->ready)
-                return -ESRCH;
-        r = namespace_remove_session(ns, id);
+                return nsm_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
+        r = namespace_remove_session(ns, id, error);
         if (r < 0)
                 return r;
         log_info("Session '%s' of '%s' closed.", id, user);
@@ -573,46 +599,36 @@ int manager_close_session(Manager *m, const char *user, const char *id) {
 }
 
 Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid) {
-        char key[32];
-        snprintf(key, sizeof key, "%u", (unsigned) uid);
-        return hashmap_get(m->namespaces_by_uid, key);
+        return id_map_get(m->namespaces_by_uid, uid_key(uid));
 }
 
-static _printf_(3, 4) int user_refused(char **ret_message, int r, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        if (ret_message && vasprintf(ret_message, fmt, ap) < 0)
-                *ret_message = NULL;
-        va_end(ap);
-        return r;
-}
-
-int manager_check_user(Manager *m, const char *user, UserRecord *ret, char **ret_message) {
+int manager_check_user(Manager *m, const char *user, UserRecord *ret, NsmError *error) {
         _cleanup_(user_record_done) UserRecord u = {};
         int r;
 
         if (!valid_user_name(user))
-                return user_refused(ret_message, -ESRCH, "'%s' is not a valid user name.", user);
+                return nsm_error_setf(error, NSM_ERROR_NO_SUCH_USER, "'%s' is not a valid user name.", user);
         r = user_record_by_name(user, &u);
         if (r == -ESRCH)
-                return user_refused(ret_message, -ESRCH, "No user '%s' is known to the system.", user);
+                return nsm_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.", user);
         if (r < 0)
-                return user_refused(ret_message, r, "Failed to look up user '%s': %s", user, strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to look up user '%s': %m", user);
         if (u.uid == 0)
-                return user_refused(ret_message, -EPERM, "'%s' is root; root always stays in the host namespace.", user);
+                return nsm_error_setf(error, NSM_ERROR_USER_EXCLUDED,
+                                      "'%s' is root; root always stays in the host namespace.", user);
         if (u.uid < m->config.min_uid)
-                return user_refused(ret_message, -EPERM, "'%s' (uid %u) is a system user: MinUID=%u.", user,
-                                    (unsigned) u.uid, (unsigned) m->config.min_uid);
+                return nsm_error_setf(error, NSM_ERROR_USER_EXCLUDED, "'%s' (uid %u) is a system user: MinUID=%u.",
+                                      user, (unsigned) u.uid, (unsigned) m->config.min_uid);
         if (login_filter_excludes(&(LoginFilter) { .exclude_users = m->config.exclude_users }, user, u.uid))
-                return user_refused(ret_message, -EPERM, "'%s' is listed in ExcludeUsers=.", user);
+                return nsm_error_setf(error, NSM_ERROR_USER_EXCLUDED, "'%s' is listed in ExcludeUsers=.", user);
         if (ret)
                 *ret = u, u = (UserRecord) {};
         return 0;
 }
 
 int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *checked, uint64_t deadline,
-                              void (*callback)(Namespace *ns, int result, const char *message, void *userdata),
-                              void *userdata, char **ret_message) {
+                              void (*callback)(Namespace *ns, const NsmError *error, void *userdata), void *userdata,
+                              NsmError *error) {
         _cleanup_(user_record_done) UserRecord u = {};
         Namespace *ns;
         int r;
@@ -624,20 +640,25 @@ int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *ch
                 return namespace_wait_ready(ns, callback, userdata);
 
         if (!checked) {
-                r = manager_check_user(m, user, &u, ret_message);
+                r = manager_check_user(m, user, &u, error);
                 if (r < 0)
                         return r;
                 checked = &u;
         }
         r = namespace_new(m, checked, &ns);
         if (r < 0)
-                return r;
+                return nsm_error_set_errnof(error, r, "Failed to set up the namespace of '%s': %m", user);
         r = namespace_wait_ready(ns, callback, userdata);
-        if (r >= 0)
-                r = namespace_build(ns, deadline);
         if (r < 0) {
                 namespace_drop(ns);
-                return r;
+                return nsm_error_set_errnof(error, r, "Failed to wait for the namespace of '%s': %m", user);
+        }
+        r = namespace_build(ns, deadline);
+        if (r < 0) {
+                /* 'callback' waits for it already: it hears why. */
+                _cleanup_(nsm_error_done) NsmError why = {};
+                (void) nsm_error_set_errnof(&why, r, "Failed to start building the namespace of '%s': %m", user);
+                namespace_drop_with(ns, &why);
         }
         return 0;
 }
@@ -645,36 +666,34 @@ int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *ch
 /* ---- rate limits ---- */
 
 typedef struct RateLimit {
-        char key[16];
         uint64_t begin;
         unsigned count;
 } RateLimit;
 
-static void rate_limits_free(Hashmap *h) {
+static void rate_limits_free(IdMap *h) {
         RateLimit *rl;
-        for (size_t i = 0; hashmap_iterate(h, &i, (void **) &rl, NULL);)
+        for (size_t i = 0; id_map_iterate(h, &i, NULL, (void **) &rl);)
                 free(rl);
-        hashmap_free(h);
+        id_map_free(h);
 }
 
-int manager_rate_limit(Manager *m, uid_t uid) {
+int manager_rate_limit(Manager *m, uid_t uid, NsmError *error) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
-        char key[16];
         RateLimit *rl;
+        int r;
 
-        if (m->config.rate_limit_burst == 0)
+        if (uid == 0 || m->config.rate_limit_burst == 0)
                 return 0;   /* RateLimitBurst=0: no rate limit, as in systemd's settings */
-        snprintf(key, sizeof key, "%u", (unsigned) uid);
-        rl = hashmap_get(m->rate_limits, key);
+        rl = id_map_get(m->rate_limits, uid_key(uid));
         if (!rl) {
                 /* One entry per uid that called: bounded by the users of the machine. */
                 rl = calloc(1, sizeof(RateLimit));
                 if (!rl)
                         return -ENOMEM;
-                memcpy(rl->key, key, sizeof key);
-                if (hashmap_put(m->rate_limits, rl->key, rl) < 0) {
+                r = id_map_put(m->rate_limits, uid_key(uid), rl);
+                if (r < 0) {
                         free(rl);
-                        return -ENOMEM;
+                        return r;
                 }
         }
         if (now - rl->begin >= m->config.rate_limit_interval_usec) {
@@ -682,7 +701,9 @@ int manager_rate_limit(Manager *m, uid_t uid) {
                 rl->count = 0;
         }
         if (rl->count >= m->config.rate_limit_burst)
-                return -EDQUOT;
+                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "Too many calls from UID %u (RateLimitBurst=%u "
+                                      "per RateLimitIntervalSec=); try again later.", (unsigned) uid,
+                                      m->config.rate_limit_burst);
         rl->count++;
         return 0;
 }
@@ -712,34 +733,35 @@ static void share_context_free(ShareContext *c) {
 }
 
 static void share_maybe_finish(ShareContext *c) {
-        _cleanup_free_ char *list = NULL, *message = NULL;
+        _cleanup_(nsm_error_done) NsmError e = {};
+        _cleanup_free_ char *list = NULL;
 
         if (c->pending > 0)
                 return;
         if (!c->timed_out) {
-                c->done(0, NULL, NULL, c->userdata);
+                c->done(NULL, NULL, c->userdata);
                 share_context_free(c);
                 return;
         }
         list = strv_join(c->timed_out, ", ");
-        if (asprintf(&message, "'%s' is shared on the host and in every view but those of %s, which did not answer in time "
-                     "(a file system that hangs?); they join at the next start of nsmanagerd.", c->path, list ?: "") < 0)
-                message = NULL;
-        c->done(-ETIMEDOUT, message, c->timed_out, c->userdata);
+        (void) nsm_error_setf(&e, NSM_ERROR_TIMED_OUT, "'%s' is shared on the host and in every view but those of %s, "
+                              "which did not answer in time (a file system that hangs?); they join at the next start "
+                              "of nsmanagerd.", c->path, list ?: "");
+        c->done(&e, c->timed_out, c->userdata);
         share_context_free(c);
 }
 
-static void on_view_joined(int result, const char *message, const ViewOpResult *res, void *userdata) {
+static void on_view_joined(const NsmError *error, const ViewOpResult *res, void *userdata) {
         ShareView *v = userdata;
         ShareContext *c = v->share;
 
-        if (result == -ETIMEDOUT) {
+        if (error && error->code == NSM_ERROR_TIMED_OUT) {
                 if (strv_extend(&c->timed_out, v->name) < 0)
                         log_oom();
-        } else if (result < 0)
+        } else if (error)
                 /* E.g. a PrivateTmp= /tmp: not the host's filesystem, it cannot follow. */
                 log_warning("Failed to share '%s' into the view of '%s', ignoring: %s", c->path, v->name,
-                            message ?: strerror(-result));
+                            nsm_error_message(error));
         c->pending--;
         free(v->name);
         free(v);
@@ -750,7 +772,7 @@ static int share_into_views(ShareContext *c) {
         Manager *m = c->manager;
         Namespace *ns;
 
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
                 /* A view whose user chose this path's propagation (EnslaveSubtree, SetPropagation,
                  * recursively from above) keeps it: sharing again must not undo that. */
                 if (namespace_has_choice(ns, c->path) || !ns->ready)
@@ -773,30 +795,30 @@ static int share_into_views(ShareContext *c) {
         return 0;
 }
 
-static void on_host_shared(int result, const char *message, const ViewOpResult *res, void *userdata) {
+static void on_host_shared(const NsmError *error, const ViewOpResult *res, void *userdata) {
         ShareContext *c = userdata;
         Manager *m = c->manager;
         Namespace *ns;
         int r;
 
-        if (result >= 0 && res && (res->mounted.unique != 0 || res->mounted.old != 0) &&
+        if (!error && res && (res->mounted.unique != 0 || res->mounted.old != 0) &&
             host_mounts_record_bind(c->path, res->mounted) < 0)
                 log_warning("Failed to record the bind of '%s' in %s, ignoring (nsmanagerd --release leaves it).",
                             c->path, NSM_HOST_MOUNTS_FILE);
 
-        if (result < 0) {
+        if (error) {
                 /* Nothing half-applied: the views never heard of it, and it is no longer saved. */
                 if (c->added) {
                         (void) strv_remove(m->config.shared_subtrees, c->path);
                         (void) strv_remove(m->shared_at_runtime, c->path);
                         (void) manager_save_shared(m);
                 }
-                for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+                for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                         if (strv_contains((const char *const *) ns->pending_joins, c->path)) {
                                 (void) namespace_set_pending_join(ns, c->path, false);
                                 (void) namespace_save(ns);
                         }
-                c->done(result, message, NULL, c->userdata);
+                c->done(error, NULL, c->userdata);
                 share_context_free(c);
                 return;
         }
@@ -838,7 +860,7 @@ int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, Share
                         return r;
                 }
         }
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
                 if (ns->ready && !namespace_has_choice(ns, path) &&
                     namespace_set_pending_join(ns, path, true) >= 0)
                         (void) namespace_save(ns);

@@ -9,8 +9,10 @@
 #include <systemd/sd-id128.h>
 
 #include "hashmap.h"
+#include "id-map.h"
 #include "host.h"
 #include "manager-config.h"
+#include "nsm-error.h"
 #include "state-dir.h"
 #include "user-util.h"
 
@@ -41,7 +43,7 @@ typedef struct Manager {
         bool registry_created;   /* this start created the registry (until it serves) */
 
         Hashmap *namespaces;     /* user name → Namespace */
-        Hashmap *namespaces_by_uid; /* uid (as decimal string) → Namespace */
+        IdMap *namespaces_by_uid; /* uid_key(uid) → Namespace */
 
         Builder *builder;        /* builds views, pins them, reads mount tables (builder.c) */
         ChildSet *children;      /* killable mount-work children (child.c) */
@@ -60,11 +62,16 @@ typedef struct Manager {
         sd_id128_t private_bus_id;
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         bool exiting;            /* manager_free() runs: nothing new starts */
-        Hashmap *rate_limits;    /* caller uid → RateLimit (manager.c) */
+        IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
         MountEvents *mount_events;       /* subscribers' signals, ReleaseWithHost= (mount-events.c) */
 } Manager;
+
+/* A uid as the key of an IdMap: 0 is no key there, and uid 0 is root's. */
+static inline uint64_t uid_key(uid_t uid) {
+        return (uint64_t) uid + 1;
+}
 
 int manager_new(Manager **ret);
 Manager *manager_free(Manager *m);
@@ -74,10 +81,10 @@ static inline void manager_freep(Manager **m) {
 }
 
 /* The configuration (nsmanagerd.conf and drop-ins), at start. */
-int manager_load_config(Manager *m, char **ret_error);
+int manager_load_config(Manager *m, NsmError *error);
 /* Re-reads it for namespaces created from now on (ReloadConfig(), SIGHUP). On failure the old
- * one stays and *ret_error says FILE:LINE: what. */
-int manager_reload(Manager *m, char **ret_error);
+ * one stays, and 'error' is Failed, saying FILE:LINE: what. */
+int manager_reload(Manager *m, NsmError *error);
 /* Start-up changes nothing on the host before the configuration is read and the bus connected
  * (manager_connect_bus()), and takes back what it changed if it fails before it serves:
  *
@@ -100,29 +107,31 @@ Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid);
 /* Records session 'id' of ready namespace 'ns', opened by login process 'leader', logged; the
  * session lasts while the login holds a copy of *ret_fd (namespace.h). */
 int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader, int *ret_fd);
-/* Ends session 'id' of 'user' (CloseSession), logged: -ESRCH if the user has no namespace,
- * -ENOENT if it has no such session. */
-int manager_close_session(Manager *m, const char *user, const char *id);
+/* Ends session 'id' of 'user' (CloseSession), logged: NoSuchNamespace if the user has no
+ * namespace, NoSuchSession if it has no such session. */
+int manager_close_session(Manager *m, const char *user, const char *id, NsmError *error);
 
-/* Resolves and checks a user name: -ESRCH (no such user), -EPERM (root, below MinUID=, or in
- * ExcludeUsers=), with a sentence. */
-int manager_check_user(Manager *m, const char *user, UserRecord *ret, char **ret_message);
+/* Resolves and checks a user name: NoSuchUser (not a valid name, unknown to NSS), UserExcluded
+ * (root, below MinUID=, or in ExcludeUsers=), or NSS's failure. */
+int manager_check_user(Manager *m, const char *user, UserRecord *ret, NsmError *error);
 
-/* The user's namespace, created if needed; 'callback' learns when it is ready. 'checked' is
- * the user's record if the caller checked it already (NULL: checked here). Errors of the user
- * check are returned at once (and 'callback' is not called). */
+/* The user's namespace, created if needed; 'callback' learns when it is ready, or why it is
+ * not. 'checked' is the user's record if the caller checked it already (NULL: checked here).
+ * Errors of the user check, and a failure to wait at all, are returned at once in 'error' (and
+ * 'callback' is not called). */
 int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *checked, uint64_t deadline,
-                              void (*callback)(Namespace *ns, int result, const char *message, void *userdata),
-                              void *userdata, char **ret_message);
+                              void (*callback)(Namespace *ns, const NsmError *error, void *userdata), void *userdata,
+                              NsmError *error);
 
-/* Unprivileged callers' calls that cost work, per uid: -EDQUOT once RateLimitBurst= calls came
- * within RateLimitIntervalSec=. */
-int manager_rate_limit(Manager *m, uid_t uid);
+/* Unprivileged callers' calls that cost work, per uid: LimitExceeded once RateLimitBurst= calls
+ * came within RateLimitIntervalSec=. Root is not limited. */
+int manager_rate_limit(Manager *m, uid_t uid, NsmError *error);
 
 /* ShareSubtree("", path): the host's path shared, then every existing view's path joins it
  * (except where the view's user made an explicit choice there), each view on its own queue.
- * 'done' gets the names of the views that timed out (retried at the next start). */
-typedef void (*ShareDoneFunc)(int result, const char *message, char **timed_out, void *userdata);
+ * 'done' gets the names of the views that timed out (retried at the next start): then 'error'
+ * is TimedOut, naming them. */
+typedef void (*ShareDoneFunc)(const NsmError *error, char **timed_out, void *userdata);
 int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, ShareDoneFunc done, void *userdata);
 
 /* Persists SharedSubtrees added at run time, so a restart keeps them. */

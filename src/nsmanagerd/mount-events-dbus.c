@@ -119,7 +119,7 @@ void mount_events_dbus_free(Manager *m) {
 /* ---- Subscribe(), Unsubscribe() ---- */
 
 static void on_watch_ready(void *userdata) {
-        bus_request_reply_result(userdata, 0, NULL);
+        bus_request_reply_result(userdata, NULL);
 }
 
 static int subscriber_new(Manager *m, sd_bus *bus, const char *name, uid_t uid, Subscriber **ret) {
@@ -156,11 +156,11 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         /* Signals go to bus names: the system bus's. (The private socket does not offer
          * Subscribe; this keeps it so if it ever serves more.) */
         if (!sender || bus != m->bus)
-                return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
-                                        "Subscribe() works on the system bus only: its signals go to bus names.");
+                return bus_error_setf(error, NSM_ERROR_NOT_SUPPORTED,
+                                      "Subscribe() works on the system bus only: its signals go to bus names.");
         if (mount_events_mode(m->mount_events) == MOUNT_EVENTS_NONE)
-                return sd_bus_error_set(error, SD_BUS_ERROR_NOT_SUPPORTED,
-                                        "This daemon sees no mount changes (MountEvents is \"none\").");
+                return bus_error_setf(error, NSM_ERROR_NOT_SUPPORTED,
+                                      "This daemon sees no mount changes (MountEvents is \"none\").");
         r = bus_message_caller_uid(req->message, &uid, error);
         if (r < 0)
                 return r;
@@ -171,14 +171,14 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (uid != 0 && subscriptions_of(m, uid) >= SUBSCRIPTIONS_PER_UID_MAX)
-                return sd_bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                         "UID %u has %u subscriptions already, the most a user may hold; end one "
-                                         "(Unsubscribe(), or close its bus connection).",
-                                         (unsigned) uid, SUBSCRIPTIONS_PER_UID_MAX);
+                return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                      "UID %u has %u subscriptions already, the most a user may hold; end one "
+                                      "(Unsubscribe(), or close its bus connection).",
+                                      (unsigned) uid, SUBSCRIPTIONS_PER_UID_MAX);
         if (!s) {
                 r = subscriber_new(m, bus, sender, uid, &s);
                 if (r < 0)
-                        return sd_bus_error_set_errnof(error, r, "Failed to track the subscriber: %m");
+                        return bus_error_set_errnof(error, r, "Failed to track the subscriber: %m");
         }
         if (ns) {
                 Namespace **v = realloc(s->views, (s->n_views + 1) * sizeof(Namespace *));
@@ -199,8 +199,8 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
                 subscriber_forget(s, ns);
                 if (subscriber_count(s) == 0)
                         subscriber_free(s, false);
-                return sd_bus_error_set_errnof(error, r, "Failed to watch the mounts of %s: %m",
-                                               ns ? ns->name : "every view");
+                return bus_error_set_errnof(error, r, "Failed to watch the mounts of %s: %m",
+                                            ns ? ns->name : "every view");
         }
         if (r > 0)
                 return sd_bus_reply_method_return(req->message, NULL);
@@ -245,7 +245,7 @@ static int method_namespace_subscribe(sd_bus_message *message, void *userdata, s
         Namespace *ns = userdata;
 
         if (!ns->manager || !ns->ready)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' is gone.", ns->name);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' is gone.", ns->name);
         return bus_request_run_with(message, ns->manager, error, namespace_subscribe_step, namespace_ref(ns),
                                     unref_namespace);
 }
@@ -299,8 +299,8 @@ static void on_ejected(const EjectResult *res, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r;
 
-        if (res->result < 0) {
-                bus_request_reply_error(req, res->result, res->message);
+        if (nsm_error_is_set(&res->error)) {
+                bus_request_reply_error(req, &res->error);
                 return;
         }
         r = sd_bus_message_new_method_return(req->message, &reply);
@@ -311,7 +311,7 @@ static void on_ejected(const EjectResult *res, void *userdata) {
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0) {
-                bus_request_reply_error(req, r, "Failed to build the reply.");
+                bus_request_reply_errno(req, r, "Failed to build the reply.");
                 return;
         }
         bus_request_reply(req, reply);
@@ -326,12 +326,12 @@ static int eject_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         if (flags & ~NSM_EJECT_LAZY)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
-                                         flags & ~NSM_EJECT_LAZY);
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
+                                      flags & ~NSM_EJECT_LAZY);
         if (!path_is_absolute_normalized(what) || streq(what, "/"))
-                return sd_bus_error_setf(error, NSM_ERROR_INVALID_PATH,
-                                         "'%s' is not an absolute, normalized path of a block device or of a mount point "
-                                         "other than '/'.", what);
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                      "'%s' is not an absolute, normalized path of a block device or of a mount point "
+                                      "other than '/'.", what);
         r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", "", "path", what, NULL }, error);
         if (r <= 0)
                 return r;
@@ -339,7 +339,7 @@ static int eject_step(BusRequest *req, sd_bus_error *error) {
         r = eject_start(req->manager, what, flags & NSM_EJECT_LAZY, req->deadline, on_ejected, req);
         if (r < 0) {
                 req->pending = false;
-                return sd_bus_error_set_errnof(error, r, "Failed to start ejecting '%s': %m", what);
+                return bus_error_set_errnof(error, r, "Failed to start ejecting '%s': %m", what);
         }
         return 1;
 }

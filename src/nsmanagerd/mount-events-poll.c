@@ -128,14 +128,14 @@ static int read_by_mountinfo(FILE *f, uint32_t *ret_n) {
         return r;
 }
 
-static int batch_run(int sock, void *userdata) {
+static int batch_run(int sock, void *userdata, NsmError *error) {
         const Batch *b = userdata;
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);
 
         if (!f)
-                return ipc_send_result(sock, -ENOMEM, "Out of memory.");
+                return -ENOMEM;
         for (size_t i = 0; i < b->n_items; i++) {
                 TableHeader h = { .index = (uint32_t) i };
                 long start, end;
@@ -169,7 +169,7 @@ static int batch_run(int sock, void *userdata) {
                 (void) fseek(f, end, SEEK_SET);
         }
         if (fclose(f) != 0)
-                return ipc_send_result(sock, -ENOMEM, "Out of memory.");
+                return -ENOMEM;
         return ipc_send_data(sock, buf, size);
 }
 
@@ -318,17 +318,16 @@ static void view_read_done(WatchedView *v) {
         }
 }
 
-static void on_batch_done(int result, const char *message, IpcMessage *final, const char *data, size_t size,
-                          void *userdata) {
+static void on_batch_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
         Batch *b = userdata;
         MountEvents *e = b->events;
         size_t off = 0;
 
         e->batches_running--;
-        if (result < 0)
+        if (error)
                 log_warning("Failed to read the mount tables of %zu watched namespaces, trying again later: %s",
-                            b->n_items, message ?: strerror(-result));
-        while (result >= 0 && size - off >= sizeof(TableHeader)) {
+                            b->n_items, nsm_error_message(error));
+        while (!error && size - off >= sizeof(TableHeader)) {
                 MountSnapshotEntry *s = NULL;
                 TableHeader h;
                 ssize_t used;
@@ -502,9 +501,9 @@ static void on_mountinfo_opened(BuilderReply *reply, void *userdata) {
                 return;
         v->opening = false;
         v->mountinfo_fd = -EBADF;   /* was the request */
-        if (reply->result < 0 || reply->fd < 0) {
+        if (reply->error || reply->fd < 0) {
                 log_warning("Cannot watch the mounts of the view of '%s': %s", v->ns->name,
-                            reply->message ?: strerror(-reply->result));
+                            reply->error ? nsm_error_message(reply->error) : "the view builder sent no file.");
                 watched_view_settled(v);
                 return;
         }

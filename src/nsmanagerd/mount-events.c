@@ -536,7 +536,7 @@ int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready
                 view_find(e, ns)->n_watchers++;
         } else if (e->n_all++ == 0) {
                 r = host_update(e);
-                for (size_t i = 0; r >= 0 && hashmap_iterate(e->manager->namespaces, &i, (void **) &n, NULL);)
+                for (HashmapIterator i = {}; r >= 0 && hashmap_iterate(e->manager->namespaces, &i, (void **) &n, NULL);)
                         if (n->ready)
                                 r = view_ensure(e, n);
                 if (r < 0) {

@@ -24,8 +24,8 @@ static void on_mounts_read(BuilderReply *reply, void *userdata) {
         size_t n = 0;
         int r;
 
-        if (reply->result < 0) {
-                bus_request_reply_error(req, reply->result, reply->message);
+        if (reply->error) {
+                bus_request_reply_error(req, reply->error);
                 return;
         }
         f = fmemopen((void *) (reply->data ?: ""), reply->size, "r");
@@ -43,7 +43,7 @@ static void on_mounts_read(BuilderReply *reply, void *userdata) {
         if (r >= 0 && req->data)
                 ((Namespace *) req->data)->n_mounts = (uint32_t) n;
         if (r < 0) {
-                bus_request_reply_error(req, r, "Failed to read the mount table.");
+                bus_request_reply_errno(req, r, "Failed to read the mount table.");
                 return;
         }
         bus_request_reply(req, m);
@@ -56,7 +56,7 @@ int bus_request_reply_mounts(BusRequest *req, Namespace *ns, sd_bus_error *error
         /* The builder reads it: no fork per call, and no file system is asked anything. */
         r = builder_read_mounts(m->builder, ns ? ns->mntns_fd : -EBADF, req->deadline, on_mounts_read, req);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to read the mount table: %m");
+                return bus_error_set_errnof(error, r, "Failed to read the mount table: %m");
         req->pending = true;
         return 1;
 }
@@ -79,7 +79,7 @@ static void unref_namespace(void *p) {
 
 static int run_on_namespace(sd_bus_message *message, Namespace *ns, sd_bus_error *error, BusRequestStep step) {
         if (!ns->manager || !ns->ready)
-                return sd_bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' is gone.", ns->name);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' is gone.", ns->name);
         return bus_request_run_with(message, ns->manager, error, step, namespace_ref(ns), unref_namespace);
 }
 
@@ -191,7 +191,7 @@ static int namespace_node_enumerator(sd_bus *bus, const char *path, void *userda
 
         if (!l)
                 return -ENOMEM;
-        for (size_t i = 0; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
                 _cleanup_free_ char *p = NULL;
                 if (!ns->ready)
                         continue;

@@ -44,7 +44,6 @@ NamespaceState namespace_get_state(Namespace *ns) {
 
 int namespace_new(Manager *m, const UserRecord *u, Namespace **ret) {
         _cleanup_(namespace_unrefp) Namespace *ns = calloc(1, sizeof(Namespace));
-        char key[32];
         int r;
 
         if (!ns)
@@ -53,19 +52,20 @@ int namespace_new(Manager *m, const UserRecord *u, Namespace **ret) {
         ns->mntns_fd = -EBADF;
         ns->uid = u->uid;
         ns->gid = u->gid;
-        snprintf(key, sizeof key, "%u", (unsigned) u->uid);
         ns->name = strdup(u->name);
         ns->home = strdup(u->home ?: "/");
         ns->shell = strdup(u->shell ?: "/bin/sh");
-        ns->uid_key = strdup(key);
         ns->ops = op_queue_new(m->event);
-        if (!ns->name || !ns->home || !ns->shell || !ns->uid_key || !ns->ops)
+        if (!ns->name || !ns->home || !ns->shell || !ns->ops)
                 return -ENOMEM;
 
         r = hashmap_put(m->namespaces, ns->name, ns);
         if (r < 0)
                 return r;
-        r = hashmap_put(m->namespaces_by_uid, ns->uid_key, ns);
+        if (id_map_get(m->namespaces_by_uid, uid_key(ns->uid)))
+                r = -EEXIST;   /* one view per user: another name of the same uid has it */
+        else
+                r = id_map_put(m->namespaces_by_uid, uid_key(ns->uid), ns);
         if (r < 0) {
                 hashmap_remove(m->namespaces, ns->name);
                 return r;
@@ -125,7 +125,6 @@ static void namespace_free(Namespace *ns) {
         safe_close(ns->mntns_fd);
         namespace_free_records(ns);
         free(ns->name);
-        free(ns->uid_key);
         free(ns->home);
         free(ns->shell);
         free(ns);
@@ -145,18 +144,18 @@ Namespace *namespace_unref(Namespace *ns) {
         return NULL;
 }
 
-static void namespace_notify_waiters(Namespace *ns, int result, const char *message) {
+static void namespace_notify_waiters(Namespace *ns, const NsmError *error) {
         NamespaceWaiter *w = TAKE_PTR(ns->waiters);
 
         while (w) {
                 NamespaceWaiter *next = w->next;
-                w->callback(ns, result, message, w->userdata);
+                w->callback(ns, error, w->userdata);
                 free(w);
                 w = next;
         }
 }
 
-void namespace_drop_with(Namespace *ns, int error) {
+void namespace_drop_with(Namespace *ns, const NsmError *why) {
         Manager *m = ns->manager;
 
         if (!m)
@@ -165,8 +164,8 @@ void namespace_drop_with(Namespace *ns, int error) {
         mount_events_namespace_gone(m->mount_events, ns);
         if (hashmap_get(m->namespaces, ns->name) == ns)
                 hashmap_remove(m->namespaces, ns->name);
-        if (hashmap_get(m->namespaces_by_uid, ns->uid_key) == ns)
-                hashmap_remove(m->namespaces_by_uid, ns->uid_key);
+        if (id_map_get(m->namespaces_by_uid, uid_key(ns->uid)) == ns)
+                (void) id_map_remove(m->namespaces_by_uid, uid_key(ns->uid));
         ns->manager = NULL;
         ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
         while (ns->sessions) {
@@ -175,18 +174,24 @@ void namespace_drop_with(Namespace *ns, int error) {
                 session_free(s);
         }
         /* What still waits for it learns that it is gone. */
-        ns->ops = op_queue_free_with(ns->ops, error);
-        namespace_notify_waiters(ns, error, error == -ESHUTDOWN ? "nsmanagerd is shutting down." :
-                                 "The namespace was removed.");
+        ns->ops = op_queue_free_with(ns->ops, why);
+        namespace_notify_waiters(ns, why);
         namespace_unref(ns);   /* the Manager's */
         namespace_unref(ns);
+}
+
+void namespace_drop(Namespace *ns) {
+        _cleanup_(nsm_error_done) NsmError why = {};
+
+        (void) nsm_error_setf(&why, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' was removed.", ns->name);
+        namespace_drop_with(ns, &why);
 }
 
 int namespace_wait_ready(Namespace *ns, NamespaceReadyFunc callback, void *userdata) {
         NamespaceWaiter *w;
 
         if (ns->ready) {
-                callback(ns, 0, NULL, userdata);
+                callback(ns, NULL, userdata);
                 return 0;
         }
         w = calloc(1, sizeof(NamespaceWaiter));
@@ -223,9 +228,9 @@ static void build_context_free(BuildContext *c) {
 
 static void on_unpinned_after_failure(BuilderReply *reply, void *userdata) {
         char *name = userdata;
-        if (reply->result < 0)
+        if (reply->error)
                 log_warning("Failed to unpin the half-built namespace of '%s', ignoring (the next start cleans it up): %s",
-                            name, reply->message ?: strerror(-reply->result));
+                            name, nsm_error_message(reply->error));
         free(name);
 }
 
@@ -241,48 +246,64 @@ static void namespace_undo_build(Manager *m, const char *name) {
                 (void) rmdir(root);
 }
 
-static void build_finish(BuildContext *c, int r, const char *message) {
+/* The build ends: 'error' says why it failed (NULL: it succeeded). */
+static void build_finish(BuildContext *c, const NsmError *error) {
+        _cleanup_(nsm_error_done) NsmError saving = {};
         Namespace *ns = c->ns;
         Manager *m = ns->manager;
+        int r;
 
-        if (r >= 0 && m) {
+        if (!error && m) {
                 ns->timestamp = now_usec(CLOCK_REALTIME);
                 r = namespace_save(ns);
-                if (r < 0)
-                        message = "Failed to save its state.";
+                if (r < 0) {
+                        (void) nsm_error_set_errnof(&saving, r, "Failed to save the state of '%s': %m.", ns->name);
+                        error = &saving;
+                }
         }
-        if (r < 0) {
+        if (error) {
                 /* Logged once, here, where it is handled; the callers get the sentence. */
-                log_error_errno(r, "%s", message ?: "Failed to create the namespace of a user: %m");
+                log_error("%s", nsm_error_message(error));
                 if (m && ns->mntns_fd >= 0)
                         namespace_undo_build(m, ns->name);
-                namespace_notify_waiters(ns, r, message);
+                namespace_notify_waiters(ns, error);
                 namespace_drop(ns);
         } else if (m) {
                 ns->ready = true;
                 log_info("Created the mount namespace of '%s' (mnt:[%" PRIu64 "]).", ns->name, ns->mntns_inode);
                 (void) namespace_dbus_send_new(ns);
                 mount_events_namespace_ready(m->mount_events, ns);
-                namespace_notify_waiters(ns, 0, NULL);
+                namespace_notify_waiters(ns, NULL);
         }
         build_context_free(c);
 }
 
-static void on_policy_applied(int result, const char *message, const ViewOpResult *res, void *userdata) {
+/* The same for a failure of the daemon's own part (NSM_ERROR_SYSTEM, errno 'r'). */
+static void build_fail(BuildContext *c, int r, const char *message) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+
+        (void) nsm_error_set(&e, NSM_ERROR_SYSTEM, r, message);
+        build_finish(c, &e);
+}
+
+static void on_policy_applied(const NsmError *error, const ViewOpResult *res, void *userdata) {
         BuildContext *c = userdata;
         Namespace *ns = c->ns;
+        _cleanup_(nsm_error_done) NsmError e = {};
         _cleanup_free_ char *why = NULL;
 
-        if (result < 0) {
+        if (error) {
+                /* Named by the child that applied it; the stage said in front. */
                 if (asprintf(&why, "Failed to build the view of '%s' while applying the [View] policy: %s", ns->name,
-                             message ?: strerror(-result)) < 0)
+                             nsm_error_message(error)) < 0)
                         why = NULL;
-                build_finish(c, result, why);
+                (void) nsm_error_set(&e, error->code, error->errno_value, why ?: nsm_error_message(error));
+                build_finish(c, &e);
                 return;
         }
         ns->policy_mounts = res->n_policy_mounts ? memdup(res->policy_mounts, res->n_policy_mounts * sizeof(MountId)) : NULL;
         ns->n_policy_mounts = ns->policy_mounts ? res->n_policy_mounts : 0;
-        build_finish(c, 0, NULL);
+        build_finish(c, NULL);
 }
 
 static int namespace_set_fd(Namespace *ns, int fd) {
@@ -301,18 +322,29 @@ static void on_view_built(BuilderReply *reply, void *userdata) {
         Namespace *ns = c->ns;
         int r;
 
-        if (reply->result < 0 || reply->fd < 0) {
-                build_finish(c, reply->result < 0 ? reply->result : -EPROTO, reply->message);
+        if (reply->error) {
+                build_finish(c, reply->error);
+                return;
+        }
+        if (reply->fd < 0) {
+                build_fail(c, -EPROTO, "The view builder answered without the namespace.");
                 return;
         }
         ns->n_mounts = (uint32_t) reply->result;
         r = namespace_set_fd(ns, TAKE_FD(reply->fd));
-        if (r < 0 || !ns->manager) {
-                build_finish(c, r < 0 ? r : -ECANCELED, "Failed to take the namespace from the builder.");
+        if (r < 0) {
+                build_fail(c, r, "Failed to take the namespace from the builder.");
+                return;
+        }
+        if (!ns->manager) {
+                _cleanup_(nsm_error_done) NsmError e = {};
+                (void) nsm_error_setf(&e, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' was removed while it was "
+                                      "being built.", ns->name);
+                build_finish(c, &e);
                 return;
         }
         if (view_policy_is_empty(&c->policy)) {
-                build_finish(c, 0, NULL);
+                build_finish(c, NULL);
                 return;
         }
         /* The policy looks up paths a user controls (their home, a dead NFS server): in a
@@ -320,7 +352,7 @@ static void on_view_built(BuilderReply *reply, void *userdata) {
         ViewOp op = { .type = VIEW_OP_APPLY_POLICY, .path = "/", .policy = &c->policy, .user = &c->user };
         r = view_job_queue(ns->manager, ns, &op, NULL, ns->uid, c->deadline, on_policy_applied, c);
         if (r < 0)
-                build_finish(c, r, "Failed to start applying the [View] policy.");
+                build_fail(c, r, "Failed to start applying the [View] policy.");
 }
 
 int namespace_build(Namespace *ns, uint64_t deadline) {
@@ -353,7 +385,7 @@ int namespace_build(Namespace *ns, uint64_t deadline) {
         if (r < 0) {
                 if (asprintf(&why, "Failed to find the [View] policy of '%s': %s", ns->name, strerror(-r)) < 0)
                         why = NULL;
-                build_finish(c, r, why);
+                build_fail(c, r, why);
                 return 0;
         }
 
@@ -365,7 +397,7 @@ int namespace_build(Namespace *ns, uint64_t deadline) {
         };
         r = builder_build(m->builder, &spec, deadline, on_view_built, c);
         if (r < 0)
-                build_finish(c, r, "Failed to ask the view builder.");
+                build_fail(c, r, "Failed to ask the view builder.");
         return 0;
 }
 
@@ -374,7 +406,7 @@ int namespace_build(Namespace *ns, uint64_t deadline) {
 typedef struct RemoveContext {
         Manager *manager;
         char *name;
-        void (*done)(int result, const char *message, void *userdata);
+        void (*done)(const NsmError *error, void *userdata);
         void *userdata;
 } RemoveContext;
 
@@ -383,10 +415,10 @@ static void on_unpinned(BuilderReply *reply, void *userdata) {
         Manager *m = c->manager;
         _cleanup_free_ char *state = state_dir_namespace_file(&m->state, c->name), *root = NULL;
 
-        if (reply->result == -ESHUTDOWN)
+        if (reply->error && reply->error->code == NSM_ERROR_SYSTEM && reply->error->errno_value == ESHUTDOWN)
                 log_info("Removing the namespace of '%s' is left to the next start.", c->name);
-        else if (reply->result < 0)
-                log_error("%s", reply->message ?: "Failed to unpin a namespace.");
+        else if (reply->error)
+                log_error("%s", nsm_error_message(reply->error));
         else {
                 if (state && unlink(state) < 0 && errno != ENOENT)
                         log_warning_errno(errno, "Failed to remove '%s', ignoring: %m", state);
@@ -396,12 +428,12 @@ static void on_unpinned(BuilderReply *reply, void *userdata) {
                 log_info("Removed the mount namespace of '%s'.", c->name);
         }
         if (c->done)
-                c->done(reply->result, reply->message, c->userdata);
+                c->done(reply->error, c->userdata);
         free(c->name);
         free(c);
 }
 
-int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(int result, const char *message, void *userdata),
+int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(const NsmError *error, void *userdata),
                      void *userdata) {
         Manager *m = ns->manager;
         RemoveContext *c;
@@ -647,7 +679,7 @@ static void namespace_end_session(Namespace *ns, Session *s) {
                 namespace_session_removed(ns, id);
 }
 
-int namespace_remove_session(Namespace *ns, const char *id) {
+int namespace_remove_session(Namespace *ns, const char *id, NsmError *error) {
         bool found = false;
 
         for (Session **p = &ns->sessions; *p;) {
@@ -664,7 +696,7 @@ int namespace_remove_session(Namespace *ns, const char *id) {
                 found = true;
         }
         if (!found)
-                return -ENOENT;
+                return nsm_error_setf(error, NSM_ERROR_NO_SUCH_SESSION, "User '%s' has no session '%s'.", ns->name, id);
         namespace_session_removed(ns, id);
         return 0;
 }

@@ -11,6 +11,7 @@
 #include "macros.h"
 #include "manager.h"
 #include "mount-util.h"
+#include "nsm-error.h"
 #include "op-queue.h"
 #include "user-util.h"
 
@@ -70,7 +71,8 @@ typedef struct PropagationChoice {
         bool recursive;
 } PropagationChoice;
 
-typedef void (*NamespaceReadyFunc)(Namespace *ns, int result, const char *message, void *userdata);
+/* 'error': why it could not be made ready (NULL: it is). */
+typedef void (*NamespaceReadyFunc)(Namespace *ns, const NsmError *error, void *userdata);
 
 typedef struct NamespaceWaiter {
         NamespaceReadyFunc callback;
@@ -83,7 +85,6 @@ struct Namespace {
         Manager *manager;        /* NULL once dropped */
 
         char *name;
-        char *uid_key;           /* uid as decimal string, the key of namespaces_by_uid */
         uid_t uid;
         gid_t gid;
         char *home;
@@ -125,16 +126,15 @@ Namespace *namespace_unref(Namespace *ns);
 static inline void namespace_unrefp(Namespace **ns) {
         namespace_unref(*ns);
 }
-void namespace_drop_with(Namespace *ns, int error);
-static inline void namespace_drop(Namespace *ns) {
-        namespace_drop_with(ns, -ECANCELED);
-}
+/* What still waits for it gets 'why' (namespace_drop(): NoSuchNamespace, it was removed). */
+void namespace_drop_with(Namespace *ns, const NsmError *why);
+void namespace_drop(Namespace *ns);
 int namespace_build(Namespace *ns, uint64_t deadline);
 /* Calls 'callback' (from the event loop) once the namespace is ready, or failed. */
 int namespace_wait_ready(Namespace *ns, NamespaceReadyFunc callback, void *userdata);
 /* Unpins it and removes its state; 'done' (may be NULL) learns how it went. The namespace is
  * dropped at once: nothing new finds it. */
-int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(int result, const char *message, void *userdata),
+int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(const NsmError *error, void *userdata),
                      void *userdata);
 
 /* State: StateDirectory/namespaces/NAME. */
@@ -149,7 +149,7 @@ int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions);
 /* Sessions: one ends when the login's last copy of *ret_fd (the write end, returned to the
  * caller) is closed, or with CloseSession, which ends every session of that id. */
 int namespace_add_session(Namespace *ns, const char *id, pid_t leader, int *ret_fd);
-int namespace_remove_session(Namespace *ns, const char *id); /* -ENOENT if unknown */
+int namespace_remove_session(Namespace *ns, const char *id, NsmError *error); /* NoSuchSession if unknown */
 /* Whether 'id' is among the first 'before' sessions of the list with that id (the Sessions
  * property lists each id once). */
 bool namespace_session_id_seen(Namespace *ns, const Session *before);

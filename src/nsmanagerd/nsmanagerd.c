@@ -14,10 +14,10 @@
 #include "manager.h"
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        _cleanup_free_ char *why = NULL;
-        int r = manager_reload(userdata, &why);
+        _cleanup_(nsm_error_done) NsmError e = {};
+        int r = manager_reload(userdata, &e);
         if (r < 0)
-                log_error("Configuration not reloaded, the old one stays: %s", why ?: strerror(-r));
+                log_error("%s", nsm_error_message(&e));
         return 0;
 }
 
@@ -163,20 +163,31 @@ int main(int argc, char *argv[]) {
         if (arg_release)
                 return release();
 
-        /* sd-event wants these blocked; children unblock them again (child.c, attach.c). */
+        /* sd-event wants these blocked; children unblock them again (child.c, attach.c). Blocked,
+         * a signal without its handler would never arrive: SIGTERM would be ignored until systemd
+         * gives up and kills us. So no handler, no start (nothing has changed yet). */
         sigemptyset(&ss);
         sigaddset(&ss, SIGTERM);
         sigaddset(&ss, SIGINT);
         sigaddset(&ss, SIGHUP);
         sigaddset(&ss, SIGCHLD);
         sigprocmask(SIG_BLOCK, &ss, NULL);
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, &asked_to_exit);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, &asked_to_exit);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to handle SIGTERM, SIGINT and SIGHUP, not starting: %m");
+                return EXIT_FAILURE;
+        }
 
         /* Nothing on the host changes before the configuration is whole and the bus is there:
          * a start that cannot serve leaves the host as it found it. */
-        _cleanup_free_ char *why = NULL;
+        _cleanup_(nsm_error_done) NsmError why = {};
         r = manager_load_config(m, &why);
         if (r < 0) {
-                log_error_errno(r, "Failed to load the configuration, not starting: %s", why ?: strerror(-r));
+                log_error("%s", nsm_error_message(&why));
                 return EXIT_FAILURE;
         }
         r = manager_connect_bus(m);
@@ -185,10 +196,6 @@ int main(int argc, char *argv[]) {
         r = manager_startup(m);
         if (r < 0)
                 return EXIT_FAILURE;
-
-        (void) sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, &asked_to_exit);
-        (void) sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, &asked_to_exit);
-        (void) sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
 
         /* Without it logins take the system bus: slower, not broken. Before the bus name is
          * ours, so that whoever sees the name finds the socket too. */

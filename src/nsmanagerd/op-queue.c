@@ -34,14 +34,14 @@ OpQueue *op_queue_new(sd_event *event) {
         return q;
 }
 
-OpQueue *op_queue_free_with(OpQueue *q, int error) {
+OpQueue *op_queue_free_with(OpQueue *q, const NsmError *why) {
         if (!q)
                 return NULL;
         q->freeing = true;
         while (q->head) {
                 QueuedOp *op = q->head;
                 q->head = op->next;
-                op->fail(error, op->userdata);
+                op->fail(why, op->userdata);
                 queued_op_free(op);
         }
         /* A running operation answers later through op_queue_complete(), which must not find a
@@ -52,6 +52,22 @@ OpQueue *op_queue_free_with(OpQueue *q, int error) {
         sd_event_unref(q->event);
         free(q);
         return NULL;
+}
+
+OpQueue *op_queue_free(OpQueue *q) {
+        _cleanup_(nsm_error_done) NsmError why = {};
+
+        (void) nsm_error_set(&why, NSM_ERROR_SYSTEM, -ECANCELED, "The operation was cancelled.");
+        return op_queue_free_with(q, &why);
+}
+
+/* An operation whose deadline passed before it could start. */
+static void op_timed_out(QueuedOp *op) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+
+        (void) nsm_error_set(&e, NSM_ERROR_TIMED_OUT, 0, "The operation waited too long behind others "
+                             "(OperationTimeoutSec=).");
+        op->fail(&e, op->userdata);
 }
 
 static void op_unlink(OpQueue *q, QueuedOp *op) {
@@ -87,15 +103,18 @@ static void op_queue_run(OpQueue *q) {
                 op->timer = sd_event_source_disable_unref(op->timer);
 
                 if (op->deadline > 0 && now_usec(CLOCK_MONOTONIC) >= op->deadline)
-                        r = -ETIMEDOUT;
+                        op_timed_out(op);
                 else {
+                        _cleanup_(nsm_error_done) NsmError e = {};
+
                         q->running = op;
                         r = op->start(op, op->userdata);
                         if (r >= 0)
                                 continue;
                         q->running = NULL;
+                        (void) nsm_error_set_errnof(&e, r, "The operation could not start: %m.");
+                        op->fail(&e, op->userdata);
                 }
-                op->fail(r, op->userdata);
                 queued_op_free(op);
         }
 }
@@ -105,7 +124,7 @@ static int on_queued_deadline(sd_event_source *s, uint64_t usec, void *userdata)
         QueuedOp *op = userdata;
 
         op_unlink(op->queue, op);
-        op->fail(-ETIMEDOUT, op->userdata);
+        op_timed_out(op);
         queued_op_free(op);
         return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "fs-util.h"
 #include "mount-util.h"
+#include "nsm-error.h"
 #include "user-util.h"
 
 /* What a user may do to their own view — every rule in one place (docs/security.md tells
@@ -44,9 +45,10 @@
  * request stays within them is decided in two places: what can be seen in the request
  * itself before polkit is asked (own_view_check_request()), and what can only be seen on
  * the files — in the mount child, on the very fds it then mounts from and onto, so there is
- * no window between check and use (the rest of this header). A refusal on the files is
- * -EACCES with a sentence naming the rule; the daemon then asks polkit for manage, and says
- * the sentence if that is denied too. */
+ * no window between check and use (the rest of this header). A refusal is AccessDenied in
+ * 'error', with a sentence naming the rule; the daemon then asks polkit for manage, and says
+ * the sentence if that is denied too. Other failures are a path lookup's negative errno with
+ * 'error' unset (the caller says what was wrong with the path), or named in 'error'. */
 
 typedef enum OwnViewRequest {
         OWN_VIEW_BIND_MOUNT,
@@ -58,9 +60,9 @@ typedef enum OwnViewRequest {
         _OWN_VIEW_REQUEST_INVALID = -EINVAL,
 } OwnViewRequest;
 
-/* 0 if the request may go ahead on manage-own (the files still decide), -EACCES with a
- * sentence in *ret_reason if it needs manage. */
-int own_view_check_request(OwnViewRequest request, const char *path, char *const *shared_subtrees, char **ret_reason);
+/* 0 if the request may go ahead on manage-own (the files still decide), < 0 with the rule's
+ * refusal in 'error' if it needs manage. */
+int own_view_check_request(OwnViewRequest request, const char *path, char *const *shared_subtrees, NsmError *error);
 
 /* In the mount child: take the caller's credentials for path lookups and file creation
  * (fsuid, fsgid, supplementary groups: the permission checks and the owner of what is
@@ -70,25 +72,25 @@ int own_view_become(const Credentials *c);
 int own_view_unbecome(void);
 
 /* The source of a BindMount, as the caller in their view. */
-int own_view_open_source(const Credentials *c, const char *path, int *ret_fd, char **ret_reason);
+int own_view_open_source(const Credentials *c, const char *path, int *ret_fd, NsmError *error);
 
 /* The destination of a BindMount, as the caller: an existing file or directory of the
  * caller's, or one created (kind PATH_DIRECTORY/PATH_FILE, when 'create') in a directory of
  * the caller's. A mount point is accepted only if it is one of 'own' (*ret_replace set):
  * it is replaced. */
 int own_view_open_destination(const Credentials *c, const char *path, bool create, PathKind kind, const MountId *own,
-                              size_t n_own, CreatedPaths *created, int *ret_fd, bool *ret_replace, char **ret_reason);
+                              size_t n_own, CreatedPaths *created, int *ret_fd, bool *ret_replace, NsmError *error);
 
 /* Unmount of the mount fd: it must be one of the caller's binds, and the mount it is on must
  * not be shared (the unmount would propagate to every peer). */
-int own_view_check_unmount(const char *path, int fd, MountId id, const MountId *own, size_t n_own, char **ret_reason);
+int own_view_check_unmount(const char *path, int fd, MountId id, const MountId *own, size_t n_own, NsmError *error);
 
 /* SetPropagation/EnslaveSubtree on a path that is no mount point: a user's request does not
- * bind it onto itself (-EACCES with the rule's sentence). */
-int own_view_check_not_mount_point(const char *path, char **ret_reason);
+ * bind it onto itself (AccessDenied, with the rule's sentence). */
+int own_view_check_not_mount_point(const char *path, NsmError *error);
 
 /* SetPropagation/EnslaveSubtree on the mount fd (recursive: and every mount below it): none
  * may be a mount of the [View] policy, nor lie inside one of 'own' (the caller's binds) without
  * being one of them. */
 int own_view_check_propagation(const char *path, int fd, bool recursive, const MountId *own, size_t n_own,
-                               const MountId *policy, size_t n_policy, char **ret_reason);
+                               const MountId *policy, size_t n_policy, NsmError *error);

@@ -41,8 +41,8 @@ static ViewJob *view_job_free(ViewJob *j) {
         return NULL;
 }
 
-static void view_job_finish(ViewJob *j, int result, const char *message, const ViewOpResult *data) {
-        j->done(result, message, data, j->userdata);
+static void view_job_finish(ViewJob *j, const NsmError *error, const ViewOpResult *data) {
+        j->done(error, error ? NULL : data, j->userdata);
         if (j->queued)
                 op_queue_complete(j->queued);
         view_job_free(j);
@@ -89,8 +89,8 @@ static void view_job_record(ViewJob *j, const ViewOpResult *res) {
 
 static void view_jobs_start_waiting(Manager *m);
 
-static void on_child_done(int result, const char *message, IpcMessage *final, const char *data, size_t size,
-                          void *userdata) {
+static void on_child_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+        _cleanup_(nsm_error_done) NsmError malformed = {};
         ViewJob *j = userdata;
         Manager *m = j->manager;
         ViewOpResult res = {};
@@ -101,10 +101,11 @@ static void on_child_done(int result, const char *message, IpcMessage *final, co
         for (size_t i = 0; data && i < size; i += strlen(data + i) + 1)
                 if (data[i])
                         log_warning("%s: %s", j->description, data + i);
-        if (result >= 0) {
+        if (!error) {
                 if (!final || final->size < sizeof(ViewOpResult) - sizeof(res.policy_mounts)) {
-                        result = -EPROTO;
-                        message = "The helper process answered with a malformed result.";
+                        (void) nsm_error_set(&malformed, NSM_ERROR_SYSTEM, -EPROTO,
+                                             "The helper process answered with a malformed result.");
+                        error = &malformed;
                 } else {
                         memcpy(&res, final->payload, MIN(final->size, sizeof res));
                         if (res.n_policy_mounts > VIEW_OP_MOUNTS_MAX)
@@ -112,7 +113,7 @@ static void on_child_done(int result, const char *message, IpcMessage *final, co
                         view_job_record(j, &res);
                 }
         }
-        view_job_finish(j, result, message, result >= 0 ? &res : NULL);
+        view_job_finish(j, error, &res);
         view_jobs_start_waiting(m);
 }
 
@@ -163,8 +164,11 @@ static int view_job_launch(ViewJob *j) {
          * off. Such a child still counts against her own operations if it gets stuck. */
         if (j->op.type != VIEW_OP_APPLY_POLICY && j->owner != 0 && m->config.max_stuck_operations > 0 &&
             child_set_stuck(m->children, j->owner) >= m->config.max_stuck_operations) {
-                view_job_finish(j, -EDQUOT, "Too many operations of this user are stuck on a file system that does not answer "
-                                "(MaxStuckOperations=); try again once it answers or its FUSE server is gone.", NULL);
+                _cleanup_(nsm_error_done) NsmError e = {};
+                (void) nsm_error_setf(&e, NSM_ERROR_LIMIT_EXCEEDED, "Too many operations of this user are stuck on a "
+                                      "file system that does not answer (MaxStuckOperations=); try again once it "
+                                      "answers or its FUSE server is gone.");
+                view_job_finish(j, &e, NULL);
                 return 0;
         }
         r = view_job_fill_records(j);
@@ -191,11 +195,14 @@ static int view_job_launch(ViewJob *j) {
 }
 
 static void view_job_fail_now(ViewJob *j, int r) {
-        view_job_finish(j, r, r == -ETIMEDOUT ? "The operation waited too long behind others (OperationTimeoutSec=)." :
-                        NULL, NULL);
+        _cleanup_(nsm_error_done) NsmError e = {};
+
+        (void) nsm_error_set_errnof(&e, r, "%s could not start: %m.", j->description);
+        view_job_finish(j, &e, NULL);
 }
 
 static int on_waiting_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        _cleanup_(nsm_error_done) NsmError e = {};
         ViewJob *j = userdata;
         Manager *m = j->manager;
 
@@ -204,7 +211,9 @@ static int on_waiting_deadline(sd_event_source *s, uint64_t usec, void *userdata
                         *i = j->next;
                         break;
                 }
-        view_job_fail_now(j, -ETIMEDOUT);
+        (void) nsm_error_setf(&e, NSM_ERROR_TIMED_OUT, "The operation waited too long behind others "
+                              "(OperationTimeoutSec=).");
+        view_job_finish(j, &e, NULL);
         return 0;
 }
 
@@ -252,11 +261,11 @@ static int view_job_start(QueuedOp *op, void *userdata) {
 }
 
 /* The queue gave up on us before we started. */
-static void view_job_not_started(int error, void *userdata) {
+static void view_job_not_started(const NsmError *error, void *userdata) {
         ViewJob *j = userdata;
 
         j->queued = NULL;
-        view_job_fail_now(j, error);
+        view_job_finish(j, error, NULL);
 }
 
 int view_job_queue(Manager *m, Namespace *ns, const ViewOp *op, const Credentials *caller, uid_t owner,
@@ -303,7 +312,9 @@ int view_job_queue(Manager *m, Namespace *ns, const ViewOp *op, const Credential
 void view_jobs_free(Manager *m) {
         while (m->jobs_waiting) {
                 ViewJob *j = m->jobs_waiting;
+                _cleanup_(nsm_error_done) NsmError e = {};
                 m->jobs_waiting = j->next;
-                view_job_finish(j, -ESHUTDOWN, "nsmanagerd is shutting down.", NULL);
+                (void) nsm_error_set(&e, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                view_job_finish(j, &e, NULL);
         }
 }

@@ -29,9 +29,6 @@ static const char *const view_op_type_table[_VIEW_OP_TYPE_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(view_op_type, ViewOpType);
 
-/* The child's answer: reply_error(sock, r, "…") or reply_ok(sock, &result). */
-#define reply_error(sock, r, ...) ipc_send_result((sock), (r), __VA_ARGS__)
-
 /* Recorded binds that are no longer mounted here (root unmounted one in the view, or its
  * parent went): they are no binds of the caller's any more, and count for nothing. Asked in
  * the view, by unique id or, before Linux 6.8, by fingerprint (a mount that got the gone one's
@@ -56,14 +53,14 @@ static int reply_ok(int sock, const ViewOpResult *result) {
         return ipc_send(sock, 0, 0, &r, sizeof r, NULL, 0);
 }
 
-/* A refusal of own-view-rules.h: its sentence, or a generic one for a plain error. */
-static int reply_refusal(int sock, int r, char *reason, const char *what, const char *path) {
-        _cleanup_free_ char *m = reason;
-        if (m)
-                return reply_error(sock, r, "%s", m);
-        return reply_error(sock, r, "%s '%s' %s.", what, path, r == -ELOOP ? "has a symbolic link in it (links are not followed)" :
-                    r == -ENOENT ? "does not exist" : r == -ENOTDIR ? "has a component that is not a directory" :
-                    r == -EXDEV ? "leaves the namespace's root" : strerror(-r));
+/* A path that could not be resolved: a refusal of own-view-rules.h is named already, any other
+ * failure is what the lookup's errno says about the path. */
+static int path_failed(NsmError *error, int r, const char *what, const char *path) {
+        return nsm_error_set_path_errnof(error, r, "%s '%s' %s.", what, path,
+                                         r == -ELOOP ? "has a symbolic link in it (links are not followed)" :
+                                         r == -ENOENT ? "does not exist" :
+                                         r == -ENOTDIR ? "has a component that is not a directory" :
+                                         r == -EXDEV ? "leaves the namespace's root" : strerror(-r));
 }
 
 /* As the caller when there is one (their permissions decide what they may reach). */
@@ -98,8 +95,8 @@ static int bind_onto_itself(int fd, int *ret_fd) {
 }
 
 /* The mount at 'path' (bound onto itself first if it is none and 'bind_if_needed'). */
-static int open_mount_point(int sock, const ViewOp *op, const char *path, bool bind_if_needed, int *ret_fd,
-                            bool *ret_bound) {
+static int open_mount_point(const ViewOp *op, const char *path, bool bind_if_needed, int *ret_fd, bool *ret_bound,
+                            NsmError *error) {
         _cleanup_close_ int fd = -EBADF, nfd = -EBADF;
         int r;
 
@@ -107,21 +104,18 @@ static int open_mount_point(int sock, const ViewOp *op, const char *path, bool b
                 *ret_bound = false;
         r = resolve_as(op, path, &fd);
         if (r < 0)
-                return reply_refusal(sock, r, NULL, "Path", path);
+                return path_failed(error, r, "Path", path);
         r = path_is_mount_point(fd, "");
         if (r < 0)
-                return reply_error(sock, r, "Cannot tell whether '%s' is a mount point: %s.", path, strerror(-r));
+                return nsm_error_set_path_errnof(error, r, "Cannot tell whether '%s' is a mount point: %m.", path);
         if (r == 0) {
                 if (!bind_if_needed)
-                        return reply_error(sock, -EINVAL, "'%s' is not a mount point.", path);
-                if (op->caller) {
-                        char *reason = NULL;
-                        r = own_view_check_not_mount_point(path, &reason);
-                        return reply_refusal(sock, r, reason, "Path", path);
-                }
+                        return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is not a mount point.", path);
+                if (op->caller)
+                        return own_view_check_not_mount_point(path, error);
                 r = bind_onto_itself(fd, &nfd);
                 if (r < 0)
-                        return reply_error(sock, r, "Failed to bind '%s' onto itself: %s.", path, strerror(-r));
+                        return nsm_error_set_path_errnof(error, r, "Failed to bind '%s' onto itself: %m.", path);
                 safe_close(fd);
                 fd = TAKE_FD(nfd);
                 if (ret_bound)
@@ -131,46 +125,46 @@ static int open_mount_point(int sock, const ViewOp *op, const char *path, bool b
         return 0;
 }
 
-static int enter_namespace(int sock, int ns_fd) {
+static int enter_namespace(int ns_fd, NsmError *error) {
         int r;
 
         if (ns_fd < 0)
                 return 0;
         r = mntns_enter(ns_fd);
         if (r < 0)
-                return reply_error(sock, r, "Failed to enter the namespace: %s.", strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to enter the namespace: %m.");
         return 0;
 }
 
 /* ---- SetPropagation ---- */
 
-static int set_propagation(int sock, const ViewOp *op) {
+static int set_propagation(int sock, const ViewOp *op, NsmError *error) {
         _cleanup_close_ int fd = -EBADF;
         struct mount_attr attr = { .propagation = MS_PRIVATE };
-        char *reason = NULL;
         bool bound;
         int r;
 
-        r = enter_namespace(sock, op->ns_fd);
+        r = enter_namespace(op->ns_fd, error);
         if (r < 0)
                 return r;
-        r = open_mount_point(sock, op, op->path, true, &fd, &bound);
+        r = open_mount_point(op, op->path, true, &fd, &bound, error);
         if (r < 0)
                 return r;
         if (op->caller) {
                 r = own_view_check_propagation(op->path, fd, op->recursive, op->own_mounts, op->n_own_mounts,
-                                               op->policy_mounts, op->n_policy_mounts, &reason);
+                                               op->policy_mounts, op->n_policy_mounts, error);
                 if (r < 0)
-                        return reply_refusal(sock, r, reason, "Path", op->path);
+                        return path_failed(error, r, "Path", op->path);
         }
         /* A path just bound onto itself under a shared parent sits in the parent's peer group:
          * made shared as it is, mounts under it would show up twice everywhere. Private first
          * gives it a group of its own. (Slave keeps following the parent's group, as asked.) */
         if (bound && op->mode == PROPAGATION_SHARED && mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-                return reply_error(sock, -errno, "Failed to make '%s' private: %m.", op->path);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to make '%s' private: %m.", op->path);
         attr.propagation = propagation_mode_to_ms_flag(op->mode);
         if (mount_setattr(fd, "", AT_EMPTY_PATH | (op->recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0)
-                return reply_error(sock, -errno, "Failed to make '%s' %s: %m.", op->path, propagation_mode_to_string(op->mode));
+                return nsm_error_set_path_errnof(error, -errno, "Failed to make '%s' %s: %m.", op->path,
+                                                 propagation_mode_to_string(op->mode));
         return reply_ok(sock, NULL);
 }
 
@@ -255,7 +249,7 @@ static void host_side_done(HostSide *h) {
         host_mounts_done(&h->below);
 }
 
-static int host_side_open(int sock, const ViewOp *op, HostSide *h) {
+static int host_side_open(const ViewOp *op, HostSide *h, NsmError *error) {
         uint64_t master, parent_peer;
         struct stat st;
         int r;
@@ -269,21 +263,22 @@ static int host_side_open(int sock, const ViewOp *op, HostSide *h) {
                 h->peer_group = 0;
                 if (op->join == JOIN_SLAVE)
                         return 0;   /* nothing shared there: a slave of whatever the view follows now */
-                return reply_error(sock, -EINVAL, "The host's '%s' is not a shared mount point: share it on the host first.",
-                            op->path);
+                return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "The host's '%s' is not a shared mount point: "
+                                      "share it on the host first.", op->path);
         }
         if (fstat(h->fd, &st) < 0)
-                return reply_error(sock, -errno, "Failed to stat the host's '%s': %m.", op->path);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to stat the host's '%s': %m.", op->path);
         h->dev = st.st_dev;
         if (op->join == JOIN_SLAVE) {
                 struct mount_attr attr = { .propagation = MS_SLAVE };
                 h->slave_fd = open_tree(h->fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
                 if (h->slave_fd < 0 || mount_setattr(h->slave_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-                        return reply_error(sock, -errno, "Failed to prepare a slave of the host's '%s': %m.", op->path);
+                        return nsm_error_set_path_errnof(error, -errno, "Failed to prepare a slave of the host's "
+                                                         "'%s': %m.", op->path);
         }
         r = clone_submounts(op->path, &h->below);
         if (r < 0)
-                return reply_error(sock, r, "Failed to copy the host's mounts under '%s': %s.", op->path, strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to copy the host's mounts under '%s': %m.", op->path);
         return 0;
 }
 
@@ -304,53 +299,52 @@ static void copy_host_mounts(const ViewOp *op, HostSide *h) {
         }
 }
 
-static int join_host(int sock, const ViewOp *op) {
+static int join_host(int sock, const ViewOp *op, NsmError *error) {
         _cleanup_(host_side_done) HostSide h = { .fd = -EBADF, .slave_fd = -EBADF };
         _cleanup_close_ int view_fd = -EBADF;
         struct mount_attr attr = { .propagation = MS_PRIVATE };
         uint64_t peer, master, parent_peer;
-        char *reason = NULL;
         struct stat st;
         int r;
 
-        r = host_side_open(sock, op, &h);
+        r = host_side_open(op, &h, error);
         if (r < 0)
                 return r;
-        r = enter_namespace(sock, op->ns_fd);
+        r = enter_namespace(op->ns_fd, error);
         if (r < 0)
                 return r;
-        r = open_mount_point(sock, op, op->path, true, &view_fd, NULL);
+        r = open_mount_point(op, op->path, true, &view_fd, NULL, error);
         if (r < 0)
                 return r;
         if (op->caller) {
                 r = own_view_check_propagation(op->path, view_fd, false, op->own_mounts, op->n_own_mounts, op->policy_mounts,
-                                               op->n_policy_mounts, &reason);
+                                               op->n_policy_mounts, error);
                 if (r < 0)
-                        return reply_refusal(sock, r, reason, "Path", op->path);
+                        return path_failed(error, r, "Path", op->path);
         }
         if (h.fd < 0) {
                 attr.propagation = MS_SLAVE;
                 if (mount_setattr(view_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-                        return reply_error(sock, -errno, "Failed to make '%s' a slave: %m.", op->path);
+                        return nsm_error_set_path_errnof(error, -errno, "Failed to make '%s' a slave: %m.", op->path);
                 return reply_ok(sock, NULL);
         }
 
         /* Already where it should be: leave it alone (no window in which events are missed). */
         r = mount_get_groups(view_fd, &peer, &master, &parent_peer);
         if (r < 0)
-                return reply_error(sock, r, "Cannot find '%s' in the view's mount table: %s.", op->path, strerror(-r));
+                return nsm_error_set_path_errnof(error, r, "Cannot find '%s' in the view's mount table: %m.", op->path);
         if ((op->join == JOIN_PEER && peer == h.peer_group && master == 0) ||
             (op->join == JOIN_SLAVE && peer == 0 && master == h.peer_group))
                 return reply_ok(sock, NULL);
         /* A group can only be joined on the same filesystem (not a PrivateTmp= /tmp, say). */
         if (fstat(view_fd, &st) < 0 || st.st_dev != h.dev)
-                return reply_error(sock, -EXDEV, "'%s' in the view is not the host's filesystem; it cannot follow the host's.",
-                            op->path);
+                return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' in the view is not the host's filesystem; "
+                                      "it cannot follow the host's.", op->path);
 
         /* Private while it is filled: a mount attached under a shared /mnt would propagate back
          * to the host and every other view, where it already is. */
         if (mount_setattr(view_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-                return reply_error(sock, -errno, "Failed to make '%s' private: %m.", op->path);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to make '%s' private: %m.", op->path);
         copy_host_mounts(op, &h);
 
         /* A slave joins through the slave clone: it takes the clone's master and no peer group,
@@ -358,20 +352,19 @@ static int join_host(int sock, const ViewOp *op) {
          * reach the host otherwise). */
         r = mount_join_peer_group(op->join == JOIN_SLAVE ? h.slave_fd : h.fd, view_fd);
         if (r < 0)
-                return reply_error(sock, r, "Failed to make '%s' %s the host's: %s.", op->path,
-                            op->join == JOIN_SLAVE ? "a slave of" : "a peer of", strerror(-r));
+                return nsm_error_set_path_errnof(error, r, "Failed to make '%s' %s the host's: %m.", op->path,
+                                                 op->join == JOIN_SLAVE ? "a slave of" : "a peer of");
         return reply_ok(sock, NULL);
 }
 
 /* ---- the host's side of ShareSubtree ---- */
 
-static int host_share(int sock, const ViewOp *op) {
-        _cleanup_free_ char *message = NULL;
+static int host_share(int sock, const ViewOp *op, NsmError *error) {
         ViewOpResult result = {};
         HostChanges changes = {};
-        int r = host_share_path(op->path, /* only_root= */ false, &changes, &message);
+        int r = host_share_path(op->path, /* only_root= */ false, &changes, error);
         if (r < 0)
-                return reply_error(sock, r, "%s", message ?: strerror(-r));
+                return r;
         /* The bind it made, if it made one: the daemon records it for --release. */
         for (size_t i = 0; i < changes.n; i++)
                 if (changes.items[i].type == HOST_CHANGE_BIND)
@@ -386,56 +379,57 @@ static int host_share(int sock, const ViewOp *op) {
  * view: a clone made there would be of the view's tree), a path in the caller's own view for
  * a user (opened as the caller and cloned inside the view, by us: OPEN_TREE_CLONE must run in
  * the namespace that owns the mount). */
-static int bind_clone_source(int sock, const ViewOp *op, int *ret_tree, struct stat *ret_st) {
+static int bind_clone_source(const ViewOp *op, int *ret_tree, struct stat *ret_st, NsmError *error) {
         _cleanup_close_ int src = -EBADF, tree = -EBADF;
         struct mount_attr attr = {};
-        char *reason = NULL;
         int r;
 
         if (op->caller)
-                r = own_view_open_source(op->caller, op->source, &src, &reason);
+                r = own_view_open_source(op->caller, op->source, &src, error);
         else
                 r = open_path_no_symlinks(op->source, &src);
         if (r < 0)
-                return reply_refusal(sock, r, reason, "Source", op->source);
+                return path_failed(error, r, "Source", op->source);
         if (fstat(src, ret_st) < 0)
-                return reply_error(sock, -errno, "Failed to stat source '%s': %m.", op->source);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to stat source '%s': %m.", op->source);
         tree = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
         if (tree < 0) {
                 if (errno == EINVAL)
-                        return reply_error(sock, -EINVAL, "Source '%s' is unbindable and cannot be bound anywhere.", op->source);
-                return reply_error(sock, -errno, "Failed to clone source '%s': %m.", op->source);
+                        return nsm_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                              "Source '%s' is unbindable and cannot be bound anywhere.", op->source);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to clone source '%s': %m.", op->source);
         }
         /* One way: later mounts under the source reach the view, not the reverse. */
         if (!op->host_propagates) {
                 attr.propagation = MS_SLAVE;
                 if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
-                        return reply_error(sock, -errno, "Failed to make the clone of '%s' a slave: %m.", op->source);
+                        return nsm_error_set_path_errnof(error, -errno, "Failed to make the clone of '%s' a slave: %m.",
+                                                         op->source);
         }
         /* On the detached tree, so the mount is never visible without them. A user's bind is
          * what fusermount would give them: nothing setuid, no device nodes. */
         attr = (struct mount_attr) { .attr_set = (op->read_only ? MOUNT_ATTR_RDONLY : 0) |
                                                  (op->caller ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV : 0) };
         if (attr.attr_set != 0 && mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
-                return reply_error(sock, -errno, "Failed to set the flags of the clone of '%s': %m.", op->source);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to set the flags of the clone of '%s': %m.",
+                                                 op->source);
         *ret_tree = TAKE_FD(tree);
         return 0;
 }
 
 /* The destination, as root (full power: no symlink followed, created as root) or as the
  * caller (own-view-rules.h). *ret_replace: it holds an earlier bind, to be replaced. */
-static int bind_open_destination(int sock, const ViewOp *op, PathKind kind, CreatedPaths *created, int *ret_fd,
-                                 bool *ret_replace) {
+static int bind_open_destination(const ViewOp *op, PathKind kind, CreatedPaths *created, int *ret_fd, bool *ret_replace,
+                                 NsmError *error) {
         _cleanup_close_ int root = -EBADF, dest = -EBADF;
-        char *reason = NULL;
         MountId id;
         int r;
 
         if (op->caller) {
                 r = own_view_open_destination(op->caller, op->path, op->make_dir, kind, op->own_mounts, op->n_own_mounts,
-                                              created, &dest, ret_replace, &reason);
+                                              created, &dest, ret_replace, error);
                 if (r < 0)
-                        return reply_refusal(sock, r, reason, "Destination", op->path);
+                        return path_failed(error, r, "Destination", op->path);
                 *ret_fd = TAKE_FD(dest);
                 return 0;
         }
@@ -443,13 +437,16 @@ static int bind_open_destination(int sock, const ViewOp *op, PathKind kind, Crea
          * planted in their home cannot make us create or mount anything elsewhere. */
         root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root < 0)
-                return reply_error(sock, -errno, "Failed to open the view's root: %m.");
+                return nsm_error_set_errnof(error, -errno, "Failed to open the view's root: %m.");
         r = open_path_creating(root, op->path, op->make_dir ? kind : PATH_EXISTING, created, &dest);
         if (r < 0)
-                return reply_error(sock, r, "Destination '%s' %s%s.", op->path,
-                            r == -ELOOP ? "has a symbolic link in it (links are not followed)" :
-                            r == -ENOENT ? "does not exist" : r == -ENOTDIR ? "has a component that is not a directory" :
-                            strerror(-r), r == -ENOENT && !op->make_dir ? " (use the create-destination flag)" : "");
+                return nsm_error_set_path_errnof(error, r, "Destination '%s' %s%s.", op->path,
+                                                 r == -ELOOP ? "has a symbolic link in it (links are not followed)" :
+                                                 r == -ENOENT ? "does not exist" :
+                                                 r == -ENOTDIR ? "has a component that is not a directory" :
+                                                 strerror(-r),
+                                                 r == -ENOENT && !op->make_dir ?
+                                                 " (use the create-destination flag)" : "");
         *ret_replace = path_is_mount_point(dest, "") > 0 && fd_get_mount_ids(dest, "", &id) >= 0 &&
                        mount_id_in(id, op->bind_mounts, op->n_bind_mounts);
         *ret_fd = TAKE_FD(dest);
@@ -541,11 +538,10 @@ static int unmount_in_copy(const char *path, uint64_t parent_peer_group) {
  * parent is a peer of it), the copy of the earlier bind is unmounted there, and the kernel
  * puts the new bind, which covers the earlier one whole, in its place. The destination shows
  * the earlier bind, then the new one, never nothing; the parent gets its propagation back.
- * What this cannot do is refused before anything changes (-EBUSY, *ret_message): an earlier
+ * What this cannot do is refused before anything changes (Busy, in 'error'): an earlier
  * bind with mounts below it (they would stay beneath), or one on a shared mount (the unmount
  * would reach every peer, which then has neither). */
-static int bind_replace_stacked(int tree, int dest, int ns_fd, const char *path, MountId replaced,
-                                char **ret_message) {
+static int bind_replace_stacked(int tree, int dest, int ns_fd, const char *path, MountId replaced, NsmError *error) {
         _cleanup_close_ int parent_fd = -EBADF;
         _cleanup_free_ char *parent_path = NULL;
         struct mount_attr attr = { .propagation = MS_SHARED };
@@ -576,23 +572,19 @@ static int bind_replace_stacked(int tree, int dest, int ns_fd, const char *path,
                 return -ESTALE;
         if (!parent_path)
                 return -ENOMEM;
-        if (below || shared) {
-                (void) asprintf(ret_message, below ?
-                                "The earlier bind on '%s' has mounts below it: without MOVE_MOUNT_BENEATH (Linux 6.5) "
-                                "they cannot be replaced with it, and would stay beneath the new bind. Unmount it "
-                                "(detach) first, then bind again." :
-                                "'%s' is on a shared mount: without MOVE_MOUNT_BENEATH (Linux 6.5) replacing a bind there "
-                                "would take it from the host and every other peer as well. Unmount it first, then bind "
-                                "again.", path);
-                return -EBUSY;
-        }
+        if (below || shared)
+                return nsm_error_setf(error, NSM_ERROR_BUSY, below ?
+                                      "The earlier bind on '%s' has mounts below it: without MOVE_MOUNT_BENEATH (Linux "
+                                      "6.5) they cannot be replaced with it, and would stay beneath the new bind. "
+                                      "Unmount it (detach) first, then bind again." :
+                                      "'%s' is on a shared mount: without MOVE_MOUNT_BENEATH (Linux 6.5) replacing a "
+                                      "bind there would take it from the host and every other peer as well. Unmount it "
+                                      "first, then bind again.", path);
         r = open_top_mount(parent_path, parent_id, &parent_fd);
-        if (r < 0) {
-                (void) asprintf(ret_message, "The mount that holds '%s' cannot be reached at '%s' (something covers "
-                                "it), and without MOVE_MOUNT_BENEATH (Linux 6.5) the bind cannot be replaced: unmount it "
-                                "first, then bind again.", path, parent_path);
-                return -EBUSY;
-        }
+        if (r < 0)
+                return nsm_error_setf(error, NSM_ERROR_BUSY, "The mount that holds '%s' cannot be reached at '%s' "
+                                      "(something covers it), and without MOVE_MOUNT_BENEATH (Linux 6.5) the bind "
+                                      "cannot be replaced: unmount it first, then bind again.", path, parent_path);
 
         /* From here on the destination shows the new bind. */
         if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
@@ -624,7 +616,7 @@ static int bind_replace_stacked(int tree, int dest, int ns_fd, const char *path,
         return 0;
 }
 
-static int bind_replace(int tree, int dest, const ViewOp *op, MountId *ret_replaced, char **ret_message) {
+static int bind_replace(int tree, int dest, const ViewOp *op, MountId *ret_replaced, NsmError *error) {
         int r;
 
         r = fd_get_mount_ids(dest, "", ret_replaced);
@@ -632,14 +624,14 @@ static int bind_replace(int tree, int dest, const ViewOp *op, MountId *ret_repla
                 return r;
         if (mount_beneath_supported())
                 return bind_replace_beneath(tree, dest);
-        return bind_replace_stacked(tree, dest, op->ns_fd, op->path, *ret_replaced, ret_message);
+        return bind_replace_stacked(tree, dest, op->ns_fd, op->path, *ret_replaced, error);
 }
 
 /* MaxUserMounts=: the mounts the caller's binds hold in this view — each bind with everything
  * below it, the copies a recursive clone brought along included (or a bind of a directory
  * into itself doubles the view with each call) — plus what this one brings; a bind it
  * replaces is not counted. */
-static int check_bind_limit(int sock, const ViewOp *op, const ViewOpResult *result, int dest) {
+static int check_bind_limit(const ViewOp *op, const ViewOpResult *result, int dest, NsmError *error) {
         _cleanup_free_ uint64_t *tops = NULL;
         MountEntry *table = NULL;
         size_t n_table = 0, n_tops = 0, held, adds;
@@ -652,69 +644,72 @@ static int check_bind_limit(int sock, const ViewOp *op, const ViewOpResult *resu
                 (void) fd_get_mount_ids(dest, "", &replaced);
         tops = calloc(op->n_own_mounts + 1, sizeof(uint64_t));
         if (!tops)
-                return reply_error(sock, -ENOMEM, "Out of memory.");
+                return -ENOMEM;
         for (size_t i = 0; i < op->n_own_mounts; i++)
                 if (!is_gone(result, op->own_mounts[i]) && !mount_id_equal(op->own_mounts[i], replaced))
                         tops[n_tops++] = op->own_mounts[i].old;
         r = mount_table_read_self(&table, &n_table);
         if (r < 0)
-                return reply_error(sock, r, "Failed to read the view's mount table: %s.", strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to read the view's mount table: %m.");
         held = mount_table_count_below(table, n_table, tops, n_tops);
         adds = mount_table_count_clone(table, n_table, op->source);
         mount_entries_free(table, n_table);
         if (held >= op->max_own_binds || adds > op->max_own_binds - held)
-                return reply_error(sock, -EDQUOT, "The caller's binds hold %zu mounts in this view and this one would add "
-                                   "%zu (MaxUserMounts=%u, every mount below a bind counted): unmount one first, or "
-                                   "bind onto one of them to replace it.", held, adds, op->max_own_binds);
+                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "The caller's binds hold %zu mounts in this "
+                                      "view and this one would add %zu (MaxUserMounts=%u, every mount below a bind "
+                                      "counted): unmount one first, or bind onto one of them to replace it.", held,
+                                      adds, op->max_own_binds);
         return 0;
 }
 
-static int bind_mount(int sock, const ViewOp *op) {
+static int bind_mount(int sock, const ViewOp *op, NsmError *error) {
         _cleanup_close_ int tree = -EBADF, dest = -EBADF;
         _cleanup_(created_paths_done) CreatedPaths created = {};
-        _cleanup_free_ char *message = NULL;
         ViewOpResult result = {};
         bool replace = false;
         struct stat st;
         int r;
 
         if (!op->caller) {
-                r = bind_clone_source(sock, op, &tree, &st);
+                r = bind_clone_source(op, &tree, &st, error);
                 if (r < 0)
                         return r;
         }
-        r = enter_namespace(sock, op->ns_fd);
+        r = enter_namespace(op->ns_fd, error);
         if (r < 0)
                 return r;
         find_gone_binds(op, &result);
         if (op->caller) {
-                r = bind_clone_source(sock, op, &tree, &st);
+                r = bind_clone_source(op, &tree, &st, error);
                 if (r < 0)
                         return r;
         }
-        r = bind_open_destination(sock, op, S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE, &created, &dest, &replace);
+        r = bind_open_destination(op, S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE, &created, &dest, &replace,
+                                  error);
         if (r >= 0)
-                r = check_bind_limit(sock, op, &result, dest);
+                r = check_bind_limit(op, &result, dest, error);
         if (r < 0) {
                 created_paths_undo(&created);
                 return r;
         }
         if (replace)
-                r = bind_replace(tree, dest, op, &result.replaced, &message);
+                r = bind_replace(tree, dest, op, &result.replaced, error);
         else if (move_mount(tree, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
                 r = -errno;
         if (r < 0) {
                 /* Nothing half-applied: the directories made land on the host's disk too. */
                 dest = safe_close(dest);
                 created_paths_undo(&created);
-                if (message)
-                        return reply_error(sock, r, "%s", message);
-                return reply_error(sock, r, "Failed to mount '%s' on '%s': %s.", op->source, op->path, strerror(-r));
+                if (r == -ESTALE)
+                        /* The mount table changed under the replacement (see bind_replace_stacked()). */
+                        return nsm_error_setf(error, NSM_ERROR_BUSY, "The mounts at '%s' changed while the bind was "
+                                              "being replaced; nothing was changed. Try again.", op->path);
+                return nsm_error_set_path_errnof(error, r, "Failed to mount '%s' on '%s': %m.", op->source, op->path);
         }
         /* The clone's fd names the new mount once attached. */
         r = fd_get_mount_ids(tree, "", &result.mounted);
         if (r < 0)
-                return reply_error(sock, r, "Failed to identify the new mount on '%s': %s.", op->path, strerror(-r));
+                return nsm_error_set_errnof(error, r, "Failed to identify the new mount on '%s': %m.", op->path);
         return reply_ok(sock, &result);
 }
 
@@ -725,7 +720,7 @@ static int bind_mount(int sock, const ViewOp *op) {
  * an umount2() by name could meet another mount (the [View] policy's) than the one checked.
  * An fd keeps a mount busy, so this can only detach: without the detach flag, a bind with
  * mounts below it is still refused as busy; one merely in use goes once nothing uses it. */
-static int unmount_own(int sock, const ViewOp *op, int fd, ViewOpResult *result) {
+static int unmount_own(int sock, const ViewOp *op, int fd, ViewOpResult *result, NsmError *error) {
         _cleanup_free_ MountId *below = NULL;
         size_t n_below = 0;
         int r;
@@ -733,50 +728,52 @@ static int unmount_own(int sock, const ViewOp *op, int fd, ViewOpResult *result)
         if (!op->recursive) {
                 r = mount_subtree_ids(result->replaced, &below, &n_below);
                 if (r < 0)
-                        return reply_error(sock, r, "Failed to read the mounts below '%s': %s.", op->path, strerror(-r));
+                        return nsm_error_set_path_errnof(error, r, "Failed to read the mounts below '%s': %m.",
+                                                         op->path);
                 if (n_below > 1)
-                        return reply_error(sock, -EBUSY, "'%s' has mounts below it; detach it instead.", op->path);
+                        return nsm_error_setf(error, NSM_ERROR_BUSY, "'%s' has mounts below it; detach it instead.",
+                                              op->path);
         }
         r = umount2_fd(fd);
         if (r < 0)
-                return reply_error(sock, r, "Failed to unmount '%s': %s.", op->path, strerror(-r));
+                return nsm_error_set_path_errnof(error, r, "Failed to unmount '%s': %m.", op->path);
         return reply_ok(sock, result);
 }
 
-static int unmount_mount(int sock, const ViewOp *op) {
+static int unmount_mount(int sock, const ViewOp *op, NsmError *error) {
         _cleanup_close_ int fd = -EBADF, parent = -EBADF, root = -EBADF;
         _cleanup_free_ char *dir = NULL;
         ViewOpResult result = {};
-        char *reason = NULL;
         const char *base;
         uint64_t id, root_id;
         int r;
 
-        r = enter_namespace(sock, op->ns_fd);
+        r = enter_namespace(op->ns_fd, error);
         if (r < 0)
                 return r;
         find_gone_binds(op, &result);
-        r = open_mount_point(sock, op, op->path, false, &fd, NULL);
+        r = open_mount_point(op, op->path, false, &fd, NULL, error);
         if (r < 0)
                 return r;
         /* Whatever the spelling, never the namespace's root: that would remount the root
          * filesystem read-only. */
         root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root < 0 || fd_get_mount_id(root, "", &root_id) < 0 || fd_get_mount_ids(fd, "", &result.replaced) < 0)
-                return reply_error(sock, -EIO, "Failed to identify the mount at '%s'.", op->path);
+                return nsm_error_set_errnof(error, -EIO, "Failed to identify the mount at '%s'.", op->path);
         if (result.replaced.old == root_id)
-                return reply_error(sock, -EINVAL, "'%s' is the namespace's root and is never unmounted.", op->path);
+                return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is the namespace's root and is never "
+                                      "unmounted.", op->path);
         if (op->caller) {
-                r = own_view_check_unmount(op->path, fd, result.replaced, op->own_mounts, op->n_own_mounts, &reason);
+                r = own_view_check_unmount(op->path, fd, result.replaced, op->own_mounts, op->n_own_mounts, error);
                 if (r < 0)
-                        return reply_refusal(sock, r, reason, "Path", op->path);
-                return unmount_own(sock, op, fd, &result);
+                        return path_failed(error, r, "Path", op->path);
+                return unmount_own(sock, op, fd, &result, error);
         }
 
         /* Detaching goes through the fd that was checked: no name is looked up again, so no
          * rename (RENAME_EXCHANGE in a directory a user can write) redirects it. */
         if (op->recursive)
-                return unmount_own(sock, op, fd, &result);
+                return unmount_own(sock, op, fd, &result, error);
 
         /* A plain unmount must fail while the mount is in use, and any fd on it, even O_PATH,
          * keeps it busy: let go of it and unmount by name from inside the parent directory,
@@ -787,19 +784,20 @@ static int unmount_mount(int sock, const ViewOp *op) {
         base = strrchr(op->path, '/') + 1;
         dir = strndup(op->path, base - op->path);
         if (!dir)
-                return reply_error(sock, -ENOMEM, "Out of memory.");
+                return -ENOMEM;
         r = resolve_as(op, dir, &parent);
         if (r < 0)
-                return reply_refusal(sock, r, NULL, "Path", dir);
+                return path_failed(error, r, "Path", dir);
         if (fd_get_mount_id(parent, base, &id) < 0 || id != result.replaced.old)
-                return reply_error(sock, -EINVAL, "'%s' changed while it was being unmounted.", op->path);
+                return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' changed while it was being unmounted.",
+                                      op->path);
         if (fchdir(parent) < 0)
-                return reply_error(sock, -errno, "Failed to enter '%s': %m.", dir);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to enter '%s': %m.", dir);
         if (umount2(base, UMOUNT_NOFOLLOW | (op->recursive ? MNT_DETACH : 0)) < 0) {
                 if (errno == EBUSY)
-                        return reply_error(sock, -EBUSY, "'%s' is busy (in use, or has mounts below it); detach it instead.",
-                                    op->path);
-                return reply_error(sock, -errno, "Failed to unmount '%s': %m.", op->path);
+                        return nsm_error_setf(error, NSM_ERROR_BUSY, "'%s' is busy (in use, or has mounts below it); "
+                                              "detach it instead.", op->path);
+                return nsm_error_set_path_errnof(error, -errno, "Failed to unmount '%s': %m.", op->path);
         }
         return reply_ok(sock, &result);
 }
@@ -821,15 +819,14 @@ static void send_notes(int sock, char **notes) {
         }
 }
 
-static int apply_policy(int sock, const ViewOp *op) {
+static int apply_policy(int sock, const ViewOp *op, NsmError *error) {
         _cleanup_strv_free_ char **warnings = NULL, **notes = NULL;
-        _cleanup_free_ char *message = NULL;
         _cleanup_close_ int root = -EBADF;
         ViewOpResult result = {};
         size_t n = 0;
         int r;
 
-        r = enter_namespace(sock, op->ns_fd);
+        r = enter_namespace(op->ns_fd, error);
         if (r < 0)
                 return r;
         /* setns() took us to the view's root: '/' is the view's. Paths that lie where others
@@ -839,32 +836,32 @@ static int apply_policy(int sock, const ViewOp *op) {
         if (root >= 0)
                 (void) view_policy_warnings(op->policy, op->user, root, &warnings);
         send_notes(sock, warnings);
-        r = view_policy_apply(op->policy, op->user, result.policy_mounts, ELEMENTSOF(result.policy_mounts), &n, &message,
+        r = view_policy_apply(op->policy, op->user, result.policy_mounts, ELEMENTSOF(result.policy_mounts), &n, error,
                               &notes);
         send_notes(sock, notes);
         if (r < 0)
-                return reply_error(sock, r, "%s", message ?: strerror(-r));
+                return r;
         result.n_policy_mounts = (uint32_t) n;
         return reply_ok(sock, &result);
 }
 
-int view_op_run(int sock, void *userdata) {
+int view_op_run(int sock, void *userdata, NsmError *error) {
         const ViewOp *op = userdata;
 
         switch (op->type) {
         case VIEW_OP_SET_PROPAGATION:
-                return set_propagation(sock, op);
+                return set_propagation(sock, op, error);
         case VIEW_OP_JOIN:
-                return join_host(sock, op);
+                return join_host(sock, op, error);
         case VIEW_OP_BIND:
-                return bind_mount(sock, op);
+                return bind_mount(sock, op, error);
         case VIEW_OP_UNMOUNT:
-                return unmount_mount(sock, op);
+                return unmount_mount(sock, op, error);
         case VIEW_OP_HOST_SHARE:
-                return host_share(sock, op);
+                return host_share(sock, op, error);
         case VIEW_OP_APPLY_POLICY:
-                return apply_policy(sock, op);
+                return apply_policy(sock, op, error);
         default:
-                return reply_error(sock, -EOPNOTSUPP, "Unknown operation.");
+                return nsm_error_set_errnof(error, -EOPNOTSUPP, "Unknown operation.");
         }
 }

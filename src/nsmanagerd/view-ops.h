@@ -15,9 +15,10 @@
  * as root; a user acting on their own view with manage-own alone is held to the rules of
  * own-view-rules.h, checked in the child on the fds it acts on.
  *
- * The child's answer (ipc.h): 0 and a ViewOpResult as payload, or a negative errno with a
- * sentence. Errors: -ENOENT/-ENOTDIR/-ELOOP/-EXDEV/-EINVAL (the path does not qualify),
- * -EACCES (a rule of own-view-rules.h; the sentence names it), -EBUSY, else the syscall's. */
+ * The child's answer (ipc.h): a ViewOpResult as payload, or the failure, named where it was
+ * found: InvalidPath (the path does not qualify), AccessDenied (a rule of own-view-rules.h,
+ * the sentence names it; or the caller's permissions), Busy, LimitExceeded (MaxUserMounts=),
+ * else the system call's errno. */
 
 typedef enum ViewOpType {
         VIEW_OP_SET_PROPAGATION,
@@ -78,7 +79,7 @@ typedef struct ViewOpResult {
 } ViewOpResult;
 
 /* The child's function (ChildFunc): runs 'op' (a ViewOp *) and answers on sock. */
-int view_op_run(int sock, void *op);
+int view_op_run(int sock, void *op, NsmError *error);
 
 const char *view_op_type_to_string(ViewOpType t) _pure_;
 ViewOpType view_op_type_from_string(const char *s) _pure_;

@@ -470,7 +470,10 @@ typedef struct AttachedMount {
 } AttachedMount;
 
 typedef struct PolicyContext {
-        char *message;           /* why it failed, naming the setting and entry */
+        NsmError error;          /* why it failed, naming the setting and entry (the first failure: a
+                                  * step fails with its errno, which says what was wrong with the path
+                                  * it worked on). No logging here: the daemon logs it once, where
+                                  * the error is handled. */
         char **notes;            /* the entries a user spoiled, and what was done instead: for the log */
         const UserRecord *user;
         MountEntry *table;       /* the view's mounts, read at the first failure: which are FUSE */
@@ -482,22 +485,6 @@ typedef struct PolicyContext {
         AttachedMount *mounts;
         size_t n_mounts;
 } PolicyContext;
-
-/* Fails a step: the sentence names the setting and the entry, for the person who asked. No
- * logging here: the daemon logs it once, where the error is handled. */
-static _printf_(3, 4) int policy_fail(PolicyContext *c, int r, const char *fmt, ...) {
-        va_list ap;
-
-        r = r < 0 ? r : -r;
-        if (c->message)
-                return r;
-        errno = -r;   /* for %m */
-        va_start(ap, fmt);
-        if (vasprintf(&c->message, fmt, ap) < 0)
-                c->message = NULL;
-        va_end(ap);
-        return r;
-}
 
 static int policy_plan_build(PolicyContext *c, const ViewPolicy *p, const UserRecord *u, PolicyPlan *plan) {
         size_t n_binds = strv_length(p->bind_paths) + strv_length(p->bind_read_only_paths);
@@ -512,7 +499,9 @@ static int policy_plan_build(PolicyContext *c, const ViewPolicy *p, const UserRe
         for (char **e = p->temporary_file_system; e && *e; e++) {
                 r = parse_tmpfs(*e, u, &plan->tmpfs[plan->n_tmpfs]);
                 if (r < 0)
-                        return policy_fail(c, r, "TemporaryFileSystem=%s: invalid entry (PATH[:OPTIONS], an absolute normalized path other than /): %m", *e);
+                        return nsm_error_set_path_errnof(&c->error, r, "TemporaryFileSystem=%s: invalid entry "
+                                                         "(PATH[:OPTIONS], an absolute normalized path other than /): "
+                                                         "%m", *e);
                 plan->n_tmpfs++;
         }
 
@@ -521,8 +510,9 @@ static int policy_plan_build(PolicyContext *c, const ViewPolicy *p, const UserRe
                 for (char **e = ro ? p->bind_read_only_paths : p->bind_paths; e && *e; e++) {
                         r = parse_bind(setting, *e, ro, plan->n_binds, u, &plan->binds[plan->n_binds]);
                         if (r < 0)
-                                return policy_fail(c, r, "%s=%s: invalid entry ([-]SOURCE[:DEST[:rbind|norbind]], absolute normalized paths, DEST not /): %m",
-                                                       setting, *e);
+                                return nsm_error_set_path_errnof(&c->error, r, "%s=%s: invalid entry "
+                                                                 "([-]SOURCE[:DEST[:rbind|norbind]], absolute "
+                                                                 "normalized paths, DEST not /): %m", setting, *e);
                         plan->n_binds++;
                 }
         }
@@ -531,7 +521,8 @@ static int policy_plan_build(PolicyContext *c, const ViewPolicy *p, const UserRe
         for (char **e = p->inaccessible_paths; e && *e; e++) {
                 r = parse_inaccessible(*e, u, &plan->inaccessible[plan->n_inaccessible]);
                 if (r < 0)
-                        return policy_fail(c, r, "InaccessiblePaths=%s: invalid entry ([-]PATH, an absolute normalized path other than /): %m", *e);
+                        return nsm_error_set_path_errnof(&c->error, r, "InaccessiblePaths=%s: invalid entry ([-]PATH, "
+                                                         "an absolute normalized path other than /): %m", *e);
                 plan->n_inaccessible++;
         }
 
@@ -539,14 +530,15 @@ static int policy_plan_build(PolicyContext *c, const ViewPolicy *p, const UserRe
                 const char *slash = u->home ? strrchr(u->home, '/') : NULL;
                 /* The homes directory is the parent of the home: it must exist and not be "/". */
                 if (!u->home || !valid_target(u->home) || slash == u->home)
-                        return policy_fail(c, -EINVAL, "HideOtherHomes=yes: the home directory '%s' of '%s' has no parent other than /: %m",
-                                               u->home ?: "", u->name);
+                        return nsm_error_set_path_errnof(&c->error, -EINVAL, "HideOtherHomes=yes: the home directory "
+                                                         "'%s' of '%s' has no parent other than /: %m", u->home ?: "",
+                                                         u->name);
         }
         return 0;
 }
 
 static void policy_context_done(PolicyContext *c) {
-        free(c->message);
+        nsm_error_done(&c->error);
         strv_free(c->notes);
         mount_entries_free(c->table, c->n_table);
         created_paths_done(&c->created);
@@ -930,14 +922,14 @@ static int hide_if_spoiled(PolicyContext *c, const char *setting, const char *en
         reason = spoiled_reason(r, buf);
         k = cover_spoiled(c, path, &covered);
         if (k < 0)
-                return policy_fail(c, k, "%s=%s: '%s' %s, and %s; covering what is there instead failed too: %m", setting,
-                                   entry, path, reason, why);
+                return nsm_error_set_path_errnof(&c->error, k, "%s=%s: '%s' %s, and %s; covering what is there "
+                                                 "instead failed too: %m", setting, entry, path, reason, why);
         if (k == 0)
                 k = policy_note(c, "%s=%s: '%s' %s, and %s: nothing is there to hide.", setting, entry, path, reason, why);
         else
                 k = policy_note(c, "%s=%s: '%s' %s, and %s: covered '%s' (empty, mode 0000) instead.", setting, entry, path,
                                 reason, why, covered);
-        return k < 0 ? policy_fail(c, k, "Out of memory.") : k;
+        return k < 0 ? nsm_error_set_path_errnof(&c->error, k, "Out of memory.") : k;
 }
 
 /* ---- the steps ---- */
@@ -958,8 +950,10 @@ static int apply_temporary_file_systems(PolicyContext *c, const PolicyPlan *plan
                         if (k > 0)
                                 continue;
                 }
-                return policy_fail(c, r, "TemporaryFileSystem=%s: failed to mount a tmpfs on '%s'%s: %m", t->entry, t->path,
-                                   r == -ELOOP ? " (a symlink on the way; symlinks are not followed)" : "");
+                return nsm_error_set_path_errnof(&c->error, r, "TemporaryFileSystem=%s: failed to mount a tmpfs on "
+                                                 "'%s'%s: %m", t->entry, t->path,
+                                                 r == -ELOOP ?
+                                                 " (a symlink on the way; symlinks are not followed)" : "");
         }
         return 0;
 }
@@ -970,14 +964,15 @@ static int apply_private_tmp(PolicyContext *c, const ViewPolicy *p) {
         if (!p->private_tmp)
                 return 0;
         if (p->tmp_size > 0 && asprintf(&options, "size=%" PRIu64, p->tmp_size) < 0)
-                return policy_fail(c, -ENOMEM, "Out of memory.");
+                return nsm_error_set_path_errnof(&c->error, -ENOMEM, "Out of memory.");
         /* One fresh tmpfs each, like two private directories: nothing of the host's shows. */
         for (const char *const *d = (const char *const[]) { "/tmp", "/var/tmp", NULL }; *d; d++) {
                 bool at_path;
                 /* Root's directories: no user spoils them. */
                 int r = mount_tmpfs_at(c, *d, "mode=1777", options, &at_path);
                 if (r < 0)
-                        return policy_fail(c, r, "PrivateTmp=yes: failed to mount a tmpfs on '%s': %m", *d);
+                        return nsm_error_set_path_errnof(&c->error, r, "PrivateTmp=yes: failed to mount a tmpfs on "
+                                                         "'%s': %m", *d);
         }
         return 0;
 }
@@ -994,7 +989,7 @@ static int apply_hide_other_homes(PolicyContext *c, const ViewPolicy *p, const U
         name = strrchr(u->home, '/') + 1;    /* validated in policy_plan_build() */
         homes = strndup(u->home, name - 1 - u->home);
         if (!homes)
-                return policy_fail(c, -ENOMEM, "Out of memory.");
+                return nsm_error_set_path_errnof(&c->error, -ENOMEM, "Out of memory.");
 
         /* The user's own home, cloned while it is still reachable (it may be a mount itself:
          * recursively, and receive-only like the rest of the view). No home: nothing to show. */
@@ -1004,39 +999,47 @@ static int apply_hide_other_homes(PolicyContext *c, const ViewPolicy *p, const U
 
                 home_tree_fd = open_tree(home_fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
                 if (home_tree_fd < 0)
-                        return policy_fail(c, errno, "HideOtherHomes=yes: failed to clone '%s': %m", u->home);
+                        return nsm_error_set_path_errnof(&c->error, errno, "HideOtherHomes=yes: failed to clone '%s': "
+                                                         "%m", u->home);
                 if (mount_setattr(home_tree_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
-                        return policy_fail(c, errno, "HideOtherHomes=yes: failed to make the clone of '%s' a slave: %m", u->home);
+                        return nsm_error_set_path_errnof(&c->error, errno, "HideOtherHomes=yes: failed to make the "
+                                                         "clone of '%s' a slave: %m", u->home);
         } else if (r != -ENOENT)
-                return policy_fail(c, r, "HideOtherHomes=yes: failed to open '%s': %m", u->home);
+                return nsm_error_set_path_errnof(&c->error, r, "HideOtherHomes=yes: failed to open '%s': %m", u->home);
 
         r = open_path_creating(c->root_fd, homes, PATH_EXISTING, NULL, &homes_fd);
         if (r < 0)
-                return policy_fail(c, r, "HideOtherHomes=yes: failed to open the homes directory '%s': %m", homes);
+                return nsm_error_set_path_errnof(&c->error, r, "HideOtherHomes=yes: failed to open the homes "
+                                                 "directory '%s': %m", homes);
 
         /* A read-only tmpfs prepared while detached: the mount point for the home is made in
          * it before it is made read-only, and nothing is visible until it is complete. */
         r = tmpfs_new("mode=0755", NULL, NULL, &tmpfs_fd);
         if (r < 0)
-                return policy_fail(c, r, "HideOtherHomes=yes: failed to create a tmpfs: %m");
+                return nsm_error_set_path_errnof(&c->error, r, "HideOtherHomes=yes: failed to create a tmpfs: %m");
         if (mkdirat(tmpfs_fd, name, 0755) < 0)
-                return policy_fail(c, errno, "HideOtherHomes=yes: failed to create '%s' in the tmpfs: %m", name);
+                return nsm_error_set_path_errnof(&c->error, errno, "HideOtherHomes=yes: failed to create '%s' in the "
+                                                 "tmpfs: %m", name);
         r = set_read_only(tmpfs_fd);
         if (r < 0)
-                return policy_fail(c, r, "HideOtherHomes=yes: failed to make the tmpfs read-only: %m");
+                return nsm_error_set_path_errnof(&c->error, r, "HideOtherHomes=yes: failed to make the tmpfs "
+                                                 "read-only: %m");
         if (home_tree_fd >= 0 &&
             move_mount(home_tree_fd, "", tmpfs_fd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                return policy_fail(c, errno, "HideOtherHomes=yes: failed to bind '%s' back into the tmpfs: %m", u->home);
+                return nsm_error_set_path_errnof(&c->error, errno, "HideOtherHomes=yes: failed to bind '%s' back into "
+                                                 "the tmpfs: %m", u->home);
 
         r = attach(c, &tmpfs_fd, homes_fd, false);
         if (r < 0)
-                return policy_fail(c, r, "HideOtherHomes=yes: failed to mount the tmpfs on '%s'%s: %m", homes,
-                                       r == -EXDEV ? " (it is a shared mount: the tmpfs would reach the host)" : "");
+                return nsm_error_set_path_errnof(&c->error, r, "HideOtherHomes=yes: failed to mount the tmpfs on "
+                                                 "'%s'%s: %m", homes,
+                                                 r == -EXDEV ?
+                                                 " (it is a shared mount: the tmpfs would reach the host)" : "");
         /* The home bound back in is the policy's too. */
         if (home_tree_fd >= 0) {
                 r = keep_mount(c, &home_tree_fd, false);
                 if (r < 0)
-                        return policy_fail(c, r, "Out of memory.");
+                        return nsm_error_set_path_errnof(&c->error, r, "Out of memory.");
         }
         return 0;
 }
@@ -1062,16 +1065,18 @@ static int clone_bind_sources(PolicyContext *c, PolicyPlan *plan) {
                 if (r < 0) {
                         int k = bind_skip_if_spoiled(c, b, "the source", b->source, /* follow_root_links= */ true, r);
                         if (k < 0)
-                                return policy_fail(c, k, "Out of memory.");
+                                return nsm_error_set_path_errnof(&c->error, k, "Out of memory.");
                         if (k > 0)
                                 continue;
                 }
                 if (r == -EPERM)
-                        return policy_fail(c, r, "%s=%s: source '%s' goes through a symbolic link that is not owned by root, "
-                                           "or lies in a directory that is not; such links are not followed", b->setting,
-                                           b->entry, b->source);
+                        return nsm_error_set_path_errnof(&c->error, r, "%s=%s: source '%s' goes through a symbolic "
+                                                         "link that is not owned by root, or lies in a directory that "
+                                                         "is not; such links are not followed", b->setting, b->entry,
+                                                         b->source);
                 if (r < 0)
-                        return policy_fail(c, r, "%s=%s: failed to open source '%s': %m", b->setting, b->entry, b->source);
+                        return nsm_error_set_path_errnof(&c->error, r, "%s=%s: failed to open source '%s': %m",
+                                                         b->setting, b->entry, b->source);
 
                 /* A source that names the user is the user's or root's: anybody else's (alice's
                  * directory at bob's /tmp/scratch-bob, made before his) would put what they like
@@ -1083,22 +1088,25 @@ static int clone_bind_sources(PolicyContext *c, PolicyPlan *plan) {
 
                         r = stat_cached(src_fd, &st);
                         if (r < 0)
-                                return policy_fail(c, r, "%s=%s: failed to stat source '%s': %m", b->setting, b->entry, b->source);
+                                return nsm_error_set_path_errnof(&c->error, r, "%s=%s: failed to stat source '%s': %m",
+                                                                 b->setting, b->entry, b->source);
                         if (st.stx_uid != 0 && st.stx_uid != c->user->uid) {
                                 r = policy_note(c, "%s=%s: the source '%s' belongs to %s, neither root nor %s: the entry is skipped.",
                                                 b->setting, b->entry, b->source, format_who(&w, st.stx_uid, who), c->user->name);
                                 if (r < 0)
-                                        return policy_fail(c, r, "Out of memory.");
+                                        return nsm_error_set_path_errnof(&c->error, r, "Out of memory.");
                                 continue;
                         }
                 }
 
                 b->tree_fd = open_tree(src_fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (b->recursive ? AT_RECURSIVE : 0));
                 if (b->tree_fd < 0)
-                        return policy_fail(c, errno, "%s=%s: failed to clone '%s'%s: %m", b->setting, b->entry, b->source,
-                                               errno == EINVAL ? " (an unbindable mount?)" : "");
+                        return nsm_error_set_path_errnof(&c->error, errno, "%s=%s: failed to clone '%s'%s: %m",
+                                                         b->setting, b->entry, b->source,
+                                                         errno == EINVAL ? " (an unbindable mount?)" : "");
                 if (mount_setattr(b->tree_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
-                        return policy_fail(c, errno, "%s=%s: failed to set up the clone of '%s': %m", b->setting, b->entry, b->source);
+                        return nsm_error_set_path_errnof(&c->error, errno, "%s=%s: failed to set up the clone of "
+                                                         "'%s': %m", b->setting, b->entry, b->source);
         }
         return 0;
 }
@@ -1115,7 +1123,8 @@ static int apply_binds(PolicyContext *c, PolicyPlan *plan) {
                 if (b->tree_fd < 0)
                         continue;       /* missing, '-' */
                 if (fstat(b->tree_fd, &st) < 0)
-                        return policy_fail(c, errno, "%s=%s: failed to stat the clone of '%s': %m", b->setting, b->entry, b->source);
+                        return nsm_error_set_path_errnof(&c->error, errno, "%s=%s: failed to stat the clone of '%s': "
+                                                         "%m", b->setting, b->entry, b->source);
                 mark = c->created.n;
                 r = open_path_creating(c->root_fd, b->dest, S_ISDIR(st.st_mode) ? PATH_DIRECTORY : PATH_FILE, &c->created, &dest_fd);
                 opened = r >= 0;
@@ -1129,14 +1138,18 @@ static int apply_binds(PolicyContext *c, PolicyPlan *plan) {
                 created_paths_rollback(&c->created, mark);
                 k = bind_skip_if_spoiled(c, b, "the destination", b->dest, /* follow_root_links= */ false, r);
                 if (k < 0)
-                        return policy_fail(c, k, "Out of memory.");
+                        return nsm_error_set_path_errnof(&c->error, k, "Out of memory.");
                 if (k > 0)
                         continue;
                 if (!opened)
-                        return policy_fail(c, r, "%s=%s: failed to open or create the destination '%s'%s: %m", b->setting, b->entry, b->dest,
-                                               r == -ELOOP ? " (a symlink on the way; symlinks are not followed)" : "");
-                return policy_fail(c, r, "%s=%s: failed to bind '%s' on '%s'%s: %m", b->setting, b->entry, b->source, b->dest,
-                                       r == -EXDEV ? " (a shared mount: it would reach the host)" : "");
+                        return nsm_error_set_path_errnof(&c->error, r, "%s=%s: failed to open or create the "
+                                                         "destination '%s'%s: %m", b->setting, b->entry, b->dest,
+                                                         r == -ELOOP ?
+                                                         " (a symlink on the way; symlinks are not followed)" : "");
+                return nsm_error_set_path_errnof(&c->error, r, "%s=%s: failed to bind '%s' on '%s'%s: %m", b->setting,
+                                                 b->entry, b->source, b->dest,
+                                                 r == -EXDEV ?
+                                                 " (a shared mount: it would reach the host)" : "");
         }
         return 0;
 }
@@ -1159,12 +1172,15 @@ static int apply_inaccessible(PolicyContext *c, const PolicyPlan *plan) {
                                 return k;
                         if (k > 0)
                                 continue;
-                        return policy_fail(c, r, "InaccessiblePaths=%s: failed to open '%s'%s: %m", e->entry, e->path,
-                                               r == -ELOOP ? " (a symlink on the way; symlinks are not followed)" : "");
+                        return nsm_error_set_path_errnof(&c->error, r, "InaccessiblePaths=%s: failed to open '%s'%s: "
+                                                         "%m", e->entry, e->path,
+                                                         r == -ELOOP ?
+                                                         " (a symlink on the way; symlinks are not followed)" : "");
                 }
                 r = stat_cached(dest_fd, &st);
                 if (r < 0)
-                        return policy_fail(c, r, "InaccessiblePaths=%s: failed to stat '%s': %m", e->entry, e->path);
+                        return nsm_error_set_path_errnof(&c->error, r, "InaccessiblePaths=%s: failed to stat '%s': %m",
+                                                         e->entry, e->path);
 
                 /* A directory gets an empty, read-only tmpfs of mode 0000; anything else a bind
                  * of an empty mode 0000 file. */
@@ -1175,7 +1191,8 @@ static int apply_inaccessible(PolicyContext *c, const PolicyPlan *plan) {
                 } else
                         r = inaccessible_file(c, &tree_fd);
                 if (r < 0)
-                        return policy_fail(c, r, "InaccessiblePaths=%s: failed to prepare the cover for '%s': %m", e->entry, e->path);
+                        return nsm_error_set_path_errnof(&c->error, r, "InaccessiblePaths=%s: failed to prepare the "
+                                                         "cover for '%s': %m", e->entry, e->path);
 
                 r = attach(c, &tree_fd, dest_fd, false);
                 if (r < 0) {
@@ -1185,8 +1202,10 @@ static int apply_inaccessible(PolicyContext *c, const PolicyPlan *plan) {
                                 return k;
                         if (k > 0)
                                 continue;
-                        return policy_fail(c, r, "InaccessiblePaths=%s: failed to cover '%s'%s: %m", e->entry, e->path,
-                                               r == -EXDEV ? " (a shared mount: it would reach the host)" : "");
+                        return nsm_error_set_path_errnof(&c->error, r, "InaccessiblePaths=%s: failed to cover '%s'%s: "
+                                                         "%m", e->entry, e->path,
+                                                         r == -EXDEV ?
+                                                         " (a shared mount: it would reach the host)" : "");
                 }
         }
         return 0;
@@ -1199,7 +1218,8 @@ static int apply_read_only_tmpfs(PolicyContext *c) {
                         continue;
                 r = set_read_only(c->mounts[i].fd);
                 if (r < 0)
-                        return policy_fail(c, r, "TemporaryFileSystem=: failed to make a tmpfs read-only: %m");
+                        return nsm_error_set_path_errnof(&c->error, r, "TemporaryFileSystem=: failed to make a tmpfs "
+                                                         "read-only: %m");
         }
         return 0;
 }
@@ -1210,10 +1230,12 @@ static int collect_mount_ids(PolicyContext *c, MountId *ids, size_t max, size_t 
 
         for (size_t i = 0; i < c->n_mounts; i++) {
                 if (n >= max)
-                        return policy_fail(c, -E2BIG, "The [View] policy makes more than %zu mounts.", max);
+                        return nsm_error_set_path_errnof(&c->error, -E2BIG, "The [View] policy makes more than %zu "
+                                                         "mounts.", max);
                 int r = fd_get_mount_ids(c->mounts[i].fd, "", &ids[n]);
                 if (r < 0)
-                        return policy_fail(c, r, "Failed to identify a mount of the [View] policy: %m");
+                        return nsm_error_set_path_errnof(&c->error, r, "Failed to identify a mount of the [View] "
+                                                         "policy: %m");
                 n++;
         }
         *ret_n = n;
@@ -1223,7 +1245,7 @@ static int collect_mount_ids(PolicyContext *c, MountId *ids, size_t max, size_t 
 /* view_policy_apply(), or with mount=false only its first step: view_policy_check() gives the
  * same answer for a malformed entry because it is the same code. */
 static int policy_run(const ViewPolicy *p, const UserRecord *u, bool mount, MountId *ret_ids, size_t max_ids,
-                      size_t *ret_n_ids, char **ret_message, char ***ret_notes) {
+                      size_t *ret_n_ids, NsmError *error, char ***ret_notes) {
         _cleanup_(policy_plan_done) PolicyPlan plan = {};
         _cleanup_(policy_context_done) PolicyContext c = { .user = u, .root_fd = -EBADF, .inaccessible_fd = -EBADF };
         int r;
@@ -1237,7 +1259,7 @@ static int policy_run(const ViewPolicy *p, const UserRecord *u, bool mount, Moun
             (plan.n_tmpfs > 0 || plan.n_binds > 0 || plan.n_inaccessible > 0 || p->private_tmp || p->hide_other_homes)) {
                 c.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (c.root_fd < 0)
-                        r = policy_fail(&c, errno, "Failed to open the view's root: %m");
+                        r = nsm_error_set_path_errnof(&c.error, errno, "Failed to open the view's root: %m");
                 if (r >= 0)
                         r = clone_bind_sources(&c, &plan);
                 if (r >= 0)
@@ -1257,21 +1279,21 @@ static int policy_run(const ViewPolicy *p, const UserRecord *u, bool mount, Moun
                 if (r < 0)
                         policy_context_undo(&c);
         }
-        if (r < 0 && ret_message)
-                *ret_message = TAKE_PTR(c.message);
+        if (r < 0 && error && nsm_error_is_set(&c.error) && !nsm_error_is_set(error))
+                *error = TAKE_STRUCT(c.error);
         if (ret_notes)
                 *ret_notes = TAKE_PTR(c.notes);
         return r;
 }
 
 int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids, size_t max_ids, size_t *ret_n_ids,
-                      char **ret_message, char ***ret_notes) {
-        return policy_run(p, u, true, ret_ids, max_ids, ret_n_ids, ret_message, ret_notes);
+                      NsmError *error, char ***ret_notes) {
+        return policy_run(p, u, true, ret_ids, max_ids, ret_n_ids, error, ret_notes);
 }
 
-int view_policy_check(const ViewPolicy *p, const UserRecord *u, char **ret_message) {
+int view_policy_check(const ViewPolicy *p, const UserRecord *u, NsmError *error) {
         size_t n;
-        return policy_run(p, u, false, NULL, 0, &n, ret_message, NULL);
+        return policy_run(p, u, false, NULL, 0, &n, error, NULL);
 }
 
 /* ---- warnings ---- */

@@ -3,15 +3,17 @@
 
 #include "manager-config.h"
 #include "mount-util.h"
+#include "nsm-error.h"
 #include "user-util.h"
 
 /* Applies the [View] policy inside a freshly built view: runs in the view's mount namespace,
  * after pivot_root, as root, before the namespace is pinned (so a failure leaves nothing).
  * Order as systemd applies the equivalent exec settings: TemporaryFileSystem=, PrivateTmp=,
- * HideOtherHomes=, BindPaths=/BindReadOnlyPaths=, InaccessiblePaths=. Returns negative errno and
- * a sentence naming the setting and entry at fault; on success the ids of the mounts it made
- * (the daemon keeps them: a user may neither unmount nor repropagate them). Nothing is left of
- * a policy that failed half-way.
+ * HideOtherHomes=, BindPaths=/BindReadOnlyPaths=, InaccessiblePaths=. Returns a negative errno
+ * and, in 'error', the failure with a sentence naming the setting and entry at fault (named by
+ * what the errno of the step that failed says about its path: InvalidPath, AccessDenied, …);
+ * on success the ids of the mounts it made (the daemon keeps them: a user may neither unmount
+ * nor repropagate them). Nothing is left of a policy that failed half-way.
  *
  * An entry a user spoiled (a failure where someone other than root decides what the path
  * names: their home, /tmp) does not fail it: a bind is skipped, a TemporaryFileSystem= or
@@ -19,13 +21,13 @@
  * *ret_notes (may be NULL) gets a sentence for each, naming the entry, the path and who
  * controls it, for the log; on failure too. */
 int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids, size_t max_ids, size_t *ret_n_ids,
-                      char **ret_message, char ***ret_notes);
+                      NsmError *error, char ***ret_notes);
 
 /* Step 1 of view_policy_apply() alone: parses every entry, expands its specifiers and checks
- * its paths, then frees it all; touches nothing. 0, or the negative errno and sentence that
+ * its paths, then frees it all; touches nothing. 0, or the negative errno and failure that
  * view_policy_apply() would give for a malformed entry. Mount options of TemporaryFileSystem=
  * are the kernel's to judge: only applying finds a bad one. */
-int view_policy_check(const ViewPolicy *p, const UserRecord *u, char **ret_message);
+int view_policy_check(const ViewPolicy *p, const UserRecord *u, NsmError *error);
 
 /* What an administrator should know about the policy of user 'u' that does not keep it from
  * being applied (for the daemon's log when it builds a view, and `nsctl verify`): each path

@@ -503,7 +503,7 @@ static int open_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, Ses
         }
         error = sd_bus_message_get_error(reply);
         if (error) {
-                if (sd_bus_error_has_name(error, NSM_ERROR_USER_EXCLUDED)) {
+                if (bus_error_code(error) == NSM_ERROR_USER_EXCLUDED) {
                         /* The daemon is the authority on its range (the filter file may be older). */
                         pam_syslog(handle, LOG_NOTICE, "nsmanagerd does not manage user '%s': %s",
                                    data->user, bus_error_message(error, 0));

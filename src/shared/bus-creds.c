@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bus-creds.h"
+#include "bus-errors.h"
 #include "bus-util.h"
 #include "hashmap.h"
 #include "macros.h"
@@ -46,8 +47,8 @@ static void sender_creds_free(SenderCreds *c) {
 }
 
 static void bus_creds_cache_flush(void) {
+        HashmapIterator i = {};
         SenderCreds *c;
-        size_t i = 0;
 
         if (!cache)
                 return;
@@ -168,8 +169,8 @@ static int held_sender_requeue(HeldSender *h, sd_bus_message *m) {
                         sd_bus_message_unref(h->calls[--h->n]);
         }
         if (r < 0)
-                (void) sd_bus_reply_method_errorf(m, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s",
-                                                  strerror(-r));
+                (void) bus_reply_method_errorf(m, NSM_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s",
+                                               strerror(-r));
         return r;
 }
 
@@ -187,8 +188,8 @@ static int on_creds_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
                 cache_put(h->name, &q);
         for (size_t i = 0; i < n; i++) {
                 if (r < 0)
-                        (void) sd_bus_reply_method_errorf(calls[i], SD_BUS_ERROR_ACCESS_DENIED,
-                                                          "Cannot determine the caller: %s", strerror(-r ?: EIO));
+                        (void) bus_reply_method_errorf(calls[i], NSM_ERROR_ACCESS_DENIED,
+                                                       "Cannot determine the caller: %s", strerror(-r ?: EIO));
                 else
                         (void) held_sender_requeue(h, calls[i]);
                 sd_bus_message_unref(calls[i]);
@@ -251,8 +252,8 @@ static int on_incoming(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         else
                 r = held_sender_requeue(h, m);
         if (r < 0 && h->query)
-                (void) sd_bus_reply_method_errorf(m, SD_BUS_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s",
-                                                  strerror(-r));
+                (void) bus_reply_method_errorf(m, NSM_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s",
+                                               strerror(-r));
         return 1;
 }
 
@@ -343,12 +344,12 @@ int bus_creds_cache_attach(sd_bus *bus) {
 }
 
 void bus_creds_cache_detach(void) {
+        HashmapIterator i = {};
         HeldSender *h;
-        size_t i = 0;
 
         while (held && hashmap_iterate(held, &i, (void **) &h, NULL)) {
                 held_sender_free(h);
-                i = 0;
+                i = (HashmapIterator) {};
         }
         held = hashmap_free(held);
         cache_filter = sd_bus_slot_unref(cache_filter);

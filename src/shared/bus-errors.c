@@ -1,17 +1,84 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdarg.h>
 
 #include "bus-errors.h"
 
-const sd_bus_error_map nsm_bus_error_map[] = {
-        SD_BUS_ERROR_MAP(NSM_ERROR_NO_SUCH_USER, ESRCH),
-        SD_BUS_ERROR_MAP(NSM_ERROR_NO_SUCH_NAMESPACE, ENXIO),
-        SD_BUS_ERROR_MAP(NSM_ERROR_NO_SUCH_SESSION, ENOENT),
-        SD_BUS_ERROR_MAP(NSM_ERROR_USER_EXCLUDED, EPERM),
-        SD_BUS_ERROR_MAP(NSM_ERROR_INVALID_PATH, EINVAL),
-        SD_BUS_ERROR_MAP(NSM_ERROR_INVALID_MODE, EINVAL),
-        SD_BUS_ERROR_MAP(NSM_ERROR_BUSY, EBUSY),
-        SD_BUS_ERROR_MAP(NSM_ERROR_TIMED_OUT, ETIMEDOUT),
-        SD_BUS_ERROR_MAP(NSM_ERROR_LIMIT_EXCEEDED, EDQUOT),
-        SD_BUS_ERROR_MAP_END,
-};
+int bus_error_add_map(void) {
+        /* Made from the table once; sd-bus keeps the pointer for the life of the process. */
+        static sd_bus_error_map map[_NSM_ERROR_CODE_MAX + 1];
+        size_t n = 0;
+
+        if (!map[0].name) {
+                for (NsmErrorCode c = 0; c < _NSM_ERROR_CODE_MAX; c++)
+                        if (nsm_error_code_to_name(c))
+                                map[n++] = (sd_bus_error_map) SD_BUS_ERROR_MAP(nsm_error_code_to_name(c),
+                                                                               nsm_error_code_to_errno(c));
+                map[n] = (sd_bus_error_map) SD_BUS_ERROR_MAP_END;
+        }
+        return sd_bus_error_add_map(map);
+}
+
+int bus_error_set_nsm(sd_bus_error *error, const NsmError *e) {
+        if (!nsm_error_is_set(e))
+                return sd_bus_error_set_errnof(error, EIO, "A failure without a name (a bug of nsmanagerd).");
+        if (e->code == NSM_ERROR_SYSTEM)
+                return sd_bus_error_set_errnof(error, e->errno_value > 0 ? e->errno_value : EIO, "%s",
+                                               nsm_error_message(e));
+        return sd_bus_error_set(error, nsm_error_code_to_name(e->code), nsm_error_message(e));
+}
+
+static int bus_error_setfv(sd_bus_error *error, NsmErrorCode code, int r, const char *fmt, va_list ap) {
+        NsmError e = {};
+        int k;
+
+        (void) nsm_error_setfv(&e, code, r, fmt, ap);
+        k = bus_error_set_nsm(error, &e);
+        nsm_error_done(&e);
+        return k;
+}
+
+int bus_error_setf(sd_bus_error *error, NsmErrorCode code, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = bus_error_setfv(error, code, 0, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int bus_error_set_errnof(sd_bus_error *error, int r, const char *fmt, ...) {
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = bus_error_setfv(error, NSM_ERROR_SYSTEM, r, fmt, ap);
+        va_end(ap);
+        return k;
+}
+
+int bus_reply_method_errorf(sd_bus_message *call, NsmErrorCode code, const char *fmt, ...) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) bus_error_setfv(&error, code, 0, fmt, ap);
+        va_end(ap);
+        return sd_bus_reply_method_error(call, &error);
+}
+
+NsmErrorCode bus_error_code(const sd_bus_error *error) {
+        NsmErrorCode c;
+
+        if (!sd_bus_error_is_set(error))
+                return _NSM_ERROR_CODE_INVALID;
+        c = nsm_error_code_from_name(error->name);
+        if (c >= 0)
+                return c;
+        /* What sd-bus names after an errno: its own standard names and System.Error.E… */
+        if (strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0 ||
+            strncmp(error->name, "org.freedesktop.DBus.Error.", strlen("org.freedesktop.DBus.Error.")) == 0)
+                return NSM_ERROR_SYSTEM;
+        return _NSM_ERROR_CODE_INVALID;
+}

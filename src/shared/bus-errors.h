@@ -3,6 +3,8 @@
 
 #include <systemd/sd-bus.h>
 
+#include "nsm-error.h"
+
 #define NSM_BUS_NAME "org.example.NSManager"
 #define NSM_MANAGER_PATH "/org/example/NSManager"
 #define NSM_MANAGER_INTERFACE "org.example.NSManager.Manager"
@@ -14,19 +16,27 @@
  * first, as systemctl does with /run/systemd/private. */
 #define NSM_PRIVATE_SOCKET "/run/nsmanager/private"
 
-#define NSM_ERROR_NO_SUCH_USER "org.example.NSManager.Error.NoSuchUser"
-#define NSM_ERROR_NO_SUCH_NAMESPACE "org.example.NSManager.Error.NoSuchNamespace"
-#define NSM_ERROR_NO_SUCH_SESSION "org.example.NSManager.Error.NoSuchSession"
-#define NSM_ERROR_USER_EXCLUDED "org.example.NSManager.Error.UserExcluded"
-#define NSM_ERROR_INVALID_PATH "org.example.NSManager.Error.InvalidPath"
-#define NSM_ERROR_INVALID_MODE "org.example.NSManager.Error.InvalidMode"
-#define NSM_ERROR_BUSY "org.example.NSManager.Error.Busy"
-#define NSM_ERROR_TIMED_OUT "org.example.NSManager.Error.TimedOut"
-#define NSM_ERROR_LIMIT_EXCEEDED "org.example.NSManager.Error.LimitExceeded"
+/* The project's errors as D-Bus errors: the table of nsm-error.h, both ways. */
 
-/* Maps our named errors to errno values, so clients (nsctl, the PAM module) can act on
- * sd_bus_error_get_errno(). Register with sd_bus_error_add_map(). */
-extern const sd_bus_error_map nsm_bus_error_map[];
+/* Registers the table with sd_bus_error_add_map() (nsctl): sd_bus_error_get_errno() then gives
+ * each name the table's errno. Once per process; never from a module that may be unloaded
+ * (the PAM module): libsystemd would keep a pointer into it. */
+int bus_error_add_map(void);
+
+/* The reply's error, from the result of the code that knew what went wrong: its name from the
+ * table (NSM_ERROR_SYSTEM: sd-bus's for its errno) and its sentence, in one sd_bus_error_set().
+ * Returns a negative errno, as sd_bus_error_set() does. */
+int bus_error_set_nsm(sd_bus_error *error, const NsmError *e);
+/* The same for a refusal the bus glue itself knows (an argument that does not validate). */
+int bus_error_setf(sd_bus_error *error, NsmErrorCode code, const char *fmt, ...) _printf_(3, 4);
+/* The same for a system call of the bus glue that failed with 'r' ("%m": r's text). */
+int bus_error_set_errnof(sd_bus_error *error, int r, const char *fmt, ...) _printf_(3, 4);
+/* Replies to 'call' with the error 'code' and the sentence (where no handler returns it). */
+int bus_reply_method_errorf(sd_bus_message *call, NsmErrorCode code, const char *fmt, ...) _printf_(3, 4);
+
+/* The other way, for clients: the code of the error's name, NSM_ERROR_SYSTEM for a name sd-bus
+ * makes from an errno, -EINVAL for any other (another service's). */
+NsmErrorCode bus_error_code(const sd_bus_error *error);
 
 /* Flags of the Manager methods */
 #define NSM_PROPAGATION_RECURSIVE UINT64_C(0x1)

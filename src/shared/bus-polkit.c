@@ -8,6 +8,7 @@
 #include <systemd/sd-event.h>
 
 #include "bus-creds.h"
+#include "bus-errors.h"
 #include "bus-polkit.h"
 #include "list.h"
 #include "macros.h"
@@ -237,8 +238,8 @@ static void polkit_query_redispatch(PolkitQuery *q) {
                 r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(q->request), q->request);
         if (r < 0) {
                 /* The handler will not run again, so answer here rather than leave the caller hanging. */
-                (void) sd_bus_reply_method_errorf(q->request, SD_BUS_ERROR_ACCESS_DENIED,
-                                                  "Cannot finish the authorization check: %s", strerror(-r));
+                (void) bus_reply_method_errorf(q->request, NSM_ERROR_ACCESS_DENIED,
+                                               "Cannot finish the authorization check: %s", strerror(-r));
                 polkit_query_free(q);
                 return;
         }
@@ -401,26 +402,26 @@ static int polkit_check_to_result(PolkitCheck *c, sd_bus_message *m, sd_bus_erro
                 /* With interaction allowed polkit has already tried to authenticate the caller (through
                  * their agent) before answering; a challenge left over then means it failed. */
                 if (sd_bus_message_get_allow_interactive_authorization(m) <= 0)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
-                                                 "Authentication is required for '%s', and the call did not allow interactive authorization.",
-                                                 c->action);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Authentication for '%s' failed or was dismissed.", c->action);
+                        return bus_error_setf(error, NSM_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, "Authentication is "
+                                              "required for '%s', and the call did not allow interactive "
+                                              "authorization.", c->action);
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED,
+                                      "Authentication for '%s' failed or was dismissed.", c->action);
 
         case POLKIT_VERDICT_NO:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Not authorized: polkit denies '%s' to this caller.", c->action);
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED,
+                                      "Not authorized: polkit denies '%s' to this caller.", c->action);
 
         case POLKIT_VERDICT_FAILED:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Cannot authorize '%s': %s.", c->action,
-                                         c->failure ?: "polkit is unavailable");
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED,
+                                      "Cannot authorize '%s': %s.", c->action,
+                                      c->failure ?: "polkit is unavailable");
 
         case POLKIT_VERDICT_PENDING:
         default:
                 /* Not reachable: the message is only dispatched again once the answer is in. */
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Authorization for '%s' is still pending.", c->action);
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED,
+                                      "Authorization for '%s' is still pending.", c->action);
         }
 }
 
@@ -459,8 +460,8 @@ static int polkit_async(
 
         r = bus_sender_is_root(m);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Cannot determine the caller's identity: %s", strerror(-r));
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED,
+                                      "Cannot determine the caller's identity: %s", strerror(-r));
         if (r > 0) {
                 *ret_check = NULL;
                 return 1;
@@ -480,12 +481,12 @@ static int polkit_async(
                 if (!*registry) {
                         *registry = calloc(1, sizeof(PolkitRegistry));
                         if (!*registry)
-                                return sd_bus_error_set_errno(error, -ENOMEM);
+                                return bus_error_set_errnof(error, -ENOMEM, NULL);
                 }
 
                 q = calloc(1, sizeof(PolkitQuery));
                 if (!q)
-                        return sd_bus_error_set_errno(error, -ENOMEM);
+                        return bus_error_set_errnof(error, -ENOMEM, NULL);
 
                 q->request = sd_bus_message_ref(m);
                 q->registry = *registry;
@@ -497,8 +498,8 @@ static int polkit_async(
         if (r < 0) {
                 if (new_query)
                         polkit_query_free(q);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Cannot ask polkit to authorize '%s': %s", action, strerror(-r));
+                return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED,
+                                      "Cannot ask polkit to authorize '%s': %s", action, strerror(-r));
         }
 
         return 0;

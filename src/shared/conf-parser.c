@@ -12,7 +12,7 @@
 #include "path-util.h"
 #include "strv.h"
 
-static _printf_(2, 3) int message(char **ret, const char *fmt, ...) {
+int config_message(char **ret, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         if (vasprintf(ret, fmt, ap) < 0)
@@ -122,7 +122,7 @@ static int section_header(const ConfigContext *c, ParseState *s, char *l, char *
         s->section = NULL;
         s->section_refused = true;
         if (n < 3 || l[n - 1] != ']')
-                return message(ret_message, "invalid section header '%s'", l);
+                return config_message(ret_message, "invalid section header '%s'", l);
         s->section = strndup(l + 1, n - 2);
         if (!s->section)
                 return -ENOMEM;
@@ -140,13 +140,14 @@ static int section_header(const ConfigContext *c, ParseState *s, char *l, char *
                         }
                 allowed = strv_join(names, "], [");
                 strv_free(names);
-                return message(ret_message, "section [%s] does not belong in this file, which holds only [%s]",
-                               s->section, allowed ?: "");
+                return config_message(ret_message, "section [%s] does not belong in this file, which holds only [%s]",
+                                      s->section, allowed ?: "");
         }
         other = section_with_other_case(c, s->section);
         if (other)
-                return message(ret_message, "unknown section [%s] (names are case-sensitive: [%s])", s->section, other);
-        return message(ret_message, "unknown section [%s]", s->section);
+                return config_message(ret_message, "unknown section [%s] (names are case-sensitive: [%s])", s->section,
+                                      other);
+        return config_message(ret_message, "unknown section [%s]", s->section);
 }
 
 /* One line: 0, -ENOMEM, or -EINVAL with *ret_message. */
@@ -164,9 +165,9 @@ static int parse_line(const ConfigContext *c, ParseState *s, char *l, char **ret
                 return section_header(c, s, l, ret_message);
         eq = strchr(l, '=');
         if (!eq)
-                return message(ret_message, "'%s' is not an assignment (KEY=VALUE)", l);
+                return config_message(ret_message, "'%s' is not an assignment (KEY=VALUE)", l);
         if (!s->section)
-                return message(ret_message, "assignment outside of a section");
+                return config_message(ret_message, "assignment outside of a section");
         if (s->section_refused)
                 return 0;        /* reported once, at the header */
         *eq = 0;
@@ -175,11 +176,13 @@ static int parse_line(const ConfigContext *c, ParseState *s, char *l, char **ret
         if (!item) {
                 const ConfigItem *elsewhere = find_item(c, NULL, key);
                 if (elsewhere)
-                        return message(ret_message, "%s= belongs in [%s], not in [%s]", key, elsewhere->section, s->section);
+                        return config_message(ret_message, "%s= belongs in [%s], not in [%s]", key, elsewhere->section,
+                                              s->section);
                 hint = closest_key(c, s->section, key);
                 if (hint)
-                        return message(ret_message, "unknown setting %s= in [%s] (did you mean %s=?)", key, s->section, hint);
-                return message(ret_message, "unknown setting %s= in [%s]", key, s->section);
+                        return config_message(ret_message, "unknown setting %s= in [%s] (did you mean %s=?)", key,
+                                              s->section, hint);
+                return config_message(ret_message, "unknown setting %s= in [%s]", key, s->section);
         }
         section = find_section(c, s->section);
         r = item->parse(value, (uint8_t *) section->data + item->offset, ret_message);
@@ -344,14 +347,14 @@ char *config_errors_join(char *const *errors, size_t max) {
 int config_parse_bool(const char *value, void *data, char **ret_message) {
         int b = parse_boolean(value);
         if (b < 0)
-                return message(ret_message, "'%s' is not a boolean (yes/no)", value);
+                return config_message(ret_message, "'%s' is not a boolean (yes/no)", value);
         *(bool *) data = b;
         return 0;
 }
 
 int config_parse_sec(const char *value, void *data, char **ret_message) {
         if (parse_sec(value, data) < 0)
-                return message(ret_message, "'%s' is not a time span (e.g. 10s, 500ms, 1min)", value);
+                return config_message(ret_message, "'%s' is not a time span (e.g. 10s, 500ms, 1min)", value);
         return 0;
 }
 
@@ -362,19 +365,19 @@ int config_parse_size(const char *value, void *data, char **ret_message) {
                 return 0;
         }
         if (parse_size(value, data) < 0)
-                return message(ret_message, "'%s' is not a size (e.g. 512M, 2G)", value);
+                return config_message(ret_message, "'%s' is not a size (e.g. 512M, 2G)", value);
         return 0;
 }
 
 int config_parse_uid(const char *value, void *data, char **ret_message) {
         if (parse_uid(value, data) < 0)
-                return message(ret_message, "'%s' is not a valid UID", value);
+                return config_message(ret_message, "'%s' is not a valid UID", value);
         return 0;
 }
 
 int config_parse_unsigned(const char *value, void *data, char **ret_message) {
         if (parse_unsigned(value, data) < 0)
-                return message(ret_message, "'%s' is not a non-negative number", value);
+                return config_message(ret_message, "'%s' is not a non-negative number", value);
         return 0;
 }
 
@@ -386,7 +389,7 @@ int config_parse_absolute_path(const char *value, void *data, char **ret_message
         char **p = data, *c;
 
         if (!valid_absolute_path(value))
-                return message(ret_message, "'%s' is not an absolute, normalized path other than /", value);
+                return config_message(ret_message, "'%s' is not an absolute, normalized path other than /", value);
         c = strdup(value);
         if (!c)
                 return -ENOMEM;
@@ -425,7 +428,7 @@ int config_parse_checked_list(const char *value, void *data, int (*check)(const 
 
 static int check_absolute_path(const char *w, char **ret_message) {
         if (!valid_absolute_path(w))
-                return message(ret_message, "'%s' is not an absolute, normalized path other than /", w);
+                return config_message(ret_message, "'%s' is not an absolute, normalized path other than /", w);
         return 0;
 }
 
@@ -435,7 +438,7 @@ int config_parse_absolute_path_list(const char *value, void *data, char **ret_me
 
 static int check_name_or_number(const char *w, char **ret_message) {
         if (!*w || strlen(w) > 256 || strpbrk(w, "/:\n"))
-                return message(ret_message, "'%s' is not a valid user name", w);
+                return config_message(ret_message, "'%s' is not a valid user name", w);
         return 0;
 }
 

@@ -4,6 +4,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "macros.h"
+
 /* A small parser of systemd-style INI files ("[Section]", "Key=value", '#' and ';' comments)
  * and their drop-in directories (FILE.d/NAME.conf in lexical order). It never logs. Every
  * problem is an error, never a warning: an unknown section or setting (a typo), a setting in
@@ -14,6 +16,9 @@
 /* Parses one value into data (a field of the caller's struct): 0, -ENOMEM, or -EINVAL with a
  * malloc'ed sentence in *ret_message (may be left NULL). */
 typedef int (*ConfigParseFunc)(const char *value, void *data, char **ret_message);
+/* A parser's refusal: the sentence (FILE:LINE: is put in front of it by the caller) in *ret,
+ * and -EINVAL. */
+int config_message(char **ret, const char *fmt, ...) _printf_(2, 3);
 
 typedef struct ConfigItem {
         const char *section;

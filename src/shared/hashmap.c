@@ -71,6 +71,8 @@ static int hashmap_grow(Hashmap *h) {
 }
 
 int hashmap_put(Hashmap *h, const char *key, void *value) {
+        if (!h || !key)
+                return -EINVAL;
         if (hashmap_get(h, key))
                 return -EEXIST;
         if (h->size >= h->n_buckets * 2)
@@ -114,24 +116,23 @@ size_t hashmap_size(Hashmap *h) {
         return h ? h->size : 0;
 }
 
-bool hashmap_iterate(Hashmap *h, size_t *state, void **ret_value, const char **ret_key) {
-        /* state encodes (bucket << 16 | position in chain); chains stay short. */
+bool hashmap_iterate(Hashmap *h, HashmapIterator *i, void **ret_value, const char **ret_key) {
         if (!h)
                 return false;
-        for (size_t b = *state >> 16, pos = *state & 0xffff; b < h->n_buckets; b++, pos = 0) {
-                size_t i = 0;
-                Entry *e = h->buckets[b];
-                for (; e && i < pos; e = e->next)
-                        i++;
+        /* Chains stay short: walking to the position again is cheaper than keeping a pointer
+         * that a removal could leave dangling. */
+        for (; i->bucket < h->n_buckets; i->bucket++, i->position = 0) {
+                Entry *e = h->buckets[i->bucket];
+                for (size_t k = 0; e && k < i->position; k++)
+                        e = e->next;
                 if (e) {
                         if (ret_value)
                                 *ret_value = e->value;
                         if (ret_key)
                                 *ret_key = e->key;
-                        *state = (b << 16) | (pos + 1);
+                        i->position++;
                         return true;
                 }
         }
-        *state = h->n_buckets << 16;
         return false;
 }

@@ -60,7 +60,7 @@ static int id_map_grow(IdMap *m) {
 int id_map_put(IdMap *m, uint64_t key, void *value) {
         size_t b;
 
-        if (key == 0)
+        if (!m || key == 0)
                 return -EINVAL;
         /* At most three quarters full: probes stay short. */
         if ((m->n + 1) * 4 > m->n_buckets * 3) {
@@ -79,7 +79,7 @@ int id_map_put(IdMap *m, uint64_t key, void *value) {
 }
 
 static IdMapEntry *find(const IdMap *m, uint64_t key) {
-        if (m->n == 0 || key == 0)
+        if (!m || m->n == 0 || key == 0)
                 return NULL;
         for (size_t b = bucket_of(m, key); m->entries[b].key != 0; b = (b + 1) & (m->n_buckets - 1))
                 if (m->entries[b].key == key)
@@ -131,7 +131,7 @@ size_t id_map_remove_if(IdMap *m, bool (*drop)(uint64_t key, void *value, void *
 
         /* Backward shifts move entries into buckets already looked at: look again until a
          * whole pass removes nothing. Each pass is O(buckets); a sweep rarely needs two. */
-        for (bool again = true; again && m->n > 0;) {
+        for (bool again = true; again && m && m->n > 0;) {
                 again = false;
                 for (size_t i = 0; i < m->n_buckets; i++)
                         while (m->entries[i].key != 0 && drop(m->entries[i].key, m->entries[i].value, userdata)) {

@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 /* A hash table from 64-bit ids (mount ids) to pointers: open addressing with linear probing,
- * removal by backward shift (no tombstones). Key 0 is not a valid key. */
+ * removal by backward shift (no tombstones). Key 0 is not a valid key. A NULL map is an empty
+ * one, as for hashmap.h: nothing is in it, and nothing can be put into it (-EINVAL). */
 typedef struct IdMap IdMap;
 
 IdMap *id_map_new(void);

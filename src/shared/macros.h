@@ -66,6 +66,12 @@ static inline void fclosep(FILE **f) {
                 (fd) = -EBADF;                  \
                 _tf;                            \
         })
+#define TAKE_STRUCT(s)                          \
+        ({                                      \
+                __typeof__(s) _ts = (s);        \
+                (s) = (__typeof__(s)) {};       \
+                _ts;                            \
+        })
 
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
