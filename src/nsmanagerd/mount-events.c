@@ -106,9 +106,12 @@ void watched_view_emit(WatchedView *v) {
         v->last_emit = now_usec(CLOCK_MONOTONIC);
         for (size_t i = 0; i < na; i++)
                 free(v->attached[i].path);
-        memmove(v->attached, v->attached + na, (v->n_attached - na) * sizeof(MountChange));
+        /* (Only what is left: a list never allocated is NULL, and memmove() wants pointers.) */
+        if (v->n_attached > na)
+                memmove(v->attached, v->attached + na, (v->n_attached - na) * sizeof(MountChange));
         v->n_attached -= na;
-        memmove(v->detached, v->detached + nd, (v->n_detached - nd) * sizeof(uint64_t));
+        if (v->n_detached > nd)
+                memmove(v->detached, v->detached + nd, (v->n_detached - nd) * sizeof(uint64_t));
         v->n_detached -= nd;
         if (v->n_attached == 0 && v->n_detached == 0)
                 watched_view_clear(v);
