@@ -28,6 +28,7 @@ int bus_error_set_nsm(sd_bus_error *error, const NsmError *e) {
         return sd_bus_error_set(error, nsm_error_code_to_name(e->code), nsm_error_message(e));
 }
 
+_printf_(4, 0)
 static int bus_error_setfv(sd_bus_error *error, NsmErrorCode code, int r, const char *fmt, va_list ap) {
         NsmError e = {};
         int k;

@@ -207,6 +207,7 @@ static void log_dispatch(int level, int error, char *const *fields, const char *
                 export_record(iov, n);
 }
 
+_printf_(4, 0)
 static int log_format(int level, int error, char *const *fields, const char *fmt, va_list ap) {
         int saved_errno = errno, e = error < 0 ? -error : error;
         char buf[2048];
