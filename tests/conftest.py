@@ -94,7 +94,7 @@ signals   (function, needs daemon) a sandbox.SignalRecorder of the daemon's sign
 users     dict name -> sandbox.TestUser.
 nsctl     function(*args, as_user=None, input=None, env=None) -> CompletedProcess
           running build/src/nsctl/nsctl on the host (as_user: unprivileged).
-pam_module  Path of build/src/pam/pam_nsmanager.so (fails if not built).
+pam_module  A copy of build/src/pam/pam_nsmanager.so every user can read (fails if not built).
 polkit_rules  function(name, javascript): a polkit rule for this test (removed after it).
 pam_dir   (session) Path of the writable copy of /etc/pam.d bound over the sandbox's; install
           a test's own PAM services in it with helpers.PamServices.
@@ -295,11 +295,22 @@ def nsctl(sandbox):
 
 
 @pytest.fixture
-def pam_module():
+def pam_module(sandbox):
+    """A copy of the built module that every user can read: a PAM stack run by a user
+    (pamtester as alice) loads it with her rights, and the checkout may lie below a
+    directory only root may enter (mktemp -d makes one 0700)."""
     path = sandbox_module.pam_module()
     if not path.exists():
         pytest.fail(f"{path} is not built", pytrace=False)
-    return path
+    copy = sandbox_module.BASE / "lib" / path.name
+    built = path.stat()
+    if not copy.exists() or (copy.stat().st_mtime_ns, copy.stat().st_size) != (built.st_mtime_ns, built.st_size):
+        copy.parent.mkdir(mode=0o755, exist_ok=True)
+        staged = copy.with_name(copy.name + ".new")
+        shutil.copy2(path, staged)
+        staged.chmod(0o644)
+        staged.replace(copy)    # a stack that has the old copy mapped keeps it
+    return copy
 
 
 @pytest.fixture(scope="module")
