@@ -15,8 +15,9 @@
  * Everything is asynchronous: the event loop never waits for systemd. The steps:
  *   1. subscribe to JobRemoved and to PropertiesChanged of the unit's object, then
  *      StartTransientUnit (Type=simple: the start job is done once systemd forked);
- *   2. the job is removed: read the service's properties (ExecMainPID, …) and answer the
- *      call with the PID, or with an error if the job failed;
+ *   2. the job is removed: read the service's properties (ExecMainPID, …) and have the call
+ *      answered with the PID, or with an error if the job failed (the AttachStartedFunc of
+ *      the bus glue, attach-dbus.c, which holds the call: nothing here calls up into it);
  *   3. on every PropertiesChanged, read them again: once ExecMainCode is set the command has
  *      ended: write its status, drop our reference to the unit (AddRef=yes kept it loaded).
  *
@@ -261,8 +262,9 @@ typedef struct ServiceState {
         const char *control_group;
 } ServiceState;
 
-/* After the start job: answer the call with the PID (or an error if systemd could not even
- * fork it). Returns 1 if the command runs (or ran), 0 if it never did and 'p' is gone. */
+/* After the start job: the PID (or an error if systemd could not even fork it) goes to
+ * p->on_started(), which answers the call. Returns 1 if the command runs (or ran), 0 if it
+ * never did and 'p' is gone. */
 static int answer_call(AttachProcess *p, const ServiceState *st) {
         if (!streq(p->job_result, "done")) {
                 _cleanup_(nsm_error_done) NsmError e = {};
