@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit tests of src/nsmanagerd/view-policy.c. TAP output.
+/* Unit tests of src/nsmanagerd/view-policy.c (reading a policy) and view-policy-apply.c (applying
+ * it). TAP output.
  *
  *   test-view-policy specifiers   the pure parts: specifier expansion and view_policy_check()
  *                                 (any user)
@@ -26,6 +27,7 @@
 #include "tap.h"
 #include "log.h"
 #include "mount-util.h"
+#include "view-policy-apply.h"
 #include "view-policy.h"
 
 

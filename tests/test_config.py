@@ -223,6 +223,62 @@ def test_verify_the_installed_set(instance, nsctl):
     assert p.returncode == 1 and "missing.conf: No such file or directory" in p.stderr, p.stderr
 
 
+def test_verify_warns_about_each_users_policy(instance, nsctl):
+    """Without FILE, verify also looks at the [View] policy of each user who has a user.d file,
+    as the daemon composes it for her next view (the main file's [View], group.d/ of her groups,
+    her file), and prints what the daemon warns about when it builds the view: a path that lies
+    where someone other than root and the user decides what it names, a source that names the
+    user but is somebody else's; and a policy that fails for this user. Warnings: the exit
+    status stays 0; a clean policy prints nothing."""
+    sb = instance
+    made = []
+    try:
+        for name, owner in (("scratch-bob", "bob"), ("source-bob", "alice")):
+            d = Path("/tmp") / name          # the sandbox's /tmp, mode 1777 as everywhere
+            d.mkdir()
+            made.append(d)
+            os.chown(d, TEST_USERS[owner].uid, TEST_USERS[owner].gid)
+
+        sb.write_config(extra="[View]\nPrivateTmp=yes\n")
+        sb.write_config_file("user.d/alice.conf", "[View]\nBindPaths=-%h/src:/srv/%u\nHideOtherHomes=yes\n")
+        p = nsctl("verify", "--config", str(sb.config_file))
+        assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), p.stderr
+
+        bob = sb.write_config_file("user.d/bob.conf", "[View]\nBindPaths=/tmp/scratch-%u:%h/scratch\n"
+                                                      "BindPaths=/tmp/source-%u:/srv/%u\n")
+        # carol's comes from her group's file; alice and bob are not in nsadmin
+        sb.write_config_file("group.d/nsadmin.conf", "[View]\nTemporaryFileSystem=/tmp/cache-%u\n")
+        carol = sb.write_config_file("user.d/carol.conf", "[View]\nPrivateTmp=yes\n")
+        # Debian's nobody lives at /nonexistent: no homes directory to hide other than /
+        nobody = sb.write_config_file("user.d/nobody.conf", "[View]\nHideOtherHomes=yes\n")
+        p = nsctl("verify", "--config", str(sb.config_file))
+        assert p.returncode == 0 and p.stdout == "", p.stderr
+        anybody = "'/tmp' can be written by anybody"
+        assert sorted(p.stderr.splitlines()) == sorted([
+            f"{bob}: warning: in the [View] policy of 'bob': BindPaths=/tmp/scratch-%u:%h/scratch: the source "
+            f"'/tmp/scratch-bob' lies where someone other than root and bob decides what it names: {anybody}, and "
+            "'scratch-bob' in it belongs to bob (uid 2002), not root (whoever creates it first decides what it is). "
+            "Should it be spoiled, the entry is skipped.",
+            f"{bob}: warning: in the [View] policy of 'bob': BindPaths=/tmp/source-%u:/srv/%u: the source "
+            f"'/tmp/source-bob' lies where someone other than root and bob decides what it names: {anybody}, and "
+            "'source-bob' in it belongs to uid 2001, not root (whoever creates it first decides what it is). "
+            "Should it be spoiled, the entry is skipped.",
+            f"{bob}: warning: in the [View] policy of 'bob': BindPaths=/tmp/source-%u:/srv/%u: the source "
+            "'/tmp/source-bob' belongs to uid 2001, neither root nor bob: the entry is skipped.",
+            f"{carol}: warning: in the [View] policy of 'carol': TemporaryFileSystem=/tmp/cache-%u: the path "
+            f"'/tmp/cache-carol' lies where someone other than root and carol decides what it names: {anybody} and "
+            "has no 'cache-carol' yet (whoever creates it first decides what it is). Should it be spoiled, the "
+            "entry is replaced by a cover of what is there.",
+            f"{nobody}: warning: the [View] policy of 'nobody' fails for this user: HideOtherHomes=yes: the home "
+            "directory '/nonexistent' of 'nobody' has no parent other than /: Invalid argument",
+        ]), p.stderr
+        # nothing was made where the policies point
+        assert not Path("/home/bob/scratch").exists() and not Path("/tmp/cache-carol").exists()
+    finally:
+        for d in made:
+            d.rmdir()
+
+
 # ---------------------------------------------------------------------------
 # Start-up: nothing changes on the host unless the daemon serves
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsctl verify: the configuration checked by the daemon's own parser (manager-config.c is
- * linked into nsctl), in the spirit of sshd -t and visudo -c. The daemon is not asked and
- * nothing is mounted: it also checks files before they are installed, and works while the
- * daemon is down. */
+ * linked into nsctl), in the spirit of sshd -t and visudo -c, and each user's [View] policy
+ * looked at as the daemon looks at it before it applies one (the read-only half of the policy,
+ * view-policy.c, is linked in too). The daemon is not asked and nothing is mounted: it also
+ * checks files before they are installed, and works while the daemon is down. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "manager-config.h"
 #include "nsctl.h"
 #include "user-util.h"
+#include "view-policy.h"
 
 const char *arg_config = NULL;
 
@@ -26,24 +29,74 @@ static int group_exists(const char *name) {
         return !!found;
 }
 
+/* The [View] policy of a user with a user.d file, as the daemon composes it for their next view
+ * (the main file's [View], then group.d/ of their groups, then their file), and what an
+ * administrator should know about it: the paths someone other than root and the user could
+ * spoil (view_policy_warnings(), which the daemon logs at every build of the view), looked up
+ * in the host's tree from "/" (a view's is a copy of it); and an entry that names nothing
+ * valid for this user (a %h that leaves no parent for HideOtherHomes=, say), which fails her
+ * view. Warnings only, as a reload takes the files: the exit status stays 0. What only root
+ * may look at is seen only when root runs verify. -ENOMEM, else 0. */
+static int warn_policy(const ManagerConfig *c, const PolicyFile *f, const UserRecord *u, int root_fd) {
+        _cleanup_(view_policy_done) ViewPolicy p = {};
+        _cleanup_strv_free_ char **groups = NULL, **with_files = NULL, **warnings = NULL;
+        _cleanup_(nsm_error_done) NsmError e = {};
+        int r;
+
+        /* The user's groups matter only to the groups that have a file (as the daemon: NSS's
+         * initgroups can be slow). */
+        r = view_policy_groups_with_files(c, &with_files);
+        if (r >= 0 && with_files)
+                r = user_group_names(u->name, u->gid, &groups);
+        if (r >= 0)
+                r = view_policy_load(c, u->name, groups, &p);
+        if (r < 0)
+                /* The daemon fails her view then too. */
+                (void) nsm_error_set_errnof(&e, r, "Failed to find it: %m");
+        else
+                r = view_policy_check(&p, u, &e);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                fprintf(stderr, "%s: warning: the [View] policy of '%s' fails for this user: %s\n", f->path, u->name,
+                        nsm_error_message(&e));
+                return 0;
+        }
+        r = view_policy_warnings(&p, u, root_fd, &warnings);
+        if (r == -ENOMEM)
+                return r;
+        for (char **w = warnings; w && *w; w++)
+                fprintf(stderr, "%s: warning: in the [View] policy of '%s': %s\n", f->path, u->name, *w);
+        return 0;
+}
+
 /* What parses but applies to nobody: a user.d or group.d file whose name NSS does not know
  * (a typo in a file name is as quiet as one in a key). A warning, not an error: the user may
- * come later, or from a directory that is not reachable now. */
-static void warn_unknown_names(const ManagerConfig *c) {
+ * come later, or from a directory that is not reachable now. For the users it knows, what
+ * their policy warns about (warn_policy()). 0, or a negative errno, logged. */
+static int warn_policy_files(const ManagerConfig *c) {
+        _cleanup_close_ int root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int r;
+
+        if (root_fd < 0)
+                return log_error_errno(errno, "Failed to open /: %m");
         for (size_t i = 0; i < c->n_user_policies; i++) {
                 _cleanup_(user_record_done) UserRecord u = {};
-                if (user_record_by_name(c->user_policies[i].name, &u) == -ESRCH)
+                r = user_record_by_name(c->user_policies[i].name, &u);
+                if (r == -ESRCH)
                         fprintf(stderr, "%s: warning: no user '%s' is known to the system; this file applies to nobody\n",
                                 c->user_policies[i].path, c->user_policies[i].name);
-                /* Each user's effective [View] policy (view_policy_load() with the user's
-                 * groups) is where warnings about the policy's paths belong, from
-                 * view-policy.c's view_policy_warnings() (a source or destination under a
-                 * directory someone other than root and that user can write). */
+                if (r < 0)
+                        continue;
+                r = warn_policy(c, &c->user_policies[i], &u, root_fd);
+                if (r < 0)
+                        return r;
         }
         for (size_t i = 0; i < c->n_group_policies; i++)
                 if (group_exists(c->group_policies[i].name) == 0)
                         fprintf(stderr, "%s: warning: no group '%s' is known to the system; this file applies to nobody\n",
                                 c->group_policies[i].path, c->group_policies[i].name);
+        return 0;
 }
 
 /* A property of the running daemon's Manager, without starting it (a daemon that does not run
@@ -104,6 +157,7 @@ int verb_verify(sd_bus *bus _unused_, int argc, char **argv) {
         else {
                 /* The set the daemon reads: the main file, its drop-ins, group.d/, user.d/. */
                 ManagerConfig c;
+                int k = 0;
 
                 manager_config_init(&c);
                 r = manager_config_load(arg_config, &c, &errors);
@@ -111,11 +165,15 @@ int verb_verify(sd_bus *bus _unused_, int argc, char **argv) {
                         manager_config_done(&c);
                         return log_oom();
                 }
-                if (r >= 0) {
-                        warn_unknown_names(&c);
+                if (r >= 0)
+                        k = warn_policy_files(&c);
+                if (r >= 0 && k >= 0)
                         note_start_only_changes(&c);
-                }
                 manager_config_done(&c);
+                if (k == -ENOMEM)
+                        return log_oom();
+                if (k < 0)
+                        return k;
         }
 
         for (char **e = errors; e && *e; e++)

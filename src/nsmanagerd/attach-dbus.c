@@ -23,7 +23,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "attach-fork.h"
 #include "attach-process.h"
+#include "attach-unit.h"
 #include "attach.h"
 #include "audit.h"
 #include "bus-errors.h"
@@ -120,6 +122,18 @@ static int validate_args(const AttachArgs *a, sd_bus_error *error) {
         return check_fds(a->fds, error);
 }
 
+/* Tasks (threads) of every command of 'uid' still running through us, descendants included
+ * where systemd runs them (their units' control groups); a command whose start is still in
+ * progress counts 1, and so does one the daemon forked. */
+static unsigned tasks_of_uid(Manager *m, uid_t uid) {
+        unsigned n = 0;
+
+        for (AttachProcess *p = m->attach_processes; p; p = p->next)
+                if (p->uid == uid)
+                        n += p->unit ? attach_unit_tasks(p) : 1;
+        return n;
+}
+
 /* AttachTasksMax=: every task of the caller's attached commands counts, their descendants too
  * where systemd runs them. Root is not limited. */
 static int check_limit(Manager *m, uid_t uid, sd_bus_error *error) {
@@ -134,7 +148,7 @@ static int check_limit(Manager *m, uid_t uid, sd_bus_error *error) {
                 return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
                                       "uid %u has as many stuck operations as MaxStuckOperations=%u allows.",
                                       (unsigned) uid, m->config.max_stuck_operations);
-        n = attach_tasks_of_uid(m, uid);
+        n = tasks_of_uid(m, uid);
         if (n >= max)
                 return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
                                       "The commands uid %u attached still run %u tasks (AttachTasksMax=%u).",
@@ -224,6 +238,41 @@ static int make_fds(AttachProcess *p, bool pty, gid_t gid, int ret_command[3], i
         return 0;
 }
 
+/* Answers 'call' (Attach() or OpenAttach()) with the PID, and for OpenAttach() the caller's
+ * ends; then lets go of the daemon's copies. */
+static int reply(AttachProcess *p, sd_bus_message *call) {
+        int r;
+
+        audit_call_pid(p->manager, call, NULL, p->pid);
+        if (p->open_attach)
+                r = sd_bus_reply_method_return(call, "uhhhh", (uint32_t) p->pid, p->reply_fds[0], p->reply_fds[1],
+                                               p->reply_fds[2], p->reply_fds[3]);
+        else
+                r = sd_bus_reply_method_return(call, "u", (uint32_t) p->pid);
+        /* The reply holds its own copies: the caller has them now, or never will. */
+        attach_process_release_fds(p);
+        return r;
+}
+
+/* The outcome of a start systemd finished later (AttachStartedFunc): the call attach-unit.c
+ * held is answered here, with the PID or the error, and recorded. */
+static void on_started(AttachProcess *p, const NsmError *error) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        int r;
+
+        if (!p->call)
+                return;
+        if (error) {
+                (void) bus_error_set_nsm(&e, error);
+                audit_call(p->manager, p->call, &e);
+                r = sd_bus_reply_method_error(p->call, &e);
+        } else
+                r = reply(p, p->call);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
+        p->call = sd_bus_message_unref(p->call);
+}
+
 /* Act: the caller in NSS, then the command started one way or the other. Returns 1 when
  * attach_unit_start() answers the call later, 0 when the caller is to reply with p->pid. */
 static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Namespace *ns, uid_t uid,
@@ -275,7 +324,7 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 .fds = { fds[0], fds[1], fds[2] },
         };
         if (attach_unit_available()) {
-                r = attach_unit_start(p, &req, message, &e);
+                r = attach_unit_start(p, &req, message, on_started, &e);
                 if (r < 0)
                         return bus_error_set_nsm(error, &e);
                 TAKE_PTR(p);
@@ -286,20 +335,6 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 return bus_error_set_nsm(error, &e);
         *ret = TAKE_PTR(p);
         return 0;
-}
-
-void attach_reply_error(AttachProcess *p, const NsmError *error) {
-        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-        int r;
-
-        if (!p->call)
-                return;
-        (void) bus_error_set_nsm(&e, error);
-        audit_call(p->manager, p->call, &e);
-        r = sd_bus_reply_method_error(p->call, &e);
-        if (r < 0)
-                log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
-        p->call = sd_bus_message_unref(p->call);
 }
 
 static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, sd_bus_error *error) {
@@ -349,7 +384,7 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
                 return r;
 
         /* Reply */
-        return attach_process_reply(p, message);
+        return reply(p, message);
 }
 
 /* A refusal before the command started (attach_common() returned it, and sd-bus sends it):

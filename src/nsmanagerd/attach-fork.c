@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "attach-process.h"
+#include "attach-fork.h"
 #include "log.h"
 
 /* Exit status of the child when the command could not be started, as a shell reports a

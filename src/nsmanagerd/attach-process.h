@@ -3,7 +3,12 @@
 
 /* The commands Attach() started and has not seen end yet, whichever way they were started:
  * by systemd as a transient service (attach-unit.c), or forked by the daemon where systemd is
- * not PID 1 (attach-fork.c). The list belongs to the Manager (Manager.attach_processes). */
+ * not PID 1 (attach-fork.c). The list belongs to the Manager (Manager.attach_processes).
+ *
+ * The bottom of attach: attach.c calls none of the rooms above it. The two ways of starting
+ * (attach-fork.h, attach-unit.h) call down into it, and the bus glue (attach-dbus.c) calls
+ * them; what happens later (a start systemd finished or refused, the client hanging up) comes
+ * back up through the callbacks a room above set here. */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -11,6 +16,7 @@
 #include <systemd/sd-event.h>
 
 #include "manager.h"
+#include "nsm-error.h"
 #include "user-util.h"
 
 /* What the command is to be, as the bus handler checked it. The strings and fds belong to the
@@ -29,6 +35,12 @@ typedef struct AttachRequest {
 
 /* The fds OpenAttach() made for a command: what the command gets, what the caller gets. */
 #define ATTACH_MADE_FDS_MAX 8
+
+/* How a start that finishes later (attach_unit_start()) hands its outcome back to the bus glue
+ * that holds the call: 'error' is NULL once the command runs (p->pid is set), else it says why
+ * it never ran. Called at most once, while p->call is unanswered; it answers p->call and lets
+ * go of it. 'p' stays the caller's: freed by it afterwards when the start failed. */
+typedef void (*AttachStartedFunc)(AttachProcess *p, const NsmError *error);
 
 struct AttachProcess {
         Manager *manager;
@@ -54,6 +66,7 @@ struct AttachProcess {
 
         /* Started by systemd (attach-unit.c). */
         sd_bus_message *call;          /* the Attach() call, until it is answered */
+        AttachStartedFunc on_started;  /* answers it */
         char *unit;                    /* nsmanager-attach-UID-RANDOM.service */
         char *job;                     /* the start job's object path */
         char *job_result;              /* from JobRemoved: "done", "failed", … */
@@ -81,34 +94,9 @@ int attach_process_keep_fd(AttachProcess *p, int fd);
  * as her FUSE server does not answer (a read into or write from a mapping of a file there).
  * The child waits there, if anyone, charged to the command's owner. */
 void attach_process_release_fds(AttachProcess *p);
-/* Answers 'call' (Attach() or OpenAttach()) with the PID, and for OpenAttach() the caller's
- * ends; then lets go of the daemon's copies. */
-int attach_process_reply(AttachProcess *p, sd_bus_message *call);
-
 /* Writes "EXITED <status>" (code CLD_EXITED) or "KILLED <signo>" to the status fd, without
  * blocking and without dying of SIGPIPE when the client is gone. */
 void attach_process_report(AttachProcess *p, int code, int status);
 
 /* Calls on_gone(p) once when the client closes its end of the status fd. */
 int attach_process_watch_client(AttachProcess *p, void (*on_gone)(AttachProcess *p));
-
-/* Tasks (threads) of every command of 'uid' still running through us, descendants included
- * where systemd runs them (their units' control groups); a command whose start is still in
- * progress counts 1. */
-unsigned attach_tasks_of_uid(Manager *m, uid_t uid);
-
-/* The two ways of starting. Both return 0 once the command is on its way, or a negative errno
- * and in 'error' the step that failed ("Failed to fork: …"); on error the caller frees 'p'.
- *
- * attach_fork_start(): forks and execs now; p->pid is set, the caller replies.
- * attach_unit_start(): asks systemd for a transient service and answers 'message' itself once
- * the command runs (or could not be started, then it also frees 'p'). */
-int attach_fork_start(AttachProcess *p, const AttachRequest *req, NsmError *error);
-int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, NsmError *error);
-/* Answers the Attach() call 'p' still holds with the error 'e', and logs the failure
- * (attach-dbus.c: the bus side of the error). Nothing if it was answered already. */
-void attach_reply_error(AttachProcess *p, const NsmError *e);
-/* Whether Attach() goes through systemd: it is PID 1 (sd_booted()). */
-bool attach_unit_available(void);
-/* Tasks in the unit's control group (1 while it starts). */
-unsigned attach_unit_tasks(AttachProcess *p);

@@ -15,8 +15,9 @@
  * Everything is asynchronous: the event loop never waits for systemd. The steps:
  *   1. subscribe to JobRemoved and to PropertiesChanged of the unit's object, then
  *      StartTransientUnit (Type=simple: the start job is done once systemd forked);
- *   2. the job is removed: read the service's properties (ExecMainPID, …) and answer the
- *      call with the PID, or with an error if the job failed;
+ *   2. the job is removed: read the service's properties (ExecMainPID, …) and have the call
+ *      answered with the PID, or with an error if the job failed (the AttachStartedFunc of
+ *      the bus glue, attach-dbus.c, which holds the call: nothing here calls up into it);
  *   3. on every PropertiesChanged, read them again: once ExecMainCode is set the command has
  *      ended: write its status, drop our reference to the unit (AddRef=yes kept it loaded).
  *
@@ -50,7 +51,7 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "attach-process.h"
+#include "attach-unit.h"
 #include "config.h"
 #include "bus-util.h"
 #include "log.h"
@@ -261,26 +262,22 @@ typedef struct ServiceState {
         const char *control_group;
 } ServiceState;
 
-/* After the start job: answer the call with the PID (or an error if systemd could not even
- * fork it). Returns 1 if the command runs (or ran), 0 if it never did and 'p' is gone. */
+/* After the start job: the PID (or an error if systemd could not even fork it) goes to
+ * p->on_started(), which answers the call. Returns 1 if the command runs (or ran), 0 if it
+ * never did and 'p' is gone. */
 static int answer_call(AttachProcess *p, const ServiceState *st) {
-        int r;
-
         if (!streq(p->job_result, "done")) {
                 _cleanup_(nsm_error_done) NsmError e = {};
                 (void) nsm_error_setf(&e, NSM_ERROR_FAILED, "systemd could not start '%s' in the namespace of '%s' "
                                       "(job %s, result '%s'; see journalctl -u %s).", p->command, p->user,
                                       p->job_result, st->result ?: "unknown", p->unit);
-                attach_reply_error(p, &e);
+                p->on_started(p, &e);
                 finish(p);
                 return 0;
         }
 
         p->pid = (pid_t) st->exec_main_pid;
-        r = attach_process_reply(p, p->call);
-        if (r < 0)
-                log_debug_errno(r, "Failed to answer Attach(), ignoring: %m");
-        p->call = sd_bus_message_unref(p->call);
+        p->on_started(p, NULL);
         log_debug("%s runs the command of uid %u in the namespace of '%s' as PID %d.", p->unit, (unsigned) p->uid,
                   p->user, (int) p->pid);
         return 1;
@@ -339,7 +336,7 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
                         _cleanup_(nsm_error_done) NsmError e = {};
                         (void) nsm_error_setf(&e, NSM_ERROR_FAILED, "Failed to learn whether %s started: %s", p->unit,
                                               strerror(-r));
-                        attach_reply_error(p, &e);
+                        p->on_started(p, &e);
                 } else
                         log_warning_errno(r, "Failed to read the state of %s, no longer watching it: %m", p->unit);
                 finish(p);
@@ -410,7 +407,7 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
                 (void) nsm_error_setf(&refused, code >= 0 ? code : NSM_ERROR_FAILED, "systemd refused to start '%s': "
                                       "%s%s%s%s", p->command, e->message ?: e->name, code >= 0 ? "" : " (",
                                       code >= 0 ? "" : e->name, code >= 0 ? "" : ")");
-                attach_reply_error(p, &refused);
+                p->on_started(p, &refused);
                 attach_process_free(p);
                 return 0;
         }
@@ -508,7 +505,8 @@ static int subscribe(AttachProcess *p) {
                                       NULL, p);
 }
 
-int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message, NsmError *error) {
+int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message,
+                      AttachStartedFunc on_started, NsmError *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         int r;
 
@@ -538,6 +536,7 @@ int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message
                 return nsm_error_set_errnof(error, r, "Failed to call StartTransientUnit: %m");
 
         p->call = sd_bus_message_ref(message);
+        p->on_started = on_started;
         r = attach_process_watch_client(p, hang_up);
         if (r < 0)
                 log_warning_errno(r, "Cannot watch the client of %s, ignoring: %m", p->unit);

@@ -3,8 +3,8 @@
  * The commands started by Attach(), as the Manager keeps them: one AttachProcess each, in
  * Manager.attach_processes, from the moment the call is authorized until the command has
  * ended and its status was written to the caller's status fd. How a command is started lives
- * elsewhere: attach-unit.c (systemd), attach-fork.c (no systemd); the bus handler in
- * attach-dbus.c.
+ * above, in attach-unit.c (systemd) and attach-fork.c (no systemd), and the bus handler above
+ * them in attach-dbus.c: this file calls none of them, and answers no bus call.
  */
 #include <errno.h>
 #include <poll.h>
@@ -19,7 +19,6 @@
 
 #include "attach-process.h"
 #include "attach.h"
-#include "audit.h"
 #include "child.h"
 #include "log.h"
 
@@ -135,20 +134,6 @@ void attach_process_release_fds(AttachProcess *p) {
                 p->reply_fds[i] = -EBADF;   /* some of made_fds[], closed with them */
 }
 
-int attach_process_reply(AttachProcess *p, sd_bus_message *call) {
-        int r;
-
-        audit_call_pid(p->manager, call, NULL, p->pid);
-        if (p->open_attach)
-                r = sd_bus_reply_method_return(call, "uhhhh", (uint32_t) p->pid, p->reply_fds[0], p->reply_fds[1],
-                                               p->reply_fds[2], p->reply_fds[3]);
-        else
-                r = sd_bus_reply_method_return(call, "u", (uint32_t) p->pid);
-        /* The reply holds its own copies: the caller has them now, or never will. */
-        attach_process_release_fds(p);
-        return r;
-}
-
 /* The status line is written by a child of its own (child.h), never by the daemon. Writing to
  * a pipe takes the pipe's lock whatever the flags (RWF_NOWAIT and O_NONBLOCK only spare the
  * wait for room), and writing to a TCP socket the socket's; the caller's other writers hold
@@ -243,15 +228,6 @@ int attach_process_watch_client(AttachProcess *p, void (*on_gone)(AttachProcess 
         p->on_client_gone = on_gone;
         return sd_event_add_io(p->manager->event, &p->hangup_source, p->status_fd, EPOLLERR | EPOLLHUP,
                                on_client_gone, p);
-}
-
-unsigned attach_tasks_of_uid(Manager *m, uid_t uid) {
-        unsigned n = 0;
-
-        for (AttachProcess *p = m->attach_processes; p; p = p->next)
-                if (p->uid == uid)
-                        n += p->unit ? attach_unit_tasks(p) : 1;
-        return n;
 }
 
 void attach_done(Manager *m) {

@@ -16,6 +16,7 @@
 #include "string-table.h"
 #include "strv.h"
 #include "view-ops.h"
+#include "view-policy-apply.h"
 #include "view-policy.h"
 
 static const char *const view_op_type_table[_VIEW_OP_TYPE_MAX] = {
