@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* src/shared/fs-util.c: creating a path without following a symlink, in directories of one owner,
- * and undoing it. TAP output. Works under $NSM_TEST_TMPDIR (meson sets it to the build directory). */
+ * and undoing it. TAP output. */
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -9,17 +9,13 @@
 #include "tap.h"
 
 static void test_open_path_creating(void) {
-        const char *base = getenv("NSM_TEST_TMPDIR") ?: ".";
         char dir[256], p[400];
         CreatedPaths created = {};
         int root, fd = -1, r;
         struct stat st;
 
-        snprintf(dir, sizeof dir, "%s/nsm-test-walk.XXXXXX", base);
-        if (!mkdtemp(dir)) {
-                check(false, "mkdtemp");
+        if (!test_mkdtemp(dir, sizeof dir, "walk"))
                 return;
-        }
         root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         snprintf(p, sizeof p, "%s/target", dir);
         mkdir(p, 0755);
@@ -68,10 +64,7 @@ static void test_open_path_creating(void) {
         created_paths_undo(&created);
         created_paths_done(&created);
         close(root);
-
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        (void) system(cmd);
+        test_rm_rf(dir);
 }
 
 int main(void) {

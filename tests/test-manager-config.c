@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* src/nsmanagerd/manager-config.c: nsmanagerd.conf, its drop-ins, group.d and user.d, the policy
- * composed from them, and every refusal with file and line. TAP output. Works under
- * $NSM_TEST_TMPDIR (meson sets it to the build directory). */
+ * composed from them, and every refusal with file and line. TAP output. */
 #include <sys/stat.h>
 
 #include "manager-config.h"
@@ -17,14 +16,6 @@ static void test_view_propagation_table(void) {
         check(view_propagation_from_string("unbindable") == _VIEW_PROPAGATION_INVALID, "'unbindable' is no ViewPropagation");
 }
 
-static int write_file(const char *path, const char *content) {
-        FILE *f = fopen(path, "we");
-        if (!f)
-                return -errno;
-        fputs(content, f);
-        return fclose(f) == 0 ? 0 : -errno;
-}
-
 /* Loads path (an explicit file: it must exist); 0 or the first error, every error in *errors. */
 static int load(const char *path, ManagerConfig *c, char ***errors) {
         manager_config_init(c);
@@ -38,7 +29,7 @@ static void check_refused(const char *path, const char *text, const char *want) 
         ManagerConfig c;
         int r;
 
-        write_file(path, text);
+        test_write_file(path, text);
         r = load(path, &c, &errors);
         check(r == -EINVAL && strv_length(errors) >= 1 && strstr(errors[0], want), "refused: %s (%s)",
               want, errors ? errors[0] : "accepted");
@@ -47,19 +38,14 @@ static void check_refused(const char *path, const char *text, const char *want) 
 }
 
 static void test_config_files(void) {
-        /* Under the build directory (meson sets NSM_TEST_TMPDIR), never the machine's /tmp. */
-        const char *base = getenv("NSM_TEST_TMPDIR") ?: ".";
         char dir[256], path[300], sub[400];
         ManagerConfig c;
         ViewPolicy p = {};
         char **errors = NULL;
         int r;
 
-        snprintf(dir, sizeof dir, "%s/nsm-test-conf.XXXXXX", base);
-        if (!mkdtemp(dir)) {
-                check(false, "mkdtemp");
+        if (!test_mkdtemp(dir, sizeof dir, "conf"))
                 return;
-        }
         snprintf(path, sizeof path, "%s/nsmanagerd.conf", dir);
 
         /* A file named explicitly must exist (nsmanagerd --config=FILE). */
@@ -69,7 +55,7 @@ static void test_config_files(void) {
         manager_config_done(&c);
 
         /* Defaults when the file is empty. */
-        write_file(path, "");
+        test_write_file(path, "");
         check(load(path, &c, &errors) == 0 && !errors, "an empty file is fine");
         check(streq(c.subtree_root, "/subtree") && streq(c.state_directory, "/run/nsmanager") &&
               c.min_uid == 1000 && c.stop_delay_usec == 10 * USEC_PER_SEC &&
@@ -78,17 +64,17 @@ static void test_config_files(void) {
               "defaults match the contract");
         manager_config_done(&c);
 
-        write_file(path, "# comment\n[Manager]\nSubtreeRoot=/srv/views\nSharedSubtrees=/media\nStopDelaySec=2s\n"
+        test_write_file(path, "# comment\n[Manager]\nSubtreeRoot=/srv/views\nSharedSubtrees=/media\nStopDelaySec=2s\n"
                          "MinUID=500\nExcludeUsers=bob carol\nViewPropagation=private\n[View]\nPrivateTmp=yes\n"
                          "BindPaths=/a\nTmpSize=\n");
         snprintf(sub, sizeof sub, "%s.d", path);
         mkdir(sub, 0755);
         snprintf(sub, sizeof sub, "%s.d/50-more.conf", path);
-        write_file(sub, "[Manager]\nSharedSubtrees=/run/media\nExcludeUsers=\nExcludeUsers=dave\n[View]\nBindPaths=\nBindPaths=/b /c\n");
+        test_write_file(sub, "[Manager]\nSharedSubtrees=/run/media\nExcludeUsers=\nExcludeUsers=dave\n[View]\nBindPaths=\nBindPaths=/b /c\n");
         snprintf(sub, sizeof sub, "%s.d/10-first.conf", path);
-        write_file(sub, "[Manager]\nMinUID=600\n");
+        test_write_file(sub, "[Manager]\nMinUID=600\n");
         snprintf(sub, sizeof sub, "%s.d/ignored.txt", path);
-        write_file(sub, "[Manager]\nMinUID=700\n");
+        test_write_file(sub, "[Manager]\nMinUID=700\n");
 
         check(load(path, &c, &errors) == 0, "config with drop-ins loads");
         check(streq(c.subtree_root, "/srv/views"), "SubtreeRoot= read");
@@ -109,11 +95,11 @@ static void test_config_files(void) {
               "an empty group.d: none either");
         manager_config_done(&c);
         snprintf(sub, sizeof sub, "%s/group.d/staff.conf", dir);
-        write_file(sub, "[View]\nBindReadOnlyPaths=/srv/project:/project\nHideOtherHomes=yes\n");
+        test_write_file(sub, "[View]\nBindReadOnlyPaths=/srv/project:/project\nHideOtherHomes=yes\n");
         snprintf(sub, sizeof sub, "%s/group.d/notes.txt", dir);
-        write_file(sub, "[View]\nPrivateTmp=yes\n");
+        test_write_file(sub, "[View]\nPrivateTmp=yes\n");
         snprintf(sub, sizeof sub, "%s/user.d/alice.conf", dir);
-        write_file(sub, "[View]\nPrivateTmp=no\nTmpSize=64M\nInaccessiblePaths=-/secret\n");
+        test_write_file(sub, "[View]\nPrivateTmp=no\nTmpSize=64M\nInaccessiblePaths=-/secret\n");
         check(load(path, &c, &errors) == 0, "config with group.d and user.d loads");
         check(view_policy_groups_with_files(&c, &with_files) == 0 && strv_length(with_files) == 1 &&
               streq(with_files[0], "staff"), "group.d/staff.conf: staff has a policy, notes.txt is no policy");
@@ -128,7 +114,7 @@ static void test_config_files(void) {
 
         /* The policy in force is what was read: editing a file afterwards changes nothing until
          * the next load (a reload takes all files, or none). */
-        write_file(sub, "[View]\nPrivateTmp=maybe\n");
+        test_write_file(sub, "[View]\nPrivateTmp=maybe\n");
         check(view_policy_load(&c, "alice", NULL, &p) == 0 && !p.private_tmp && p.tmp_size == 64 << 20,
               "a policy composes from what was loaded, not from the files as they are now");
         view_policy_done(&p);
@@ -143,7 +129,7 @@ static void test_config_files(void) {
               strstr(errors[0], "'maybe' is not a boolean"), "a bad value in user.d is refused at load (%s)",
               errors ? errors[0] : "(none)");
         manager_config_done(&c);
-        write_file(sub, "[View]\nHideOtherHome=yes\n[Manager]\nMinUID=1\nPrivateTmp=maybe\n");
+        test_write_file(sub, "[View]\nHideOtherHome=yes\n[Manager]\nMinUID=1\nPrivateTmp=maybe\n");
         r = load(path, &c, &errors);
         check(r == -EINVAL && strv_length(errors) == 2 &&
               strstr(errors[0], "alice.conf:2: unknown setting HideOtherHome= in [View] (did you mean HideOtherHomes=?)") &&
@@ -185,20 +171,17 @@ static void test_config_files(void) {
         check_refused(path, "[View]\nBindPaths=/good relative\n", "'relative'");
 
         /* What the checks let through: specifiers, '-', options, ':' in an inaccessible path. */
-        write_file(path, "[View]\nBindPaths=-%h/src:/srv/%u:norbind /srv/%U-%G/%g:%h/x %%h\nTemporaryFileSystem=%h/t:mode=0700,size=1M\n"
+        test_write_file(path, "[View]\nBindPaths=-%h/src:/srv/%u:norbind /srv/%U-%G/%g:%h/x %%h\nTemporaryFileSystem=%h/t:mode=0700,size=1M\n"
                          "InaccessiblePaths=-/a:b %h/.ssh\nHideOtherHomes=yes\n");
         check(load(path, &c, &errors) == -EINVAL && strstr(errors[0], "'%%h'"), "a literal %%h is a relative path");
         manager_config_done(&c);
-        write_file(path, "[View]\nBindPaths=-%h/src:/srv/%u:norbind /srv/%U-%G/%g:%h/x /srv/%%h\nTemporaryFileSystem=%h/t:mode=0700,size=1M\n"
+        test_write_file(path, "[View]\nBindPaths=-%h/src:/srv/%u:norbind /srv/%U-%G/%g:%h/x /srv/%%h\nTemporaryFileSystem=%h/t:mode=0700,size=1M\n"
                          "InaccessiblePaths=-/a:b %h/.ssh\nHideOtherHomes=yes\n");
         r = load(path, &c, &errors);
         check(r == 0, "valid entries with specifiers load (%s)", errors ? errors[0] : "");
         manager_config_done(&c);
         strv_free(errors), errors = NULL;
-
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        (void) system(cmd);
+        test_rm_rf(dir);
 }
 
 int main(void) {
