@@ -13,6 +13,12 @@ static void test_namespace_state_table(void) {
                       "namespace state %d round-trips", i);
 }
 
+/* Which session ids are kept (a PAM session's, as the bus may carry them). */
+static void test_session_ids(void) {
+        check(valid_session_id("pam-sshd-pts_3-42") && !valid_session_id("") && !valid_session_id("a b") &&
+              !valid_session_id("a:b") && !valid_session_id("caf\xc3\xa9"), "valid_session_id");
+}
+
 /* namespace_parse_state(): a malformed record costs only itself. */
 static void test_state_file(void) {
         static const char state[] =
@@ -40,8 +46,6 @@ static void test_state_file(void) {
         check(ns->sessions && streq(ns->sessions->id, "c17") && !ns->sessions->next && ns->sessions->pidfd < 0,
               "a session id the bus would refuse is dropped; sessions are not watched while parsing");
         check(ns->n_choices == 1 && ns->choices[0].recursive && strv_length(ns->pending_joins) == 1, "CHOICE and PENDING_JOIN");
-        check(valid_session_id("pam-sshd-pts_3-42") && !valid_session_id("") && !valid_session_id("a b") &&
-              !valid_session_id("a:b") && !valid_session_id("caf\xc3\xa9"), "valid_session_id");
         fclose(f);
         namespace_unref(ns);
 }
@@ -49,5 +53,6 @@ static void test_state_file(void) {
 int main(void) {
         test_namespace_state_table();
         test_state_file();
+        test_session_ids();
         return tap_finish();
 }
