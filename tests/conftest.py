@@ -49,6 +49,7 @@ Test files, one per feature:
     test_nspawn.py, test_nspawn_attach.py, test_qemu.py   Debian booted with systemd; other kernels
     test_sandbox.py        the sandbox and helpers themselves; the suite on a machine whose
                            /mnt and /media hold mounts
+    test_house.py          the shape of the code: no circle in src/ (tools/include-graph)
 
 Test users (sandbox.TEST_USERS; password: NAME-secret, e.g. alice-secret):
     alice 2001, bob 2002, carol 2003 (member of group nsadmin, gid 2100),

@@ -5,6 +5,7 @@
 
 #include "manager-config.h"
 #include "mount-util.h"
+#include "nsm-error.h"
 #include "user-util.h"
 
 /* Live changes to a running view (or to the host), each run in a killable child (child.c)

@@ -166,10 +166,10 @@ static int parse_line(const ConfigContext *c, ParseState *s, char *l, char **ret
         eq = strchr(l, '=');
         if (!eq)
                 return config_message(ret_message, "'%s' is not an assignment (KEY=VALUE)", l);
+        if (s->section_refused)
+                return 0;        /* reported once, at the header (a malformed one too) */
         if (!s->section)
                 return config_message(ret_message, "assignment outside of a section");
-        if (s->section_refused)
-                return 0;        /* reported once, at the header */
         *eq = 0;
         const char *key = strip(l), *value = strip(eq + 1);
         item = find_item(c, s->section, key);
