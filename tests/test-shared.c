@@ -14,6 +14,8 @@
 #include "fs-util.h"
 #include "hashmap.h"
 #include "mount-util.h"
+#include "namespace-session.h"
+#include "namespace-state.h"
 #include "namespace.h"
 #include "path-util.h"
 #include "process-util.h"

@@ -9,6 +9,7 @@
 #include "fuzz.h"
 #include "bus-errors.h"
 #include "namespace-dbus.h"
+#include "namespace-session.h"
 #include "namespace.h"
 #include "path-util.h"
 #include "user-util.h"

@@ -5,6 +5,8 @@
  * namespace_parse_state() needs none, and watches no session leader. */
 #include "fd-store.h"
 #include "fuzz.h"
+#include "namespace-session.h"
+#include "namespace-state.h"
 #include "namespace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

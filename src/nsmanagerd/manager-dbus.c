@@ -15,6 +15,7 @@
 #include "manager.h"
 #include "mount-events-dbus.h"
 #include "namespace-dbus.h"
+#include "namespace-session.h"
 #include "namespace.h"
 #include "path-util.h"
 #include "strv.h"

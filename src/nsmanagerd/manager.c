@@ -18,6 +18,8 @@
 #include "manager.h"
 #include "mount-events.h"
 #include "namespace-dbus.h"
+#include "namespace-session.h"
+#include "namespace-state.h"
 #include "namespace.h"
 #include "op-queue.h"
 #include "path-util.h"

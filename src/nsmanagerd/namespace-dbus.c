@@ -4,6 +4,7 @@
 #include "log.h"
 #include "manager-dbus.h"
 #include "namespace-dbus.h"
+#include "namespace-session.h"
 #include "parse-util.h"
 #include "strv.h"
 

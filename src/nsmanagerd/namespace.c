@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include "builder.h"
 #include "fd-store.h"
 #include "log.h"
 #include "mount-events.h"
 #include "namespace-dbus.h"
+#include "namespace-session.h"
+#include "namespace-state.h"
 #include "namespace.h"
 #include "path-util.h"
-#include "process-util.h"
 #include "registry.h"
 #include "string-table.h"
 #include "strv.h"
@@ -76,28 +76,6 @@ int namespace_new(Manager *m, const UserRecord *u, Namespace **ret) {
         return 0;
 }
 
-static Session *session_free(Session *s) {
-        if (!s)
-                return NULL;
-        sd_event_source_disable_unref(s->fd_source);
-        safe_close(s->fd);
-        sd_event_source_disable_unref(s->pidfd_source);
-        safe_close(s->pidfd);
-        free(s->id);
-        free(s->fdname);
-        free(s);
-        return NULL;
-}
-
-static Session *session_new(const char *id) {
-        Session *s = calloc(1, sizeof(Session));
-
-        if (!s)
-                return NULL;
-        *s = (Session) { .id = strdup(id), .fd = -EBADF, .pidfd = -EBADF };
-        return s->id ? s : session_free(s);
-}
-
 static void namespace_free_records(Namespace *ns) {
         for (size_t i = 0; i < ns->n_binds; i++)
                 free(ns->binds[i].destination);
@@ -115,11 +93,7 @@ static void namespace_free_records(Namespace *ns) {
 }
 
 static void namespace_free(Namespace *ns) {
-        while (ns->sessions) {
-                Session *s = ns->sessions;
-                ns->sessions = s->next;
-                session_free(s);
-        }
+        namespace_free_sessions(ns);
         sd_event_source_disable_unref(ns->stop_timer);
         op_queue_free(ns->ops);
         safe_close(ns->mntns_fd);
@@ -168,11 +142,7 @@ void namespace_drop_with(Namespace *ns, const NsmError *why) {
                 (void) id_map_remove(m->namespaces_by_uid, uid_key(ns->uid));
         ns->manager = NULL;
         ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
-        while (ns->sessions) {
-                Session *s = ns->sessions;
-                ns->sessions = s->next;
-                session_free(s);
-        }
+        namespace_free_sessions(ns);
         /* What still waits for it learns that it is gone. */
         ns->ops = op_queue_free_with(ns->ops, why);
         namespace_notify_waiters(ns, why);
@@ -306,7 +276,7 @@ static void on_policy_applied(const NsmError *error, const ViewOpResult *res, vo
         build_finish(c, NULL);
 }
 
-static int namespace_set_fd(Namespace *ns, int fd) {
+int namespace_set_fd(Namespace *ns, int fd) {
         struct stat st;
         if (fstat(fd, &st) < 0)
                 return -errno;
@@ -462,289 +432,6 @@ int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(const NsmErr
         return 0;
 }
 
-/* ---- state ---- */
-
-static int write_records(FILE *f, Namespace *ns) {
-        for (Session *s = ns->sessions; s; s = s->next)
-                fprintf(f, "SESSION=%s %d %" PRIu64 " %s\n", s->id, (int) s->leader, s->leader_start,
-                        s->fdname ?: "-");
-        for (size_t i = 0; i < ns->n_binds; i++) {
-                _cleanup_free_ char *d = escape_word(ns->binds[i].destination);
-                if (!d)
-                        return -ENOMEM;
-                fprintf(f, "BIND=%" PRIu64 " %" PRIu64 " %s %s\n", ns->binds[i].id.unique, ns->binds[i].id.old,
-                        ns->binds[i].for_user ? "user" : "admin", d);
-        }
-        for (size_t i = 0; i < ns->n_policy_mounts; i++)
-                fprintf(f, "POLICY_MOUNT=%" PRIu64 " %" PRIu64 "\n", ns->policy_mounts[i].unique, ns->policy_mounts[i].old);
-        for (size_t i = 0; i < ns->n_choices; i++) {
-                _cleanup_free_ char *p = escape_word(ns->choices[i].path);
-                if (!p)
-                        return -ENOMEM;
-                fprintf(f, "CHOICE=%s %s %s\n", ns->choices[i].mode, ns->choices[i].recursive ? "recursive" : "-", p);
-        }
-        for (char **j = ns->pending_joins; j && *j; j++) {
-                _cleanup_free_ char *p = escape_word(*j);
-                if (!p)
-                        return -ENOMEM;
-                fprintf(f, "PENDING_JOIN=%s\n", p);
-        }
-        return 0;
-}
-
-int namespace_save(Namespace *ns) {
-        Manager *m = ns->manager;
-        _cleanup_free_ char *path = NULL, *buf = NULL;
-        size_t size = 0;
-        FILE *f;
-        int r;
-
-        if (!m)
-                return 0;
-        path = state_dir_namespace_file(&m->state, ns->name);
-        f = open_memstream(&buf, &size);
-        if (!path || !f) {
-                if (f)
-                        fclose(f);
-                return -ENOMEM;
-        }
-        fprintf(f,
-                "# This is private data. Do not parse.\n"
-                "NAME=%s\nUID=%u\nGID=%u\nMNTNS_ID=%" PRIu64 "\nTIMESTAMP=%" PRIu64 "\nLINGER=%s\n",
-                ns->name, (unsigned) ns->uid, (unsigned) ns->gid, ns->mntns_inode, ns->timestamp,
-                ns->linger ? "yes" : "no");
-        r = write_records(f, ns);
-        if (fclose(f) != 0 && r >= 0)
-                r = -ENOMEM;
-        if (r < 0)
-                return r;
-        return state_dir_write_file(&m->state, path, buf, size);
-}
-
-static int session_leader_exited(sd_event_source *s, int fd, uint32_t revents, void *userdata);
-static int session_fd_closed(sd_event_source *s, int fd, uint32_t revents, void *userdata);
-
-/* Edge-triggered, both: a pidfd stays readable once its process is gone, a pipe without
- * writers stays hung up, and sd-event dispatches one source per turn of its loop; level-
- * triggered, every turn's epoll_wait would return every ended session not handled yet. When a
- * thousand logins end at once (bench/bench_burst.py) that made the turns, and the logins
- * arriving meanwhile, slower by the thousand: the first 200 logins of the next burst took
- * 0.4 s, the rest 0.03 s. */
-
-/* Watches the pipe's read end: no events asked for, EPOLLHUP comes anyway once the last
- * writer is gone; what a writer might write is never read (as logind's session FIFO). */
-static int session_watch_fd(Namespace *ns, Session *s) {
-        return sd_event_add_io(ns->manager->event, &s->fd_source, s->fd, EPOLLET, session_fd_closed, ns);
-}
-
-/* Watches the leader with a pidfd, where the session has no fd. With 'verify', only if the
- * pid still names the process that opened the session (same start time): after a restart a
- * pid may have been reused. -ESRCH: it is gone. */
-static int session_watch_leader(Namespace *ns, Session *s, bool verify) {
-        if (s->leader <= 0)
-                return 0;
-        s->pidfd = (int) syscall(SYS_pidfd_open, s->leader, 0);
-        if (s->pidfd < 0)
-                return -errno;
-        /* Checked after the pidfd is taken: from here on the pid cannot be reused under us. */
-        if (verify && s->leader_start != 0 && process_start_time(s->leader) != s->leader_start) {
-                s->pidfd = safe_close(s->pidfd);
-                return -ESRCH;
-        }
-        return sd_event_add_io(ns->manager->event, &s->pidfd_source, s->pidfd, EPOLLIN | EPOLLET, session_leader_exited,
-                               ns);
-}
-
-static int namespace_stop_timer_fired(sd_event_source *s, uint64_t usec, void *userdata) {
-        Namespace *ns = userdata;
-
-        ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
-        if (ns->sessions || ns->linger || !ns->manager)
-                return 0;
-        return namespace_remove(ns, manager_deadline(ns->manager), NULL, NULL);
-}
-
-/* After the last session: StopDelaySec, then gone — unless lingering or reopened meanwhile.
- * The caller tells the bus (State is "closing" now), once with whatever else it changed. */
-static void namespace_maybe_schedule_stop(Namespace *ns) {
-        Manager *m = ns->manager;
-        int r;
-
-        if (!m || ns->sessions || ns->linger || ns->stop_timer)
-                return;
-        r = sd_event_add_time_relative(m->event, &ns->stop_timer, CLOCK_MONOTONIC, m->config.stop_delay_usec,
-                                       10 * USEC_PER_MSEC, namespace_stop_timer_fired, ns);
-        if (r < 0)
-                log_warning_errno(r, "Failed to arm the stop timer of '%s', keeping it: %m", ns->name);
-}
-
-static void namespace_cancel_stop(Namespace *ns) {
-        ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
-}
-
-bool valid_session_id(const char *id) {
-        if (!id || !*id || strlen(id) > SESSION_ID_MAX)
-                return false;
-        for (const unsigned char *c = (const unsigned char *) id; *c; c++)
-                if (*c <= ' ' || *c == ':' || *c >= 127)
-                        return false;
-        return true;
-}
-
-bool namespace_session_id_seen(Namespace *ns, const Session *before) {
-        for (Session *s = ns->sessions; s && s != before; s = s->next)
-                if (streq(s->id, before->id))
-                        return true;
-        return false;
-}
-
-static void namespace_save_or_warn(Namespace *ns) {
-        int r = namespace_save(ns);
-        if (r < 0)
-                log_warning_errno(r, "Failed to save the state of '%s', ignoring: %m", ns->name);
-}
-
-static bool namespace_has_session(Namespace *ns, const char *id) {
-        for (Session *s = ns->sessions; s; s = s->next)
-                if (streq(s->id, id))
-                        return true;
-        return false;
-}
-
-int namespace_add_session(Namespace *ns, const char *id, pid_t leader, int *ret_fd) {
-        _cleanup_close_ int write_fd = -EBADF;
-        char fdname[FD_STORE_NAME_MAX];
-        int pipefd[2], r;
-        bool known;
-        Session *s;
-
-        s = session_new(id);
-        if (!s)
-                return -ENOMEM;
-        if (pipe2(pipefd, O_CLOEXEC) < 0) {
-                r = -errno;
-                session_free(s);
-                return r;
-        }
-        s->fd = pipefd[0];
-        write_fd = pipefd[1];
-        r = session_watch_fd(ns, s);
-        if (r < 0) {
-                session_free(s);
-                return r;
-        }
-        /* The leader is waiting for our reply: its pid names it now. Only the fallback of a
-         * restart without the fd store looks at it. */
-        s->leader = leader;
-        s->leader_start = leader > 0 ? process_start_time(leader) : 0;
-        if (fd_store_available() && fd_store_new_name(fdname) >= 0) {
-                r = fd_store_add(s->fd, fdname);
-                if (r > 0)
-                        s->fdname = strdup(fdname);
-                else if (r < 0)
-                        log_warning_errno(r, "Failed to hand session '%s' of '%s' to systemd's fd store, ignoring "
-                                          "(a restart falls back to its leader): %m", id, ns->name);
-        }
-
-        namespace_cancel_stop(ns);
-        known = namespace_has_session(ns, id);
-        s->next = ns->sessions;
-        ns->sessions = s;
-        namespace_save_or_warn(ns);
-        if (!known)
-                (void) namespace_dbus_send_changed(ns);
-        *ret_fd = TAKE_FD(write_fd);
-        return 0;
-}
-
-/* The last session of an id gone: tell the bus, maybe start the stop delay. */
-static void namespace_session_removed(Namespace *ns, const char *id) {
-        namespace_save_or_warn(ns);
-        namespace_maybe_schedule_stop(ns);
-        if (!namespace_has_session(ns, id))
-                (void) namespace_dbus_send_changed(ns);
-}
-
-static void namespace_end_session(Namespace *ns, Session *s) {
-        _cleanup_free_ char *id = NULL;
-
-        for (Session **p = &ns->sessions; *p; p = &(*p)->next)
-                if (*p == s) {
-                        *p = s->next;
-                        break;
-                }
-        id = TAKE_PTR(s->id);
-        session_free(s);
-        if (id)
-                namespace_session_removed(ns, id);
-}
-
-int namespace_remove_session(Namespace *ns, const char *id, NsmError *error) {
-        bool found = false;
-
-        for (Session **p = &ns->sessions; *p;) {
-                Session *s = *p;
-
-                if (!streq(s->id, id)) {
-                        p = &s->next;
-                        continue;
-                }
-                /* The login may still hold its end: systemd's copy of ours would stay. */
-                fd_store_remove(s->fdname);
-                *p = s->next;
-                session_free(s);
-                found = true;
-        }
-        if (!found)
-                return nsm_error_setf(error, NSM_ERROR_NO_SUCH_SESSION, "User '%s' has no session '%s'.", ns->name, id);
-        namespace_session_removed(ns, id);
-        return 0;
-}
-
-static Session *namespace_find_source(Namespace *ns, sd_event_source *source) {
-        for (Session *s = ns->sessions; s; s = s->next)
-                if (s->fd_source == source || s->pidfd_source == source)
-                        return s;
-        return NULL;
-}
-
-static int session_fd_closed(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        Namespace *ns = userdata;
-        Session *s = namespace_find_source(ns, source);
-
-        if (!s || !(revents & (EPOLLHUP | EPOLLERR)))
-                return 0;
-        log_info("Session '%s' of '%s' closed.", s->id, ns->name);
-        /* systemd drops its copy by itself: it saw the same hang-up. */
-        namespace_end_session(ns, s);
-        return 0;
-}
-
-static int session_leader_exited(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
-        Namespace *ns = userdata;
-        Session *s = namespace_find_source(ns, source);
-
-        if (!s)
-                return 0;
-        log_info("Login process %d of session '%s' of '%s' exited; closing the session.", (int) s->leader, s->id,
-                 ns->name);
-        namespace_end_session(ns, s);
-        return 0;
-}
-
-int namespace_set_linger(Namespace *ns, bool b) {
-        if (ns->linger == b)
-                return 0;
-        ns->linger = b;
-        if (b)
-                namespace_cancel_stop(ns);
-        namespace_save_or_warn(ns);
-        if (!b)
-                namespace_maybe_schedule_stop(ns);
-        (void) namespace_dbus_send_changed(ns);
-        return 0;
-}
-
 /* ---- records ---- */
 
 int namespace_record_bind(Namespace *ns, MountId id, const char *destination, bool for_user, MountId replaced) {
@@ -837,192 +524,5 @@ int namespace_set_pending_join(Namespace *ns, const char *path, bool pending) {
                                 ns->pending_joins[k++] = ns->pending_joins[i];
                 ns->pending_joins[k] = NULL;
         }
-        return 0;
-}
-
-/* ---- loading ---- */
-
-static int parse_mount_id(const char *s, MountId *ret, const char **ret_rest) {
-        unsigned long long unique, old;
-        int n = 0;
-
-        if (sscanf(s, "%llu %llu %n", &unique, &old, &n) != 2 || n == 0)
-                return -EINVAL;
-        *ret = (MountId) { .unique = unique, .old = old };
-        *ret_rest = s + n;
-        return 0;
-}
-
-static int load_bind(Namespace *ns, const char *value) {
-        _cleanup_free_ char *dest = NULL;
-        const char *rest;
-        char who[8];
-        MountId id;
-        int n = 0;
-
-        if (parse_mount_id(value, &id, &rest) < 0 || sscanf(rest, "%7s %n", who, &n) != 1 || n == 0 ||
-            unescape_word(rest + n, &dest) < 0)
-                return -EINVAL;
-        return namespace_record_bind(ns, id, dest, streq(who, "user"), (MountId) {});
-}
-
-static int load_policy_mount(Namespace *ns, const char *value) {
-        const char *rest;
-        MountId id, *p;
-
-        if (parse_mount_id(value, &id, &rest) < 0)
-                return -EINVAL;
-        p = realloc(ns->policy_mounts, (ns->n_policy_mounts + 1) * sizeof(MountId));
-        if (!p)
-                return -ENOMEM;
-        ns->policy_mounts = p;
-        p[ns->n_policy_mounts++] = id;
-        return 0;
-}
-
-static int load_choice(Namespace *ns, const char *value) {
-        _cleanup_free_ char *path = NULL;
-        char mode[16], rec[16];
-        int n = 0;
-
-        if (sscanf(value, "%15s %15s %n", mode, rec, &n) != 2 || n == 0 || unescape_word(value + n, &path) < 0)
-                return -EINVAL;
-        return namespace_record_choice(ns, path, mode, streq(rec, "recursive"));
-}
-
-static int load_pending(Namespace *ns, const char *value) {
-        _cleanup_free_ char *path = NULL;
-        if (unescape_word(value, &path) < 0)
-                return -EINVAL;
-        return namespace_set_pending_join(ns, path, true);
-}
-
-/* Only recorded here: namespace_watch_loaded_sessions() finds the fd, or looks at the leader.
- * "SESSION=ID LEADER START FDNAME"; a state file from before the fd store has no FDNAME. */
-static int load_session(Namespace *ns, const char *value) {
-        char id[SESSION_ID_MAX + 1], fdname[FD_STORE_NAME_MAX] = "-";
-        int pid = 0;
-        unsigned long long start = 0;
-        Session *s;
-
-        _Static_assert(SESSION_ID_MAX == 255 && FD_STORE_NAME_MAX == 64, "the widths in the format below");
-        if (sscanf(value, "%255s %d %llu %63s", id, &pid, &start, fdname) < 2 || !valid_session_id(id))
-                return -EINVAL;
-        s = session_new(id);
-        if (!s)
-                return -ENOMEM;
-        s->leader = pid;
-        s->leader_start = start;
-        if (!streq(fdname, "-") && !(s->fdname = strdup(fdname))) {
-                session_free(s);
-                return -ENOMEM;
-        }
-        s->next = ns->sessions;
-        ns->sessions = s;
-        return 0;
-}
-
-/* Each session by its fd, where systemd kept it for us; else by its leader. A session whose
- * leader is gone (or whose pid now names another process) ended while the daemon was not
- * running. */
-static void namespace_watch_loaded_sessions(Namespace *ns) {
-        for (Session **p = &ns->sessions; *p;) {
-                Session *s = *p;
-                int r;
-
-                s->fd = stored_fds_take(ns->manager->stored_fds, s->fdname);
-                if (s->fd >= 0) {
-                        r = session_watch_fd(ns, s);
-                        if (r >= 0) {
-                                p = &s->next;
-                                continue;
-                        }
-                        log_warning_errno(r, "Failed to watch the fd of session '%s' of '%s', watching its leader: %m",
-                                          s->id, ns->name);
-                        s->fd = safe_close(s->fd);
-                }
-                /* Not in the store (any more): a later restart will not find it there either. */
-                s->fdname = mfree(s->fdname);
-                if (session_watch_leader(ns, s, /* verify= */ true) >= 0) {
-                        p = &s->next;
-                        continue;
-                }
-                log_info("Session '%s' of '%s' ended while the daemon was not running.", s->id, ns->name);
-                *p = s->next;
-                session_free(s);
-        }
-}
-
-int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions) {
-        _cleanup_free_ char *line = NULL;
-        size_t n = 0;
-
-        while (getline(&line, &n, f) >= 0) {
-                char *eq;
-                int r = 0;
-
-                line[strcspn(line, "\n")] = 0;
-                eq = strchr(line, '=');
-                if (line[0] == '#' || !eq)
-                        continue;
-                *eq = 0;
-                const char *key = line, *value = eq + 1;
-                if (streq(key, "LINGER"))
-                        ns->linger = streq(value, "yes");
-                else if (streq(key, "TIMESTAMP"))
-                        ns->timestamp = strtoull(value, NULL, 10);
-                else if (streq(key, "SESSION")) {
-                        *ret_had_sessions = true;
-                        r = load_session(ns, value);
-                } else if (streq(key, "BIND"))
-                        r = load_bind(ns, value);
-                else if (streq(key, "POLICY_MOUNT"))
-                        r = load_policy_mount(ns, value);
-                else if (streq(key, "CHOICE"))
-                        r = load_choice(ns, value);
-                else if (streq(key, "PENDING_JOIN"))
-                        r = load_pending(ns, value);
-                /* A malformed record is dropped, the rest is kept. */
-                if (r == -ENOMEM)
-                        return r;
-        }
-        return 0;
-}
-
-int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret) {
-        _cleanup_free_ char *path = state_dir_namespace_file(&m->state, name);
-        _cleanup_(user_record_done) UserRecord u = {};
-        _cleanup_fclose_ FILE *f = NULL;
-        bool had_sessions = false;
-        Namespace *ns;
-        int r;
-
-        if (!path)
-                return -ENOMEM;
-        f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        r = user_record_by_name(name, &u);
-        if (r < 0)
-                return r;
-        r = namespace_new(m, &u, &ns);
-        if (r < 0)
-                return r;
-        r = namespace_set_fd(ns, mntns_fd);
-        if (r >= 0)
-                r = namespace_parse_state(ns, f, &had_sessions);
-        if (r >= 0)
-                namespace_watch_loaded_sessions(ns);
-        if (r < 0) {
-                ns->mntns_fd = -EBADF;   /* the caller's still */
-                namespace_drop(ns);
-                return r;
-        }
-        ns->ready = true;
-        namespace_save_or_warn(ns);
-        /* Sessions that all ended while we were away: the stop delay starts now. */
-        if (had_sessions)
-                namespace_maybe_schedule_stop(ns);
-        *ret = ns;
         return 0;
 }

@@ -15,9 +15,12 @@
 #include "op-queue.h"
 #include "user-util.h"
 
-/* A user's namespace: its lifecycle (built, ready, removed), its sessions, what the daemon
- * remembers about it (binds made, the [View] policy's mounts, explicit propagation choices)
- * and its state file. No bus types here: namespace-dbus.c is the glue. */
+/* A user's namespace: the object and its lifecycle (built, ready, removed), and what the
+ * daemon remembers about it (binds made, the [View] policy's mounts, explicit propagation
+ * choices). Its sessions are namespace-session.h's, its state file namespace-state.h's. No bus
+ * types here: namespace-dbus.c is the glue. */
+
+typedef struct Session Session;   /* namespace-session.h */
 
 typedef enum NamespaceState {
         NAMESPACE_ACTIVE,
@@ -30,31 +33,6 @@ typedef enum NamespaceState {
 const char *namespace_state_to_string(NamespaceState s) _pure_;
 NamespaceState namespace_state_from_string(const char *s) _pure_;
 
-/* A session id is one word of the state file: 1-255 printable ASCII bytes, no ':'. The bus
- * refuses any other (OpenSession), and so does the state file's reader. */
-#define SESSION_ID_MAX 255
-bool valid_session_id(const char *id);
-
-/* One OpenSession. A session lasts while the login holds any copy of the write end of a pipe
- * the daemon made (logind's pattern): the daemon keeps the read end, and the kernel says when
- * the last writer is gone (EPOLLHUP). A crashed login, or a forked child that keeps the fd
- * (sshd's internal-sftp), need nothing special. Several OpenSessions may share an id (su -l
- * inside an ssh session is in that session too): the id lasts until the last of them ends.
- *
- * Across a restart the read end stays with systemd (fd-store.h) where systemd runs us. Where
- * it does not, or systemd dropped it (a stop), the leader's pid and start time stand in: the
- * session then ends with the process that opened it. */
-typedef struct Session {
-        char *id;
-        int fd;                  /* the pipe's read end, -EBADF where only the leader is left to watch */
-        sd_event_source *fd_source;
-        char *fdname;            /* its name in systemd's fd store, NULL if it is not there */
-        pid_t leader;            /* the process that opened it (0 if unknown) */
-        uint64_t leader_start;   /* its start time (clock ticks since boot): a pid alone may be reused */
-        int pidfd;               /* watches the leader, where there is no fd */
-        sd_event_source *pidfd_source;
-        struct Session *next;
-} Session;
 
 /* A bind made by BindMount: its top mount (a policy mount copied inside it is not it). */
 typedef struct BindRecord {
@@ -137,23 +115,8 @@ int namespace_wait_ready(Namespace *ns, NamespaceReadyFunc callback, void *userd
 int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(const NsmError *error, void *userdata),
                      void *userdata);
 
-/* State: StateDirectory/namespaces/NAME. */
-int namespace_save(Namespace *ns);
-int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret);
-/* The records of a state file (what namespace_save() writes) into ns, which needs no Manager:
- * no syscalls, and the sessions it adds are not watched yet (namespace_load() does that). A
- * malformed record is dropped, the rest kept; -ENOMEM is the only error. State files outlive
- * daemon versions, so this is fuzzed (src/fuzz/fuzz-namespace-state.c). */
-int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions);
-
-/* Sessions: one ends when the login's last copy of *ret_fd (the write end, returned to the
- * caller) is closed, or with CloseSession, which ends every session of that id. */
-int namespace_add_session(Namespace *ns, const char *id, pid_t leader, int *ret_fd);
-int namespace_remove_session(Namespace *ns, const char *id, NsmError *error); /* NoSuchSession if unknown */
-/* Whether 'id' is among the first 'before' sessions of the list with that id (the Sessions
- * property lists each id once). */
-bool namespace_session_id_seen(Namespace *ns, const Session *before);
-int namespace_set_linger(Namespace *ns, bool b);
+/* The mount namespace 'fd' (taken) becomes ns's; its inode and id are read. */
+int namespace_set_fd(Namespace *ns, int fd);
 
 /* Records. */
 int namespace_record_bind(Namespace *ns, MountId id, const char *destination, bool for_user, MountId replaced);

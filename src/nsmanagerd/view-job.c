@@ -3,6 +3,7 @@
 
 #include "child.h"
 #include "log.h"
+#include "namespace-state.h"
 #include "namespace.h"
 #include "op-queue.h"
 #include "view-job.h"
