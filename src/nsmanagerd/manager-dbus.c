@@ -803,8 +803,8 @@ static const sd_bus_vtable login_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-int manager_bus_add_login_objects(Manager *m, sd_bus *bus) {
-        return sd_bus_add_object_vtable(bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, login_vtable, m);
+int manager_bus_add_login_objects(sd_bus *bus, void *userdata) {
+        return sd_bus_add_object_vtable(bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, login_vtable, userdata);
 }
 
 int manager_bus_add_objects(Manager *m, sd_bus *bus) {

@@ -12,5 +12,6 @@ int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *erro
 
 /* The Manager's and the Namespaces' objects, on the system bus. */
 int manager_bus_add_objects(Manager *m, sd_bus *bus);
-/* What a login needs on a private connection (private-bus.h): the Manager's OpenSession. */
-int manager_bus_add_login_objects(Manager *m, sd_bus *bus);
+/* What a login needs on a private connection (private-bus.h): the Manager's OpenSession
+ * (userdata: the Manager). */
+int manager_bus_add_login_objects(sd_bus *bus, void *userdata);

@@ -98,7 +98,7 @@ Manager *manager_free(Manager *m) {
         shutting_down(&why);
         op_queue_free_with(m->host_ops, &why);
         bus_requests_free(m);
-        private_bus_done(m);
+        m->private_server = private_server_free(m->private_server);
         m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ false);
         hashmap_free(m->namespaces);
         id_map_free(m->namespaces_by_uid);

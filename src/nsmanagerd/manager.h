@@ -23,7 +23,7 @@ typedef struct OpQueue OpQueue;
 typedef struct PolkitRegistry PolkitRegistry;
 typedef struct AttachProcess AttachProcess;
 typedef struct BusRequest BusRequest;
-typedef struct PrivateBus PrivateBus;
+typedef struct PrivateServer PrivateServer;
 typedef struct StoredFds StoredFds;
 typedef struct ViewJob ViewJob;
 typedef struct MountEvents MountEvents;
@@ -52,14 +52,7 @@ typedef struct Manager {
         unsigned jobs_running;
 
         BusRequest *requests;    /* method calls in flight (manager-dbus.c) */
-        sd_event_source *private_source; /* the private socket's listener (private-bus.c) */
-        sd_event_source *private_retry_source; /* listens again after running out of fds */
-        bool private_accept_failing;     /* logged once until accept() works again */
-        PrivateBus *private_buses;       /* connections served (private-bus.c) */
-        unsigned n_private_buses;
-        PrivateBus *private_waiting, *private_waiting_tail; /* accepted, waiting for a place, oldest first */
-        unsigned n_private_waiting;
-        sd_id128_t private_bus_id;
+        PrivateServer *private_server; /* the private socket for logins (private-bus.c), NULL if not listening */
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         bool exiting;            /* manager_free() runs: nothing new starts */
         IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
