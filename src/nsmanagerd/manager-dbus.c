@@ -270,7 +270,7 @@ static void on_session_namespace(Namespace *ns, const NsmError *error, void *use
                 return;
         }
         /* The login process that asked: recorded for a restart without systemd's fd store. */
-        (void) bus_message_get_sender_pid(req->message, &pid);
+        (void) bus_creds_sender_pid(req->manager->creds, req->message, &pid);
         r = manager_open_session(req->manager, ns, id, pid, &session_fd);
         if (r < 0) {
                 bus_request_reply_errno(req, r, "Failed to record the session.");
@@ -297,7 +297,7 @@ static int open_session_step(BusRequest *req, sd_bus_error *error) {
         if (!valid_session_id(id))
                 return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Session id '%s' is empty, too long, or has "
                                       "spaces, ':' or control characters.", id);
-        r = bus_message_require_root(req->message, "OpenSession", error);
+        r = bus_message_require_root(req->manager, req->message, "OpenSession", error);
         if (r < 0)
                 return r;
         return acquire_for_request(req, user, NULL, on_session_namespace, error);
@@ -324,7 +324,7 @@ static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *erro
         r = sd_bus_message_read(message, "ss", &user, &id);
         if (r < 0)
                 return r;
-        r = bus_message_require_root(message, "CloseSession", error);
+        r = bus_message_require_root(m, message, "CloseSession", error);
         if (r < 0)
                 return r;
         r = manager_close_session(m, user, id, &e);
@@ -341,7 +341,7 @@ static int method_open_mount_namespace(sd_bus_message *message, void *userdata, 
         r = sd_bus_message_read(message, "s", &user);
         if (r < 0)
                 return r;
-        r = bus_message_require_root(message, "OpenMountNamespace", error);
+        r = bus_message_require_root(userdata, message, "OpenMountNamespace", error);
         if (r < 0)
                 return r;
         r = get_namespace_or_error(userdata, user, &ns, error);
@@ -849,7 +849,7 @@ int manager_connect_bus(Manager *m) {
         r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
                 return r;
-        r = log_control_add(m->bus);
+        r = log_control_add(m->bus, m->creds);
         if (r < 0)
                 return r;
         /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
@@ -857,9 +857,12 @@ int manager_connect_bus(Manager *m) {
         r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to configure the bus connection: %m");
-        r = bus_creds_cache_attach(m->bus);
+        r = bus_creds_new(m->bus, &m->creds);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the bus's connections: %m");
+        r = polkit_registry_new(m->creds, &m->polkit_registry);
+        if (r < 0)
+                return log_oom();
         return 0;
 }
 

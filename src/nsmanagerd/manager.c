@@ -104,7 +104,7 @@ Manager *manager_free(Manager *m) {
         id_map_free(m->namespaces_by_uid);
         rate_limits_free(m->rate_limits);
         polkit_registry_free(m->polkit_registry);
-        bus_creds_cache_detach();
+        m->creds = bus_creds_free(m->creds);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         strv_free(m->shared_at_runtime);

@@ -17,6 +17,7 @@
 #include "user-util.h"
 
 typedef struct Builder Builder;
+typedef struct BusCreds BusCreds;
 typedef struct ChildSet ChildSet;
 typedef struct Namespace Namespace;
 typedef struct OpQueue OpQueue;
@@ -33,6 +34,7 @@ typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
         PolkitRegistry *polkit_registry;
+        BusCreds *creds;         /* who sent a message, as the bus driver says (bus-creds.h) */
 
         const char *version;     /* the Version property */
         char *config_file;       /* --config=FILE, or NULL for the standard files */

@@ -161,7 +161,7 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         if (mount_events_mode(m->mount_events) == MOUNT_EVENTS_NONE)
                 return bus_error_setf(error, NSM_ERROR_NOT_SUPPORTED,
                                       "This daemon sees no mount changes (MountEvents is \"none\").");
-        r = bus_message_caller_uid(req->message, &uid, error);
+        r = bus_message_caller_uid(m, req->message, &uid, error);
         if (r < 0)
                 return r;
         s = subscriber_find(m, sender);
