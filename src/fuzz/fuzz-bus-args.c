@@ -8,6 +8,7 @@
 
 #include "fuzz.h"
 #include "bus-errors.h"
+#include "bus-path.h"
 #include "namespace-dbus.h"
 #include "namespace-session.h"
 #include "namespace.h"

@@ -8,7 +8,7 @@
 #include "bus-creds.h"
 #include "bus-errors.h"
 #include "log.h"
-#include "namespace-dbus.h"
+#include "bus-path.h"
 #include "namespace.h"
 #include "strv.h"
 #include "user-util.h"

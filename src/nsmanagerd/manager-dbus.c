@@ -103,25 +103,6 @@ static int method_create_namespace(sd_bus_message *message, void *userdata, sd_b
         return bus_request_run(message, userdata, error, create_namespace_step);
 }
 
-static void on_removed(const NsmError *error, void *userdata) {
-        bus_request_reply_result(userdata, error);
-}
-
-int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error) {
-        int r;
-
-        r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", ns->name, NULL }, error);
-        if (r <= 0)
-                return r;
-        req->pending = true;
-        r = namespace_remove(ns, req->deadline, on_removed, req);
-        if (r < 0) {
-                req->pending = false;
-                return bus_error_set_errnof(error, r, "Failed to remove the namespace: %m");
-        }
-        return 1;
-}
-
 static int remove_namespace_step(BusRequest *req, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
@@ -857,6 +838,8 @@ int manager_connect_bus(Manager *m) {
         r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to configure the bus connection: %m");
+        /* The calls in flight are ours: dropped once the Manager answered its work in flight. */
+        m->bus_done = bus_requests_free;
         r = bus_creds_new(m->bus, &m->creds);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the bus's connections: %m");

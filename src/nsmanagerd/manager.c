@@ -7,7 +7,6 @@
 
 #include "builder.h"
 #include "bus-creds.h"
-#include "bus-request.h"
 #include "bus-polkit.h"
 #include "child.h"
 #include "fd-store.h"
@@ -17,7 +16,6 @@
 #include "login-rule.h"
 #include "manager.h"
 #include "mount-events.h"
-#include "namespace-dbus.h"
 #include "namespace-session.h"
 #include "namespace-state.h"
 #include "namespace.h"
@@ -97,7 +95,8 @@ Manager *manager_free(Manager *m) {
                 manager_drop_namespaces(m);
         shutting_down(&why);
         op_queue_free_with(m->host_ops, &why);
-        bus_requests_free(m);
+        if (m->bus_done)
+                m->bus_done(m);
         m->private_server = private_server_free(m->private_server);
         m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ false);
         hashmap_free(m->namespaces);
@@ -520,6 +519,9 @@ int manager_startup(Manager *m) {
         r = manager_restore_namespaces(m);
         if (r < 0)
                 goto fail;
+        /* For pam_nsmanager, before the name is taken: whoever sees the name finds the filter
+         * too. */
+        manager_publish_login_filter(m);
         return 0;
 
 fail:
@@ -532,12 +534,7 @@ int manager_serve(Manager *m) {
         char *reserved[] = { m->config.subtree_root, m->state.root, NULL };
         int r;
 
-        /* For pam_nsmanager, before the name: whoever sees the name finds the filter too. */
-        manager_publish_login_filter(m);
-        r = manager_bus_serve(m);
-        if (r < 0)
-                return r;
-        /* The last change, once the name is ours: nothing can fail after it, so it never needs
+        /* The last change, once the name is ours (manager_bus_serve()): nothing can fail after it, so it never needs
          * undoing (and calls are not dispatched before the loop runs). */
         r = host_share_root(reserved, m->state.registry, &why);
         if (r < 0)

@@ -53,7 +53,8 @@ typedef struct Manager {
         ViewJob *jobs_waiting;   /* view operations waiting for a free slot (view-job.c) */
         unsigned jobs_running;
 
-        BusRequest *requests;    /* method calls in flight (manager-dbus.c) */
+        BusRequest *requests;    /* method calls in flight (bus-request.c) */
+        void (*bus_done)(struct Manager *m);/* the bus glue's teardown, once the work in flight is answered */
         PrivateServer *private_server; /* the private socket for logins (private-bus.c), NULL if not listening */
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         bool exiting;            /* manager_free() runs: nothing new starts */
@@ -84,10 +85,12 @@ int manager_reload(Manager *m, NsmError *error);
  * (manager_connect_bus()), and takes back what it changed if it fails before it serves:
  *
  * manager_startup(): the host's set-up (StateDirectory, SubtreeRoot, the shared subtrees), the
- * builder, and what a previous instance left (namespaces restored); undone on failure.
- * manager_serve(): the bus name taken and the bus attached to the loop, then '/' shared (the
- * one change never undone: nothing can fail after it), the mounts made recorded for --release,
- * the login filter published. If it fails, manager_undo_startup(). */
+ * builder, what a previous instance left (namespaces restored), the login filter published;
+ * undone on failure.
+ * Then the bus glue takes the name and attaches the bus to the loop (manager_bus_serve(),
+ * manager-dbus.h), and manager_serve(): '/' shared (the one change never undone: nothing can
+ * fail after it), the mounts made recorded for --release. If either fails,
+ * manager_undo_startup(). */
 int manager_startup(Manager *m);
 int manager_serve(Manager *m);
 void manager_undo_startup(Manager *m);
@@ -132,8 +135,3 @@ int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, Share
 /* Persists SharedSubtrees added at run time, so a restart keeps them. */
 int manager_save_shared(Manager *m);
 
-/* Connects to the system bus and adds the objects, but neither takes the name nor dispatches
- * (-EEXIST if another instance owns the name): what can fail early, before the host is
- * touched. manager_bus_serve() then takes the name and attaches the bus to the event loop. */
-int manager_connect_bus(Manager *m);
-int manager_bus_serve(Manager *m);

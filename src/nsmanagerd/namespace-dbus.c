@@ -2,17 +2,31 @@
 #include "builder.h"
 #include "bus-errors.h"
 #include "log.h"
-#include "manager-dbus.h"
+#include "bus-path.h"
 #include "namespace-dbus.h"
 #include "namespace-session.h"
 #include "parse-util.h"
 #include "strv.h"
 
-char *namespace_bus_path(Namespace *ns) {
-        char *p = NULL;
-        if (asprintf(&p, "%s/_%u", NSM_NAMESPACE_PATH_PREFIX, (unsigned) ns->uid) < 0)
-                return NULL;
-        return p;
+/* ---- RemoveNamespace (the Manager's, by name, and the object's Remove) ---- */
+
+static void on_removed(const NsmError *error, void *userdata) {
+        bus_request_reply_result(userdata, error);
+}
+
+int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error) {
+        int r;
+
+        r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", ns->name, NULL }, error);
+        if (r <= 0)
+                return r;
+        req->pending = true;
+        r = namespace_remove(ns, req->deadline, on_removed, req);
+        if (r < 0) {
+                req->pending = false;
+                return bus_error_set_errnof(error, r, "Failed to remove the namespace: %m");
+        }
+        return 1;
 }
 
 /* ---- GetMounts ---- */
@@ -155,19 +169,6 @@ static const sd_bus_vtable namespace_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
-
-int namespace_bus_path_to_uid(const char *path, uid_t *ret) {
-        static const char prefix[] = NSM_NAMESPACE_PATH_PREFIX "/_";
-        const char *p;
-
-        if (!path || strncmp(path, prefix, strlen(prefix)) != 0)
-                return -EINVAL;
-        p = path + strlen(prefix);
-        /* One spelling per object: no leading zeros ("_01" is not "_1"). */
-        if (p[0] == '0' && p[1] != '\0')
-                return -EINVAL;
-        return parse_uid(p, ret);
-}
 
 /* /org/example/NSManager/user/_UID */
 int namespace_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,

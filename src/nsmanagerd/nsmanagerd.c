@@ -203,7 +203,9 @@ int main(int argc, char *argv[]) {
         r = private_server_new(m->event, &m->config, manager_bus_add_login_objects, m, &m->private_server);
         if (r < 0)
                 log_warning_errno(r, "Failed to listen on %s, ignoring (logins use the system bus): %m", NSM_PRIVATE_SOCKET);
-        r = manager_serve(m);
+        r = manager_bus_serve(m);
+        if (r >= 0)
+                r = manager_serve(m);
         if (r < 0) {
                 manager_undo_startup(m);
                 return EXIT_FAILURE;
