@@ -169,10 +169,10 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
         Namespace *ns = NULL;
         int r;
 
-        list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
+        list = calloc(hashmap_size(m->namespaces.by_name) + 1, sizeof(Namespace *));
         if (!list)
                 return -ENOMEM;
-        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);)
                 if (ns->ready)
                         list[n++] = ns;
         qsort(list, n, sizeof(Namespace *), compare_namespaces);
@@ -393,7 +393,7 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
         req->data = c;
         req->free_data = op_call_free;
 
-        r = view_job_queue(m, ns, op, req->own ? &req->caller : NULL, req->own ? req->caller.uid : 0, req->deadline,
+        r = view_job_queue(m->jobs, ns, op, req->own ? &req->caller : NULL, req->own ? req->caller.uid : 0, req->deadline,
                            on_op_done, req);
         if (r < 0)
                 return bus_error_set_errnof(error, r, "Failed to queue the operation: %m");

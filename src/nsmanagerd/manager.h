@@ -12,6 +12,7 @@
 #include "id-map.h"
 #include "host.h"
 #include "manager-config.h"
+#include "namespace.h"
 #include "nsm-error.h"
 #include "state-dir.h"
 #include "user-util.h"
@@ -26,8 +27,10 @@ typedef struct AttachProcess AttachProcess;
 typedef struct BusRequest BusRequest;
 typedef struct PrivateServer PrivateServer;
 typedef struct StoredFds StoredFds;
-typedef struct ViewJob ViewJob;
+typedef struct ViewJobs ViewJobs;
 typedef struct MountEvents MountEvents;
+typedef struct MountEventsBus MountEventsBus;
+typedef struct Ejector Ejector;
 
 /* The daemon: the event loop, the bus, the configuration, and the namespaces it owns. */
 typedef struct Manager {
@@ -44,29 +47,29 @@ typedef struct Manager {
         HostChanges startup_changes; /* what this start changed on the host, until it serves */
         bool registry_created;   /* this start created the registry (until it serves) */
 
-        Hashmap *namespaces;     /* user name → Namespace */
-        IdMap *namespaces_by_uid; /* uid_key(uid) → Namespace */
+        NamespaceSet namespaces; /* every namespace, and what they share (namespace.h) */
 
         Builder *builder;        /* builds views, pins them, reads mount tables (builder.c) */
         ChildSet *children;      /* killable mount-work children (child.c) */
         OpQueue *host_ops;       /* operations on the host, one at a time */
-        ViewJob *jobs_waiting;   /* view operations waiting for a free slot (view-job.c) */
-        unsigned jobs_running;
+        ViewJobs *jobs;          /* runs view operations in killable children (view-job.c) */
 
         BusRequest *requests;    /* method calls in flight (bus-request.c) */
         void (*bus_done)(struct Manager *m);/* the bus glue's teardown, once the work in flight is answered */
         PrivateServer *private_server; /* the private socket for logins (private-bus.c), NULL if not listening */
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
-        bool exiting;            /* manager_free() runs: nothing new starts */
         IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
         MountEvents *mount_events;       /* subscribers' signals, ReleaseWithHost= (mount-events.c) */
+        const MountEventsBus *mount_events_bus; /* what the bus glue does for them (mount-events-dbus.c) */
+        Ejector *ejector;                /* Eject(), ReleaseWithHost= (eject.c) */
 } Manager;
 
-/* A uid as the key of an IdMap: 0 is no key there, and uid 0 is root's. */
-static inline uint64_t uid_key(uid_t uid) {
-        return (uint64_t) uid + 1;
+/* The Manager of a namespace still in its set (NULL once dropped): for the bus glue, whose
+ * Namespace objects' methods are given the Namespace. */
+static inline Manager *manager_of_namespace(Namespace *ns) {
+        return ns->set ? (Manager *) ((char *) ns->set - offsetof(Manager, namespaces)) : NULL;
 }
 
 int manager_new(Manager **ret);

@@ -5,8 +5,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "child.h"
+#include "eject.h"
 #include "macros.h"
-#include "manager.h"
+#include "namespace.h"
 
 /* Mounts attached and detached in the views someone watches, and in the host, as the
  * MountsChanged and HostMountsChanged signals (mount-events-dbus.c sends them and keeps the
@@ -53,10 +55,24 @@ typedef struct MountChange {
 
 typedef struct MountEvents MountEvents;
 
+/* What the bus glue does for mount events (mount-events-dbus.c): sends the signals (ns NULL:
+ * the host's), ends the subscriptions of a view that is gone, and every subscription when
+ * mount events end. */
+typedef struct MountEventsBus {
+        void (*emit)(Namespace *ns, const MountChange *attached, size_t n_attached, const uint64_t *detached,
+                     size_t n_detached, void *userdata);
+        void (*namespace_gone)(Namespace *ns, void *userdata);
+        void (*done)(void *userdata);
+} MountEventsBus;
+
 /* Chooses how changes are seen (fanotify, else poll; the environment variable
  * NSM_MOUNT_EVENTS=poll|none chooses for tests) and, with ReleaseWithHost=yes, starts
- * watching the host's unmounts. */
-int mount_events_new(Manager *m, MountEvents **ret);
+ * watching the host's unmounts. It listens to 'namespaces' for new views and those that go;
+ * ReleaseWithHost= detaches through 'ejector'. All of them are the owner's and outlive it. */
+int mount_events_new(NamespaceSet *namespaces, ChildSet *children, Ejector *ejector, const MountEventsBus *bus,
+                     void *bus_userdata, MountEvents **ret);
+/* At exit, before the children go: no new read of a table starts. */
+void mount_events_shutdown(MountEvents *e);
 MountEvents *mount_events_free(MountEvents *e);
 MountEventsMode mount_events_mode(const MountEvents *e);
 
@@ -72,12 +88,3 @@ typedef void (*MountEventsReadyFunc)(void *userdata);
 int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata);
 void mount_events_unwatch(MountEvents *e, Namespace *ns);
 
-/* Hooks: a namespace became ready / is being dropped (its watches are gone with it). */
-void mount_events_namespace_ready(MountEvents *e, Namespace *ns);
-void mount_events_namespace_gone(MountEvents *e, Namespace *ns);
-
-/* Eject() detached every mount of 'dev': the host's unmount of it needs no release. */
-void mount_events_ejected(MountEvents *e, dev_t dev);
-/* Whether Eject() detached every mount of 'dev' since its last host mount came (then a release
- * has nothing to do); forgets it. */
-bool mount_events_consume_ejected(MountEvents *e, dev_t dev);

@@ -93,9 +93,11 @@ static void unref_namespace(void *p) {
 }
 
 static int run_on_namespace(sd_bus_message *message, Namespace *ns, sd_bus_error *error, BusRequestStep step) {
-        if (!ns->manager || !ns->ready)
+        Manager *m = manager_of_namespace(ns);
+
+        if (!m || !ns->ready)
                 return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' is gone.", ns->name);
-        return bus_request_run_with(message, ns->manager, error, step, namespace_ref(ns), unref_namespace);
+        return bus_request_run_with(message, m, error, step, namespace_ref(ns), unref_namespace);
 }
 
 static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -193,7 +195,7 @@ static int namespace_node_enumerator(sd_bus *bus, const char *path, void *userda
 
         if (!l)
                 return -ENOMEM;
-        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);) {
                 _cleanup_free_ char *p = NULL;
                 if (!ns->ready)
                         continue;
@@ -205,6 +207,45 @@ static int namespace_node_enumerator(sd_bus *bus, const char *path, void *userda
         return 1;
 }
 
+/* ---- signals ---- */
+
+/* Best effort, as before: a signal that cannot be sent is not worth a failed call. */
+static void send_signal(Manager *m, Namespace *ns, const char *member) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!m->bus)
+                return;
+        path = namespace_bus_path(ns);
+        if (path)
+                (void) sd_bus_emit_signal(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, member, "so", ns->name, path);
+}
+
+static void on_namespace_ready(Namespace *ns, void *userdata) {
+        send_signal(userdata, ns, "NamespaceNew");
+}
+
+static void on_namespace_removed(Namespace *ns, void *userdata) {
+        send_signal(userdata, ns, "NamespaceRemoved");
+}
+
+static void on_namespace_changed(Namespace *ns, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ char *path = NULL;
+
+        if (!m->bus || !ns->ready)
+                return;
+        path = namespace_bus_path(ns);
+        if (path)
+                (void) sd_bus_emit_properties_changed(m->bus, path, NSM_NAMESPACE_INTERFACE, "State", "Sessions", "Linger",
+                                                      NULL);
+}
+
+static const NamespaceListener namespace_listener = {
+        .ready = on_namespace_ready,
+        .changed = on_namespace_changed,
+        .removed = on_namespace_removed,
+};
+
 int namespace_dbus_register(Manager *m, sd_bus *bus) {
         int r;
 
@@ -215,39 +256,9 @@ int namespace_dbus_register(Manager *m, sd_bus *bus) {
         r = sd_bus_add_node_enumerator(bus, NULL, NSM_NAMESPACE_PATH_PREFIX, namespace_node_enumerator, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the Namespace enumerator: %m");
+        r = namespace_set_listen(&m->namespaces, &namespace_listener, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to listen to the namespaces: %m");
         return 0;
 }
 
-/* ---- signals ---- */
-
-static int send_signal(Namespace *ns, const char *member) {
-        Manager *m = ns->manager;
-        _cleanup_free_ char *path = NULL;
-
-        if (!m || !m->bus)
-                return 0;
-        path = namespace_bus_path(ns);
-        if (!path)
-                return -ENOMEM;
-        return sd_bus_emit_signal(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, member, "so", ns->name, path);
-}
-
-int namespace_dbus_send_new(Namespace *ns) {
-        return send_signal(ns, "NamespaceNew");
-}
-
-int namespace_dbus_send_removed(Namespace *ns) {
-        return send_signal(ns, "NamespaceRemoved");
-}
-
-int namespace_dbus_send_changed(Namespace *ns) {
-        Manager *m = ns->manager;
-        _cleanup_free_ char *path = NULL;
-
-        if (!m || !m->bus || !ns->ready)
-                return 0;
-        path = namespace_bus_path(ns);
-        if (!path)
-                return -ENOMEM;
-        return sd_bus_emit_properties_changed(m->bus, path, NSM_NAMESPACE_INTERFACE, "State", "Sessions", "Linger", NULL);
-}

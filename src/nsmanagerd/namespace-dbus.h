@@ -8,15 +8,13 @@
 #include "namespace.h"
 
 /* The Namespace objects on the bus (their paths: bus-path.h). */
+/* Adds the Namespace objects to 'bus', and listens to the Manager's namespaces for the
+ * NamespaceNew and NamespaceRemoved signals, and the objects' PropertiesChanged. */
 int namespace_dbus_register(Manager *m, sd_bus *bus);
 /* The Namespace object at 'path' (sd-bus's object find function; userdata: the Manager): for
  * every vtable of the Namespace interface. */
 int namespace_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
                           sd_bus_error *error);
-
-int namespace_dbus_send_new(Namespace *ns);
-int namespace_dbus_send_removed(Namespace *ns);
-int namespace_dbus_send_changed(Namespace *ns);
 
 /* RemoveNamespace's step once the namespace is found: the Manager's method (by name) and the
  * Namespace object's Remove() share it. */

@@ -4,42 +4,11 @@
 
 #include "fd-store.h"
 #include "log.h"
-#include "namespace-dbus.h"
 #include "namespace-session.h"
 #include "namespace-state.h"
 #include "process-util.h"
 
 /* A namespace's sessions and their leader processes (namespace-session.h). */
-
-Session *session_free(Session *s) {
-        if (!s)
-                return NULL;
-        sd_event_source_disable_unref(s->fd_source);
-        safe_close(s->fd);
-        sd_event_source_disable_unref(s->pidfd_source);
-        safe_close(s->pidfd);
-        free(s->id);
-        free(s->fdname);
-        free(s);
-        return NULL;
-}
-
-Session *session_new(const char *id) {
-        Session *s = calloc(1, sizeof(Session));
-
-        if (!s)
-                return NULL;
-        *s = (Session) { .id = strdup(id), .fd = -EBADF, .pidfd = -EBADF };
-        return s->id ? s : session_free(s);
-}
-
-void namespace_free_sessions(Namespace *ns) {
-        while (ns->sessions) {
-                Session *s = ns->sessions;
-                ns->sessions = s->next;
-                session_free(s);
-        }
-}
 
 static int session_leader_exited(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 static int session_fd_closed(sd_event_source *s, int fd, uint32_t revents, void *userdata);
@@ -54,7 +23,7 @@ static int session_fd_closed(sd_event_source *s, int fd, uint32_t revents, void 
 /* Watches the pipe's read end: no events asked for, EPOLLHUP comes anyway once the last
  * writer is gone; what a writer might write is never read (as logind's session FIFO). */
 static int session_watch_fd(Namespace *ns, Session *s) {
-        return sd_event_add_io(ns->manager->event, &s->fd_source, s->fd, EPOLLET, session_fd_closed, ns);
+        return sd_event_add_io(ns->set->event, &s->fd_source, s->fd, EPOLLET, session_fd_closed, ns);
 }
 
 /* Watches the leader with a pidfd, where the session has no fd. With 'verify', only if the
@@ -71,7 +40,7 @@ static int session_watch_leader(Namespace *ns, Session *s, bool verify) {
                 s->pidfd = safe_close(s->pidfd);
                 return -ESRCH;
         }
-        return sd_event_add_io(ns->manager->event, &s->pidfd_source, s->pidfd, EPOLLIN | EPOLLET, session_leader_exited,
+        return sd_event_add_io(ns->set->event, &s->pidfd_source, s->pidfd, EPOLLIN | EPOLLET, session_leader_exited,
                                ns);
 }
 
@@ -79,19 +48,19 @@ static int namespace_stop_timer_fired(sd_event_source *s, uint64_t usec, void *u
         Namespace *ns = userdata;
 
         ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
-        if (ns->sessions || ns->linger || !ns->manager)
+        if (ns->sessions || ns->linger || !ns->set)
                 return 0;
-        return namespace_remove(ns, manager_deadline(ns->manager), NULL, NULL);
+        return namespace_remove(ns, namespace_set_deadline(ns->set), NULL, NULL);
 }
 
 /* The caller tells the bus (State is "closing" now), once with whatever else it changed. */
 void namespace_maybe_schedule_stop(Namespace *ns) {
-        Manager *m = ns->manager;
+        NamespaceSet *m = ns->set;
         int r;
 
         if (!m || ns->sessions || ns->linger || ns->stop_timer)
                 return;
-        r = sd_event_add_time_relative(m->event, &ns->stop_timer, CLOCK_MONOTONIC, m->config.stop_delay_usec,
+        r = sd_event_add_time_relative(m->event, &ns->stop_timer, CLOCK_MONOTONIC, m->config->stop_delay_usec,
                                        10 * USEC_PER_MSEC, namespace_stop_timer_fired, ns);
         if (r < 0)
                 log_warning_errno(r, "Failed to arm the stop timer of '%s', keeping it: %m", ns->name);
@@ -99,15 +68,6 @@ void namespace_maybe_schedule_stop(Namespace *ns) {
 
 static void namespace_cancel_stop(Namespace *ns) {
         ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
-}
-
-bool valid_session_id(const char *id) {
-        if (!id || !*id || strlen(id) > SESSION_ID_MAX)
-                return false;
-        for (const unsigned char *c = (const unsigned char *) id; *c; c++)
-                if (*c <= ' ' || *c == ':' || *c >= 127)
-                        return false;
-        return true;
 }
 
 bool namespace_session_id_seen(Namespace *ns, const Session *before) {
@@ -165,7 +125,7 @@ int namespace_add_session(Namespace *ns, const char *id, pid_t leader, int *ret_
         ns->sessions = s;
         namespace_save_or_warn(ns);
         if (!known)
-                (void) namespace_dbus_send_changed(ns);
+                namespace_notify_changed(ns);
         *ret_fd = TAKE_FD(write_fd);
         return 0;
 }
@@ -175,7 +135,7 @@ static void namespace_session_removed(Namespace *ns, const char *id) {
         namespace_save_or_warn(ns);
         namespace_maybe_schedule_stop(ns);
         if (!namespace_has_session(ns, id))
-                (void) namespace_dbus_send_changed(ns);
+                namespace_notify_changed(ns);
 }
 
 static void namespace_end_session(Namespace *ns, Session *s) {
@@ -254,16 +214,16 @@ int namespace_set_linger(Namespace *ns, bool b) {
         namespace_save_or_warn(ns);
         if (!b)
                 namespace_maybe_schedule_stop(ns);
-        (void) namespace_dbus_send_changed(ns);
+        namespace_notify_changed(ns);
         return 0;
 }
 
-void namespace_watch_loaded_sessions(Namespace *ns) {
+void namespace_watch_loaded_sessions(Namespace *ns, StoredFds *stored_fds) {
         for (Session **p = &ns->sessions; *p;) {
                 Session *s = *p;
                 int r;
 
-                s->fd = stored_fds_take(ns->manager->stored_fds, s->fdname);
+                s->fd = stored_fds_take(stored_fds, s->fdname);
                 if (s->fd >= 0) {
                         r = session_watch_fd(ns, s);
                         if (r >= 0) {

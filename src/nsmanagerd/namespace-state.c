@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "fd-store.h"
 #include "log.h"
-#include "namespace-session.h"
 #include "namespace-state.h"
 #include "path-util.h"
 #include "strv.h"
-#include "user-util.h"
 
 static int write_records(FILE *f, Namespace *ns) {
         for (Session *s = ns->sessions; s; s = s->next)
@@ -36,15 +34,15 @@ static int write_records(FILE *f, Namespace *ns) {
 }
 
 int namespace_save(Namespace *ns) {
-        Manager *m = ns->manager;
+        NamespaceSet *s = ns->set;
         _cleanup_free_ char *path = NULL, *buf = NULL;
         size_t size = 0;
         FILE *f;
         int r;
 
-        if (!m)
+        if (!s)
                 return 0;
-        path = state_dir_namespace_file(&m->state, ns->name);
+        path = state_dir_namespace_file(s->state, ns->name);
         f = open_memstream(&buf, &size);
         if (!path || !f) {
                 if (f)
@@ -61,13 +59,46 @@ int namespace_save(Namespace *ns) {
                 r = -ENOMEM;
         if (r < 0)
                 return r;
-        return state_dir_write_file(&m->state, path, buf, size);
+        return state_dir_write_file(s->state, path, buf, size);
 }
 
 void namespace_save_or_warn(Namespace *ns) {
         int r = namespace_save(ns);
         if (r < 0)
                 log_warning_errno(r, "Failed to save the state of '%s', ignoring: %m", ns->name);
+}
+
+void namespace_note_view_op(Namespace *ns, const ViewOp *op, const ViewOpResult *res, const char *what) {
+        int r = 0;
+
+        if (res->n_mounts > 0)
+                ns->n_mounts = res->n_mounts;
+        for (uint32_t i = 0; i < MIN(res->n_gone, (uint32_t) VIEW_OP_MOUNTS_MAX); i++)
+                namespace_forget_mount(ns, res->gone[i]);
+        switch (op->type) {
+        case VIEW_OP_BIND:
+                r = namespace_record_bind(ns, res->mounted, op->path, op->caller != NULL, res->replaced);
+                break;
+        case VIEW_OP_UNMOUNT:
+                namespace_forget_mount(ns, res->replaced);
+                break;
+        case VIEW_OP_SET_PROPAGATION:
+                r = namespace_record_choice(ns, op->path, propagation_mode_to_string(op->mode), op->recursive);
+                break;
+        case VIEW_OP_JOIN:
+                if (op->join == JOIN_SLAVE)
+                        r = namespace_record_choice(ns, op->path, "slave", false);
+                else {
+                        namespace_clear_choice(ns, op->path);
+                        r = namespace_set_pending_join(ns, op->path, false);
+                }
+                break;
+        default:
+                return;
+        }
+        if (r < 0)
+                log_warning_errno(r, "%s: failed to record it in the state of '%s', ignoring: %m", what, ns->name);
+        namespace_save_or_warn(ns);
 }
 
 /* Reading it back: a restart, or the fuzzer. */
@@ -185,43 +216,5 @@ int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions) {
                 if (r == -ENOMEM)
                         return r;
         }
-        return 0;
-}
-
-int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret) {
-        _cleanup_free_ char *path = state_dir_namespace_file(&m->state, name);
-        _cleanup_(user_record_done) UserRecord u = {};
-        _cleanup_fclose_ FILE *f = NULL;
-        bool had_sessions = false;
-        Namespace *ns;
-        int r;
-
-        if (!path)
-                return -ENOMEM;
-        f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        r = user_record_by_name(name, &u);
-        if (r < 0)
-                return r;
-        r = namespace_new(m, &u, &ns);
-        if (r < 0)
-                return r;
-        r = namespace_set_fd(ns, mntns_fd);
-        if (r >= 0)
-                r = namespace_parse_state(ns, f, &had_sessions);
-        if (r >= 0)
-                namespace_watch_loaded_sessions(ns);
-        if (r < 0) {
-                ns->mntns_fd = -EBADF;   /* the caller's still */
-                namespace_drop(ns);
-                return r;
-        }
-        ns->ready = true;
-        namespace_save_or_warn(ns);
-        /* Sessions that all ended while we were away: the stop delay starts now. */
-        if (had_sessions)
-                namespace_maybe_schedule_stop(ns);
-        *ret = ns;
         return 0;
 }

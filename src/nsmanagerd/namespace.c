@@ -5,17 +5,12 @@
 #include "builder.h"
 #include "fd-store.h"
 #include "log.h"
-#include "mount-events.h"
-#include "namespace-dbus.h"
-#include "namespace-session.h"
-#include "namespace-state.h"
 #include "namespace.h"
 #include "path-util.h"
 #include "registry.h"
 #include "string-table.h"
 #include "strv.h"
 #include "time-util.h"
-#include "view-job.h"
 
 static const char *const namespace_state_table[_NAMESPACE_STATE_MAX] = {
         [NAMESPACE_ACTIVE] = "active",
@@ -27,7 +22,7 @@ DEFINE_STRING_TABLE_LOOKUP(namespace_state, NamespaceState);
 
 char *namespace_root(Namespace *ns) {
         char *p = NULL;
-        if (!ns->manager || asprintf(&p, "%s/%s", ns->manager->config.subtree_root, ns->name) < 0)
+        if (!ns->set || asprintf(&p, "%s/%s", ns->set->config->subtree_root, ns->name) < 0)
                 return NULL;
         return p;
 }
@@ -40,9 +35,85 @@ NamespaceState namespace_get_state(Namespace *ns) {
         return NAMESPACE_ACTIVE;
 }
 
+/* ---- the set ---- */
+
+int namespace_set_init(NamespaceSet *s, sd_event *event, const ManagerConfig *config, const StateDir *state) {
+        *s = (NamespaceSet) { .event = event, .config = config, .state = state };
+        s->by_name = hashmap_new();
+        s->by_uid = id_map_new();
+        return s->by_name && s->by_uid ? 0 : -ENOMEM;
+}
+
+void namespace_set_done(NamespaceSet *s) {
+        _cleanup_(nsm_error_done) NsmError why = {};
+        _cleanup_free_ Namespace **list = NULL;
+        size_t n = 0;
+        Namespace *ns;
+
+        if (!s->by_name)
+                return;
+        /* Dropped from a copy of the list: each drop changes the map. */
+        list = calloc(hashmap_size(s->by_name) + 1, sizeof(Namespace *));
+        if (list) {
+                for (HashmapIterator i = {}; hashmap_iterate(s->by_name, &i, (void **) &ns, NULL);)
+                        list[n++] = ns;
+                (void) nsm_error_set(&why, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                for (size_t i = 0; i < n; i++)
+                        namespace_drop_with(list[i], &why);
+        } else
+                log_oom();
+        s->by_name = hashmap_free(s->by_name);
+        s->by_uid = id_map_free(s->by_uid);
+}
+
+int namespace_set_listen(NamespaceSet *s, const NamespaceListener *l, void *userdata) {
+        for (size_t i = 0; i < NAMESPACE_LISTENERS_MAX; i++)
+                if (!s->listeners[i].l) {
+                        s->listeners[i].l = l;
+                        s->listeners[i].userdata = userdata;
+                        return 0;
+                }
+        return -ENOSPC;
+}
+
+void namespace_set_unlisten(NamespaceSet *s, const NamespaceListener *l, void *userdata) {
+        for (size_t i = 0; i < NAMESPACE_LISTENERS_MAX; i++)
+                if (s->listeners[i].l == l && s->listeners[i].userdata == userdata)
+                        s->listeners[i].l = NULL;
+}
+
+Namespace *namespace_set_get(NamespaceSet *s, const char *name) {
+        return name ? hashmap_get(s->by_name, name) : NULL;
+}
+
+Namespace *namespace_set_get_by_uid(NamespaceSet *s, uid_t uid) {
+        return id_map_get(s->by_uid, uid_key(uid));
+}
+
+uint64_t namespace_set_deadline(const NamespaceSet *s) {
+        return now_usec(CLOCK_MONOTONIC) + s->config->operation_timeout_usec;
+}
+
+/* The listeners' 'which' of ns, in the order they listened. */
+#define NOTIFY(ns, which)                                                                  \
+        do {                                                                               \
+                NamespaceSet *_s = (ns)->set;                                              \
+                for (size_t _i = 0; _s && _i < NAMESPACE_LISTENERS_MAX; _i++)              \
+                        if (_s->listeners[_i].l && _s->listeners[_i].l->which)             \
+                                _s->listeners[_i].l->which((ns), _s->listeners[_i].userdata); \
+        } while (0)
+
+void namespace_notify_ready(Namespace *ns) {
+        NOTIFY(ns, ready);
+}
+
+void namespace_notify_changed(Namespace *ns) {
+        NOTIFY(ns, changed);
+}
+
 /* ---- the object ---- */
 
-int namespace_new(Manager *m, const UserRecord *u, Namespace **ret) {
+int namespace_new(NamespaceSet *set, const UserRecord *u, Namespace **ret) {
         _cleanup_(namespace_unrefp) Namespace *ns = calloc(1, sizeof(Namespace));
         int r;
 
@@ -55,25 +126,64 @@ int namespace_new(Manager *m, const UserRecord *u, Namespace **ret) {
         ns->name = strdup(u->name);
         ns->home = strdup(u->home ?: "/");
         ns->shell = strdup(u->shell ?: "/bin/sh");
-        ns->ops = op_queue_new(m->event);
+        ns->ops = op_queue_new(set->event);
         if (!ns->name || !ns->home || !ns->shell || !ns->ops)
                 return -ENOMEM;
 
-        r = hashmap_put(m->namespaces, ns->name, ns);
+        r = hashmap_put(set->by_name, ns->name, ns);
         if (r < 0)
                 return r;
-        if (id_map_get(m->namespaces_by_uid, uid_key(ns->uid)))
+        if (id_map_get(set->by_uid, uid_key(ns->uid)))
                 r = -EEXIST;   /* one view per user: another name of the same uid has it */
         else
-                r = id_map_put(m->namespaces_by_uid, uid_key(ns->uid), ns);
+                r = id_map_put(set->by_uid, uid_key(ns->uid), ns);
         if (r < 0) {
-                hashmap_remove(m->namespaces, ns->name);
+                hashmap_remove(set->by_name, ns->name);
                 return r;
         }
-        /* The Manager's reference is the one we were created with. */
-        ns->manager = m;
+        /* The set's reference is the one we were created with. */
+        ns->set = set;
         *ret = TAKE_PTR(ns);
         return 0;
+}
+
+Session *session_free(Session *s) {
+        if (!s)
+                return NULL;
+        sd_event_source_disable_unref(s->fd_source);
+        safe_close(s->fd);
+        sd_event_source_disable_unref(s->pidfd_source);
+        safe_close(s->pidfd);
+        free(s->id);
+        free(s->fdname);
+        free(s);
+        return NULL;
+}
+
+Session *session_new(const char *id) {
+        Session *s = calloc(1, sizeof(Session));
+
+        if (!s)
+                return NULL;
+        *s = (Session) { .id = strdup(id), .fd = -EBADF, .pidfd = -EBADF };
+        return s->id ? s : session_free(s);
+}
+
+bool valid_session_id(const char *id) {
+        if (!id || !*id || strlen(id) > SESSION_ID_MAX)
+                return false;
+        for (const unsigned char *c = (const unsigned char *) id; *c; c++)
+                if (*c <= ' ' || *c == ':' || *c >= 127)
+                        return false;
+        return true;
+}
+
+void namespace_free_sessions(Namespace *ns) {
+        while (ns->sessions) {
+                Session *s = ns->sessions;
+                ns->sessions = s->next;
+                session_free(s);
+        }
 }
 
 static void namespace_free_records(Namespace *ns) {
@@ -118,7 +228,7 @@ Namespace *namespace_unref(Namespace *ns) {
         return NULL;
 }
 
-static void namespace_notify_waiters(Namespace *ns, const NsmError *error) {
+void namespace_notify_waiters(Namespace *ns, const NsmError *error) {
         NamespaceWaiter *w = TAKE_PTR(ns->waiters);
 
         while (w) {
@@ -130,23 +240,23 @@ static void namespace_notify_waiters(Namespace *ns, const NsmError *error) {
 }
 
 void namespace_drop_with(Namespace *ns, const NsmError *why) {
-        Manager *m = ns->manager;
+        NamespaceSet *s = ns->set;
 
-        if (!m)
+        if (!s)
                 return;
         namespace_ref(ns);
-        mount_events_namespace_gone(m->mount_events, ns);
-        if (hashmap_get(m->namespaces, ns->name) == ns)
-                hashmap_remove(m->namespaces, ns->name);
-        if (id_map_get(m->namespaces_by_uid, uid_key(ns->uid)) == ns)
-                (void) id_map_remove(m->namespaces_by_uid, uid_key(ns->uid));
-        ns->manager = NULL;
+        NOTIFY(ns, gone);
+        if (hashmap_get(s->by_name, ns->name) == ns)
+                hashmap_remove(s->by_name, ns->name);
+        if (id_map_get(s->by_uid, uid_key(ns->uid)) == ns)
+                (void) id_map_remove(s->by_uid, uid_key(ns->uid));
+        ns->set = NULL;
         ns->stop_timer = sd_event_source_disable_unref(ns->stop_timer);
         namespace_free_sessions(ns);
         /* What still waits for it learns that it is gone. */
         ns->ops = op_queue_free_with(ns->ops, why);
         namespace_notify_waiters(ns, why);
-        namespace_unref(ns);   /* the Manager's */
+        namespace_unref(ns);   /* the set's */
         namespace_unref(ns);
 }
 
@@ -176,106 +286,6 @@ int namespace_wait_ready(Namespace *ns, NamespaceReadyFunc callback, void *userd
         return 0;
 }
 
-/* ---- building ---- */
-
-typedef struct BuildContext {
-        Namespace *ns;
-        uint64_t deadline;
-        ViewPolicy policy;
-        UserRecord user;
-        char *pin_name;
-} BuildContext;
-
-static void build_context_free(BuildContext *c) {
-        namespace_unref(c->ns);
-        view_policy_done(&c->policy);
-        free(c->user.name);
-        free(c->user.home);
-        free(c->user.shell);
-        free(c->pin_name);
-        free(c);
-}
-
-static void on_unpinned_after_failure(BuilderReply *reply, void *userdata) {
-        char *name = userdata;
-        if (reply->error)
-                log_warning("Failed to unpin the half-built namespace of '%s', ignoring (the next start cleans it up): %s",
-                            name, nsm_error_message(reply->error));
-        free(name);
-}
-
-/* A view that failed after it was pinned: unpin it, remove its mount point directory. Nobody
- * had it yet, so nothing else is left. */
-static void namespace_undo_build(Manager *m, const char *name) {
-        _cleanup_free_ char *root = NULL;
-        char *copy = strdup(name);
-
-        if (copy && builder_unpin(m->builder, name, manager_deadline(m), on_unpinned_after_failure, copy) < 0)
-                free(copy);
-        if (asprintf(&root, "%s/%s", m->config.subtree_root, name) >= 0)
-                (void) rmdir(root);
-}
-
-/* The build ends: 'error' says why it failed (NULL: it succeeded). */
-static void build_finish(BuildContext *c, const NsmError *error) {
-        _cleanup_(nsm_error_done) NsmError saving = {};
-        Namespace *ns = c->ns;
-        Manager *m = ns->manager;
-        int r;
-
-        if (!error && m) {
-                ns->timestamp = now_usec(CLOCK_REALTIME);
-                r = namespace_save(ns);
-                if (r < 0) {
-                        (void) nsm_error_set_errnof(&saving, r, "Failed to save the state of '%s': %m.", ns->name);
-                        error = &saving;
-                }
-        }
-        if (error) {
-                /* Logged once, here, where it is handled; the callers get the sentence. */
-                log_error("%s", nsm_error_message(error));
-                if (m && ns->mntns_fd >= 0)
-                        namespace_undo_build(m, ns->name);
-                namespace_notify_waiters(ns, error);
-                namespace_drop(ns);
-        } else if (m) {
-                ns->ready = true;
-                log_info("Created the mount namespace of '%s' (mnt:[%" PRIu64 "]).", ns->name, ns->mntns_inode);
-                (void) namespace_dbus_send_new(ns);
-                mount_events_namespace_ready(m->mount_events, ns);
-                namespace_notify_waiters(ns, NULL);
-        }
-        build_context_free(c);
-}
-
-/* The same for a failure of the daemon's own part (NSM_ERROR_SYSTEM, errno 'r'). */
-static void build_fail(BuildContext *c, int r, const char *message) {
-        _cleanup_(nsm_error_done) NsmError e = {};
-
-        (void) nsm_error_set(&e, NSM_ERROR_SYSTEM, r, message);
-        build_finish(c, &e);
-}
-
-static void on_policy_applied(const NsmError *error, const ViewOpResult *res, void *userdata) {
-        BuildContext *c = userdata;
-        Namespace *ns = c->ns;
-        _cleanup_(nsm_error_done) NsmError e = {};
-        _cleanup_free_ char *why = NULL;
-
-        if (error) {
-                /* Named by the child that applied it; the stage said in front. */
-                if (asprintf(&why, "Failed to build the view of '%s' while applying the [View] policy: %s", ns->name,
-                             nsm_error_message(error)) < 0)
-                        why = NULL;
-                (void) nsm_error_set(&e, error->code, error->errno_value, why ?: nsm_error_message(error));
-                build_finish(c, &e);
-                return;
-        }
-        ns->policy_mounts = res->n_policy_mounts ? memdup(res->policy_mounts, res->n_policy_mounts * sizeof(MountId)) : NULL;
-        ns->n_policy_mounts = ns->policy_mounts ? res->n_policy_mounts : 0;
-        build_finish(c, NULL);
-}
-
 int namespace_set_fd(Namespace *ns, int fd) {
         struct stat st;
         if (fstat(fd, &st) < 0)
@@ -287,94 +297,10 @@ int namespace_set_fd(Namespace *ns, int fd) {
         return 0;
 }
 
-static void on_view_built(BuilderReply *reply, void *userdata) {
-        BuildContext *c = userdata;
-        Namespace *ns = c->ns;
-        int r;
-
-        if (reply->error) {
-                build_finish(c, reply->error);
-                return;
-        }
-        if (reply->fd < 0) {
-                build_fail(c, -EPROTO, "The view builder answered without the namespace.");
-                return;
-        }
-        ns->n_mounts = (uint32_t) reply->result;
-        r = namespace_set_fd(ns, TAKE_FD(reply->fd));
-        if (r < 0) {
-                build_fail(c, r, "Failed to take the namespace from the builder.");
-                return;
-        }
-        if (!ns->manager) {
-                _cleanup_(nsm_error_done) NsmError e = {};
-                (void) nsm_error_setf(&e, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' was removed while it was "
-                                      "being built.", ns->name);
-                build_finish(c, &e);
-                return;
-        }
-        if (view_policy_is_empty(&c->policy)) {
-                build_finish(c, NULL);
-                return;
-        }
-        /* The policy looks up paths a user controls (their home, a dead NFS server): in a
-         * killable child with the same deadline, never in the builder. */
-        ViewOp op = { .type = VIEW_OP_APPLY_POLICY, .path = "/", .policy = &c->policy, .user = &c->user };
-        r = view_job_queue(ns->manager, ns, &op, NULL, ns->uid, c->deadline, on_policy_applied, c);
-        if (r < 0)
-                build_fail(c, r, "Failed to start applying the [View] policy.");
-}
-
-int namespace_build(Namespace *ns, uint64_t deadline) {
-        Manager *m = ns->manager;
-        _cleanup_strv_free_ char **groups = NULL, **with_files = NULL;
-        _cleanup_free_ char *why = NULL;
-        BuildContext *c;
-        int r;
-
-        c = calloc(1, sizeof(BuildContext));
-        if (!c)
-                return -ENOMEM;
-        c->ns = namespace_ref(ns);
-        c->deadline = deadline;
-        c->user = (UserRecord) { .name = strdup(ns->name), .uid = ns->uid, .gid = ns->gid, .home = strdup(ns->home),
-                                 .shell = strdup(ns->shell) };
-        if (!c->user.name || !c->user.home || !c->user.shell) {
-                build_context_free(c);
-                return -ENOMEM;
-        }
-
-        /* The user's groups matter only to the groups that have a policy file. Where none has,
-         * they are not looked up: NSS's initgroups asks every source of groups (it reads all
-         * of /etc/group, then asks systemd-userdb), which can cost more than building the view. */
-        r = view_policy_groups_with_files(&m->config, &with_files);
-        if (r >= 0 && with_files)
-                r = user_group_names(ns->name, ns->gid, &groups);
-        if (r >= 0)
-                r = view_policy_load(&m->config, ns->name, groups, &c->policy);
-        if (r < 0) {
-                if (asprintf(&why, "Failed to find the [View] policy of '%s': %s", ns->name, strerror(-r)) < 0)
-                        why = NULL;
-                build_fail(c, r, why);
-                return 0;
-        }
-
-        ViewSpec spec = {
-                .name = ns->name,
-                .subtree_root = m->config.subtree_root,
-                .shared_subtrees = m->config.shared_subtrees,
-                .propagation = m->config.view_propagation,
-        };
-        r = builder_build(m->builder, &spec, deadline, on_view_built, c);
-        if (r < 0)
-                build_fail(c, r, "Failed to ask the view builder.");
-        return 0;
-}
-
 /* ---- removing ---- */
 
 typedef struct RemoveContext {
-        Manager *manager;
+        NamespaceSet *set;
         char *name;
         void (*done)(const NsmError *error, void *userdata);
         void *userdata;
@@ -382,8 +308,8 @@ typedef struct RemoveContext {
 
 static void on_unpinned(BuilderReply *reply, void *userdata) {
         RemoveContext *c = userdata;
-        Manager *m = c->manager;
-        _cleanup_free_ char *state = state_dir_namespace_file(&m->state, c->name), *root = NULL;
+        NamespaceSet *s = c->set;
+        _cleanup_free_ char *state = state_dir_namespace_file(s->state, c->name), *root = NULL;
 
         if (reply->error && reply->error->code == NSM_ERROR_SYSTEM && reply->error->errno_value == ESHUTDOWN)
                 log_info("Removing the namespace of '%s' is left to the next start.", c->name);
@@ -393,7 +319,7 @@ static void on_unpinned(BuilderReply *reply, void *userdata) {
                 if (state && unlink(state) < 0 && errno != ENOENT)
                         log_warning_errno(errno, "Failed to remove '%s', ignoring: %m", state);
                 /* Only the empty mount point directory is left on the host; a non-empty one is not ours. */
-                if (asprintf(&root, "%s/%s", m->config.subtree_root, c->name) >= 0)
+                if (asprintf(&root, "%s/%s", s->config->subtree_root, c->name) >= 0)
                         (void) rmdir(root);
                 log_info("Removed the mount namespace of '%s'.", c->name);
         }
@@ -405,34 +331,56 @@ static void on_unpinned(BuilderReply *reply, void *userdata) {
 
 int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(const NsmError *error, void *userdata),
                      void *userdata) {
-        Manager *m = ns->manager;
+        NamespaceSet *s = ns->set;
         RemoveContext *c;
         int r;
 
-        if (!m)
+        if (!s)
                 return -ESTALE;
         c = calloc(1, sizeof(RemoveContext));
         if (!c)
                 return -ENOMEM;
-        *c = (RemoveContext) { .manager = m, .name = strdup(ns->name), .done = done, .userdata = userdata };
+        *c = (RemoveContext) { .set = s, .name = strdup(ns->name), .done = done, .userdata = userdata };
         if (!c->name) {
                 free(c);
                 return -ENOMEM;
         }
-        r = builder_unpin(m->builder, ns->name, deadline, on_unpinned, c);
+        r = builder_unpin(s->builder, ns->name, deadline, on_unpinned, c);
         if (r < 0) {
                 free(c->name);
                 free(c);
                 return r;
         }
-        for (Session *s = ns->sessions; s; s = s->next)
-                fd_store_remove(s->fdname);
-        (void) namespace_dbus_send_removed(ns);
+        for (Session *i = ns->sessions; i; i = i->next)
+                fd_store_remove(i->fdname);
+        NOTIFY(ns, removed);
         namespace_drop(ns);
         return 0;
 }
 
 /* ---- records ---- */
+
+int namespace_mount_ids(Namespace *ns, NamespaceMountIds *ret) {
+        NamespaceMountIds ids = {};
+
+        ids.own = calloc(ns->n_binds + 1, sizeof(MountId));
+        ids.binds = calloc(ns->n_binds + 1, sizeof(MountId));
+        ids.policy = ns->n_policy_mounts ? memdup(ns->policy_mounts, ns->n_policy_mounts * sizeof(MountId)) : NULL;
+        if (!ids.own || !ids.binds || (ns->n_policy_mounts && !ids.policy)) {
+                free(ids.own);
+                free(ids.binds);
+                free(ids.policy);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < ns->n_binds; i++) {
+                ids.binds[ids.n_binds++] = ns->binds[i].id;
+                if (ns->binds[i].for_user)
+                        ids.own[ids.n_own++] = ns->binds[i].id;
+        }
+        ids.n_policy = ns->n_policy_mounts;
+        *ret = ids;
+        return 0;
+}
 
 int namespace_record_bind(Namespace *ns, MountId id, const char *destination, bool for_user, MountId replaced) {
         BindRecord *b;
