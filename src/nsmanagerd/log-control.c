@@ -19,11 +19,15 @@
 #define LOG_CONTROL_PATH "/org/freedesktop/LogControl1"
 #define LOG_CONTROL_INTERFACE "org.freedesktop.LogControl1"
 
-/* 'creds': the owner's cache (the vtable's userdata). */
-static int check_root(BusCreds *creds, sd_bus_message *value, sd_bus_error *error) {
+/* A new value, as root alone may write it: the sender is the uid the bus driver authenticated
+ * ('creds': the owner's cache, the vtable's userdata). */
+static int read_value_as_root(BusCreds *creds, sd_bus_message *value, sd_bus_error *error, const char **ret) {
         uid_t uid;
         int r;
 
+        r = sd_bus_message_read(value, "s", ret);
+        if (r < 0)
+                return r;
         r = bus_creds_sender_uid(creds, value, &uid);
         if (r < 0)
                 return r;
@@ -43,11 +47,8 @@ static int property_set_level(sd_bus *bus, const char *path, const char *interfa
         const char *s;
         int level, r;
 
-        r = sd_bus_message_read(value, "s", &s);
+        r = read_value_as_root(userdata, value, error, &s);
         if (r < 0)
-                return r;
-        r = check_root(userdata, value, error);
-        if (r != 0)
                 return r;
         level = log_level_from_string(s);
         if (level < 0)
@@ -69,11 +70,8 @@ static int property_set_target(sd_bus *bus, const char *path, const char *interf
         const char *s;
         int r;
 
-        r = sd_bus_message_read(value, "s", &s);
+        r = read_value_as_root(userdata, value, error, &s);
         if (r < 0)
-                return r;
-        r = check_root(userdata, value, error);
-        if (r != 0)
                 return r;
         t = log_target_from_string(s);
         if (t < 0)

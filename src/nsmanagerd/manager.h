@@ -55,7 +55,7 @@ typedef struct Manager {
         ViewJobs *jobs;          /* runs view operations in killable children (view-job.c) */
 
         BusRequest *requests;    /* method calls in flight (bus-request.c) */
-        void (*bus_done)(struct Manager *m);/* the bus glue's teardown, once the work in flight is answered */
+        void (*bus_done)(struct Manager *m); /* the bus glue's teardown, once the work in flight is answered */
         PrivateServer *private_server; /* the private socket for logins (private-bus.c), NULL if not listening */
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
