@@ -4,17 +4,55 @@
 /* The watched views (mount-events-view.c): their changes collected and signalled, their tables
  * read inside their namespace when the kernel flags a change (poll mode), their first reads
  * waited for; the host's block devices tracked. mount-events.c (watching, the host's fanotify
- * events, ReleaseWithHost=) builds on it; the bus glue (mount-events-dbus.c) keeps its
- * subscribers in MountEvents. */
+ * events, ReleaseWithHost=) builds on it, and its header (mount-events.h) includes this one for
+ * the vocabulary at its top; the bus glue (mount-events-dbus.c) keeps its subscribers in
+ * MountEvents. */
 
 #include <systemd/sd-event.h>
 
-#include "hashmap.h"
-#include "id-map.h"
 #include "child.h"
 #include "eject.h"
-#include "mount-events.h"
+#include "hashmap.h"
+#include "id-map.h"
+#include "macros.h"
 #include "namespace.h"
+#include "time-util.h"
+
+/* ---- what mount events speak: mount-events.h, its owner and its bus glue use it too ---- */
+
+#define MOUNT_EVENTS_INTERVAL_USEC (100 * USEC_PER_MSEC)
+
+typedef enum MountEventsMode {
+        MOUNT_EVENTS_FANOTIFY,
+        MOUNT_EVENTS_POLL,
+        MOUNT_EVENTS_NONE,
+        _MOUNT_EVENTS_MODE_MAX,
+        _MOUNT_EVENTS_MODE_INVALID = -EINVAL,
+} MountEventsMode;
+
+/* One mount attached: ids as the signals carry them (unique where the kernel has them). */
+typedef struct MountChange {
+        uint64_t id;
+        uint64_t parent_id;
+        char *path;              /* relative to the namespace's root */
+} MountChange;
+
+typedef struct MountEvents MountEvents;
+
+/* What the bus glue does for mount events (mount-events-dbus.c): sends the signals (ns NULL:
+ * the host's), ends the subscriptions of a view that is gone, and every subscription when
+ * mount events end. */
+typedef struct MountEventsBus {
+        void (*emit)(Namespace *ns, const MountChange *attached, size_t n_attached, const uint64_t *detached,
+                     size_t n_detached, void *userdata);
+        void (*namespace_gone)(Namespace *ns, void *userdata);
+        void (*done)(void *userdata);
+} MountEventsBus;
+
+/* A watch's first read is done (mount_events_watch()). */
+typedef void (*MountEventsReadyFunc)(void *userdata);
+
+/* ---- the views ---- */
 
 /* One mount of a table read in poll mode. */
 typedef struct MountSnapshotEntry {

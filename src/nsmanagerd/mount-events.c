@@ -6,6 +6,7 @@
 #include "list.h"
 #include "log.h"
 #include "mount-events-view.h"
+#include "mount-events.h"
 #include "mount-notify.h"
 #include "string-table.h"
 #include "time-util.h"

@@ -8,6 +8,7 @@
 #include "child.h"
 #include "eject.h"
 #include "macros.h"
+#include "mount-events-view.h"
 #include "namespace.h"
 
 /* Mounts attached and detached in the views someone watches, and in the host, as the
@@ -33,37 +34,8 @@
  * Changes are coalesced: at most one signal per view per MOUNT_EVENTS_INTERVAL_USEC, and
  * together the signals of a view list each change once (detached before attached). */
 
-#define MOUNT_EVENTS_INTERVAL_USEC (100 * USEC_PER_MSEC)
-
-typedef enum MountEventsMode {
-        MOUNT_EVENTS_FANOTIFY,
-        MOUNT_EVENTS_POLL,
-        MOUNT_EVENTS_NONE,
-        _MOUNT_EVENTS_MODE_MAX,
-        _MOUNT_EVENTS_MODE_INVALID = -EINVAL,
-} MountEventsMode;
-
 const char *mount_events_mode_to_string(MountEventsMode m) _pure_;
 MountEventsMode mount_events_mode_from_string(const char *s) _pure_;
-
-/* One mount attached: ids as the signals carry them (unique where the kernel has them). */
-typedef struct MountChange {
-        uint64_t id;
-        uint64_t parent_id;
-        char *path;              /* relative to the namespace's root */
-} MountChange;
-
-typedef struct MountEvents MountEvents;
-
-/* What the bus glue does for mount events (mount-events-dbus.c): sends the signals (ns NULL:
- * the host's), ends the subscriptions of a view that is gone, and every subscription when
- * mount events end. */
-typedef struct MountEventsBus {
-        void (*emit)(Namespace *ns, const MountChange *attached, size_t n_attached, const uint64_t *detached,
-                     size_t n_detached, void *userdata);
-        void (*namespace_gone)(Namespace *ns, void *userdata);
-        void (*done)(void *userdata);
-} MountEventsBus;
 
 /* Chooses how changes are seen (fanotify, else poll; the environment variable
  * NSM_MOUNT_EVENTS=poll|none chooses for tests) and, with ReleaseWithHost=yes, starts
@@ -84,7 +56,6 @@ void mount_events_config_changed(MountEvents *e);
  * before its changes can be told: 1 if what is watched has been read already, else 0 and
  * 'ready' is called once it has (or could not be: the watch goes on), from the event loop;
  * what changes afterwards is signalled. */
-typedef void (*MountEventsReadyFunc)(void *userdata);
 int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata);
 void mount_events_unwatch(MountEvents *e, Namespace *ns);
 
