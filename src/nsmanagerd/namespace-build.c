@@ -149,7 +149,7 @@ static void on_view_built(BuilderReply *reply, void *userdata) {
 }
 
 int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
-        NamespaceSet *m = ns->set;
+        NamespaceSet *s = ns->set;
         _cleanup_strv_free_ char **groups = NULL, **with_files = NULL;
         _cleanup_free_ char *why = NULL;
         BuildContext *c;
@@ -171,11 +171,11 @@ int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
         /* The user's groups matter only to the groups that have a policy file. Where none has,
          * they are not looked up: NSS's initgroups asks every source of groups (it reads all
          * of /etc/group, then asks systemd-userdb), which can cost more than building the view. */
-        r = view_policy_groups_with_files(m->config, &with_files);
+        r = view_policy_groups_with_files(s->config, &with_files);
         if (r >= 0 && with_files)
                 r = user_group_names(ns->name, ns->gid, &groups);
         if (r >= 0)
-                r = view_policy_load(m->config, ns->name, groups, &c->policy);
+                r = view_policy_load(s->config, ns->name, groups, &c->policy);
         if (r < 0) {
                 if (asprintf(&why, "Failed to find the [View] policy of '%s': %s", ns->name, strerror(-r)) < 0)
                         why = NULL;
@@ -185,11 +185,11 @@ int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
 
         ViewSpec spec = {
                 .name = ns->name,
-                .subtree_root = m->config->subtree_root,
-                .shared_subtrees = m->config->shared_subtrees,
-                .propagation = m->config->view_propagation,
+                .subtree_root = s->config->subtree_root,
+                .shared_subtrees = s->config->shared_subtrees,
+                .propagation = s->config->view_propagation,
         };
-        r = builder_build(m->builder, &spec, deadline, on_view_built, c);
+        r = builder_build(s->builder, &spec, deadline, on_view_built, c);
         if (r < 0)
                 build_fail(c, r, "Failed to ask the view builder.");
         return 0;

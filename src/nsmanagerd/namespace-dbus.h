@@ -7,8 +7,7 @@
 #include "bus-request.h"
 #include "namespace.h"
 
-/* The Namespace objects on the bus (their paths: bus-path.h). */
-/* Adds the Namespace objects to 'bus', and listens to the Manager's namespaces for the
+/* The Namespace objects on the bus (their paths: bus-path.h). Adds the Namespace objects to 'bus', and listens to the Manager's namespaces for the
  * NamespaceNew and NamespaceRemoved signals, and the objects' PropertiesChanged. */
 int namespace_dbus_register(Manager *m, sd_bus *bus);
 /* The Namespace object at 'path' (sd-bus's object find function; userdata: the Manager): for

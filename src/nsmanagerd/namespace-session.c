@@ -53,14 +53,14 @@ static int namespace_stop_timer_fired(sd_event_source *s, uint64_t usec, void *u
         return namespace_remove(ns, namespace_set_deadline(ns->set), NULL, NULL);
 }
 
-/* The caller tells the bus (State is "closing" now), once with whatever else it changed. */
+/* The caller tells the listeners (State is "closing" now), once with whatever else it changed. */
 void namespace_maybe_schedule_stop(Namespace *ns) {
-        NamespaceSet *m = ns->set;
+        NamespaceSet *s = ns->set;
         int r;
 
-        if (!m || ns->sessions || ns->linger || ns->stop_timer)
+        if (!s || ns->sessions || ns->linger || ns->stop_timer)
                 return;
-        r = sd_event_add_time_relative(m->event, &ns->stop_timer, CLOCK_MONOTONIC, m->config->stop_delay_usec,
+        r = sd_event_add_time_relative(s->event, &ns->stop_timer, CLOCK_MONOTONIC, s->config->stop_delay_usec,
                                        10 * USEC_PER_MSEC, namespace_stop_timer_fired, ns);
         if (r < 0)
                 log_warning_errno(r, "Failed to arm the stop timer of '%s', keeping it: %m", ns->name);
@@ -130,7 +130,7 @@ int namespace_add_session(Namespace *ns, const char *id, pid_t leader, int *ret_
         return 0;
 }
 
-/* The last session of an id gone: tell the bus, maybe start the stop delay. */
+/* The last session of an id gone: tell the listeners, maybe start the stop delay. */
 static void namespace_session_removed(Namespace *ns, const char *id) {
         namespace_save_or_warn(ns);
         namespace_maybe_schedule_stop(ns);
