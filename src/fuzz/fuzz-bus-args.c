@@ -8,7 +8,9 @@
 
 #include "fuzz.h"
 #include "bus-errors.h"
+#include "bus-path.h"
 #include "namespace-dbus.h"
+#include "namespace-session.h"
 #include "namespace.h"
 #include "path-util.h"
 #include "user-util.h"

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A namespace's state file (StateDirectory/namespaces/NAME) as namespace_load() reads it after
  * a restart. The daemon writes it, but a file written by another version, or cut short by a
- * crash, must cost at most its malformed records. The Namespace here belongs to no Manager:
+ * crash, must cost at most its malformed records. The Namespace here belongs to no set:
  * namespace_parse_state() needs none, and watches no session leader. */
 #include "fd-store.h"
 #include "fuzz.h"
+#include "namespace-session.h"
+#include "namespace-state.h"
 #include "namespace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

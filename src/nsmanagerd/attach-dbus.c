@@ -357,7 +357,7 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         ns = manager_get_namespace(m, a.user);
         if (!ns || !ns->ready)
                 return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", a.user);
-        r = bus_message_caller_uid(message, &uid, error);
+        r = bus_message_caller_uid(m, message, &uid, error);
         if (r < 0)
                 return r;
 
@@ -401,7 +401,7 @@ int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) 
 
         /* The fds are here already (the bus policy lets only root send any): refusing the
          * others by name tells a caller on a bus without that rule what to call instead. */
-        r = bus_message_caller_uid(message, &uid, error);
+        r = bus_message_caller_uid(userdata, message, &uid, error);
         if (r < 0)
                 return r;
         if (uid != 0)

@@ -8,7 +8,7 @@
 #include "bus-creds.h"
 #include "bus-errors.h"
 #include "log.h"
-#include "namespace-dbus.h"
+#include "bus-path.h"
 #include "namespace.h"
 #include "strv.h"
 #include "user-util.h"
@@ -186,8 +186,8 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
         if (!user && streq(a->interface, NSM_NAMESPACE_INTERFACE))
                 user = user_of_object(m, call);
 
-        (void) bus_message_get_sender_uid(call, &uid);
-        (void) bus_message_get_sender_pid(call, &pid);
+        (void) bus_creds_sender_uid(m->creds, call, &uid);
+        (void) bus_creds_sender_pid(m->creds, call, &pid);
         if (uid != (uid_t) -1) {
                 _cleanup_(user_record_done) UserRecord u = {};
 

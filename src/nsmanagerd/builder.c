@@ -196,7 +196,7 @@ static int handle_read_mounts(BuilderProcess *p, IpcMessage *m, NsmError *error)
 }
 
 /* An open mountinfo of a namespace flags every change in it (POLLPRI), whoever holds it and
- * wherever: for mount-events-poll.c, which holds it without reading it. */
+ * wherever: for mount-events-view.c, which holds it without reading it. */
 static int handle_open_mountinfo(BuilderProcess *p, IpcMessage *m, NsmError *error) {
         _cleanup_close_ int fd = -EBADF;
 

@@ -77,8 +77,8 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
                         uid_t uid = (uid_t) -1;
                         pid_t pid = 0;
 
-                        (void) bus_message_get_sender_uid(message, &uid);
-                        (void) bus_message_get_sender_pid(message, &pid);
+                        (void) bus_creds_sender_uid(m->creds, message, &uid);
+                        (void) bus_creds_sender_pid(m->creds, message, &pid);
                         log_debug("%s() from %s, uid %d, pid %d.", sd_bus_message_get_member(message),
                                   sd_bus_message_get_sender(message) ?: "a private connection", (int) uid, (int) pid);
                 }
@@ -135,19 +135,19 @@ void bus_request_reply_result(BusRequest *req, const NsmError *e) {
 }
 
 int bus_request_caller_uid(BusRequest *req, uid_t *ret) {
-        return bus_message_get_sender_uid(req->message, ret);
+        return bus_creds_sender_uid(req->manager->creds, req->message, ret);
 }
 
-int bus_message_caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error) {
-        int r = bus_message_get_sender_uid(message, ret);
+int bus_message_caller_uid(Manager *m, sd_bus_message *message, uid_t *ret, sd_bus_error *error) {
+        int r = bus_creds_sender_uid(m->creds, message, ret);
         if (r < 0)
                 return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED, "Cannot determine the caller: %s", strerror(-r));
         return 0;
 }
 
-int bus_message_require_root(sd_bus_message *message, const char *what, sd_bus_error *error) {
+int bus_message_require_root(Manager *m, sd_bus_message *message, const char *what, sd_bus_error *error) {
         uid_t uid;
-        int r = bus_message_caller_uid(message, &uid, error);
+        int r = bus_message_caller_uid(m, message, &uid, error);
         if (r < 0)
                 return r;
         if (uid != 0)
@@ -179,7 +179,7 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
         uid_t uid;
         int r;
 
-        r = bus_message_caller_uid(req->message, &uid, error);
+        r = bus_message_caller_uid(req->manager, req->message, &uid, error);
         if (r < 0)
                 return r;
         if (uid == 0)
@@ -211,7 +211,7 @@ int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, O
         uid_t uid;
         int r;
 
-        r = bus_message_caller_uid(req->message, &uid, error);
+        r = bus_message_caller_uid(req->manager, req->message, &uid, error);
         if (r < 0)
                 return r;
         req->own = false;
@@ -341,7 +341,7 @@ int bus_request_can(BusRequest *req, const char *method, const char *user, uid_t
                 return bus_error_setf(error, NSM_ERROR_INVALID_ARGS,
                                       "The Manager has no method '%s' (Can() answers for the Manager's methods, "
                                       "e.g. 'SetLinger', 'BindMount').", method);
-        r = bus_message_caller_uid(req->message, &uid, error);
+        r = bus_message_caller_uid(req->manager, req->message, &uid, error);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < ELEMENTSOF(can_table); i++)

@@ -66,9 +66,9 @@ void bus_requests_free(Manager *m);
 /* The caller's uid, as the bus driver authenticated it. */
 int bus_request_caller_uid(BusRequest *req, uid_t *ret);
 /* The same, or AccessDenied in 'error' if it cannot be learnt. */
-int bus_message_caller_uid(sd_bus_message *message, uid_t *ret, sd_bus_error *error);
+int bus_message_caller_uid(Manager *m, sd_bus_message *message, uid_t *ret, sd_bus_error *error);
 /* AccessDenied ("'what' is only available to root") unless the caller is root. */
-int bus_message_require_root(sd_bus_message *message, const char *what, sd_bus_error *error);
+int bus_message_require_root(Manager *m, sd_bus_message *message, const char *what, sd_bus_error *error);
 /* Unprivileged callers' calls that make the daemon work are rate-limited per uid (at the
  * first dispatch only): LimitExceeded (manager_rate_limit()). */
 int bus_request_rate_limit(BusRequest *req, sd_bus_error *error);

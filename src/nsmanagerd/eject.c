@@ -11,7 +11,6 @@
 #include "eject.h"
 #include "fs-util.h"
 #include "log.h"
-#include "mount-events.h"
 #include "mount-util.h"
 #include "namespace.h"
 #include "op-queue.h"
@@ -511,8 +510,15 @@ static int eject_run(int sock, void *userdata, NsmError *error) {
 
 /* ======== in the daemon ======== */
 
+struct Ejector {
+        NamespaceSet *namespaces;       /* the owner's: the views, and the configuration */
+        ChildSet *children;
+        OpQueue *host_ops;
+        IdMap *ejected;                 /* block devices Eject() detached everywhere */
+};
+
 typedef struct EjectJob {
-        Manager *manager;
+        Ejector *ejector;
         EjectOp op;
         char *what;
         Namespace **refs;        /* what the child's view fds belong to, held until it ends */
@@ -717,9 +723,11 @@ static void on_eject_child_done(const NsmError *error, IpcMessage *final, const 
                         log_warning("Released block device %u:%u: detached %s; %s%s%s.", major(j->op.dev),
                                     minor(j->op.dev), done ?: "its copies in views", list ?: "",
                                     holders ? "; held by: " : "", holders ?: "");
-        } else if (!nsm_error_is_set(&res.error) && res.dev != 0 && !lazy)
+        } else if (!nsm_error_is_set(&res.error) && res.dev != 0 && !lazy) {
                 /* Everything is gone: the host's unmount just seen needs no release. */
-                mount_events_ejected(j->manager->mount_events, res.dev);
+                if (id_map_put(j->ejector->ejected, res.dev, (void *) 1) < 0)
+                        log_oom();
+        }
         if (j->done)
                 j->done(&res, j->userdata);
         eject_result_done(&res);
@@ -730,8 +738,8 @@ static void on_eject_child_done(const NsmError *error, IpcMessage *final, const 
 
 /* The views as they are when the job starts: their names, fds and inodes for the child. */
 static int eject_job_snapshot(EjectJob *j) {
-        Manager *m = j->manager;
-        size_t n = hashmap_size(m->namespaces), k = 0;
+        Ejector *x = j->ejector;
+        size_t n = hashmap_size(x->namespaces->by_name), k = 0;
         Namespace *ns;
 
         j->op.names = calloc(n + 1, sizeof(char *));
@@ -740,7 +748,7 @@ static int eject_job_snapshot(EjectJob *j) {
         j->refs = calloc(n + 1, sizeof(Namespace *));
         if (!j->op.names || !j->op.fds || !j->op.inodes || !j->refs)
                 return -ENOMEM;
-        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(x->namespaces->by_name, &i, (void **) &ns, NULL);) {
                 if (!ns->ready || ns->mntns_fd < 0)
                         continue;
                 j->op.names[k] = strdup(ns->name);
@@ -756,11 +764,11 @@ static int eject_job_snapshot(EjectJob *j) {
 
 static int eject_job_start(QueuedOp *q, void *userdata) {
         EjectJob *j = userdata;
-        Manager *m = j->manager;
+        Ejector *x = j->ejector;
         int r;
 
         j->queued = q;
-        if (j->op.release && mount_events_consume_ejected(m->mount_events, j->op.dev)) {
+        if (j->op.release && id_map_remove(x->ejected, j->op.dev)) {
                 log_debug("Block device %u:%u was ejected everywhere: nothing to release.", major(j->op.dev), minor(j->op.dev));
                 op_queue_complete(q);
                 eject_job_free(j);
@@ -781,7 +789,7 @@ static int eject_job_start(QueuedOp *q, void *userdata) {
                 .done = on_eject_child_done,
                 .userdata = j,
         };
-        r = child_start(m->children, &spec);
+        r = child_start(x->children, &spec);
         if (r < 0)
                 j->queued = NULL;   /* the queue fails us itself */
         return r;
@@ -802,19 +810,19 @@ static void eject_job_not_started(const NsmError *error, void *userdata) {
         eject_job_free(j);
 }
 
-static int eject_queue(Manager *m, EjectJob *j) {
-        int r = op_queue_add(m->host_ops, j->deadline, eject_job_start, eject_job_not_started, j);
+static int eject_queue(Ejector *x, EjectJob *j) {
+        int r = op_queue_add(x->host_ops, j->deadline, eject_job_start, eject_job_not_started, j);
         if (r < 0)
                 eject_job_free(j);
         return r;
 }
 
-int eject_start(Manager *m, const char *what, bool lazy, uint64_t deadline, EjectDoneFunc done, void *userdata) {
+int eject_start(Ejector *x, const char *what, bool lazy, uint64_t deadline, EjectDoneFunc done, void *userdata) {
         EjectJob *j = calloc(1, sizeof(EjectJob));
 
         if (!j)
                 return -ENOMEM;
-        *j = (EjectJob) { .manager = m, .deadline = deadline, .done = done, .userdata = userdata,
+        *j = (EjectJob) { .ejector = x, .deadline = deadline, .done = done, .userdata = userdata,
                           .op = { .lazy = lazy } };
         j->what = strdup(what);
         j->op.what = j->what;
@@ -823,21 +831,48 @@ int eject_start(Manager *m, const char *what, bool lazy, uint64_t deadline, Ejec
                 eject_job_free(j);
                 return -ENOMEM;
         }
-        return eject_queue(m, j);
+        return eject_queue(x, j);
 }
 
-int eject_release(Manager *m, dev_t dev) {
+int eject_release(Ejector *x, dev_t dev) {
         EjectJob *j = calloc(1, sizeof(EjectJob));
 
         if (!j)
                 return -ENOMEM;
-        *j = (EjectJob) { .manager = m, .op = { .dev = dev, .release = true, .lazy = false },
-                          .deadline = now_usec(CLOCK_MONOTONIC) + MAX(m->config.operation_timeout_usec,
+        *j = (EjectJob) { .ejector = x, .op = { .dev = dev, .release = true, .lazy = false },
+                          .deadline = now_usec(CLOCK_MONOTONIC) + MAX(x->namespaces->config->operation_timeout_usec,
                                                                       RELEASE_TIMEOUT_MIN_USEC) };
         if (asprintf(&j->description, "Releasing block device %u:%u", major(dev), minor(dev)) < 0) {
                 j->description = NULL;
                 eject_job_free(j);
                 return -ENOMEM;
         }
-        return eject_queue(m, j);
+        return eject_queue(x, j);
+}
+
+void ejector_forget(Ejector *x, dev_t dev) {
+        if (x)
+                (void) id_map_remove(x->ejected, dev);
+}
+
+int ejector_new(NamespaceSet *namespaces, ChildSet *children, OpQueue *host_ops, Ejector **ret) {
+        Ejector *x = calloc(1, sizeof(Ejector));
+
+        if (!x)
+                return -ENOMEM;
+        *x = (Ejector) { .namespaces = namespaces, .children = children, .host_ops = host_ops, .ejected = id_map_new() };
+        if (!x->ejected) {
+                free(x);
+                return -ENOMEM;
+        }
+        *ret = x;
+        return 0;
+}
+
+Ejector *ejector_free(Ejector *x) {
+        if (!x)
+                return NULL;
+        id_map_free(x->ejected);
+        free(x);
+        return NULL;
 }

@@ -5,7 +5,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "manager.h"
+#include "child.h"
+#include "namespace.h"
+#include "op-queue.h"
 
 /* Eject(): every mount of a block device's file system detached, in the host and in every
  * view — copies a user made private, binds of its subdirectories, mounts stacked on one
@@ -45,10 +47,20 @@ typedef struct EjectResult {
 
 typedef void (*EjectDoneFunc)(const EjectResult *result, void *userdata);
 
+/* Ejects for its owner (the Manager's Manager.ejector), on the host's queue; remembers which
+ * block devices an Eject() detached everywhere, so that the host's unmount of one needs no
+ * release. The arguments are the owner's and outlive it. */
+typedef struct Ejector Ejector;
+int ejector_new(NamespaceSet *namespaces, ChildSet *children, OpQueue *host_ops, Ejector **ret);
+Ejector *ejector_free(Ejector *x);
+/* The host mounted 'dev' again: what an earlier Eject() did no longer tells about its next
+ * unmount. */
+void ejector_forget(Ejector *x, dev_t dev);
+
 /* Eject(what, flags): 'what' a block device or a host mount point (absolute, normalized).
  * 'lazy': detach what is in use anyway. 'done' is called later, from the event loop. */
-int eject_start(Manager *m, const char *what, bool lazy, uint64_t deadline, EjectDoneFunc done, void *userdata);
+int eject_start(Ejector *x, const char *what, bool lazy, uint64_t deadline, EjectDoneFunc done, void *userdata);
 
 /* ReleaseWithHost=: the host has no mount of 'dev' left; the views' copies are detached (one
  * that is in use lazily, logged with its holders). Logs what it did. */
-int eject_release(Manager *m, dev_t dev);
+int eject_release(Ejector *x, dev_t dev);

@@ -19,15 +19,16 @@
 #define LOG_CONTROL_PATH "/org/freedesktop/LogControl1"
 #define LOG_CONTROL_INTERFACE "org.freedesktop.LogControl1"
 
-/* A new value, as root alone may write it: the sender is the uid the bus driver authenticated. */
-static int read_value_as_root(sd_bus_message *value, sd_bus_error *error, const char **ret) {
+/* A new value, as root alone may write it: the sender is the uid the bus driver authenticated
+ * ('creds': the owner's cache, the vtable's userdata). */
+static int read_value_as_root(BusCreds *creds, sd_bus_message *value, sd_bus_error *error, const char **ret) {
         uid_t uid;
         int r;
 
         r = sd_bus_message_read(value, "s", ret);
         if (r < 0)
                 return r;
-        r = bus_message_get_sender_uid(value, &uid);
+        r = bus_creds_sender_uid(creds, value, &uid);
         if (r < 0)
                 return r;
         if (uid != 0)
@@ -46,7 +47,7 @@ static int property_set_level(sd_bus *bus, const char *path, const char *interfa
         const char *s;
         int level, r;
 
-        r = read_value_as_root(value, error, &s);
+        r = read_value_as_root(userdata, value, error, &s);
         if (r < 0)
                 return r;
         level = log_level_from_string(s);
@@ -69,7 +70,7 @@ static int property_set_target(sd_bus *bus, const char *path, const char *interf
         const char *s;
         int r;
 
-        r = read_value_as_root(value, error, &s);
+        r = read_value_as_root(userdata, value, error, &s);
         if (r < 0)
                 return r;
         t = log_target_from_string(s);
@@ -96,8 +97,8 @@ static const sd_bus_vtable log_control_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-int log_control_add(sd_bus *bus) {
-        int r = sd_bus_add_object_vtable(bus, NULL, LOG_CONTROL_PATH, LOG_CONTROL_INTERFACE, log_control_vtable, NULL);
+int log_control_add(sd_bus *bus, BusCreds *creds) {
+        int r = sd_bus_add_object_vtable(bus, NULL, LOG_CONTROL_PATH, LOG_CONTROL_INTERFACE, log_control_vtable, creds);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the LogControl1 object: %m");
         return 0;

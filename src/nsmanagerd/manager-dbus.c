@@ -15,6 +15,7 @@
 #include "manager.h"
 #include "mount-events-dbus.h"
 #include "namespace-dbus.h"
+#include "namespace-session.h"
 #include "namespace.h"
 #include "path-util.h"
 #include "strv.h"
@@ -102,25 +103,6 @@ static int method_create_namespace(sd_bus_message *message, void *userdata, sd_b
         return bus_request_run(message, userdata, error, create_namespace_step);
 }
 
-static void on_removed(const NsmError *error, void *userdata) {
-        bus_request_reply_result(userdata, error);
-}
-
-int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error) {
-        int r;
-
-        r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", ns->name, NULL }, error);
-        if (r <= 0)
-                return r;
-        req->pending = true;
-        r = namespace_remove(ns, req->deadline, on_removed, req);
-        if (r < 0) {
-                req->pending = false;
-                return bus_error_set_errnof(error, r, "Failed to remove the namespace: %m");
-        }
-        return 1;
-}
-
 static int remove_namespace_step(BusRequest *req, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
@@ -187,10 +169,10 @@ static int method_list_namespaces(sd_bus_message *message, void *userdata, sd_bu
         Namespace *ns = NULL;
         int r;
 
-        list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
+        list = calloc(hashmap_size(m->namespaces.by_name) + 1, sizeof(Namespace *));
         if (!list)
                 return -ENOMEM;
-        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);)
                 if (ns->ready)
                         list[n++] = ns;
         qsort(list, n, sizeof(Namespace *), compare_namespaces);
@@ -269,7 +251,7 @@ static void on_session_namespace(Namespace *ns, const NsmError *error, void *use
                 return;
         }
         /* The login process that asked: recorded for a restart without systemd's fd store. */
-        (void) bus_message_get_sender_pid(req->message, &pid);
+        (void) bus_creds_sender_pid(req->manager->creds, req->message, &pid);
         r = manager_open_session(req->manager, ns, id, pid, &session_fd);
         if (r < 0) {
                 bus_request_reply_errno(req, r, "Failed to record the session.");
@@ -296,7 +278,7 @@ static int open_session_step(BusRequest *req, sd_bus_error *error) {
         if (!valid_session_id(id))
                 return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Session id '%s' is empty, too long, or has "
                                       "spaces, ':' or control characters.", id);
-        r = bus_message_require_root(req->message, "OpenSession", error);
+        r = bus_message_require_root(req->manager, req->message, "OpenSession", error);
         if (r < 0)
                 return r;
         return acquire_for_request(req, user, NULL, on_session_namespace, error);
@@ -323,7 +305,7 @@ static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *erro
         r = sd_bus_message_read(message, "ss", &user, &id);
         if (r < 0)
                 return r;
-        r = bus_message_require_root(message, "CloseSession", error);
+        r = bus_message_require_root(m, message, "CloseSession", error);
         if (r < 0)
                 return r;
         r = manager_close_session(m, user, id, &e);
@@ -340,7 +322,7 @@ static int method_open_mount_namespace(sd_bus_message *message, void *userdata, 
         r = sd_bus_message_read(message, "s", &user);
         if (r < 0)
                 return r;
-        r = bus_message_require_root(message, "OpenMountNamespace", error);
+        r = bus_message_require_root(userdata, message, "OpenMountNamespace", error);
         if (r < 0)
                 return r;
         r = get_namespace_or_error(userdata, user, &ns, error);
@@ -411,7 +393,7 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
         req->data = c;
         req->free_data = op_call_free;
 
-        r = view_job_queue(m, ns, op, req->own ? &req->caller : NULL, req->own ? req->caller.uid : 0, req->deadline,
+        r = view_job_queue(m->jobs, ns, op, req->own ? &req->caller : NULL, req->own ? req->caller.uid : 0, req->deadline,
                            on_op_done, req);
         if (r < 0)
                 return bus_error_set_errnof(error, r, "Failed to queue the operation: %m");
@@ -802,8 +784,8 @@ static const sd_bus_vtable login_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-int manager_bus_add_login_objects(Manager *m, sd_bus *bus) {
-        return sd_bus_add_object_vtable(bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, login_vtable, m);
+int manager_bus_add_login_objects(sd_bus *bus, void *userdata) {
+        return sd_bus_add_object_vtable(bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, login_vtable, userdata);
 }
 
 int manager_bus_add_objects(Manager *m, sd_bus *bus) {
@@ -848,7 +830,7 @@ int manager_connect_bus(Manager *m) {
         r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
                 return r;
-        r = log_control_add(m->bus);
+        r = log_control_add(m->bus, m->creds);
         if (r < 0)
                 return r;
         /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
@@ -856,9 +838,14 @@ int manager_connect_bus(Manager *m) {
         r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to configure the bus connection: %m");
-        r = bus_creds_cache_attach(m->bus);
+        /* The calls in flight are ours: dropped once the Manager answered its work in flight. */
+        m->bus_done = bus_requests_free;
+        r = bus_creds_new(m->bus, &m->creds);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the bus's connections: %m");
+        r = polkit_registry_new(m->creds, &m->polkit_registry);
+        if (r < 0)
+                return log_oom();
         return 0;
 }
 

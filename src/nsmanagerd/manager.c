@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 
 #include "builder.h"
+#include "eject.h"
 #include "bus-creds.h"
-#include "bus-request.h"
 #include "bus-polkit.h"
 #include "child.h"
 #include "fd-store.h"
@@ -17,7 +17,9 @@
 #include "login-rule.h"
 #include "manager.h"
 #include "mount-events.h"
-#include "namespace-dbus.h"
+#include "namespace-build.h"
+#include "namespace-session.h"
+#include "namespace-state.h"
 #include "namespace.h"
 #include "op-queue.h"
 #include "path-util.h"
@@ -37,19 +39,25 @@ int manager_new(Manager **ret) {
         if (!m)
                 return -ENOMEM;
         manager_config_init(&m->config);
-        m->namespaces = hashmap_new();
-        m->namespaces_by_uid = id_map_new();
         m->rate_limits = id_map_new();
-        if (!m->namespaces || !m->namespaces_by_uid || !m->rate_limits || !m->config.subtree_root ||
-            !m->config.state_directory)
+        if (!m->rate_limits || !m->config.subtree_root || !m->config.state_directory)
                 return -ENOMEM;
         r = sd_event_default(&m->event);
+        if (r < 0)
+                return r;
+        r = namespace_set_init(&m->namespaces, m->event, &m->config, &m->state);
         if (r < 0)
                 return r;
         m->children = child_set_new(m->event);
         m->host_ops = op_queue_new(m->event);
         if (!m->children || !m->host_ops)
                 return -ENOMEM;
+        r = view_jobs_new(m->event, m->children, m->host_ops, &m->config, &m->jobs);
+        if (r < 0)
+                return r;
+        r = ejector_new(&m->namespaces, m->children, m->host_ops, &m->ejector);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -61,21 +69,10 @@ static void shutting_down(NsmError *ret) {
         (void) nsm_error_set(ret, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
 }
 
-static void manager_drop_namespaces(Manager *m) {
-        _cleanup_free_ Namespace **list = calloc(hashmap_size(m->namespaces) + 1, sizeof(Namespace *));
-        _cleanup_(nsm_error_done) NsmError why = {};
-        size_t n = 0;
-        Namespace *ns;
-
-        if (!list) {
-                log_oom();
-                return;
-        }
-        shutting_down(&why);
-        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
-                list[n++] = ns;
-        for (size_t i = 0; i < n; i++)
-                namespace_drop_with(list[i], &why);
+/* The builder is the Manager's; the namespaces use it too. */
+static void manager_set_builder(Manager *m, Builder *b) {
+        m->builder = b;
+        m->namespaces.builder = b;
 }
 
 Manager *manager_free(Manager *m) {
@@ -86,23 +83,23 @@ Manager *manager_free(Manager *m) {
         /* Work in flight first, while what waits for it still exists: each answers -ESHUTDOWN
          * (a call gets an error reply, a build gives up). Then the objects: the namespaces
          * stay pinned for the next start. */
-        m->exiting = true;
+        view_jobs_shutdown(m->jobs);
+        mount_events_shutdown(m->mount_events);
         m->children = child_set_free(m->children);
-        view_jobs_free(m);
-        m->builder = builder_free(m->builder);
+        manager_set_builder(m, builder_free(m->builder));
         m->mount_events = mount_events_free(m->mount_events);
-        if (m->namespaces)
-                manager_drop_namespaces(m);
+        namespace_set_done(&m->namespaces);
         shutting_down(&why);
         op_queue_free_with(m->host_ops, &why);
-        bus_requests_free(m);
-        private_bus_done(m);
+        if (m->bus_done)
+                m->bus_done(m);
+        m->private_server = private_server_free(m->private_server);
         m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ false);
-        hashmap_free(m->namespaces);
-        id_map_free(m->namespaces_by_uid);
+        m->jobs = view_jobs_free(m->jobs);
+        m->ejector = ejector_free(m->ejector);
         rate_limits_free(m->rate_limits);
         polkit_registry_free(m->polkit_registry);
-        bus_creds_cache_detach();
+        m->creds = bus_creds_free(m->creds);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         strv_free(m->shared_at_runtime);
@@ -350,7 +347,7 @@ static int load_pin(Manager *m, const char *name, int fd) {
                 (void) unlink(state);
                 return builder_unpin(m->builder, name, manager_deadline(m), on_stray_unpinned, NULL);
         }
-        r = namespace_load(m, name, fd, &ns);
+        r = namespace_load(&m->namespaces, m->stored_fds, name, fd, &ns);
         if (r < 0) {
                 safe_close(fd);
                 log_warning_errno(r, "Failed to restore the namespace of '%s', removing it: %m", name);
@@ -428,7 +425,7 @@ static void manager_retry_pending_joins(Manager *m) {
         Namespace *ns;
         int r;
 
-        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);)
                 for (char **p = ns->pending_joins; p && *p; p++) {
                         ViewOp op = { .type = VIEW_OP_JOIN, .path = *p, .join = JOIN_PEER };
                         char *what = NULL;
@@ -437,7 +434,7 @@ static void manager_retry_pending_joins(Manager *m) {
                                 log_oom();
                                 return;
                         }
-                        r = view_job_queue(m, ns, &op, NULL, 0, manager_deadline(m), on_pending_join_done, what);
+                        r = view_job_queue(m->jobs, ns, &op, NULL, 0, manager_deadline(m), on_pending_join_done, what);
                         if (r < 0) {
                                 log_warning_errno(r, "Failed to retry %s, ignoring (it is retried at the next "
                                                   "start): %m", what);
@@ -450,7 +447,7 @@ static void manager_retry_pending_joins(Manager *m) {
  * it (no namespace is in it then), and the binds, propagation changes and directories it made.
  * What a previous instance or an administrator made stays. */
 void manager_undo_startup(Manager *m) {
-        m->builder = builder_free(m->builder);
+        manager_set_builder(m, builder_free(m->builder));
         if (m->registry_created && m->state.registry && path_is_mount_point(AT_FDCWD, m->state.registry) > 0) {
                 if (umount2(m->state.registry, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
                         log_warning_errno(errno, "Failed to unpin the registry '%s' again: %m", m->state.registry);
@@ -511,6 +508,7 @@ int manager_startup(Manager *m) {
         /* Before any namespace is loaded: the builder's fork copies a small fd table. */
         m->registry_created = path_is_mount_point(AT_FDCWD, m->state.registry) <= 0;
         r = builder_new(m->event, m->children, m->state.registry, m->state.pins, &m->builder);
+        m->namespaces.builder = m->builder;
         if (r < 0) {
                 log_error_errno(r, "Failed to start the view builder: %m");
                 goto fail;
@@ -518,6 +516,9 @@ int manager_startup(Manager *m) {
         r = manager_restore_namespaces(m);
         if (r < 0)
                 goto fail;
+        /* For pam_nsmanager, before the name is taken: whoever sees the name finds the filter
+         * too. */
+        manager_publish_login_filter(m);
         return 0;
 
 fail:
@@ -530,12 +531,7 @@ int manager_serve(Manager *m) {
         char *reserved[] = { m->config.subtree_root, m->state.root, NULL };
         int r;
 
-        /* For pam_nsmanager, before the name: whoever sees the name finds the filter too. */
-        manager_publish_login_filter(m);
-        r = manager_bus_serve(m);
-        if (r < 0)
-                return r;
-        /* The last change, once the name is ours: nothing can fail after it, so it never needs
+        /* The last change, once the name is ours (manager_bus_serve()): nothing can fail after it, so it never needs
          * undoing (and calls are not dispatched before the loop runs). */
         r = host_share_root(reserved, m->state.registry, &why);
         if (r < 0)
@@ -550,7 +546,7 @@ int manager_serve(Manager *m) {
         m->stored_fds = stored_fds_release(m->stored_fds, /* unstore= */ true);
         manager_retry_pending_joins(m);
         /* Without them the daemon works on: no signals for subscribers, no ReleaseWithHost=. */
-        r = mount_events_new(m, &m->mount_events);
+        r = mount_events_new(&m->namespaces, m->children, m->ejector, m->mount_events_bus, m, &m->mount_events);
         if (r < 0)
                 log_warning_errno(r, "Failed to set up mount events, going on without them: %m");
         return 0;
@@ -559,9 +555,9 @@ int manager_serve(Manager *m) {
 void manager_shutdown(Manager *m) {
         /* With no namespace left, nothing needs the registry: leave no mount behind. With
          * namespaces, it stays pinned so the next start finds them. */
-        if (hashmap_size(m->namespaces) > 0 || !m->state.registry)
+        if (hashmap_size(m->namespaces.by_name) > 0 || !m->state.registry)
                 return;
-        m->builder = builder_free(m->builder);
+        manager_set_builder(m, builder_free(m->builder));
         if (umount2(m->state.registry, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
                 if (errno != EINVAL && errno != ENOENT)
                         log_warning_errno(errno, "Failed to unpin the registry '%s', ignoring: %m", m->state.registry);
@@ -572,7 +568,7 @@ void manager_shutdown(Manager *m) {
 /* ---- namespaces ---- */
 
 Namespace *manager_get_namespace(Manager *m, const char *user) {
-        return hashmap_get(m->namespaces, user);
+        return namespace_set_get(&m->namespaces, user);
 }
 
 int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader, int *ret_fd) {
@@ -599,7 +595,7 @@ int manager_close_session(Manager *m, const char *user, const char *id, NsmError
 }
 
 Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid) {
-        return id_map_get(m->namespaces_by_uid, uid_key(uid));
+        return namespace_set_get_by_uid(&m->namespaces, uid);
 }
 
 int manager_check_user(Manager *m, const char *user, UserRecord *ret, NsmError *error) {
@@ -645,7 +641,7 @@ int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *ch
                         return r;
                 checked = &u;
         }
-        r = namespace_new(m, checked, &ns);
+        r = namespace_new(&m->namespaces, checked, &ns);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Failed to set up the namespace of '%s': %m", user);
         r = namespace_wait_ready(ns, callback, userdata);
@@ -653,7 +649,7 @@ int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *ch
                 namespace_drop(ns);
                 return nsm_error_set_errnof(error, r, "Failed to wait for the namespace of '%s': %m", user);
         }
-        r = namespace_build(ns, deadline);
+        r = namespace_build(ns, m->jobs, deadline);
         if (r < 0) {
                 /* 'callback' waits for it already: it hears why. */
                 _cleanup_(nsm_error_done) NsmError why = {};
@@ -772,7 +768,7 @@ static int share_into_views(ShareContext *c) {
         Manager *m = c->manager;
         Namespace *ns;
 
-        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);) {
                 /* A view whose user chose this path's propagation (EnslaveSubtree, SetPropagation,
                  * recursively from above) keeps it: sharing again must not undo that. */
                 if (namespace_has_choice(ns, c->path) || !ns->ready)
@@ -784,7 +780,7 @@ static int share_into_views(ShareContext *c) {
                 }
                 v->share = c;
                 ViewOp op = { .type = VIEW_OP_JOIN, .path = c->path, .join = JOIN_PEER };
-                int r = view_job_queue(m, ns, &op, NULL, 0, c->deadline, on_view_joined, v);
+                int r = view_job_queue(m->jobs, ns, &op, NULL, 0, c->deadline, on_view_joined, v);
                 if (r < 0) {
                         free(v->name);
                         free(v);
@@ -813,7 +809,7 @@ static void on_host_shared(const NsmError *error, const ViewOpResult *res, void 
                         (void) strv_remove(m->shared_at_runtime, c->path);
                         (void) manager_save_shared(m);
                 }
-                for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+                for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);)
                         if (strv_contains((const char *const *) ns->pending_joins, c->path)) {
                                 (void) namespace_set_pending_join(ns, c->path, false);
                                 (void) namespace_save(ns);
@@ -860,13 +856,13 @@ int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, Share
                         return r;
                 }
         }
-        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);)
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);)
                 if (ns->ready && !namespace_has_choice(ns, path) &&
                     namespace_set_pending_join(ns, path, true) >= 0)
                         (void) namespace_save(ns);
 
         ViewOp op = { .type = VIEW_OP_HOST_SHARE, .path = path };
-        r = view_job_queue(m, NULL, &op, NULL, 0, deadline, on_host_shared, c);
+        r = view_job_queue(m->jobs, NULL, &op, NULL, 0, deadline, on_host_shared, c);
         if (r < 0) {
                 share_context_free(c);
                 return r;

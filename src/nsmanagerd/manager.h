@@ -12,27 +12,32 @@
 #include "id-map.h"
 #include "host.h"
 #include "manager-config.h"
+#include "namespace.h"
 #include "nsm-error.h"
 #include "state-dir.h"
 #include "user-util.h"
 
 typedef struct Builder Builder;
+typedef struct BusCreds BusCreds;
 typedef struct ChildSet ChildSet;
 typedef struct Namespace Namespace;
 typedef struct OpQueue OpQueue;
 typedef struct PolkitRegistry PolkitRegistry;
 typedef struct AttachProcess AttachProcess;
 typedef struct BusRequest BusRequest;
-typedef struct PrivateBus PrivateBus;
+typedef struct PrivateServer PrivateServer;
 typedef struct StoredFds StoredFds;
-typedef struct ViewJob ViewJob;
+typedef struct ViewJobs ViewJobs;
 typedef struct MountEvents MountEvents;
+typedef struct MountEventsBus MountEventsBus;
+typedef struct Ejector Ejector;
 
 /* The daemon: the event loop, the bus, the configuration, and the namespaces it owns. */
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
         PolkitRegistry *polkit_registry;
+        BusCreds *creds;         /* who sent a message, as the bus driver says (bus-creds.h) */
 
         const char *version;     /* the Version property */
         char *config_file;       /* --config=FILE, or NULL for the standard files */
@@ -42,35 +47,29 @@ typedef struct Manager {
         HostChanges startup_changes; /* what this start changed on the host, until it serves */
         bool registry_created;   /* this start created the registry (until it serves) */
 
-        Hashmap *namespaces;     /* user name → Namespace */
-        IdMap *namespaces_by_uid; /* uid_key(uid) → Namespace */
+        NamespaceSet namespaces; /* every namespace, and what they share (namespace.h) */
 
         Builder *builder;        /* builds views, pins them, reads mount tables (builder.c) */
         ChildSet *children;      /* killable mount-work children (child.c) */
         OpQueue *host_ops;       /* operations on the host, one at a time */
-        ViewJob *jobs_waiting;   /* view operations waiting for a free slot (view-job.c) */
-        unsigned jobs_running;
+        ViewJobs *jobs;          /* runs view operations in killable children (view-job.c) */
 
-        BusRequest *requests;    /* method calls in flight (manager-dbus.c) */
-        sd_event_source *private_source; /* the private socket's listener (private-bus.c) */
-        sd_event_source *private_retry_source; /* listens again after running out of fds */
-        bool private_accept_failing;     /* logged once until accept() works again */
-        PrivateBus *private_buses;       /* connections served (private-bus.c) */
-        unsigned n_private_buses;
-        PrivateBus *private_waiting, *private_waiting_tail; /* accepted, waiting for a place, oldest first */
-        unsigned n_private_waiting;
-        sd_id128_t private_bus_id;
+        BusRequest *requests;    /* method calls in flight (bus-request.c) */
+        void (*bus_done)(struct Manager *m); /* the bus glue's teardown, once the work in flight is answered */
+        PrivateServer *private_server; /* the private socket for logins (private-bus.c), NULL if not listening */
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
-        bool exiting;            /* manager_free() runs: nothing new starts */
         IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
         MountEvents *mount_events;       /* subscribers' signals, ReleaseWithHost= (mount-events.c) */
+        const MountEventsBus *mount_events_bus; /* what the bus glue does for them (mount-events-dbus.c) */
+        Ejector *ejector;                /* Eject(), ReleaseWithHost= (eject.c) */
 } Manager;
 
-/* A uid as the key of an IdMap: 0 is no key there, and uid 0 is root's. */
-static inline uint64_t uid_key(uid_t uid) {
-        return (uint64_t) uid + 1;
+/* The Manager of a namespace still in its set (NULL once dropped): for the bus glue, whose
+ * Namespace objects' methods are given the Namespace. */
+static inline Manager *manager_of_namespace(Namespace *ns) {
+        return ns->set ? (Manager *) ((char *) ns->set - offsetof(Manager, namespaces)) : NULL;
 }
 
 int manager_new(Manager **ret);
@@ -89,10 +88,12 @@ int manager_reload(Manager *m, NsmError *error);
  * (manager_connect_bus()), and takes back what it changed if it fails before it serves:
  *
  * manager_startup(): the host's set-up (StateDirectory, SubtreeRoot, the shared subtrees), the
- * builder, and what a previous instance left (namespaces restored); undone on failure.
- * manager_serve(): the bus name taken and the bus attached to the loop, then '/' shared (the
- * one change never undone: nothing can fail after it), the mounts made recorded for --release,
- * the login filter published. If it fails, manager_undo_startup(). */
+ * builder, what a previous instance left (namespaces restored), the login filter published;
+ * undone on failure.
+ * Then the bus glue takes the name and attaches the bus to the loop (manager_bus_serve(),
+ * manager-dbus.h), and manager_serve(): '/' shared (the one change never undone: nothing can
+ * fail after it), the mounts made recorded for --release. If either fails,
+ * manager_undo_startup(). */
 int manager_startup(Manager *m);
 int manager_serve(Manager *m);
 void manager_undo_startup(Manager *m);
@@ -137,8 +138,3 @@ int manager_share_subtree(Manager *m, const char *path, uint64_t deadline, Share
 /* Persists SharedSubtrees added at run time, so a restart keeps them. */
 int manager_save_shared(Manager *m);
 
-/* Connects to the system bus and adds the objects, but neither takes the name nor dispatches
- * (-EEXIST if another instance owns the name): what can fail early, before the host is
- * touched. manager_bus_serve() then takes the name and attaches the bus to the event loop. */
-int manager_connect_bus(Manager *m);
-int manager_bus_serve(Manager *m);

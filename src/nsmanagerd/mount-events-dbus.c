@@ -6,7 +6,7 @@
 #include "list.h"
 #include "log.h"
 #include "mount-events-dbus.h"
-#include "mount-events-internal.h"
+#include "mount-events-view.h"
 #include "namespace-dbus.h"
 #include "path-util.h"
 
@@ -97,7 +97,9 @@ static int on_name_gone(sd_bus_track *track, void *userdata) {
         return 0;
 }
 
-void mount_events_dbus_namespace_gone(Manager *m, Namespace *ns) {
+static void mount_events_dbus_namespace_gone(Namespace *ns, void *userdata) {
+        Manager *m = userdata;
+
         if (!m->mount_events)
                 return;
         /* The view's watch goes with the view: nothing to unwatch. */
@@ -109,7 +111,9 @@ void mount_events_dbus_namespace_gone(Manager *m, Namespace *ns) {
         }
 }
 
-void mount_events_dbus_free(Manager *m) {
+static void mount_events_dbus_free(void *userdata) {
+        Manager *m = userdata;
+
         if (!m->mount_events)
                 return;
         while (*subscribers(m))
@@ -161,7 +165,7 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         if (mount_events_mode(m->mount_events) == MOUNT_EVENTS_NONE)
                 return bus_error_setf(error, NSM_ERROR_NOT_SUPPORTED,
                                       "This daemon sees no mount changes (MountEvents is \"none\").");
-        r = bus_message_caller_uid(req->message, &uid, error);
+        r = bus_message_caller_uid(m, req->message, &uid, error);
         if (r < 0)
                 return r;
         s = subscriber_find(m, sender);
@@ -243,25 +247,27 @@ static void unref_namespace(void *p) {
 
 static int method_namespace_subscribe(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Namespace *ns = userdata;
+        Manager *m = manager_of_namespace(ns);
 
-        if (!ns->manager || !ns->ready)
+        if (!m || !ns->ready)
                 return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' is gone.", ns->name);
-        return bus_request_run_with(message, ns->manager, error, namespace_subscribe_step, namespace_ref(ns),
-                                    unref_namespace);
+        return bus_request_run_with(message, m, error, namespace_subscribe_step, namespace_ref(ns), unref_namespace);
 }
 
 static int method_namespace_unsubscribe(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Namespace *ns = userdata;
+        Manager *m = manager_of_namespace(ns);
 
-        if (!ns->manager)
+        if (!m)
                 return sd_bus_reply_method_return(message, NULL);
-        return unsubscribe(message, ns->manager, ns);
+        return unsubscribe(message, m, ns);
 }
 
 /* ---- the signals ---- */
 
-void mount_events_dbus_emit(Manager *m, Namespace *ns, const MountChange *attached, size_t n_attached,
-                            const uint64_t *detached, size_t n_detached) {
+static void mount_events_dbus_emit(Namespace *ns, const MountChange *attached, size_t n_attached,
+                                   const uint64_t *detached, size_t n_detached, void *userdata) {
+        Manager *m = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         _cleanup_free_ char *path = NULL;
         int r;
@@ -336,7 +342,7 @@ static int eject_step(BusRequest *req, sd_bus_error *error) {
         if (r <= 0)
                 return r;
         req->pending = true;
-        r = eject_start(req->manager, what, flags & NSM_EJECT_LAZY, req->deadline, on_ejected, req);
+        r = eject_start(req->manager->ejector, what, flags & NSM_EJECT_LAZY, req->deadline, on_ejected, req);
         if (r < 0) {
                 req->pending = false;
                 return bus_error_set_errnof(error, r, "Failed to start ejecting '%s': %m", what);
@@ -378,9 +384,16 @@ static const sd_bus_vtable namespace_events_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+static const MountEventsBus mount_events_bus = {
+        .emit = mount_events_dbus_emit,
+        .namespace_gone = mount_events_dbus_namespace_gone,
+        .done = mount_events_dbus_free,
+};
+
 int mount_events_bus_register(Manager *m, sd_bus *bus) {
         int r;
 
+        m->mount_events_bus = &mount_events_bus;
         r = sd_bus_add_object_vtable(bus, NULL, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, manager_events_vtable, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the Manager's mount events: %m");

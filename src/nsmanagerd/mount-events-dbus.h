@@ -16,14 +16,8 @@
 
 #define SUBSCRIPTIONS_PER_UID_MAX 32
 
-/* Adds the vtables to the Manager object and the Namespace objects of 'bus'. */
+/* Adds the vtables to the Manager object and the Namespace objects of 'bus', and sets
+ * Manager.mount_events_bus: the MountsChanged and HostMountsChanged signals, the subscriptions
+ * of a view that is gone ended, and every subscription at exit (mount-events.h). */
 int mount_events_bus_register(Manager *m, sd_bus *bus);
 
-/* MountsChanged of ns's object (NULL: HostMountsChanged of the Manager), on the system bus. */
-void mount_events_dbus_emit(Manager *m, Namespace *ns, const MountChange *attached, size_t n_attached,
-                            const uint64_t *detached, size_t n_detached);
-
-/* The subscriptions of ns end with it. */
-void mount_events_dbus_namespace_gone(Manager *m, Namespace *ns);
-/* Every subscription ends (at exit), without unwatching one by one. */
-void mount_events_dbus_free(Manager *m);

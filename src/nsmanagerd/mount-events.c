@@ -5,8 +5,8 @@
 #include "eject.h"
 #include "list.h"
 #include "log.h"
-#include "mount-events-dbus.h"
-#include "mount-events-internal.h"
+#include "mount-events-view.h"
+#include "mount-events.h"
 #include "mount-notify.h"
 #include "string-table.h"
 #include "time-util.h"
@@ -21,8 +21,6 @@ DEFINE_STRING_TABLE_LOOKUP(mount_events_mode, MountEventsMode);
 
 /* A read() of a group takes what is queued, up to this much at a time. */
 #define EVENTS_BUFFER_SIZE (64U * 1024U)
-/* Changes in one signal at most: a storm of mounts gives several signals, not one huge message. */
-#define SIGNAL_ENTRIES_MAX 8192
 /* listmount(2) pages. */
 #define SCAN_PAGE 256
 
@@ -30,207 +28,7 @@ MountEventsMode mount_events_mode(const MountEvents *e) {
         return e ? e->mode : MOUNT_EVENTS_NONE;
 }
 
-/* ---- collecting and signalling ---- */
-
-bool watched_view_collects(const WatchedView *v) {
-        if (!v->ns)
-                return v->events->n_all > 0;
-        return v->n_watchers > 0 || v->events->n_all > 0;
-}
-
-/* Views, and the host in poll mode, are read when their timer fires; the host's fanotify
- * events are signalled then. */
-static bool watched_view_polled(const WatchedView *v) {
-        return v->ns || v->events->mode == MOUNT_EVENTS_POLL;
-}
-
-static void watched_view_clear(WatchedView *v) {
-        for (size_t i = 0; i < v->n_attached; i++)
-                free(v->attached[i].path);
-        v->attached = mfree(v->attached);
-        v->n_attached = 0;
-        v->detached = mfree(v->detached);
-        v->n_detached = 0;
-}
-
-void watched_view_note_attach(WatchedView *v, uint64_t id, uint64_t parent_id, const char *path) {
-        MountChange *a;
-        char *p;
-
-        if (!watched_view_collects(v))
-                return;
-        p = strdup(path ?: "");
-        a = p ? realloc(v->attached, (v->n_attached + 1) * sizeof(MountChange)) : NULL;
-        if (!a) {
-                free(p);
-                log_oom();
-                return;
-        }
-        v->attached = a;
-        a[v->n_attached++] = (MountChange) { .id = id, .parent_id = parent_id, .path = p };
-}
-
-void watched_view_note_detach(WatchedView *v, uint64_t id) {
-        uint64_t *d;
-
-        if (!watched_view_collects(v))
-                return;
-        /* Attached since the last signal and gone again: in neither list (had it been there
-         * before, its move away was listed as detached already). */
-        for (size_t i = 0; i < v->n_attached; i++)
-                if (v->attached[i].id == id) {
-                        free(v->attached[i].path);
-                        v->attached[i] = v->attached[--v->n_attached];
-                        return;
-                }
-        d = realloc(v->detached, (v->n_detached + 1) * sizeof(uint64_t));
-        if (!d) {
-                log_oom();
-                return;
-        }
-        v->detached = d;
-        d[v->n_detached++] = id;
-}
-
-void watched_view_emit(WatchedView *v) {
-        MountEvents *e = v->events;
-        size_t nd, na;
-
-        if (v->n_attached == 0 && v->n_detached == 0)
-                return;
-        /* A signal of bounded size: the rest follows in the next one, detached ones first (a
-         * client applies a signal's detached ids before its attached mounts). */
-        nd = MIN(v->n_detached, (size_t) SIGNAL_ENTRIES_MAX);
-        na = nd < v->n_detached ? 0 : MIN(v->n_attached, (size_t) SIGNAL_ENTRIES_MAX - nd);
-        mount_events_dbus_emit(e->manager, v->ns, v->attached, na, v->detached, nd);
-        v->last_emit = now_usec(CLOCK_MONOTONIC);
-        for (size_t i = 0; i < na; i++)
-                free(v->attached[i].path);
-        /* (Only what is left: a list never allocated is NULL, and memmove() wants pointers.) */
-        if (v->n_attached > na)
-                memmove(v->attached, v->attached + na, (v->n_attached - na) * sizeof(MountChange));
-        v->n_attached -= na;
-        if (v->n_detached > nd)
-                memmove(v->detached, v->detached + nd, (v->n_detached - nd) * sizeof(uint64_t));
-        v->n_detached -= nd;
-        if (v->n_attached == 0 && v->n_detached == 0)
-                watched_view_clear(v);
-        else if (!watched_view_polled(v))
-                watched_view_schedule_emit(v);
-}
-
-static int on_view_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        WatchedView *v = userdata;
-
-        if (watched_view_polled(v))
-                poll_view_due(v);
-        else
-                watched_view_emit(v);
-        return 0;
-}
-
-/* The timer at 'when' unless it is armed already (then it fires as armed). */
-static void watched_view_arm(WatchedView *v, uint64_t when) {
-        int enabled = SD_EVENT_OFF, r;
-
-        if (v->timer && sd_event_source_get_enabled(v->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
-                return;
-        /* Accuracy 1 µs: sd-event's default would let it slip by a quarter of a second. */
-        if (!v->timer)
-                r = sd_event_add_time(v->events->manager->event, &v->timer, CLOCK_MONOTONIC, when, 1, on_view_timer, v);
-        else {
-                r = sd_event_source_set_time(v->timer, when);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(v->timer, SD_EVENT_ONESHOT);
-        }
-        if (r < 0)
-                log_warning_errno(r, "Failed to arm a mount events timer, ignoring (the changes wait for the next): %m");
-}
-
-void watched_view_schedule_emit(WatchedView *v) {
-        if (v->n_attached == 0 && v->n_detached == 0)
-                return;
-        /* At once after a quiet interval (the changes of this read go together), else when the
-         * interval since the last signal has passed. */
-        watched_view_arm(v, MAX(now_usec(CLOCK_MONOTONIC), v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
-}
-
-void poll_view_schedule_read(WatchedView *v) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        int enabled = SD_EVENT_OFF;
-
-        /* Quiet for an interval (the usual case: a host mount reaching every view): into the
-         * next batch at once, without a timer per view. */
-        if (now >= v->last_emit + MOUNT_EVENTS_INTERVAL_USEC &&
-            !(v->timer && sd_event_source_get_enabled(v->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)) {
-                poll_view_due(v);
-                return;
-        }
-        watched_view_arm(v, MAX(now, v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
-}
-
 /* ---- ReleaseWithHost=: the host's block devices ---- */
-
-void host_blocks_add(MountEvents *e, uint64_t id, dev_t dev) {
-        uintptr_t n = (uintptr_t) id_map_get(e->dev_counts, dev);
-
-        if (id_map_get(e->host_blocks, id))
-                return;
-        if (id_map_put(e->host_blocks, id, (void *) (uintptr_t) dev) < 0 ||
-            id_map_put(e->dev_counts, dev, (void *) (n + 1)) < 0) {
-                log_oom();
-                return;
-        }
-        /* Mounted again: whatever an earlier Eject did no longer tells about its next unmount. */
-        (void) id_map_remove(e->ejected, dev);
-}
-
-void host_blocks_remove(MountEvents *e, uint64_t id) {
-        dev_t dev = (dev_t) (uintptr_t) id_map_remove(e->host_blocks, id);
-        uintptr_t n;
-
-        if (dev == 0)
-                return;
-        n = (uintptr_t) id_map_get(e->dev_counts, dev);
-        if (n > 1) {
-                (void) id_map_put(e->dev_counts, dev, (void *) (n - 1));
-                return;
-        }
-        (void) id_map_remove(e->dev_counts, dev);
-        if (id_map_put(e->release_candidates, dev, (void *) 1) < 0)
-                log_oom();
-}
-
-/* After a read: the devices whose last host mount went, unless it came back (a move). */
-void host_blocks_release_candidates(MountEvents *e) {
-        uint64_t dev;
-
-        for (size_t i = 0; id_map_iterate(e->release_candidates, &i, &dev, NULL);) {
-                int r;
-
-                if (id_map_get(e->dev_counts, dev))
-                        continue;
-                log_info("The host unmounted the last mount of block device %u:%u; detaching the copies views hold.",
-                         major((dev_t) dev), minor((dev_t) dev));
-                r = eject_release(e->manager, (dev_t) dev);
-                if (r < 0)
-                        log_warning_errno(r, "Failed to release the copies of block device %u:%u, ignoring: %m",
-                                          major((dev_t) dev), minor((dev_t) dev));
-        }
-        id_map_free(e->release_candidates);
-        e->release_candidates = id_map_new();
-        if (!e->release_candidates)
-                log_oom();
-}
-
-void mount_events_ejected(MountEvents *e, dev_t dev) {
-        if (e && dev != 0 && id_map_put(e->ejected, dev, (void *) 1) < 0)
-                log_oom();
-}
-
-bool mount_events_consume_ejected(MountEvents *e, dev_t dev) {
-        return e && id_map_remove(e->ejected, dev) != NULL;
-}
 
 static void host_blocks_reset(MountEvents *e) {
         id_map_free(e->host_blocks);
@@ -350,17 +148,13 @@ static WatchedView *watched_view_new(MountEvents *e, Namespace *ns) {
 }
 
 /* Starts seeing v's changes; the caller unlinks and frees v on failure. A view is always
- * read inside its namespace (mount-events-poll.c explains why, fanotify or not). */
+ * read inside its namespace (mount-events-view.c explains why, fanotify or not). */
 static int view_start(WatchedView *v) {
         return poll_view_start(v);
 }
 
 static void view_stop(WatchedView *v) {
         poll_view_stop(v);
-}
-
-static WatchedView *view_find(MountEvents *e, Namespace *ns) {
-        return hashmap_get(e->views, ns->name);
 }
 
 /* Watched while someone watches it alone or everything; started if it is not yet. */
@@ -390,7 +184,6 @@ static int view_ensure(MountEvents *e, Namespace *ns) {
         return 0;
 }
 
-static void waiters_check(MountEvents *e);
 
 static void view_drop(WatchedView *v) {
         MountEvents *e = v->events;
@@ -407,7 +200,7 @@ static void view_drop(WatchedView *v) {
 static void views_drop_unwatched(MountEvents *e) {
         for (WatchedView *v = e->views_list, *next; v; v = next) {
                 next = v->next;
-                if (v->n_watchers == 0 && (e->n_all == 0 || !v->ns->manager))
+                if (v->n_watchers == 0 && (e->n_all == 0 || !v->ns->set))
                         view_drop(v);
         }
 }
@@ -435,7 +228,7 @@ static int host_start(MountEvents *e) {
         r = mount_notify_mark(e->host_fd, e->host_ns_fd, true);
         if (r < 0)
                 return r;
-        r = sd_event_add_io(e->manager->event, &e->host_source, e->host_fd, EPOLLIN, on_host_io, e);
+        r = sd_event_add_io(e->namespaces->event, &e->host_source, e->host_fd, EPOLLIN, on_host_io, e);
         if (r < 0)
                 return r;
         /* Marked: from now on every change is an event. */
@@ -460,71 +253,6 @@ static int host_update(MountEvents *e) {
         return r;
 }
 
-/* ---- waiting for the first read ---- */
-
-typedef struct WatchWaiter WatchWaiter;
-struct WatchWaiter {
-        Namespace *ns;           /* a reference; NULL: everything */
-        MountEventsReadyFunc ready;
-        void *userdata;
-        WatchWaiter *prev, *next;
-};
-
-static bool watch_settled(MountEvents *e, Namespace *ns) {
-        WatchedView *v;
-
-        if (ns) {
-                v = view_find(e, ns);
-                return !v || v->settled;
-        }
-        if (e->host && !e->host->settled)
-                return false;
-        for (v = e->views_list; v; v = v->next)
-                if (!v->settled)
-                        return false;
-        return true;
-}
-
-static WatchWaiter *watch_waiter_free(MountEvents *e, WatchWaiter *w) {
-        LIST_REMOVE(e->waiters, w);
-        namespace_unref(w->ns);
-        free(w);
-        return NULL;
-}
-
-static int on_waiters_defer(sd_event_source *s, void *userdata) {
-        MountEvents *e = userdata;
-
-        e->waiters_defer = sd_event_source_disable_unref(e->waiters_defer);
-        for (WatchWaiter *w = e->waiters, *next; w; w = next) {
-                next = w->next;
-                if (!watch_settled(e, w->ns))
-                        continue;
-                MountEventsReadyFunc ready = w->ready;
-                void *userdata_ = w->userdata;
-                watch_waiter_free(e, w);
-                ready(userdata_);
-                /* The callback may have changed the list: start over. */
-                next = e->waiters;
-        }
-        return 0;
-}
-
-/* Checked from the loop, never from within a caller's own call. */
-static void waiters_check(MountEvents *e) {
-        if (!e->waiters || e->waiters_defer)
-                return;
-        if (sd_event_add_defer(e->manager->event, &e->waiters_defer, on_waiters_defer, e) < 0)
-                log_warning("Failed to schedule answering subscribers, they wait for the next change.");
-}
-
-void watched_view_settled(WatchedView *v) {
-        if (v->settled)
-                return;
-        v->settled = true;
-        waiters_check(v->events);
-}
-
 int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata) {
         WatchWaiter *w;
         Namespace *n;
@@ -539,7 +267,7 @@ int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready
                 view_find(e, ns)->n_watchers++;
         } else if (e->n_all++ == 0) {
                 r = host_update(e);
-                for (HashmapIterator i = {}; r >= 0 && hashmap_iterate(e->manager->namespaces, &i, (void **) &n, NULL);)
+                for (HashmapIterator i = {}; r >= 0 && hashmap_iterate(e->namespaces->by_name, &i, (void **) &n, NULL);)
                         if (n->ready)
                                 r = view_ensure(e, n);
                 if (r < 0) {
@@ -583,7 +311,8 @@ void mount_events_unwatch(MountEvents *e, Namespace *ns) {
         (void) host_update(e);
 }
 
-void mount_events_namespace_ready(MountEvents *e, Namespace *ns) {
+static void on_namespace_ready(Namespace *ns, void *userdata) {
+        MountEvents *e = userdata;
         WatchedView *v;
         int r;
 
@@ -601,19 +330,19 @@ void mount_events_namespace_ready(MountEvents *e, Namespace *ns) {
                 v->new_view = true;
 }
 
-void mount_events_namespace_gone(MountEvents *e, Namespace *ns) {
+static void on_namespace_gone(Namespace *ns, void *userdata) {
+        MountEvents *e = userdata;
         WatchedView *v;
 
-        if (!e)
-                return;
-        mount_events_dbus_namespace_gone(e->manager, ns);
+        if (e->bus && e->bus->namespace_gone)
+                e->bus->namespace_gone(ns, e->bus_userdata);
         v = view_find(e, ns);
         if (v)
                 view_drop(v);
 }
 
 void mount_events_config_changed(MountEvents *e) {
-        bool release = e->manager->config.release_with_host && e->mode != MOUNT_EVENTS_NONE;
+        bool release = e->namespaces->config->release_with_host && e->mode != MOUNT_EVENTS_NONE;
         int r;
 
         if (release == e->release)
@@ -637,7 +366,7 @@ static MountEventsMode choose_mode(void) {
 
         /* A test knob: the fallback, or nothing, on a kernel that has fanotify mount events. */
         if (knob && *knob) {
-                /* poll-mountinfo: poll, reading tables as before Linux 6.8 (mount-events-poll.c). */
+                /* poll-mountinfo: poll, reading tables as before Linux 6.8 (mount-events-view.c). */
                 mode = streq(knob, "poll-mountinfo") ? MOUNT_EVENTS_POLL : mount_events_mode_from_string(knob);
                 if (mode >= 0 && mode != MOUNT_EVENTS_FANOTIFY)
                         return mode;
@@ -653,22 +382,33 @@ static MountEventsMode choose_mode(void) {
         return MOUNT_EVENTS_POLL;
 }
 
-int mount_events_new(Manager *m, MountEvents **ret) {
+static const NamespaceListener namespace_listener = {
+        .ready = on_namespace_ready,
+        .gone = on_namespace_gone,
+};
+
+int mount_events_new(NamespaceSet *namespaces, ChildSet *children, Ejector *ejector, const MountEventsBus *bus,
+                     void *bus_userdata, MountEvents **ret) {
         MountEvents *e = calloc(1, sizeof(MountEvents));
         int r;
 
         if (!e)
                 return -ENOMEM;
-        *e = (MountEvents) { .manager = m, .host_fd = -EBADF };
+        *e = (MountEvents) { .namespaces = namespaces, .children = children, .ejector = ejector, .bus = bus,
+                             .bus_userdata = bus_userdata, .host_fd = -EBADF };
         e->views = hashmap_new();
         e->host_blocks = id_map_new();
         e->dev_counts = id_map_new();
         e->release_candidates = id_map_new();
-        e->ejected = id_map_new();
         e->host_ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        if (!e->views || !e->host_blocks || !e->dev_counts ||
-            !e->release_candidates || !e->ejected || e->host_ns_fd < 0) {
+        if (!e->views || !e->host_blocks || !e->dev_counts || !e->release_candidates || e->host_ns_fd < 0) {
                 r = e->host_ns_fd < 0 ? -errno : -ENOMEM;
+                mount_events_free(e);
+                return r;
+        }
+        /* The new views, and those that go: after the bus glue, which tells of a new view first. */
+        r = namespace_set_listen(namespaces, &namespace_listener, e);
+        if (r < 0) {
                 mount_events_free(e);
                 return r;
         }
@@ -682,12 +422,19 @@ int mount_events_new(Manager *m, MountEvents **ret) {
         return 0;
 }
 
+void mount_events_shutdown(MountEvents *e) {
+        if (e)
+                e->exiting = true;
+}
+
 MountEvents *mount_events_free(MountEvents *e) {
         WatchedView *v;
 
         if (!e)
                 return NULL;
-        mount_events_dbus_free(e->manager);
+        namespace_set_unlisten(e->namespaces, &namespace_listener, e);
+        if (e->bus && e->bus->done)
+                e->bus->done(e->bus_userdata);
         /* At exit the calls that wait are dropped with every other (bus_requests_free()). */
         while (e->waiters)
                 watch_waiter_free(e, e->waiters);
@@ -702,7 +449,6 @@ MountEvents *mount_events_free(MountEvents *e) {
         id_map_free(e->host_blocks);
         id_map_free(e->dev_counts);
         id_map_free(e->release_candidates);
-        id_map_free(e->ejected);
         safe_close(e->host_ns_fd);
         free(e);
         return NULL;

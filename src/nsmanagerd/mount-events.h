@@ -5,8 +5,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "child.h"
+#include "eject.h"
 #include "macros.h"
-#include "manager.h"
+#include "mount-events-view.h"
+#include "namespace.h"
 
 /* Mounts attached and detached in the views someone watches, and in the host, as the
  * MountsChanged and HostMountsChanged signals (mount-events-dbus.c sends them and keeps the
@@ -31,32 +34,17 @@
  * Changes are coalesced: at most one signal per view per MOUNT_EVENTS_INTERVAL_USEC, and
  * together the signals of a view list each change once (detached before attached). */
 
-#define MOUNT_EVENTS_INTERVAL_USEC (100 * USEC_PER_MSEC)
-
-typedef enum MountEventsMode {
-        MOUNT_EVENTS_FANOTIFY,
-        MOUNT_EVENTS_POLL,
-        MOUNT_EVENTS_NONE,
-        _MOUNT_EVENTS_MODE_MAX,
-        _MOUNT_EVENTS_MODE_INVALID = -EINVAL,
-} MountEventsMode;
-
 const char *mount_events_mode_to_string(MountEventsMode m) _pure_;
 MountEventsMode mount_events_mode_from_string(const char *s) _pure_;
 
-/* One mount attached: ids as the signals carry them (unique where the kernel has them). */
-typedef struct MountChange {
-        uint64_t id;
-        uint64_t parent_id;
-        char *path;              /* relative to the namespace's root */
-} MountChange;
-
-typedef struct MountEvents MountEvents;
-
 /* Chooses how changes are seen (fanotify, else poll; the environment variable
  * NSM_MOUNT_EVENTS=poll|none chooses for tests) and, with ReleaseWithHost=yes, starts
- * watching the host's unmounts. */
-int mount_events_new(Manager *m, MountEvents **ret);
+ * watching the host's unmounts. It listens to 'namespaces' for new views and those that go;
+ * ReleaseWithHost= detaches through 'ejector'. All of them are the owner's and outlive it. */
+int mount_events_new(NamespaceSet *namespaces, ChildSet *children, Ejector *ejector, const MountEventsBus *bus,
+                     void *bus_userdata, MountEvents **ret);
+/* At exit, before the children go: no new read of a table starts. */
+void mount_events_shutdown(MountEvents *e);
 MountEvents *mount_events_free(MountEvents *e);
 MountEventsMode mount_events_mode(const MountEvents *e);
 
@@ -68,16 +56,6 @@ void mount_events_config_changed(MountEvents *e);
  * before its changes can be told: 1 if what is watched has been read already, else 0 and
  * 'ready' is called once it has (or could not be: the watch goes on), from the event loop;
  * what changes afterwards is signalled. */
-typedef void (*MountEventsReadyFunc)(void *userdata);
 int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata);
 void mount_events_unwatch(MountEvents *e, Namespace *ns);
 
-/* Hooks: a namespace became ready / is being dropped (its watches are gone with it). */
-void mount_events_namespace_ready(MountEvents *e, Namespace *ns);
-void mount_events_namespace_gone(MountEvents *e, Namespace *ns);
-
-/* Eject() detached every mount of 'dev': the host's unmount of it needs no release. */
-void mount_events_ejected(MountEvents *e, dev_t dev);
-/* Whether Eject() detached every mount of 'dev' since its last host mount came (then a release
- * has nothing to do); forgets it. */
-bool mount_events_consume_ejected(MountEvents *e, dev_t dev);

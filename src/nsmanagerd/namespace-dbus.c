@@ -2,16 +2,31 @@
 #include "builder.h"
 #include "bus-errors.h"
 #include "log.h"
-#include "manager-dbus.h"
+#include "bus-path.h"
 #include "namespace-dbus.h"
+#include "namespace-session.h"
 #include "parse-util.h"
 #include "strv.h"
 
-char *namespace_bus_path(Namespace *ns) {
-        char *p = NULL;
-        if (asprintf(&p, "%s/_%u", NSM_NAMESPACE_PATH_PREFIX, (unsigned) ns->uid) < 0)
-                return NULL;
-        return p;
+/* ---- RemoveNamespace (the Manager's, by name, and the object's Remove) ---- */
+
+static void on_removed(const NsmError *error, void *userdata) {
+        bus_request_reply_result(userdata, error);
+}
+
+int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *error) {
+        int r;
+
+        r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", ns->name, NULL }, error);
+        if (r <= 0)
+                return r;
+        req->pending = true;
+        r = namespace_remove(ns, req->deadline, on_removed, req);
+        if (r < 0) {
+                req->pending = false;
+                return bus_error_set_errnof(error, r, "Failed to remove the namespace: %m");
+        }
+        return 1;
 }
 
 /* ---- GetMounts ---- */
@@ -78,9 +93,11 @@ static void unref_namespace(void *p) {
 }
 
 static int run_on_namespace(sd_bus_message *message, Namespace *ns, sd_bus_error *error, BusRequestStep step) {
-        if (!ns->manager || !ns->ready)
+        Manager *m = manager_of_namespace(ns);
+
+        if (!m || !ns->ready)
                 return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' is gone.", ns->name);
-        return bus_request_run_with(message, ns->manager, error, step, namespace_ref(ns), unref_namespace);
+        return bus_request_run_with(message, m, error, step, namespace_ref(ns), unref_namespace);
 }
 
 static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -155,19 +172,6 @@ static const sd_bus_vtable namespace_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-int namespace_bus_path_to_uid(const char *path, uid_t *ret) {
-        static const char prefix[] = NSM_NAMESPACE_PATH_PREFIX "/_";
-        const char *p;
-
-        if (!path || strncmp(path, prefix, strlen(prefix)) != 0)
-                return -EINVAL;
-        p = path + strlen(prefix);
-        /* One spelling per object: no leading zeros ("_01" is not "_1"). */
-        if (p[0] == '0' && p[1] != '\0')
-                return -EINVAL;
-        return parse_uid(p, ret);
-}
-
 /* /org/example/NSManager/user/_UID */
 int namespace_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata, void **found,
                                  sd_bus_error *error) {
@@ -191,7 +195,7 @@ static int namespace_node_enumerator(sd_bus *bus, const char *path, void *userda
 
         if (!l)
                 return -ENOMEM;
-        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces, &i, (void **) &ns, NULL);) {
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);) {
                 _cleanup_free_ char *p = NULL;
                 if (!ns->ready)
                         continue;
@@ -203,6 +207,45 @@ static int namespace_node_enumerator(sd_bus *bus, const char *path, void *userda
         return 1;
 }
 
+/* ---- signals ---- */
+
+/* Best effort, as before: a signal that cannot be sent is not worth a failed call. */
+static void send_signal(Manager *m, Namespace *ns, const char *member) {
+        _cleanup_free_ char *path = NULL;
+
+        if (!m->bus)
+                return;
+        path = namespace_bus_path(ns);
+        if (path)
+                (void) sd_bus_emit_signal(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, member, "so", ns->name, path);
+}
+
+static void on_namespace_ready(Namespace *ns, void *userdata) {
+        send_signal(userdata, ns, "NamespaceNew");
+}
+
+static void on_namespace_removed(Namespace *ns, void *userdata) {
+        send_signal(userdata, ns, "NamespaceRemoved");
+}
+
+static void on_namespace_changed(Namespace *ns, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ char *path = NULL;
+
+        if (!m->bus || !ns->ready)
+                return;
+        path = namespace_bus_path(ns);
+        if (path)
+                (void) sd_bus_emit_properties_changed(m->bus, path, NSM_NAMESPACE_INTERFACE, "State", "Sessions", "Linger",
+                                                      NULL);
+}
+
+static const NamespaceListener namespace_listener = {
+        .ready = on_namespace_ready,
+        .changed = on_namespace_changed,
+        .removed = on_namespace_removed,
+};
+
 int namespace_dbus_register(Manager *m, sd_bus *bus) {
         int r;
 
@@ -213,39 +256,9 @@ int namespace_dbus_register(Manager *m, sd_bus *bus) {
         r = sd_bus_add_node_enumerator(bus, NULL, NSM_NAMESPACE_PATH_PREFIX, namespace_node_enumerator, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the Namespace enumerator: %m");
+        r = namespace_set_listen(&m->namespaces, &namespace_listener, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to listen to the namespaces: %m");
         return 0;
 }
 
-/* ---- signals ---- */
-
-static int send_signal(Namespace *ns, const char *member) {
-        Manager *m = ns->manager;
-        _cleanup_free_ char *path = NULL;
-
-        if (!m || !m->bus)
-                return 0;
-        path = namespace_bus_path(ns);
-        if (!path)
-                return -ENOMEM;
-        return sd_bus_emit_signal(m->bus, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, member, "so", ns->name, path);
-}
-
-int namespace_dbus_send_new(Namespace *ns) {
-        return send_signal(ns, "NamespaceNew");
-}
-
-int namespace_dbus_send_removed(Namespace *ns) {
-        return send_signal(ns, "NamespaceRemoved");
-}
-
-int namespace_dbus_send_changed(Namespace *ns) {
-        Manager *m = ns->manager;
-        _cleanup_free_ char *path = NULL;
-
-        if (!m || !m->bus || !ns->ready)
-                return 0;
-        path = namespace_bus_path(ns);
-        if (!path)
-                return -ENOMEM;
-        return sd_bus_emit_properties_changed(m->bus, path, NSM_NAMESPACE_INTERFACE, "State", "Sessions", "Linger", NULL);
-}

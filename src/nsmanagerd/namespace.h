@@ -9,15 +9,22 @@
 #include <systemd/sd-event.h>
 
 #include "macros.h"
-#include "manager.h"
+#include "hashmap.h"
+#include "id-map.h"
+#include "manager-config.h"
 #include "mount-util.h"
 #include "nsm-error.h"
 #include "op-queue.h"
+#include "state-dir.h"
 #include "user-util.h"
 
-/* A user's namespace: its lifecycle (built, ready, removed), its sessions, what the daemon
- * remembers about it (binds made, the [View] policy's mounts, explicit propagation choices)
- * and its state file. No bus types here: namespace-dbus.c is the glue. */
+/* A user's namespace: the object and its lifecycle (built, ready, removed), and what the
+ * daemon remembers about it (binds made, the [View] policy's mounts, explicit propagation
+ * choices). Its sessions are namespace-session.h's, its state file namespace-state.h's. No bus
+ * types here: namespace-dbus.c is the glue. */
+
+typedef struct Namespace Namespace;
+typedef struct NamespaceSet NamespaceSet;
 
 typedef enum NamespaceState {
         NAMESPACE_ACTIVE,
@@ -29,6 +36,7 @@ typedef enum NamespaceState {
 
 const char *namespace_state_to_string(NamespaceState s) _pure_;
 NamespaceState namespace_state_from_string(const char *s) _pure_;
+
 
 /* A session id is one word of the state file: 1-255 printable ASCII bytes, no ':'. The bus
  * refuses any other (OpenSession), and so does the state file's reader. */
@@ -80,9 +88,49 @@ typedef struct NamespaceWaiter {
         struct NamespaceWaiter *next;
 } NamespaceWaiter;
 
+typedef struct Builder Builder;
+
+/* Who hears of the namespaces' changes: the bus glue (its signals), mount events (their
+ * watches). Any of them may be NULL. */
+typedef struct NamespaceListener {
+        void (*ready)(Namespace *ns, void *userdata);   /* built, usable (not one loaded at start) */
+        void (*changed)(Namespace *ns, void *userdata); /* its sessions or its lingering */
+        void (*removed)(Namespace *ns, void *userdata); /* being removed: it is dropped next */
+        void (*gone)(Namespace *ns, void *userdata);    /* dropped: nothing finds it any more */
+} NamespaceListener;
+
+#define NAMESPACE_LISTENERS_MAX 2
+
+/* Every namespace, by name and by uid, and what they share. The Manager's (Manager.namespaces),
+ * which owns what it points to; a namespace knows its set, never the Manager. */
+struct NamespaceSet {
+        sd_event *event;
+        const ManagerConfig *config;   /* the Manager's, as ReloadConfig left it */
+        const StateDir *state;
+        Builder *builder;              /* from manager_startup() until the builder goes */
+        Hashmap *by_name;              /* user name → Namespace */
+        IdMap *by_uid;                 /* uid_key(uid) → Namespace */
+        struct {
+                const NamespaceListener *l;
+                void *userdata;
+        } listeners[NAMESPACE_LISTENERS_MAX];
+};
+
+int namespace_set_init(NamespaceSet *s, sd_event *event, const ManagerConfig *config, const StateDir *state);
+/* Drops every namespace (what waits for one learns that the daemon shuts down; the views stay
+ * pinned), then the maps. */
+void namespace_set_done(NamespaceSet *s);
+/* -ENOSPC beyond NAMESPACE_LISTENERS_MAX. */
+int namespace_set_listen(NamespaceSet *s, const NamespaceListener *l, void *userdata);
+void namespace_set_unlisten(NamespaceSet *s, const NamespaceListener *l, void *userdata);
+Namespace *namespace_set_get(NamespaceSet *s, const char *name);
+Namespace *namespace_set_get_by_uid(NamespaceSet *s, uid_t uid);
+/* Now + OperationTimeoutSec=: the deadline of an operation that starts now. */
+uint64_t namespace_set_deadline(const NamespaceSet *s);
+
 struct Namespace {
         unsigned n_ref;
-        Manager *manager;        /* NULL once dropped */
+        NamespaceSet *set;       /* NULL once dropped */
 
         char *name;
         uid_t uid;
@@ -116,11 +164,10 @@ struct Namespace {
 char *namespace_root(Namespace *ns);
 NamespaceState namespace_get_state(Namespace *ns);
 
-/* Lifecycle. namespace_new() links an empty object into the Manager; namespace_build() makes
- * the view (asynchronously: calls waiting with namespace_wait_ready() learn how it went; a
- * failed one is dropped). namespace_drop() unlinks it from the Manager; the object lives on
- * while someone holds a reference. */
-int namespace_new(Manager *m, const UserRecord *u, Namespace **ret);
+/* Lifecycle. namespace_new() links an empty object into the set; namespace_build()
+ * (namespace-build.h) makes the view. namespace_drop() unlinks it from the set; the object
+ * lives on while someone holds a reference. */
+int namespace_new(NamespaceSet *set, const UserRecord *u, Namespace **ret);
 Namespace *namespace_ref(Namespace *ns);
 Namespace *namespace_unref(Namespace *ns);
 static inline void namespace_unrefp(Namespace **ns) {
@@ -129,7 +176,6 @@ static inline void namespace_unrefp(Namespace **ns) {
 /* What still waits for it gets 'why' (namespace_drop(): NoSuchNamespace, it was removed). */
 void namespace_drop_with(Namespace *ns, const NsmError *why);
 void namespace_drop(Namespace *ns);
-int namespace_build(Namespace *ns, uint64_t deadline);
 /* Calls 'callback' (from the event loop) once the namespace is ready, or failed. */
 int namespace_wait_ready(Namespace *ns, NamespaceReadyFunc callback, void *userdata);
 /* Unpins it and removes its state; 'done' (may be NULL) learns how it went. The namespace is
@@ -137,23 +183,26 @@ int namespace_wait_ready(Namespace *ns, NamespaceReadyFunc callback, void *userd
 int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(const NsmError *error, void *userdata),
                      void *userdata);
 
-/* State: StateDirectory/namespaces/NAME. */
-int namespace_save(Namespace *ns);
-int namespace_load(Manager *m, const char *name, int mntns_fd, Namespace **ret);
-/* The records of a state file (what namespace_save() writes) into ns, which needs no Manager:
- * no syscalls, and the sessions it adds are not watched yet (namespace_load() does that). A
- * malformed record is dropped, the rest kept; -ENOMEM is the only error. State files outlive
- * daemon versions, so this is fuzzed (src/fuzz/fuzz-namespace-state.c). */
-int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions);
+/* The mount namespace 'fd' (taken) becomes ns's; its inode and id are read. */
+int namespace_set_fd(Namespace *ns, int fd);
 
-/* Sessions: one ends when the login's last copy of *ret_fd (the write end, returned to the
- * caller) is closed, or with CloseSession, which ends every session of that id. */
-int namespace_add_session(Namespace *ns, const char *id, pid_t leader, int *ret_fd);
-int namespace_remove_session(Namespace *ns, const char *id, NsmError *error); /* NoSuchSession if unknown */
-/* Whether 'id' is among the first 'before' sessions of the list with that id (the Sessions
- * property lists each id once). */
-bool namespace_session_id_seen(Namespace *ns, const Session *before);
-int namespace_set_linger(Namespace *ns, bool b);
+/* Between the namespace's files: what waits for ns learns how its build went; the listeners
+ * learn that it is ready, or changed. */
+void namespace_notify_waiters(Namespace *ns, const NsmError *error);
+void namespace_notify_ready(Namespace *ns);
+void namespace_notify_changed(Namespace *ns);
+Session *session_new(const char *id);
+Session *session_free(Session *s);
+/* Every session of ns ends, unwatched and unsaved (the namespace is freed or dropped). */
+void namespace_free_sessions(Namespace *ns);
+
+/* The ids of its mounts that the rules of own-view-rules.h look at: the binds (those made for
+ * the user apart), the [View] policy's. Copies, the caller's to free. */
+typedef struct NamespaceMountIds {
+        MountId *own, *binds, *policy;
+        size_t n_own, n_binds, n_policy;
+} NamespaceMountIds;
+int namespace_mount_ids(Namespace *ns, NamespaceMountIds *ret);
 
 /* Records. */
 int namespace_record_bind(Namespace *ns, MountId id, const char *destination, bool for_user, MountId replaced);

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "host.h"
 #include "log.h"
+#include "manager-dbus.h"
 #include "manager.h"
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -199,10 +200,12 @@ int main(int argc, char *argv[]) {
 
         /* Without it logins take the system bus: slower, not broken. Before the bus name is
          * ours, so that whoever sees the name finds the socket too. */
-        r = private_bus_listen(m);
+        r = private_server_new(m->event, &m->config, manager_bus_add_login_objects, m, &m->private_server);
         if (r < 0)
                 log_warning_errno(r, "Failed to listen on %s, ignoring (logins use the system bus): %m", NSM_PRIVATE_SOCKET);
-        r = manager_serve(m);
+        r = manager_bus_serve(m);
+        if (r >= 0)
+                r = manager_serve(m);
         if (r < 0) {
                 manager_undo_startup(m);
                 return EXIT_FAILURE;

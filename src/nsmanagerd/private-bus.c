@@ -7,7 +7,6 @@
 #include "fs-util.h"
 #include "list.h"
 #include "log.h"
-#include "manager-dbus.h"
 #include "private-bus.h"
 #include "process-util.h"
 
@@ -40,10 +39,29 @@
 /* After running out of fds, accept() is tried again this much later (or when a connection goes). */
 #define PRIVATE_BUS_RETRY_USEC (100 * USEC_PER_MSEC)
 
+typedef struct PrivateBus PrivateBus;
+
+/* The listening socket and the connections it accepted. */
+struct PrivateServer {
+        sd_event *event;
+        const ManagerConfig *config;     /* the owner's: OperationTimeoutSec= as it is now */
+        PrivateServerAddObjects add_objects;
+        void *userdata;
+        sd_id128_t id;
+        sd_event_source *source;         /* the listening socket */
+        sd_event_source *retry_source;   /* listens again after running out of fds */
+        bool accept_failing;             /* logged once until accept() works again */
+        bool closing;                    /* private_server_free() runs */
+        PrivateBus *served;              /* connections served */
+        unsigned n_served;
+        PrivateBus *waiting, *waiting_tail; /* accepted, waiting for a place, oldest first */
+        unsigned n_waiting;
+};
+
 struct PrivateBus {
-        Manager *manager;
+        PrivateServer *server;
         uid_t ruid;                      /* the real uid of the process that connected */
-        bool served;                     /* in the Manager's private_buses, else waiting */
+        bool served;                     /* in the server's served list, else waiting */
         int fd;                          /* while it waits; then sd-bus has it */
         sd_bus *bus;
         sd_event_source *free_source;    /* frees it from the event loop, not from its own callback */
@@ -58,50 +76,50 @@ static unsigned count_uid(PrivateBus *list, uid_t ruid) {
         return n;
 }
 
-static bool may_serve(Manager *m, uid_t ruid) {
-        return m->n_private_buses < PRIVATE_BUS_CONNECTIONS_MAX &&
-               (ruid == 0 || count_uid(m->private_buses, ruid) < PRIVATE_BUS_PER_UID_MAX);
+static bool may_serve(PrivateServer *m, uid_t ruid) {
+        return m->n_served < PRIVATE_BUS_CONNECTIONS_MAX &&
+               (ruid == 0 || count_uid(m->served, ruid) < PRIVATE_BUS_PER_UID_MAX);
 }
 
-static void accept_more(Manager *m) {
-        if (m->private_source && !m->private_retry_source && m->n_private_waiting < PRIVATE_BUS_WAITING_MAX)
-                (void) sd_event_source_set_enabled(m->private_source, SD_EVENT_ON);
+static void accept_more(PrivateServer *m) {
+        if (m->source && !m->retry_source && m->n_waiting < PRIVATE_BUS_WAITING_MAX)
+                (void) sd_event_source_set_enabled(m->source, SD_EVENT_ON);
 }
 
 static int private_bus_start(PrivateBus *p);
 
-static void waiting_remove(Manager *m, PrivateBus *p) {
+static void waiting_remove(PrivateServer *m, PrivateBus *p) {
         if (p->next)
                 p->next->prev = p->prev;
         else
-                m->private_waiting_tail = p->prev;
+                m->waiting_tail = p->prev;
         if (p->prev)
                 p->prev->next = p->next;
         else
-                m->private_waiting = p->next;
+                m->waiting = p->next;
         p->prev = p->next = NULL;
-        m->n_private_waiting--;
+        m->n_waiting--;
 }
 
-static void waiting_append(Manager *m, PrivateBus *p) {
+static void waiting_append(PrivateServer *m, PrivateBus *p) {
         p->next = NULL;
-        p->prev = m->private_waiting_tail;
+        p->prev = m->waiting_tail;
         if (p->prev)
                 p->prev->next = p;
         else
-                m->private_waiting = p;
-        m->private_waiting_tail = p;
-        m->n_private_waiting++;
+                m->waiting = p;
+        m->waiting_tail = p;
+        m->n_waiting++;
 }
 
 static PrivateBus *private_bus_free(PrivateBus *p) {
         if (!p)
                 return NULL;
         if (p->served) {
-                LIST_REMOVE(p->manager->private_buses, p);
-                p->manager->n_private_buses--;
+                LIST_REMOVE(p->server->served, p);
+                p->server->n_served--;
         } else
-                waiting_remove(p->manager, p);
+                waiting_remove(p->server, p);
         sd_event_source_disable_unref(p->free_source);
         sd_event_source_disable_unref(p->lifetime_source);
         /* Not flushed: a peer that went away reads nothing, and one that stays must not make us
@@ -113,10 +131,10 @@ static PrivateBus *private_bus_free(PrivateBus *p) {
 }
 
 /* A place came free: the longest waiting connection that may have it, then the backlog. */
-static void serve_waiting(Manager *m) {
-        PrivateBus *p = m->private_waiting;
+static void serve_waiting(PrivateServer *m) {
+        PrivateBus *p = m->waiting;
 
-        while (p && m->n_private_buses < PRIVATE_BUS_CONNECTIONS_MAX) {
+        while (p && m->n_served < PRIVATE_BUS_CONNECTIONS_MAX) {
                 PrivateBus *next = p->next;
                 int r;
 
@@ -134,10 +152,10 @@ static void serve_waiting(Manager *m) {
 }
 
 static void private_bus_free_and_serve(PrivateBus *p) {
-        Manager *m = p->manager;
+        PrivateServer *m = p->server;
 
         private_bus_free(p);
-        if (!m->exiting)
+        if (!m->closing)
                 serve_waiting(m);
 }
 
@@ -152,7 +170,7 @@ static int on_disconnected(sd_bus_message *message, void *userdata, sd_bus_error
 
         if (p->free_source)
                 return 0;
-        r = sd_event_add_defer(p->manager->event, &p->free_source, on_free, p);
+        r = sd_event_add_defer(p->server->event, &p->free_source, on_free, p);
         if (r < 0)
                 log_warning_errno(r, "Failed to schedule freeing a private connection, keeping it: %m");
         return 0;
@@ -168,11 +186,11 @@ static int on_lifetime_over(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* sd-bus takes the connection, with what a login needs on it and nothing else. */
 static int private_bus_start(PrivateBus *p) {
-        Manager *m = p->manager;
+        PrivateServer *m = p->server;
         int r;
 
-        LIST_PREPEND(m->private_buses, p);
-        m->n_private_buses++;
+        LIST_PREPEND(m->served, p);
+        m->n_served++;
         p->served = true;
         r = sd_bus_new(&p->bus);
         if (r < 0)
@@ -182,14 +200,14 @@ static int private_bus_start(PrivateBus *p) {
                 return r;
         p->fd = -EBADF;
         if ((r = sd_event_add_time_relative(m->event, &p->lifetime_source, CLOCK_MONOTONIC,
-                                            m->config.operation_timeout_usec + PRIVATE_BUS_LIFETIME_SLACK_USEC, 0,
+                                            m->config->operation_timeout_usec + PRIVATE_BUS_LIFETIME_SLACK_USEC, 0,
                                             on_lifetime_over, p)) < 0 ||
-            (r = sd_bus_set_server(p->bus, true, m->private_bus_id)) < 0 ||
+            (r = sd_bus_set_server(p->bus, true, m->id)) < 0 ||
             (r = sd_bus_negotiate_fds(p->bus, true)) < 0 ||
             (r = sd_bus_start(p->bus)) < 0 ||
             (r = sd_bus_match_signal_async(p->bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
                                            "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, NULL, p)) < 0 ||
-            (r = manager_bus_add_login_objects(m, p->bus)) < 0 ||
+            (r = m->add_objects(p->bus, m->userdata)) < 0 ||
             /* Not flushed when the loop exits (sd-bus's default): flushing a connection that has
              * not authenticated waits for its authentication, up to sd-bus's 25 s, and a
              * peer that says nothing would hold up the daemon's exit that long. */
@@ -200,12 +218,12 @@ static int private_bus_start(PrivateBus *p) {
 }
 
 /* Takes 'fd': served now, waiting for a place, or closed (too many of this real uid's). */
-static int private_bus_new(Manager *m, int fd, uid_t ruid) {
+static int private_bus_new(PrivateServer *m, int fd, uid_t ruid) {
         bool serve = may_serve(m, ruid);
         PrivateBus *p;
         int r;
 
-        if (!serve && ruid != 0 && count_uid(m->private_waiting, ruid) >= PRIVATE_BUS_WAITING_PER_UID_MAX) {
+        if (!serve && ruid != 0 && count_uid(m->waiting, ruid) >= PRIVATE_BUS_WAITING_PER_UID_MAX) {
                 log_debug("Real uid %u has %u private connections served and %u waiting; closing its next.",
                           (unsigned) ruid, PRIVATE_BUS_PER_UID_MAX, PRIVATE_BUS_WAITING_PER_UID_MAX);
                 safe_close(fd);
@@ -216,7 +234,7 @@ static int private_bus_new(Manager *m, int fd, uid_t ruid) {
                 safe_close(fd);
                 return -ENOMEM;
         }
-        *p = (PrivateBus) { .manager = m, .fd = fd, .ruid = ruid };
+        *p = (PrivateBus) { .server = m, .fd = fd, .ruid = ruid };
         if (serve)
                 r = private_bus_start(p);
         else {
@@ -231,9 +249,9 @@ static int private_bus_new(Manager *m, int fd, uid_t ruid) {
 }
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        PrivateServer *m = userdata;
 
-        m->private_retry_source = sd_event_source_disable_unref(m->private_retry_source);
+        m->retry_source = sd_event_source_disable_unref(m->retry_source);
         accept_more(m);
         return 0;
 }
@@ -241,16 +259,16 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
 /* accept() failed for want of fds (the daemon's or the system's) and the connection stays in
  * the backlog, so the socket stays readable: without a pause the loop would spin on it, and
  * log as fast as it spins. */
-static void pause_accepting(Manager *m, sd_event_source *s, int error) {
+static void pause_accepting(PrivateServer *m, sd_event_source *s, int error) {
         int r;
 
-        if (m->private_retry_source)
+        if (m->retry_source)
                 return;
-        log_full_errno(m->private_accept_failing ? LOG_DEBUG : LOG_WARNING, error,
+        log_full_errno(m->accept_failing ? LOG_DEBUG : LOG_WARNING, error,
                        "Failed to accept a private connection, trying again every %llu ms: %m",
                        (unsigned long long) (PRIVATE_BUS_RETRY_USEC / USEC_PER_MSEC));
-        m->private_accept_failing = true;
-        r = sd_event_add_time_relative(m->event, &m->private_retry_source, CLOCK_MONOTONIC, PRIVATE_BUS_RETRY_USEC, 0,
+        m->accept_failing = true;
+        r = sd_event_add_time_relative(m->event, &m->retry_source, CLOCK_MONOTONIC, PRIVATE_BUS_RETRY_USEC, 0,
                                        on_retry, m);
         if (r < 0) {
                 log_warning_errno(r, "Failed to schedule accepting again, listening on: %m");
@@ -260,7 +278,7 @@ static void pause_accepting(Manager *m, sd_event_source *s, int error) {
 }
 
 static int on_connection(sd_event_source *s, int listen_fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
+        PrivateServer *m = userdata;
 
         for (;;) {
                 struct ucred ucred;
@@ -268,7 +286,7 @@ static int on_connection(sd_event_source *s, int listen_fd, uint32_t revents, vo
                 uid_t ruid;
                 int fd, r;
 
-                if (m->n_private_waiting >= PRIVATE_BUS_WAITING_MAX) {
+                if (m->n_waiting >= PRIVATE_BUS_WAITING_MAX) {
                         /* The rest waits in the backlog until a connection goes (serve_waiting()). */
                         (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
                         return 0;
@@ -281,9 +299,9 @@ static int on_connection(sd_event_source *s, int listen_fd, uint32_t revents, vo
                                 log_warning_errno(errno, "Failed to accept a private connection, ignoring: %m");
                         return 0;
                 }
-                if (m->private_accept_failing) {
+                if (m->accept_failing) {
                         log_info("Accepting private connections again.");
-                        m->private_accept_failing = false;
+                        m->accept_failing = false;
                 }
                 /* The socket's mode keeps others out; this keeps them out whatever the mode. */
                 if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &ucred, &len) < 0 || ucred.uid != 0) {
@@ -304,7 +322,7 @@ static int on_connection(sd_event_source *s, int listen_fd, uint32_t revents, vo
         }
 }
 
-int private_bus_listen(Manager *m) {
+static int private_server_listen(PrivateServer *m) {
         union {
                 struct sockaddr sa;
                 struct sockaddr_un un;
@@ -312,7 +330,7 @@ int private_bus_listen(Manager *m) {
         _cleanup_close_ int fd = -EBADF;
         int r;
 
-        r = sd_id128_randomize(&m->private_bus_id);
+        r = sd_id128_randomize(&m->id);
         if (r < 0)
                 return r;
         r = mkdir_parents(NSM_PRIVATE_SOCKET, 0755);
@@ -331,24 +349,49 @@ int private_bus_listen(Manager *m) {
                 return r;
         if (listen(fd, SOMAXCONN) < 0)
                 return -errno;
-        r = sd_event_add_io(m->event, &m->private_source, fd, EPOLLIN, on_connection, m);
+        r = sd_event_add_io(m->event, &m->source, fd, EPOLLIN, on_connection, m);
         if (r < 0)
                 return r;
-        r = sd_event_source_set_io_fd_own(m->private_source, true);
+        r = sd_event_source_set_io_fd_own(m->source, true);
         if (r < 0)
                 return r;
         TAKE_FD(fd);
         return 0;
 }
 
-void private_bus_done(Manager *m) {
-        m->private_retry_source = sd_event_source_disable_unref(m->private_retry_source);
-        if (m->private_source) {
-                m->private_source = sd_event_source_disable_unref(m->private_source);
+int private_server_new(sd_event *event, const ManagerConfig *config, PrivateServerAddObjects add_objects,
+                       void *userdata, PrivateServer **ret) {
+        PrivateServer *m;
+        int r;
+
+        m = calloc(1, sizeof(PrivateServer));
+        if (!m)
+                return -ENOMEM;
+        *m = (PrivateServer) { .event = sd_event_ref(event), .config = config, .add_objects = add_objects,
+                               .userdata = userdata };
+        r = private_server_listen(m);
+        if (r < 0) {
+                private_server_free(m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+PrivateServer *private_server_free(PrivateServer *m) {
+        if (!m)
+                return NULL;
+        m->closing = true;
+        m->retry_source = sd_event_source_disable_unref(m->retry_source);
+        if (m->source) {
+                m->source = sd_event_source_disable_unref(m->source);
                 (void) unlink(NSM_PRIVATE_SOCKET);
         }
-        while (m->private_buses)
-                private_bus_free(m->private_buses);
-        while (m->private_waiting)
-                private_bus_free(m->private_waiting);
+        while (m->served)
+                private_bus_free(m->served);
+        while (m->waiting)
+                private_bus_free(m->waiting);
+        sd_event_unref(m->event);
+        free(m);
+        return NULL;
 }

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "manager.h"
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "manager-config.h"
 
 /* The private socket, NSM_PRIVATE_SOCKET (bus-errors.h): peer-to-peer D-Bus connections from
  * root, for pam_nsmanager's logins. Through the system bus a login costs two trips through
@@ -12,5 +15,16 @@
  * root (in /run/nsmanager, 0700 where it is the StateDirectory). Places are limited in all and
  * per real uid of the connecting process (private-bus.c). */
 
-int private_bus_listen(Manager *m);
-void private_bus_done(Manager *m);
+typedef struct PrivateServer PrivateServer;
+
+/* What each connection gets on it, added by the owner (the Manager's OpenSession): the server
+ * knows no object of its own. */
+typedef int (*PrivateServerAddObjects)(sd_bus *bus, void *userdata);
+
+/* Listens on NSM_PRIVATE_SOCKET. 'config' is the owner's and outlives the server: a
+ * connection lives at most OperationTimeoutSec= (as it is when the connection is served) and
+ * a little more. */
+int private_server_new(sd_event *event, const ManagerConfig *config, PrivateServerAddObjects add_objects,
+                       void *userdata, PrivateServer **ret);
+/* Stops listening, removes the socket, closes every connection. */
+PrivateServer *private_server_free(PrivateServer *s);

@@ -3,17 +3,29 @@
 
 #include "child.h"
 #include "log.h"
+#include "namespace-state.h"
 #include "namespace.h"
 #include "op-queue.h"
 #include "view-job.h"
 
+typedef struct ViewJob ViewJob;
+
+struct ViewJobs {
+        sd_event *event;
+        ChildSet *children;
+        OpQueue *host_ops;
+        const ManagerConfig *config;    /* the owner's, as ReloadConfig left it */
+        ViewJob *waiting;               /* jobs waiting for a free slot, oldest first */
+        unsigned running;
+        bool exiting;                   /* view_jobs_shutdown() ran: nothing new starts */
+};
+
 struct ViewJob {
-        Manager *manager;
+        ViewJobs *jobs;
         Namespace *ns;           /* a reference; NULL for the host */
         ViewOp op;
         char *path, *source;     /* op's strings */
         Credentials caller;
-        bool has_caller;
         MountId *own, *binds, *policy;
         uid_t owner;
         uint64_t deadline;
@@ -22,7 +34,7 @@ struct ViewJob {
         QueuedOp *queued;        /* our place in the namespace's queue */
         sd_event_source *timer;  /* the deadline, while waiting for a slot */
         char *description;
-        ViewJob *next;           /* in manager->jobs_waiting */
+        ViewJob *next;           /* in jobs->waiting */
 };
 
 static ViewJob *view_job_free(ViewJob *j) {
@@ -48,54 +60,15 @@ static void view_job_finish(ViewJob *j, const NsmError *error, const ViewOpResul
         view_job_free(j);
 }
 
-/* What the child did, remembered in the namespace. */
-static void view_job_record(ViewJob *j, const ViewOpResult *res) {
-        Namespace *ns = j->ns;
-        int r = 0;
-
-        if (!ns)
-                return;
-        if (res->n_mounts > 0)
-                ns->n_mounts = res->n_mounts;
-        for (uint32_t i = 0; i < MIN(res->n_gone, (uint32_t) VIEW_OP_MOUNTS_MAX); i++)
-                namespace_forget_mount(ns, res->gone[i]);
-        switch (j->op.type) {
-        case VIEW_OP_BIND:
-                r = namespace_record_bind(ns, res->mounted, j->op.path, j->has_caller, res->replaced);
-                break;
-        case VIEW_OP_UNMOUNT:
-                namespace_forget_mount(ns, res->replaced);
-                break;
-        case VIEW_OP_SET_PROPAGATION:
-                r = namespace_record_choice(ns, j->op.path, propagation_mode_to_string(j->op.mode), j->op.recursive);
-                break;
-        case VIEW_OP_JOIN:
-                if (j->op.join == JOIN_SLAVE)
-                        r = namespace_record_choice(ns, j->op.path, "slave", false);
-                else {
-                        namespace_clear_choice(ns, j->op.path);
-                        r = namespace_set_pending_join(ns, j->op.path, false);
-                }
-                break;
-        default:
-                return;
-        }
-        if (r < 0)
-                log_warning_errno(r, "%s: failed to record it in the state of '%s', ignoring: %m", j->description, ns->name);
-        r = namespace_save(ns);
-        if (r < 0)
-                log_warning_errno(r, "Failed to save the state of '%s', ignoring: %m", ns->name);
-}
-
-static void view_jobs_start_waiting(Manager *m);
+static void view_jobs_start_waiting(ViewJobs *jobs);
 
 static void on_child_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
         _cleanup_(nsm_error_done) NsmError malformed = {};
         ViewJob *j = userdata;
-        Manager *m = j->manager;
+        ViewJobs *jobs = j->jobs;
         ViewOpResult res = {};
 
-        m->jobs_running--;
+        jobs->running--;
         /* What the child sent ahead of its answer: sentences for the log, each NUL-terminated
          * (the [View] policy's entries a user spoiled, paths that could be). */
         for (size_t i = 0; data && i < size; i += strlen(data + i) + 1)
@@ -110,60 +83,43 @@ static void on_child_done(const NsmError *error, IpcMessage *final, const char *
                         memcpy(&res, final->payload, MIN(final->size, sizeof res));
                         if (res.n_policy_mounts > VIEW_OP_MOUNTS_MAX)
                                 res.n_policy_mounts = 0;
-                        view_job_record(j, &res);
+                        if (j->ns)
+                                namespace_note_view_op(j->ns, &j->op, &res, j->description);
                 }
         }
         view_job_finish(j, error, &res);
-        view_jobs_start_waiting(m);
-}
-
-static int copy_ids(const MountId *src, size_t n, MountId **ret) {
-        *ret = NULL;
-        if (n == 0)
-                return 0;
-        *ret = memdup(src, n * sizeof(MountId));
-        return *ret ? 0 : -ENOMEM;
+        view_jobs_start_waiting(jobs);
 }
 
 /* The namespace's records as they are now, for the rules the child applies. */
 static int view_job_fill_records(ViewJob *j) {
-        Namespace *ns = j->ns;
-        size_t n_own = 0, n_binds = 0;
+        NamespaceMountIds ids = {};
         int r;
 
-        if (!ns)
+        if (!j->ns)
                 return 0;
-        j->own = calloc(ns->n_binds + 1, sizeof(MountId));
-        j->binds = calloc(ns->n_binds + 1, sizeof(MountId));
-        if (!j->own || !j->binds)
-                return -ENOMEM;
-        for (size_t i = 0; i < ns->n_binds; i++) {
-                j->binds[n_binds++] = ns->binds[i].id;
-                if (ns->binds[i].for_user)
-                        j->own[n_own++] = ns->binds[i].id;
-        }
-        r = copy_ids(ns->policy_mounts, ns->n_policy_mounts, &j->policy);
+        r = namespace_mount_ids(j->ns, &ids);
         if (r < 0)
                 return r;
-        j->op.own_mounts = j->own;
-        j->op.n_own_mounts = n_own;
-        j->op.bind_mounts = j->binds;
-        j->op.n_bind_mounts = n_binds;
-        j->op.policy_mounts = j->policy;
-        j->op.n_policy_mounts = ns->n_policy_mounts;
+        j->op.own_mounts = j->own = ids.own;
+        j->op.n_own_mounts = ids.n_own;
+        j->op.bind_mounts = j->binds = ids.binds;
+        j->op.n_bind_mounts = ids.n_binds;
+        j->op.policy_mounts = j->policy = ids.policy;
+        j->op.n_policy_mounts = ids.n_policy;
         return 0;
 }
 
 static int view_job_launch(ViewJob *j) {
-        Manager *m = j->manager;
+        ViewJobs *jobs = j->jobs;
         int r;
 
         /* A login's view with its [View] policy is never refused for the user's stuck
          * operations: two timed-out calls on her own hung FUSE mount would otherwise fail her
          * next login, and where logins may go on without a view, that is the policy switched
          * off. Such a child still counts against her own operations if it gets stuck. */
-        if (j->op.type != VIEW_OP_APPLY_POLICY && j->owner != 0 && m->config.max_stuck_operations > 0 &&
-            child_set_stuck(m->children, j->owner) >= m->config.max_stuck_operations) {
+        if (j->op.type != VIEW_OP_APPLY_POLICY && j->owner != 0 && jobs->config->max_stuck_operations > 0 &&
+            child_set_stuck(jobs->children, j->owner) >= jobs->config->max_stuck_operations) {
                 _cleanup_(nsm_error_done) NsmError e = {};
                 (void) nsm_error_setf(&e, NSM_ERROR_LIMIT_EXCEEDED, "Too many operations of this user are stuck on a "
                                       "file system that does not answer (MaxStuckOperations=); try again once it "
@@ -187,10 +143,10 @@ static int view_job_launch(ViewJob *j) {
                 .done = on_child_done,
                 .userdata = j,
         };
-        r = child_start(m->children, &spec);
+        r = child_start(jobs->children, &spec);
         if (r < 0)
                 return r;
-        m->jobs_running++;
+        jobs->running++;
         return 0;
 }
 
@@ -204,9 +160,8 @@ static void view_job_fail_now(ViewJob *j, int r) {
 static int on_waiting_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         _cleanup_(nsm_error_done) NsmError e = {};
         ViewJob *j = userdata;
-        Manager *m = j->manager;
 
-        for (ViewJob **i = &m->jobs_waiting; *i; i = &(*i)->next)
+        for (ViewJob **i = &j->jobs->waiting; *i; i = &(*i)->next)
                 if (*i == j) {
                         *i = j->next;
                         break;
@@ -217,14 +172,14 @@ static int on_waiting_deadline(sd_event_source *s, uint64_t usec, void *userdata
         return 0;
 }
 
-static void view_jobs_start_waiting(Manager *m) {
-        if (m->exiting)
+static void view_jobs_start_waiting(ViewJobs *jobs) {
+        if (jobs->exiting)
                 return;
-        while (m->jobs_waiting && m->jobs_running < VIEW_JOBS_RUNNING_MAX) {
-                ViewJob *j = m->jobs_waiting;
+        while (jobs->waiting && jobs->running < VIEW_JOBS_RUNNING_MAX) {
+                ViewJob *j = jobs->waiting;
                 int r;
 
-                m->jobs_waiting = j->next;
+                jobs->waiting = j->next;
                 j->next = NULL;
                 j->timer = sd_event_source_disable_unref(j->timer);
                 r = view_job_launch(j);
@@ -236,24 +191,24 @@ static void view_jobs_start_waiting(Manager *m) {
 /* The namespace's queue says it is our turn. */
 static int view_job_start(QueuedOp *op, void *userdata) {
         ViewJob *j = userdata;
-        Manager *m = j->manager;
+        ViewJobs *jobs = j->jobs;
         int r;
 
         j->queued = op;
-        if (m->exiting)
+        if (jobs->exiting)
                 return -ESHUTDOWN;
-        if (m->jobs_running < VIEW_JOBS_RUNNING_MAX) {
+        if (jobs->running < VIEW_JOBS_RUNNING_MAX) {
                 r = view_job_launch(j);
                 if (r < 0)
                         j->queued = NULL;   /* the queue fails us itself */
                 return r;
         }
-        r = sd_event_add_time(m->event, &j->timer, CLOCK_MONOTONIC, j->deadline, 0, on_waiting_deadline, j);
+        r = sd_event_add_time(jobs->event, &j->timer, CLOCK_MONOTONIC, j->deadline, 0, on_waiting_deadline, j);
         if (r < 0) {
                 j->queued = NULL;
                 return r;
         }
-        ViewJob **tail = &m->jobs_waiting;
+        ViewJob **tail = &jobs->waiting;
         while (*tail)
                 tail = &(*tail)->next;
         *tail = j;
@@ -268,14 +223,14 @@ static void view_job_not_started(const NsmError *error, void *userdata) {
         view_job_finish(j, error, NULL);
 }
 
-int view_job_queue(Manager *m, Namespace *ns, const ViewOp *op, const Credentials *caller, uid_t owner,
+int view_job_queue(ViewJobs *jobs, Namespace *ns, const ViewOp *op, const Credentials *caller, uid_t owner,
                    uint64_t deadline, ViewJobDoneFunc done, void *userdata) {
         ViewJob *j = calloc(1, sizeof(ViewJob));
         int r;
 
         if (!j)
                 return -ENOMEM;
-        *j = (ViewJob) { .manager = m, .ns = ns ? namespace_ref(ns) : NULL, .op = *op, .owner = owner,
+        *j = (ViewJob) { .jobs = jobs, .ns = ns ? namespace_ref(ns) : NULL, .op = *op, .owner = owner,
                          .deadline = deadline, .done = done, .userdata = userdata };
         j->op.ns_fd = -EBADF;
         j->path = op->path ? strdup(op->path) : NULL;
@@ -296,12 +251,11 @@ int view_job_queue(Manager *m, Namespace *ns, const ViewOp *op, const Credential
                         view_job_free(j);
                         return -ENOMEM;
                 }
-                j->has_caller = true;
                 j->op.caller = &j->caller;
         } else
                 j->op.caller = NULL;
 
-        r = op_queue_add(ns ? ns->ops : m->host_ops, deadline, view_job_start, view_job_not_started, j);
+        r = op_queue_add(ns ? ns->ops : jobs->host_ops, deadline, view_job_start, view_job_not_started, j);
         if (r < 0) {
                 view_job_free(j);
                 return r;
@@ -309,12 +263,32 @@ int view_job_queue(Manager *m, Namespace *ns, const ViewOp *op, const Credential
         return 0;
 }
 
-void view_jobs_free(Manager *m) {
-        while (m->jobs_waiting) {
-                ViewJob *j = m->jobs_waiting;
+int view_jobs_new(sd_event *event, ChildSet *children, OpQueue *host_ops, const ManagerConfig *config,
+                  ViewJobs **ret) {
+        ViewJobs *jobs = calloc(1, sizeof(ViewJobs));
+
+        if (!jobs)
+                return -ENOMEM;
+        *jobs = (ViewJobs) { .event = event, .children = children, .host_ops = host_ops, .config = config };
+        *ret = jobs;
+        return 0;
+}
+
+void view_jobs_shutdown(ViewJobs *jobs) {
+        if (!jobs)
+                return;
+        jobs->exiting = true;
+        while (jobs->waiting) {
+                ViewJob *j = jobs->waiting;
                 _cleanup_(nsm_error_done) NsmError e = {};
-                m->jobs_waiting = j->next;
+                jobs->waiting = j->next;
                 (void) nsm_error_set(&e, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
                 view_job_finish(j, &e, NULL);
         }
+}
+
+ViewJobs *view_jobs_free(ViewJobs *jobs) {
+        view_jobs_shutdown(jobs);
+        free(jobs);
+        return NULL;
 }

@@ -20,9 +20,6 @@ typedef struct SenderCreds {
         pid_t pid;
 } SenderCreds;
 
-static Hashmap *cache = NULL;
-static sd_bus_slot *cache_match = NULL;
-static sd_bus_slot *cache_filter = NULL;
 
 /* Calls of a sender the cache does not know yet wait here, in order of arrival, while the bus
  * driver is asked who the sender is, asynchronously: a synchronous question would stop the
@@ -31,13 +28,19 @@ static sd_bus_slot *cache_filter = NULL;
  * (sd_bus_enqueue_for_read, as a polkit check does) and meet the cache. A call of the same
  * sender that arrives meanwhile goes behind them, so that each sender's calls keep their order. */
 typedef struct HeldSender {
+        BusCreds *owner;
         char *name;                     /* the key */
         sd_bus_slot *query;             /* GetConnectionCredentials in flight; NULL once answered */
         sd_bus_message **calls;         /* held, in order; once answered, calls[next..n) are queued again */
         size_t n, next;
 } HeldSender;
 
-static Hashmap *held = NULL;
+struct BusCreds {
+        Hashmap *cache;                 /* unique name → SenderCreds */
+        Hashmap *held;                  /* unique name → HeldSender */
+        sd_bus_slot *match;             /* NameOwnerChanged: a connection gone */
+        sd_bus_slot *filter;            /* every incoming message */
+};
 
 static void sender_creds_free(SenderCreds *c) {
         if (!c)
@@ -46,20 +49,22 @@ static void sender_creds_free(SenderCreds *c) {
         free(c);
 }
 
-static void bus_creds_cache_flush(void) {
+/* Every entry dropped; the map stays (NULL only if it could not be made again). */
+static void bus_creds_flush(BusCreds *b) {
         HashmapIterator i = {};
         SenderCreds *c;
 
-        if (!cache)
+        if (!b->cache)
                 return;
         /* hashmap_free() does not look at keys: the values (which own them) can go first. */
-        while (hashmap_iterate(cache, &i, (void **) &c, NULL))
+        while (hashmap_iterate(b->cache, &i, (void **) &c, NULL))
                 sender_creds_free(c);
-        hashmap_free(cache);
-        cache = hashmap_new();
+        hashmap_free(b->cache);
+        b->cache = hashmap_new();
 }
 
 static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusCreds *b = userdata;
         const char *name, *old_owner, *new_owner;
         SenderCreds *c;
 
@@ -67,7 +72,7 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
                 return 0;
         if (name[0] != ':' || new_owner[0])
                 return 0;
-        c = hashmap_remove(cache, name);
+        c = hashmap_remove(b->cache, name);
         sender_creds_free(c);
         return 0;
 }
@@ -117,26 +122,26 @@ static int query_creds(sd_bus *bus, const char *sender, SenderCreds *ret) {
 }
 
 /* Best effort: without an entry the next call asks again. */
-static void cache_put(const char *sender, const SenderCreds *q) {
+static void cache_put(BusCreds *b, const char *sender, const SenderCreds *q) {
         SenderCreds *c;
 
-        if (!cache || !cache_match)
+        if (!b || !b->cache)
                 return;
-        if (hashmap_size(cache) >= BUS_CREDS_CACHE_MAX)
-                bus_creds_cache_flush();
+        if (hashmap_size(b->cache) >= BUS_CREDS_CACHE_MAX)
+                bus_creds_flush(b);
         c = calloc(1, sizeof(SenderCreds));
         if (!c)
                 return;
         *c = *q;
         c->name = strdup(sender);
-        if (!c->name || hashmap_put(cache, c->name, c) < 0)
+        if (!c->name || !b->cache || hashmap_put(b->cache, c->name, c) < 0)
                 sender_creds_free(c);
 }
 
 static void held_sender_free(HeldSender *h) {
         if (!h)
                 return;
-        (void) hashmap_remove(held, h->name);
+        (void) hashmap_remove(h->owner->held, h->name);
         sd_bus_slot_unref(h->query);
         for (size_t i = h->next; i < h->n; i++)
                 sd_bus_message_unref(h->calls[i]);
@@ -185,7 +190,7 @@ static int on_creds_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
         h->n = h->next = 0;
         r = sd_bus_message_is_method_error(reply, NULL) ? -sd_bus_message_get_errno(reply) : creds_from_reply(reply, &q);
         if (r == 0)
-                cache_put(h->name, &q);
+                cache_put(h->owner, h->name, &q);
         for (size_t i = 0; i < n; i++) {
                 if (r < 0)
                         (void) bus_reply_method_errorf(calls[i], NSM_ERROR_ACCESS_DENIED,
@@ -199,15 +204,16 @@ static int on_creds_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
         return 0;
 }
 
-static int held_sender_new(sd_bus *bus, const char *sender, HeldSender **ret) {
+static int held_sender_new(BusCreds *b, sd_bus *bus, const char *sender, HeldSender **ret) {
         HeldSender *h;
         int r;
 
         h = calloc(1, sizeof(HeldSender));
         if (!h)
                 return -ENOMEM;
+        h->owner = b;
         h->name = strdup(sender);
-        if (!h->name || hashmap_put(held, h->name, h) < 0) {
+        if (!h->name || hashmap_put(b->held, h->name, h) < 0) {
                 free(h->name);
                 free(h);
                 return -ENOMEM;
@@ -225,6 +231,7 @@ static int held_sender_new(sd_bus *bus, const char *sender, HeldSender **ret) {
 /* Every incoming message, before its handler. The bus's standard interfaces (Peer,
  * Introspectable, Properties) never ask who called, so they are not held. */
 static int on_incoming(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        BusCreds *b = userdata;
         const char *sender = sd_bus_message_get_sender(m), *interface = sd_bus_message_get_interface(m);
         HeldSender *h;
         int r;
@@ -232,13 +239,13 @@ static int on_incoming(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         if (!sd_bus_message_is_method_call(m, NULL, NULL) || !sender || sender[0] != ':' ||
             (interface && strncmp(interface, "org.freedesktop.DBus.", strlen("org.freedesktop.DBus.")) == 0))
                 return 0;
-        h = hashmap_get(held, sender);
+        h = hashmap_get(b->held, sender);
         if (!h) {
-                if (hashmap_get(cache, sender))
+                if (hashmap_get(b->cache, sender))
                         return 0;
                 /* If the question cannot even be sent, the handler asks synchronously, as it
                  * does for whatever is not in the cache. */
-                if (held_sender_new(sd_bus_message_get_bus(m), sender, &h) < 0)
+                if (held_sender_new(b, sd_bus_message_get_bus(m), sender, &h) < 0)
                         return 0;
         } else if (!h->query && h->next < h->n && h->calls[h->next] == m) {
                 /* Its turn: the sender is known now. */
@@ -276,7 +283,7 @@ static int peer_creds(sd_bus *bus, SenderCreds *ret) {
         return 0;
 }
 
-static int sender_creds(sd_bus_message *m, SenderCreds *ret) {
+static int sender_creds(BusCreds *b, sd_bus_message *m, SenderCreds *ret) {
         const char *sender = sd_bus_message_get_sender(m);
         SenderCreds *c, q;
         int r;
@@ -285,7 +292,7 @@ static int sender_creds(sd_bus_message *m, SenderCreds *ret) {
                 return peer_creds(sd_bus_message_get_bus(m), ret);
         if (!sender)
                 return -EBADMSG;
-        c = cache ? hashmap_get(cache, sender) : NULL;
+        c = b && b->cache ? hashmap_get(b->cache, sender) : NULL;
         if (c) {
                 *ret = *c;
                 return 0;
@@ -294,22 +301,22 @@ static int sender_creds(sd_bus_message *m, SenderCreds *ret) {
         if (r < 0)
                 return r;
         *ret = q;
-        cache_put(sender, &q);
+        cache_put(b, sender, &q);
         return 0;
 }
 
-int bus_message_get_sender_uid(sd_bus_message *m, uid_t *ret) {
+int bus_creds_sender_uid(BusCreds *b, sd_bus_message *m, uid_t *ret) {
         SenderCreds c;
-        int r = sender_creds(m, &c);
+        int r = sender_creds(b, m, &c);
         if (r < 0)
                 return r;
         *ret = c.uid;
         return 0;
 }
 
-int bus_message_get_sender_pid(sd_bus_message *m, pid_t *ret) {
+int bus_creds_sender_pid(BusCreds *b, sd_bus_message *m, pid_t *ret) {
         SenderCreds c;
-        int r = sender_creds(m, &c);
+        int r = sender_creds(b, m, &c);
         if (r < 0)
                 return r;
         if (c.pid <= 0)
@@ -318,42 +325,46 @@ int bus_message_get_sender_pid(sd_bus_message *m, pid_t *ret) {
         return 0;
 }
 
-int bus_creds_cache_attach(sd_bus *bus) {
+int bus_creds_new(sd_bus *bus, BusCreds **ret) {
+        BusCreds *b;
         int r;
 
-        if (!cache) {
-                cache = hashmap_new();
-                if (!cache)
-                        return -ENOMEM;
+        b = calloc(1, sizeof(BusCreds));
+        if (!b)
+                return -ENOMEM;
+        b->cache = hashmap_new();
+        b->held = hashmap_new();
+        if (!b->cache || !b->held) {
+                bus_creds_free(b);
+                return -ENOMEM;
         }
-        if (!held) {
-                held = hashmap_new();
-                if (!held)
-                        return -ENOMEM;
+        r = sd_bus_match_signal_async(bus, &b->match, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                      "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, NULL, b);
+        if (r >= 0)
+                r = sd_bus_add_filter(bus, &b->filter, on_incoming, b);
+        if (r < 0) {
+                bus_creds_free(b);
+                return r;
         }
-        if (cache_match)
-                return 0;
-        r = sd_bus_match_signal_async(bus, &cache_match, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                      "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, NULL, NULL);
-        if (r < 0)
-                return r;
-        r = sd_bus_add_filter(bus, &cache_filter, on_incoming, NULL);
-        if (r < 0)
-                return r;
+        *ret = b;
         return 0;
 }
 
-void bus_creds_cache_detach(void) {
+BusCreds *bus_creds_free(BusCreds *b) {
         HashmapIterator i = {};
         HeldSender *h;
 
-        while (held && hashmap_iterate(held, &i, (void **) &h, NULL)) {
+        if (!b)
+                return NULL;
+        while (b->held && hashmap_iterate(b->held, &i, (void **) &h, NULL)) {
                 held_sender_free(h);
                 i = (HashmapIterator) {};
         }
-        held = hashmap_free(held);
-        cache_filter = sd_bus_slot_unref(cache_filter);
-        cache_match = sd_bus_slot_unref(cache_match);
-        bus_creds_cache_flush();
-        cache = hashmap_free(cache);
+        hashmap_free(b->held);
+        b->filter = sd_bus_slot_unref(b->filter);
+        b->match = sd_bus_slot_unref(b->match);
+        bus_creds_flush(b);
+        hashmap_free(b->cache);
+        free(b);
+        return NULL;
 }

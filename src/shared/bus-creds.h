@@ -10,15 +10,18 @@
  * are never reused, and without the cache every call costs a synchronous round trip to the
  * bus driver, twice when polkit is asked too.
  *
- * One cache per process (a daemon has one bus connection); bus_creds_cache_attach() starts
- * the invalidation, without it nothing is cached. It also makes the question asynchronous:
- * a method call of a sender not yet known is held while the bus driver is asked, then put
- * back into the read queue, so that its handler finds the answer in the cache and the event
- * loop never waits for dbus-daemon. bus_creds_cache_detach() lets go of all of it (before
- * the bus is closed). */
+ * The cache is an object of its owner's (the daemon's Manager, for its one bus connection):
+ * bus_creds_new() watches the connection's NameOwnerChanged and makes the question
+ * asynchronous: a method call of a sender not yet known is held while the bus driver is
+ * asked, then put back into the read queue, so that its handler finds the answer in the cache
+ * and the event loop never waits for dbus-daemon. bus_creds_free() lets go of all of it
+ * (before the bus is closed). Without a cache (NULL) every question is a synchronous one. */
 
-int bus_creds_cache_attach(sd_bus *bus);
-void bus_creds_cache_detach(void);
+typedef struct BusCreds BusCreds;
 
-int bus_message_get_sender_uid(sd_bus_message *m, uid_t *ret);
-int bus_message_get_sender_pid(sd_bus_message *m, pid_t *ret);
+int bus_creds_new(sd_bus *bus, BusCreds **ret);
+BusCreds *bus_creds_free(BusCreds *b);
+
+/* The sender of 'm' ('b' may be NULL): on a direct connection the peer, as the socket says. */
+int bus_creds_sender_uid(BusCreds *b, sd_bus_message *m, uid_t *ret);
+int bus_creds_sender_pid(BusCreds *b, sd_bus_message *m, pid_t *ret);

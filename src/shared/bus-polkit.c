@@ -74,6 +74,7 @@ typedef struct PolkitQuery {
 } PolkitQuery;
 
 struct PolkitRegistry {
+        BusCreds *creds;           /* the owner's, to learn who sent a message (NULL: asked each time) */
         PolkitQuery *queries;
         unsigned n_in_flight;
         PolkitQuery *wait_head, *wait_tail;   /* oldest first */
@@ -123,6 +124,16 @@ static PolkitQuery *polkit_query_free(PolkitQuery *q) {
 
         free(q);
         return NULL;
+}
+
+int polkit_registry_new(BusCreds *creds, PolkitRegistry **ret) {
+        PolkitRegistry *r = calloc(1, sizeof(PolkitRegistry));
+
+        if (!r)
+                return -ENOMEM;
+        r->creds = creds;
+        *ret = r;
+        return 0;
 }
 
 PolkitRegistry *polkit_registry_free(PolkitRegistry *r) {
@@ -426,14 +437,14 @@ static int polkit_check_to_result(PolkitCheck *c, sd_bus_message *m, sd_bus_erro
 }
 
 /* 1 if the sender's effective UID (from the bus credentials) is 0, 0 if not, negative errno on failure. */
-static int bus_sender_is_root(sd_bus_message *m) {
+static int bus_sender_is_root(BusCreds *creds, sd_bus_message *m) {
         uid_t uid;
         int r;
 
         if (!m)
                 return -EINVAL;
         /* The uid the bus driver authenticated for the sender's connection. */
-        r = bus_message_get_sender_uid(m, &uid);
+        r = bus_creds_sender_uid(creds, m, &uid);
         if (r < 0)
                 return r;
         return uid == 0;
@@ -458,7 +469,7 @@ static int polkit_async(
         if (!m || !action || !registry)
                 return -EINVAL;
 
-        r = bus_sender_is_root(m);
+        r = bus_sender_is_root(*registry ? (*registry)->creds : NULL, m);
         if (r < 0)
                 return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED,
                                       "Cannot determine the caller's identity: %s", strerror(-r));

@@ -3,6 +3,8 @@
 
 #include <systemd/sd-bus.h>
 
+#include "bus-creds.h"
+
 /* Asynchronous polkit checks for sd-bus method handlers.
  *
  * A handler calls bus_verify_polkit_async() after validating its arguments:
@@ -21,6 +23,9 @@
 
 typedef struct PolkitRegistry PolkitRegistry;
 
+/* A registry that learns who sent a message from 'creds' (the owner's, which outlives it). One
+ * made on first use by the calls below asks the bus driver each time. */
+int polkit_registry_new(BusCreds *creds, PolkitRegistry **ret);
 /* NULL-safe; drops every query, pending ones included (their callers never get a reply from us). */
 PolkitRegistry *polkit_registry_free(PolkitRegistry *r);
 static inline void polkit_registry_freep(PolkitRegistry **r) {

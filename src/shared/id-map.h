@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* A hash table from 64-bit ids (mount ids) to pointers: open addressing with linear probing,
  * removal by backward shift (no tombstones). Key 0 is not a valid key. A NULL map is an empty
@@ -22,3 +23,8 @@ size_t id_map_size(const IdMap *m);
 size_t id_map_remove_if(IdMap *m, bool (*drop)(uint64_t key, void *value, void *userdata), void *userdata);
 /* Iteration: *state starts at 0; false at the end. Do not change the map while iterating. */
 bool id_map_iterate(const IdMap *m, size_t *state, uint64_t *ret_key, void **ret_value);
+
+/* A uid as the key of an IdMap: 0 is no key there, and uid 0 is root's. */
+static inline uint64_t uid_key(uid_t uid) {
+        return (uint64_t) uid + 1;
+}

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Mount tables read inside their namespace: every watched view, and the host where the kernel
+/* The watched views' changes, collected and signalled (at most one signal per view per
+ * MOUNT_EVENTS_INTERVAL_USEC), their first reads waited for, and the host's block devices
+ * tracked for ReleaseWithHost=: what mount-events.c's watching and its host's fanotify events
+ * feed.
+ *
+ * Poll mode: mount tables read inside their namespace: every watched view, and the host where the kernel
  * has no fanotify mount events (before Linux 6.15) or NSM_MOUNT_EVENTS=poll. Each time the
  * kernel flags a change on a /proc/self/mountinfo opened in the namespace (POLLPRI), the table
  * is read again and compared with the last one.
@@ -17,10 +22,271 @@
 #include "builder.h"
 #include "child.h"
 #include "log.h"
-#include "mount-events-internal.h"
+#include "list.h"
+#include "mount-events-view.h"
 #include "mount-notify.h"
 #include "mount-util.h"
 #include "time-util.h"
+
+/* Changes in one signal at most: a storm of mounts gives several signals, not one huge message. */
+#define SIGNAL_ENTRIES_MAX 8192
+
+/* ---- collecting and signalling ---- */
+
+bool watched_view_collects(const WatchedView *v) {
+        if (!v->ns)
+                return v->events->n_all > 0;
+        return v->n_watchers > 0 || v->events->n_all > 0;
+}
+
+/* Views, and the host in poll mode, are read when their timer fires; the host's fanotify
+ * events are signalled then. */
+bool watched_view_polled(const WatchedView *v) {
+        return v->ns || v->events->mode == MOUNT_EVENTS_POLL;
+}
+
+void watched_view_clear(WatchedView *v) {
+        for (size_t i = 0; i < v->n_attached; i++)
+                free(v->attached[i].path);
+        v->attached = mfree(v->attached);
+        v->n_attached = 0;
+        v->detached = mfree(v->detached);
+        v->n_detached = 0;
+}
+
+void watched_view_note_attach(WatchedView *v, uint64_t id, uint64_t parent_id, const char *path) {
+        MountChange *a;
+        char *p;
+
+        if (!watched_view_collects(v))
+                return;
+        p = strdup(path ?: "");
+        a = p ? realloc(v->attached, (v->n_attached + 1) * sizeof(MountChange)) : NULL;
+        if (!a) {
+                free(p);
+                log_oom();
+                return;
+        }
+        v->attached = a;
+        a[v->n_attached++] = (MountChange) { .id = id, .parent_id = parent_id, .path = p };
+}
+
+void watched_view_note_detach(WatchedView *v, uint64_t id) {
+        uint64_t *d;
+
+        if (!watched_view_collects(v))
+                return;
+        /* Attached since the last signal and gone again: in neither list (had it been there
+         * before, its move away was listed as detached already). */
+        for (size_t i = 0; i < v->n_attached; i++)
+                if (v->attached[i].id == id) {
+                        free(v->attached[i].path);
+                        v->attached[i] = v->attached[--v->n_attached];
+                        return;
+                }
+        d = realloc(v->detached, (v->n_detached + 1) * sizeof(uint64_t));
+        if (!d) {
+                log_oom();
+                return;
+        }
+        v->detached = d;
+        d[v->n_detached++] = id;
+}
+
+void watched_view_emit(WatchedView *v) {
+        MountEvents *e = v->events;
+        size_t nd, na;
+
+        if (v->n_attached == 0 && v->n_detached == 0)
+                return;
+        /* A signal of bounded size: the rest follows in the next one, detached ones first (a
+         * client applies a signal's detached ids before its attached mounts). */
+        nd = MIN(v->n_detached, (size_t) SIGNAL_ENTRIES_MAX);
+        na = nd < v->n_detached ? 0 : MIN(v->n_attached, (size_t) SIGNAL_ENTRIES_MAX - nd);
+        if (e->bus && e->bus->emit)
+                e->bus->emit(v->ns, v->attached, na, v->detached, nd, e->bus_userdata);
+        v->last_emit = now_usec(CLOCK_MONOTONIC);
+        for (size_t i = 0; i < na; i++)
+                free(v->attached[i].path);
+        /* (Only what is left: a list never allocated is NULL, and memmove() wants pointers.) */
+        if (v->n_attached > na)
+                memmove(v->attached, v->attached + na, (v->n_attached - na) * sizeof(MountChange));
+        v->n_attached -= na;
+        if (v->n_detached > nd)
+                memmove(v->detached, v->detached + nd, (v->n_detached - nd) * sizeof(uint64_t));
+        v->n_detached -= nd;
+        if (v->n_attached == 0 && v->n_detached == 0)
+                watched_view_clear(v);
+        else if (!watched_view_polled(v))
+                watched_view_schedule_emit(v);
+}
+
+static int on_view_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        WatchedView *v = userdata;
+
+        if (watched_view_polled(v))
+                poll_view_due(v);
+        else
+                watched_view_emit(v);
+        return 0;
+}
+
+/* The timer at 'when' unless it is armed already (then it fires as armed). */
+static void watched_view_arm(WatchedView *v, uint64_t when) {
+        int enabled = SD_EVENT_OFF, r;
+
+        if (v->timer && sd_event_source_get_enabled(v->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                return;
+        /* Accuracy 1 µs: sd-event's default would let it slip by a quarter of a second. */
+        if (!v->timer)
+                r = sd_event_add_time(v->events->namespaces->event, &v->timer, CLOCK_MONOTONIC, when, 1, on_view_timer, v);
+        else {
+                r = sd_event_source_set_time(v->timer, when);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(v->timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm a mount events timer, ignoring (the changes wait for the next): %m");
+}
+
+void watched_view_schedule_emit(WatchedView *v) {
+        if (v->n_attached == 0 && v->n_detached == 0)
+                return;
+        /* At once after a quiet interval (the changes of this read go together), else when the
+         * interval since the last signal has passed. */
+        watched_view_arm(v, MAX(now_usec(CLOCK_MONOTONIC), v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
+}
+
+void poll_view_schedule_read(WatchedView *v) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        int enabled = SD_EVENT_OFF;
+
+        /* Quiet for an interval (the usual case: a host mount reaching every view): into the
+         * next batch at once, without a timer per view. */
+        if (now >= v->last_emit + MOUNT_EVENTS_INTERVAL_USEC &&
+            !(v->timer && sd_event_source_get_enabled(v->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)) {
+                poll_view_due(v);
+                return;
+        }
+        watched_view_arm(v, MAX(now, v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
+}
+
+/* ---- ReleaseWithHost=: the host's block devices ---- */
+
+void host_blocks_add(MountEvents *e, uint64_t id, dev_t dev) {
+        uintptr_t n = (uintptr_t) id_map_get(e->dev_counts, dev);
+
+        if (id_map_get(e->host_blocks, id))
+                return;
+        if (id_map_put(e->host_blocks, id, (void *) (uintptr_t) dev) < 0 ||
+            id_map_put(e->dev_counts, dev, (void *) (n + 1)) < 0) {
+                log_oom();
+                return;
+        }
+        /* Mounted again: whatever an earlier Eject did no longer tells about its next unmount. */
+        ejector_forget(e->ejector, dev);
+}
+
+void host_blocks_remove(MountEvents *e, uint64_t id) {
+        dev_t dev = (dev_t) (uintptr_t) id_map_remove(e->host_blocks, id);
+        uintptr_t n;
+
+        if (dev == 0)
+                return;
+        n = (uintptr_t) id_map_get(e->dev_counts, dev);
+        if (n > 1) {
+                (void) id_map_put(e->dev_counts, dev, (void *) (n - 1));
+                return;
+        }
+        (void) id_map_remove(e->dev_counts, dev);
+        if (id_map_put(e->release_candidates, dev, (void *) 1) < 0)
+                log_oom();
+}
+
+/* After a read: the devices whose last host mount went, unless it came back (a move). */
+void host_blocks_release_candidates(MountEvents *e) {
+        uint64_t dev;
+
+        for (size_t i = 0; id_map_iterate(e->release_candidates, &i, &dev, NULL);) {
+                int r;
+
+                if (id_map_get(e->dev_counts, dev))
+                        continue;
+                log_info("The host unmounted the last mount of block device %u:%u; detaching the copies views hold.",
+                         major((dev_t) dev), minor((dev_t) dev));
+                r = eject_release(e->ejector, (dev_t) dev);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to release the copies of block device %u:%u, ignoring: %m",
+                                          major((dev_t) dev), minor((dev_t) dev));
+        }
+        id_map_free(e->release_candidates);
+        e->release_candidates = id_map_new();
+        if (!e->release_candidates)
+                log_oom();
+}
+
+WatchedView *view_find(MountEvents *e, Namespace *ns) {
+        return hashmap_get(e->views, ns->name);
+}
+
+/* ---- waiting for the first read ---- */
+
+bool watch_settled(MountEvents *e, Namespace *ns) {
+        WatchedView *v;
+
+        if (ns) {
+                v = view_find(e, ns);
+                return !v || v->settled;
+        }
+        if (e->host && !e->host->settled)
+                return false;
+        for (v = e->views_list; v; v = v->next)
+                if (!v->settled)
+                        return false;
+        return true;
+}
+
+WatchWaiter *watch_waiter_free(MountEvents *e, WatchWaiter *w) {
+        LIST_REMOVE(e->waiters, w);
+        namespace_unref(w->ns);
+        free(w);
+        return NULL;
+}
+
+static int on_waiters_defer(sd_event_source *s, void *userdata) {
+        MountEvents *e = userdata;
+
+        e->waiters_defer = sd_event_source_disable_unref(e->waiters_defer);
+        for (WatchWaiter *w = e->waiters, *next; w; w = next) {
+                next = w->next;
+                if (!watch_settled(e, w->ns))
+                        continue;
+                MountEventsReadyFunc ready = w->ready;
+                void *userdata_ = w->userdata;
+                watch_waiter_free(e, w);
+                ready(userdata_);
+                /* The callback may have changed the list: start over. */
+                next = e->waiters;
+        }
+        return 0;
+}
+
+/* Checked from the loop, never from within a caller's own call. */
+void waiters_check(MountEvents *e) {
+        if (!e->waiters || e->waiters_defer)
+                return;
+        if (sd_event_add_defer(e->namespaces->event, &e->waiters_defer, on_waiters_defer, e) < 0)
+                log_warning("Failed to schedule answering subscribers, they wait for the next change.");
+}
+
+void watched_view_settled(WatchedView *v) {
+        if (v->settled)
+                return;
+        v->settled = true;
+        waiters_check(v->events);
+}
+
+/* ---- reading tables inside their namespaces (poll mode) ---- */
 
 
 /* At most this many namespaces per child (each is an fd it keeps), and as many children at
@@ -377,7 +643,7 @@ static void batch_start(MountEvents *e) {
         size_t n = 0;
         int r;
 
-        if (e->batches_running >= batches_max() || e->manager->exiting)
+        if (e->batches_running >= batches_max() || e->exiting)
                 return;
         b = calloc(1, sizeof(Batch));
         if (!b || !(b->items = calloc(BATCH_MAX, sizeof(BatchItem))) || !(fds = calloc(BATCH_MAX + 1, sizeof(int)))) {
@@ -413,11 +679,11 @@ static void batch_start(MountEvents *e) {
                 .run_userdata = b,
                 .keep_fds = fds,
                 .n_keep_fds = n,
-                .deadline = manager_deadline(e->manager),
+                .deadline = namespace_set_deadline(e->namespaces),
                 .done = on_batch_done,
                 .userdata = b,
         };
-        r = child_start(e->manager->children, &spec);
+        r = child_start(e->children, &spec);
         if (r < 0) {
                 log_warning_errno(r, "Failed to start reading mount tables, trying again later: %m");
                 for (size_t i = 0; i < b->n_items; i++) {
@@ -455,7 +721,7 @@ void poll_view_due(WatchedView *v) {
         v->due = true;
         if (e->batches_running >= batches_max() || e->batch_defer)
                 return;
-        r = sd_event_add_defer(e->manager->event, &e->batch_defer, on_batch_defer, e);
+        r = sd_event_add_defer(e->namespaces->event, &e->batch_defer, on_batch_defer, e);
         if (r < 0) {
                 log_warning_errno(r, "Failed to schedule reading mount tables, reading now: %m");
                 batch_start(e);
@@ -479,7 +745,7 @@ static int poll_view_watch_fd(WatchedView *v, int fd) {
         int r;
 
         v->mountinfo_fd = fd;
-        r = sd_event_add_io(v->events->manager->event, &v->mountinfo_source, fd, EPOLLPRI, on_mountinfo, v);
+        r = sd_event_add_io(v->events->namespaces->event, &v->mountinfo_source, fd, EPOLLPRI, on_mountinfo, v);
         if (r < 0)
                 return r;
         /* The first table: what later ones are compared with. */
@@ -530,7 +796,7 @@ int poll_view_start(WatchedView *v) {
         if (!q)
                 return -ENOMEM;
         q->v = v;
-        r = builder_open_mountinfo(e->manager->builder, v->ns->mntns_fd, manager_deadline(e->manager),
+        r = builder_open_mountinfo(e->namespaces->builder, v->ns->mntns_fd, namespace_set_deadline(e->namespaces),
                                    on_mountinfo_opened, q);
         if (r < 0) {
                 free(q);

@@ -1,16 +1,58 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* What mount-events.c (watching, the host's fanotify events, coalescing, ReleaseWithHost=)
- * and mount-events-poll.c (mount tables read inside their namespace when the kernel flags a
- * change) share. Nothing else includes this. */
+/* The watched views (mount-events-view.c): their changes collected and signalled, their tables
+ * read inside their namespace when the kernel flags a change (poll mode), their first reads
+ * waited for; the host's block devices tracked. mount-events.c (watching, the host's fanotify
+ * events, ReleaseWithHost=) builds on it, and its header (mount-events.h) includes this one for
+ * the vocabulary at its top; the bus glue (mount-events-dbus.c) keeps its subscribers in
+ * MountEvents. */
 
 #include <systemd/sd-event.h>
 
+#include "child.h"
+#include "eject.h"
 #include "hashmap.h"
 #include "id-map.h"
-#include "mount-events.h"
+#include "macros.h"
 #include "namespace.h"
+#include "time-util.h"
+
+/* ---- what mount events speak: mount-events.h, its owner and its bus glue use it too ---- */
+
+#define MOUNT_EVENTS_INTERVAL_USEC (100 * USEC_PER_MSEC)
+
+typedef enum MountEventsMode {
+        MOUNT_EVENTS_FANOTIFY,
+        MOUNT_EVENTS_POLL,
+        MOUNT_EVENTS_NONE,
+        _MOUNT_EVENTS_MODE_MAX,
+        _MOUNT_EVENTS_MODE_INVALID = -EINVAL,
+} MountEventsMode;
+
+/* One mount attached: ids as the signals carry them (unique where the kernel has them). */
+typedef struct MountChange {
+        uint64_t id;
+        uint64_t parent_id;
+        char *path;              /* relative to the namespace's root */
+} MountChange;
+
+typedef struct MountEvents MountEvents;
+
+/* What the bus glue does for mount events (mount-events-dbus.c): sends the signals (ns NULL:
+ * the host's), ends the subscriptions of a view that is gone, and every subscription when
+ * mount events end. */
+typedef struct MountEventsBus {
+        void (*emit)(Namespace *ns, const MountChange *attached, size_t n_attached, const uint64_t *detached,
+                     size_t n_detached, void *userdata);
+        void (*namespace_gone)(Namespace *ns, void *userdata);
+        void (*done)(void *userdata);
+} MountEventsBus;
+
+/* A watch's first read is done (mount_events_watch()). */
+typedef void (*MountEventsReadyFunc)(void *userdata);
+
+/* ---- the views ---- */
 
 /* One mount of a table read in poll mode. */
 typedef struct MountSnapshotEntry {
@@ -22,7 +64,15 @@ typedef struct MountSnapshotEntry {
 
 typedef struct WatchedView WatchedView;
 struct Subscriber;               /* mount-events-dbus.c */
-struct WatchWaiter;              /* mount-events.c */
+typedef struct WatchWaiter WatchWaiter;
+
+/* A mount_events_watch() call waiting for the first read of what it watches. */
+struct WatchWaiter {
+        Namespace *ns;           /* a reference; NULL: everything */
+        MountEventsReadyFunc ready;
+        void *userdata;
+        WatchWaiter *prev, *next;
+};
 
 /* A view (or the host) whose changes are being collected or whose mounts are tracked. */
 struct WatchedView {
@@ -58,7 +108,12 @@ struct WatchedView {
 };
 
 struct MountEvents {
-        Manager *manager;
+        NamespaceSet *namespaces;        /* the Manager's: the views, the event loop, the builder */
+        ChildSet *children;
+        Ejector *ejector;                /* ReleaseWithHost= detaches through it */
+        const MountEventsBus *bus;       /* the signals and the subscriptions: the bus glue's */
+        void *bus_userdata;
+        bool exiting;                    /* mount_events_shutdown() ran: no new read starts */
         MountEventsMode mode;
         unsigned n_all;          /* watches of everything (Manager.Subscribe) */
         bool release;            /* ReleaseWithHost=yes is in effect */
@@ -75,24 +130,28 @@ struct MountEvents {
         IdMap *host_blocks;      /* host mount id → its block device (dev_t) */
         IdMap *dev_counts;       /* block device → its mounts on the host */
         IdMap *release_candidates; /* block devices whose last host mount went in this read */
-        IdMap *ejected;          /* block devices Eject() detached everywhere */
 
         /* Poll mode. */
         unsigned batches_running;
         sd_event_source *batch_defer;
 
         struct Subscriber *subscriptions;   /* mount-events-dbus.c's */
-        struct WatchWaiter *waiters;        /* mount_events_watch() calls waiting for a first read */
+        WatchWaiter *waiters;               /* mount_events_watch() calls waiting for a first read */
         sd_event_source *waiters_defer;
 };
 
-/* mount-events.c */
+/* Collecting and signalling. */
 void watched_view_note_attach(WatchedView *v, uint64_t id, uint64_t parent_id, const char *path);
 void watched_view_note_detach(WatchedView *v, uint64_t id);
 /* Signals what was collected now, or as soon as the interval allows. */
 void watched_view_schedule_emit(WatchedView *v);
 void watched_view_emit(WatchedView *v);
 bool watched_view_collects(const WatchedView *v);
+/* Views, and the host in poll mode, are read when their timer fires. */
+bool watched_view_polled(const WatchedView *v);
+/* Drops what was collected and not signalled yet. */
+void watched_view_clear(WatchedView *v);
+WatchedView *view_find(MountEvents *e, Namespace *ns);
 /* A view whose table changed is read again: now, or once the interval since its last read has
  * passed. */
 void poll_view_schedule_read(WatchedView *v);
@@ -101,10 +160,14 @@ void host_blocks_add(MountEvents *e, uint64_t id, dev_t dev);
 void host_blocks_remove(MountEvents *e, uint64_t id);
 void host_blocks_release_candidates(MountEvents *e);
 
-/* A view (or the host) was read for the first time: watchers waiting for it go on. */
+/* Waiting for first reads: a view (or the host) was read for the first time, and watchers
+ * waiting for it go on, from the event loop (waiters_check()). */
 void watched_view_settled(WatchedView *v);
+bool watch_settled(MountEvents *e, Namespace *ns);
+WatchWaiter *watch_waiter_free(MountEvents *e, WatchWaiter *w);
+void waiters_check(MountEvents *e);
 
-/* mount-events-poll.c: reading tables inside their namespaces */
+/* Poll mode: reading tables inside their namespaces. */
 int poll_view_start(WatchedView *v);
 void poll_view_stop(WatchedView *v);
 void poll_view_free_snapshot(WatchedView *v);

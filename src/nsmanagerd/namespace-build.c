@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "builder.h"
+#include "log.h"
+#include "namespace-build.h"
+#include "namespace-session.h"
+#include "namespace-state.h"
+#include "strv.h"
+#include "time-util.h"
+
+/* How a namespace comes to be ready: built anew by the builder, its [View] policy applied in a
+ * killable child (view-job.h), or taken back from what a previous start pinned and saved. */
+
+/* ---- building ---- */
+
+typedef struct BuildContext {
+        Namespace *ns;
+        ViewJobs *jobs;
+        uint64_t deadline;
+        ViewPolicy policy;
+        UserRecord user;
+        char *pin_name;
+} BuildContext;
+
+static void build_context_free(BuildContext *c) {
+        namespace_unref(c->ns);
+        view_policy_done(&c->policy);
+        free(c->user.name);
+        free(c->user.home);
+        free(c->user.shell);
+        free(c->pin_name);
+        free(c);
+}
+
+static void on_unpinned_after_failure(BuilderReply *reply, void *userdata) {
+        char *name = userdata;
+        if (reply->error)
+                log_warning("Failed to unpin the half-built namespace of '%s', ignoring (the next start cleans it up): %s",
+                            name, nsm_error_message(reply->error));
+        free(name);
+}
+
+/* A view that failed after it was pinned: unpin it, remove its mount point directory. Nobody
+ * had it yet, so nothing else is left. */
+static void namespace_undo_build(NamespaceSet *s, const char *name) {
+        _cleanup_free_ char *root = NULL;
+        char *copy = strdup(name);
+
+        if (copy && builder_unpin(s->builder, name, namespace_set_deadline(s), on_unpinned_after_failure, copy) < 0)
+                free(copy);
+        if (asprintf(&root, "%s/%s", s->config->subtree_root, name) >= 0)
+                (void) rmdir(root);
+}
+
+/* The build ends: 'error' says why it failed (NULL: it succeeded). */
+static void build_finish(BuildContext *c, const NsmError *error) {
+        _cleanup_(nsm_error_done) NsmError saving = {};
+        Namespace *ns = c->ns;
+        NamespaceSet *s = ns->set;
+        int r;
+
+        if (!error && s) {
+                ns->timestamp = now_usec(CLOCK_REALTIME);
+                r = namespace_save(ns);
+                if (r < 0) {
+                        (void) nsm_error_set_errnof(&saving, r, "Failed to save the state of '%s': %m.", ns->name);
+                        error = &saving;
+                }
+        }
+        if (error) {
+                /* Logged once, here, where it is handled; the callers get the sentence. */
+                log_error("%s", nsm_error_message(error));
+                if (s && ns->mntns_fd >= 0)
+                        namespace_undo_build(s, ns->name);
+                namespace_notify_waiters(ns, error);
+                namespace_drop(ns);
+        } else if (s) {
+                ns->ready = true;
+                log_info("Created the mount namespace of '%s' (mnt:[%" PRIu64 "]).", ns->name, ns->mntns_inode);
+                namespace_notify_ready(ns);
+                namespace_notify_waiters(ns, NULL);
+        }
+        build_context_free(c);
+}
+
+/* The same for a failure of the daemon's own part (NSM_ERROR_SYSTEM, errno 'r'). */
+static void build_fail(BuildContext *c, int r, const char *message) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+
+        (void) nsm_error_set(&e, NSM_ERROR_SYSTEM, r, message);
+        build_finish(c, &e);
+}
+
+static void on_policy_applied(const NsmError *error, const ViewOpResult *res, void *userdata) {
+        BuildContext *c = userdata;
+        Namespace *ns = c->ns;
+        _cleanup_(nsm_error_done) NsmError e = {};
+        _cleanup_free_ char *why = NULL;
+
+        if (error) {
+                /* Named by the child that applied it; the stage said in front. */
+                if (asprintf(&why, "Failed to build the view of '%s' while applying the [View] policy: %s", ns->name,
+                             nsm_error_message(error)) < 0)
+                        why = NULL;
+                (void) nsm_error_set(&e, error->code, error->errno_value, why ?: nsm_error_message(error));
+                build_finish(c, &e);
+                return;
+        }
+        ns->policy_mounts = res->n_policy_mounts ? memdup(res->policy_mounts, res->n_policy_mounts * sizeof(MountId)) : NULL;
+        ns->n_policy_mounts = ns->policy_mounts ? res->n_policy_mounts : 0;
+        build_finish(c, NULL);
+}
+
+static void on_view_built(BuilderReply *reply, void *userdata) {
+        BuildContext *c = userdata;
+        Namespace *ns = c->ns;
+        int r;
+
+        if (reply->error) {
+                build_finish(c, reply->error);
+                return;
+        }
+        if (reply->fd < 0) {
+                build_fail(c, -EPROTO, "The view builder answered without the namespace.");
+                return;
+        }
+        ns->n_mounts = (uint32_t) reply->result;
+        r = namespace_set_fd(ns, TAKE_FD(reply->fd));
+        if (r < 0) {
+                build_fail(c, r, "Failed to take the namespace from the builder.");
+                return;
+        }
+        if (!ns->set) {
+                _cleanup_(nsm_error_done) NsmError e = {};
+                (void) nsm_error_setf(&e, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' was removed while it was "
+                                      "being built.", ns->name);
+                build_finish(c, &e);
+                return;
+        }
+        if (view_policy_is_empty(&c->policy)) {
+                build_finish(c, NULL);
+                return;
+        }
+        /* The policy looks up paths a user controls (their home, a dead NFS server): in a
+         * killable child with the same deadline, never in the builder. */
+        ViewOp op = { .type = VIEW_OP_APPLY_POLICY, .path = "/", .policy = &c->policy, .user = &c->user };
+        r = view_job_queue(c->jobs, ns, &op, NULL, ns->uid, c->deadline, on_policy_applied, c);
+        if (r < 0)
+                build_fail(c, r, "Failed to start applying the [View] policy.");
+}
+
+int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
+        NamespaceSet *s = ns->set;
+        _cleanup_strv_free_ char **groups = NULL, **with_files = NULL;
+        _cleanup_free_ char *why = NULL;
+        BuildContext *c;
+        int r;
+
+        c = calloc(1, sizeof(BuildContext));
+        if (!c)
+                return -ENOMEM;
+        c->ns = namespace_ref(ns);
+        c->jobs = jobs;
+        c->deadline = deadline;
+        c->user = (UserRecord) { .name = strdup(ns->name), .uid = ns->uid, .gid = ns->gid, .home = strdup(ns->home),
+                                 .shell = strdup(ns->shell) };
+        if (!c->user.name || !c->user.home || !c->user.shell) {
+                build_context_free(c);
+                return -ENOMEM;
+        }
+
+        /* The user's groups matter only to the groups that have a policy file. Where none has,
+         * they are not looked up: NSS's initgroups asks every source of groups (it reads all
+         * of /etc/group, then asks systemd-userdb), which can cost more than building the view. */
+        r = view_policy_groups_with_files(s->config, &with_files);
+        if (r >= 0 && with_files)
+                r = user_group_names(ns->name, ns->gid, &groups);
+        if (r >= 0)
+                r = view_policy_load(s->config, ns->name, groups, &c->policy);
+        if (r < 0) {
+                if (asprintf(&why, "Failed to find the [View] policy of '%s': %s", ns->name, strerror(-r)) < 0)
+                        why = NULL;
+                build_fail(c, r, why);
+                return 0;
+        }
+
+        ViewSpec spec = {
+                .name = ns->name,
+                .subtree_root = s->config->subtree_root,
+                .shared_subtrees = s->config->shared_subtrees,
+                .propagation = s->config->view_propagation,
+        };
+        r = builder_build(s->builder, &spec, deadline, on_view_built, c);
+        if (r < 0)
+                build_fail(c, r, "Failed to ask the view builder.");
+        return 0;
+}
+
+/* ---- loading ---- */
+
+int namespace_load(NamespaceSet *set, StoredFds *stored_fds, const char *name, int mntns_fd, Namespace **ret) {
+        _cleanup_free_ char *path = state_dir_namespace_file(set->state, name);
+        _cleanup_(user_record_done) UserRecord u = {};
+        _cleanup_fclose_ FILE *f = NULL;
+        bool had_sessions = false;
+        Namespace *ns;
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        r = user_record_by_name(name, &u);
+        if (r < 0)
+                return r;
+        r = namespace_new(set, &u, &ns);
+        if (r < 0)
+                return r;
+        r = namespace_set_fd(ns, mntns_fd);
+        if (r >= 0)
+                r = namespace_parse_state(ns, f, &had_sessions);
+        if (r >= 0)
+                namespace_watch_loaded_sessions(ns, stored_fds);
+        if (r < 0) {
+                ns->mntns_fd = -EBADF;   /* the caller's still */
+                namespace_drop(ns);
+                return r;
+        }
+        ns->ready = true;
+        namespace_save_or_warn(ns);
+        /* Sessions that all ended while we were away: the stop delay starts now. */
+        if (had_sessions)
+                namespace_maybe_schedule_stop(ns);
+        *ret = ns;
+        return 0;
+}
