@@ -8,45 +8,45 @@
 
 enum {
         /* the request */
-        TAG_TYPE = 1,             /* u64: ViewOpType */
-        TAG_WITH_FD,              /* bool: the view's fd comes beside the message (else: the host) */
-        TAG_PATH,                 /* string */
-        TAG_SOURCE,               /* string: BIND */
-        TAG_MODE,                 /* u64: PropagationMode, SET_PROPAGATION */
-        TAG_RECURSIVE,            /* bool */
-        TAG_JOIN,                 /* u64: JoinMode, JOIN */
-        TAG_READ_ONLY,            /* bool: BIND */
-        TAG_MAKE_DIR,             /* bool: BIND */
-        TAG_HOST_PROPAGATES,      /* bool: BIND */
-        TAG_CALLER_UID,           /* u64: present for a user acting on their own view */
-        TAG_CALLER_GID,           /* u64 */
-        TAG_CALLER_GROUP,         /* u64, repeated */
-        TAG_OWN_MOUNT,            /* mount id pair, repeated */
-        TAG_BIND_MOUNT,           /* mount id pair, repeated */
-        TAG_POLICY_MOUNT,         /* mount id pair, repeated */
-        TAG_MAX_OWN_BINDS,        /* u64 */
-        TAG_PRIVATE_TMP,          /* bool: APPLY_POLICY, the [View] policy from here on */
-        TAG_TMP_SIZE,             /* u64 */
-        TAG_BIND_PATH,            /* string, repeated */
-        TAG_BIND_READ_ONLY_PATH,  /* string, repeated */
-        TAG_TEMPORARY_FILE_SYSTEM,/* string, repeated */
-        TAG_INACCESSIBLE_PATH,    /* string, repeated */
-        TAG_HIDE_OTHER_HOMES,     /* bool */
-        TAG_USER_NAME,            /* string: APPLY_POLICY, the user */
-        TAG_USER_UID,             /* u64 */
-        TAG_USER_GID,             /* u64 */
-        TAG_USER_HOME,            /* string */
-        TAG_USER_SHELL,           /* string */
+        TAG_TYPE = 1,                   /* u64: ViewOpType */
+        TAG_WITH_FD = 2,                /* bool: the view's fd comes beside the message (else: the host) */
+        TAG_PATH = 3,                   /* string */
+        TAG_SOURCE = 4,                 /* string: BIND */
+        TAG_MODE = 5,                   /* u64: PropagationMode, SET_PROPAGATION */
+        TAG_RECURSIVE = 6,              /* bool */
+        TAG_JOIN = 7,                   /* u64: JoinMode, JOIN */
+        TAG_READ_ONLY = 8,              /* bool: BIND */
+        TAG_MAKE_DIR = 9,               /* bool: BIND */
+        TAG_HOST_PROPAGATES = 10,       /* bool: BIND */
+        TAG_CALLER_UID = 11,            /* u64: present for a user acting on their own view */
+        TAG_CALLER_GID = 12,            /* u64 */
+        TAG_CALLER_GROUP = 13,          /* u64, repeated */
+        TAG_OWN_MOUNT = 14,             /* mount id pair, repeated */
+        TAG_BIND_MOUNT = 15,            /* mount id pair, repeated */
+        TAG_POLICY_MOUNT = 16,          /* mount id pair, repeated */
+        TAG_MAX_OWN_BINDS = 17,         /* u64 */
+        TAG_PRIVATE_TMP = 18,           /* bool: APPLY_POLICY, the [View] policy from here on */
+        TAG_TMP_SIZE = 19,              /* u64 */
+        TAG_BIND_PATH = 20,             /* string, repeated */
+        TAG_BIND_READ_ONLY_PATH = 21,   /* string, repeated */
+        TAG_TEMPORARY_FILE_SYSTEM = 22, /* string, repeated */
+        TAG_INACCESSIBLE_PATH = 23,     /* string, repeated */
+        TAG_HIDE_OTHER_HOMES = 24,      /* bool */
+        TAG_USER_NAME = 25,             /* string: APPLY_POLICY, the user */
+        TAG_USER_UID = 26,              /* u64 */
+        TAG_USER_GID = 27,              /* u64 */
+        TAG_USER_HOME = 28,             /* string */
+        TAG_USER_SHELL = 29,            /* string */
         _TAG_REQUEST_MAX,
 };
 
 enum {
         /* the answer */
-        TAG_MOUNTED = 1,          /* mount id pair */
-        TAG_REPLACED,             /* mount id pair */
-        TAG_N_MOUNTS,             /* u64 (< 2^32) */
-        TAG_GONE,                 /* mount id pair, repeated */
-        TAG_POLICY_MADE,          /* mount id pair, repeated */
+        TAG_MOUNTED = 1,                /* mount id pair */
+        TAG_REPLACED = 2,               /* mount id pair */
+        TAG_N_MOUNTS = 3,               /* u64 (< 2^32) */
+        TAG_GONE = 4,                   /* mount id pair, repeated */
+        TAG_POLICY_MADE = 5,            /* mount id pair, repeated */
         _TAG_RESULT_MAX,
 };
 
