@@ -44,7 +44,8 @@ static bool same(const ViewOpRequest *a, const ViewOpRequest *b) {
                 return false;
         if (x->caller && (x->caller->uid != y->caller->uid || x->caller->gid != y->caller->gid ||
                           x->caller->n_groups != y->caller->n_groups ||
-                          memcmp(x->caller->groups, y->caller->groups, x->caller->n_groups * sizeof(gid_t)) != 0))
+                          (x->caller->n_groups > 0 && /* no memcmp() of NULL, even for 0 bytes */
+                           memcmp(x->caller->groups, y->caller->groups, x->caller->n_groups * sizeof(gid_t)) != 0)))
                 return false;
         if (x->type == VIEW_OP_APPLY_POLICY &&
             (x->policy->private_tmp != y->policy->private_tmp || x->policy->tmp_size != y->policy->tmp_size ||
