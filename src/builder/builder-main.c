@@ -5,7 +5,7 @@
 
 #include "builder-main.h"
 #include "builder-message.h"
-#include "child-main.h"
+#include "child-setup.h"
 #include "ipc-fields.h"
 #include "ipc.h"
 #include "mount-util.h"

@@ -4,7 +4,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "manager-config.h"
+#include "mount-util.h"
+
 
 /* The daemon's requests to the view builder (docs/processes.md): one ipc-fields.h message each,
  * sent with ipc_send_request(), with the namespace's fd where the kind takes one. Encoded by the

@@ -5,8 +5,8 @@
 
 #include "ipc.h"
 
-/* The child's side of a killable child (the daemon's side, ChildSet, is child.h), and the first
- * step of every helper process (the builder's too). docs/processes.md: who runs what. */
+/* The child's side of a killable child (the daemon's side, ChildSet, is child.h).
+ * docs/processes.md: who runs what. */
 
 /* Runs in the child with the request the daemon queued on 'sock' before the fork (one
  * ipc-fields.h message, ipc_send_request()) and the fds that came with it (the callee owns
@@ -19,11 +19,6 @@ typedef int (*ChildRequestFunc)(int sock, const void *request, size_t size, int 
  * request ('userdata' is the parent's pointer). docs/processes.md lists which still do, and
  * why. */
 typedef int (*ChildFunc)(int sock, void *userdata, NsmError *error);
-
-/* The one-time setup every helper process needs right after fork(): the daemon's blocked
- * signals unblocked, SIGKILL when the daemon dies, logging that holds no fd of the daemon's,
- * and every fd closed but 'sock' and 'keep'. */
-int child_setup(int sock, const int *keep, size_t n_keep);
 
 /* A killable child, from the fork to its exit: child_setup(), then 'run_request' on the
  * request read from 'sock' (or 'run' on 'userdata', when run_request is NULL), then the

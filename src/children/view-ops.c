@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "child.h"
 #include "fs-util.h"
 #include "host.h"
 #include "ipc.h"
