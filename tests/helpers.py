@@ -173,3 +173,17 @@ class PamServices:
             else:
                 path.write_text(text)
         self._saved.clear()
+
+
+# polkit: alice may change her own view (manage-own) and nobody else's (manage); others as the
+# shipped actions say.
+ALICE_OWN_ONLY = """
+polkit.addRule(function(action, subject) {
+        if (subject.user != "alice")
+                return polkit.Result.NOT_HANDLED;
+        if (action.id == "org.example.NSManager.manage-own")
+                return polkit.Result.YES;
+        if (action.id == "org.example.NSManager.manage")
+                return polkit.Result.NO;
+});
+"""

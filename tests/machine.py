@@ -69,6 +69,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -497,25 +498,30 @@ class Machine:
         return self.remove_cgroups() if self.nspawn is None or self.nspawn.poll() is not None else []
 
 
-def build_image() -> tuple[Path, float]:
-    if not IMAGE_TOOL.exists():
-        pytest.fail(f"{IMAGE_TOOL} is missing", pytrace=False)
-    for tool in ("debootstrap", "systemd-nspawn"):
-        if not any(Path(d, tool).exists() for d in ("/usr/sbin", "/usr/bin", "/sbin", "/bin")):
-            pytest.fail(f"{tool} is not installed: run tools/deps (it installs debootstrap and "
-                        "systemd-container)", pytrace=False)
+def run_image_tool(tool: Path, programs: tuple[str, ...], packages: str) -> tuple[Path, float]:
+    """Runs an image tool of tools/ (nspawn-image, qemu-image): the image's directory (built if
+    it is not current) and the time it took. `programs` must be installed; `packages` says by what."""
+    if not tool.exists():
+        pytest.fail(f"{tool} is missing", pytrace=False)
+    for program in programs:
+        if not shutil.which(program, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin"):
+            pytest.fail(f"{program} is not installed: run tools/deps (it installs {packages})", pytrace=False)
     start = time.monotonic()
     try:
-        p = subprocess.run([str(IMAGE_TOOL)], capture_output=True, text=True, timeout=timeout(1800),
+        p = subprocess.run([str(tool)], capture_output=True, text=True, timeout=timeout(1800),
                            stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        pytest.fail("tools/nspawn-image did not finish within 30 minutes", pytrace=False)
+        pytest.fail(f"tools/{tool.name} did not finish within 30 minutes", pytrace=False)
     if p.returncode == 3:
         pytest.skip(f"the Debian archive is unreachable, so there is no image to boot: {p.stderr.strip()}")
     if p.returncode != 0:
-        pytest.fail(f"tools/nspawn-image failed (exit status {p.returncode}):\n{_tail(p.stderr, 40)}", pytrace=False)
+        pytest.fail(f"tools/{tool.name} failed (exit status {p.returncode}):\n{_tail(p.stderr, 40)}", pytrace=False)
     sys.stderr.write(p.stderr)
     return Path(p.stdout.strip().splitlines()[-1]), time.monotonic() - start
+
+
+def build_image() -> tuple[Path, float]:
+    return run_image_tool(IMAGE_TOOL, ("debootstrap", "systemd-nspawn"), "debootstrap and systemd-container")
 
 
 def mount_table() -> list[tuple]:

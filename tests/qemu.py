@@ -29,17 +29,16 @@ Use:
 from __future__ import annotations
 
 import fcntl
-import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from machine import run_image_tool
 from sandbox import REPO, timeout
 
 IMAGE_TOOL = REPO / "tools" / "qemu-image"
@@ -60,22 +59,8 @@ def _tail(text: str, lines: int) -> str:
 
 def build_image() -> tuple[Path, float]:
     """tools/qemu-image: the image's directory (built if it is not current) and the time it took."""
-    for tool in ("debootstrap", "mkfs.ext4", "debugfs", QEMU):
-        if not shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin"):
-            pytest.fail(f"{tool} is not installed: run tools/deps (it installs qemu-system-x86, "
-                        "debootstrap and e2fsprogs)", pytrace=False)
-    start = time.monotonic()
-    try:
-        p = subprocess.run([str(IMAGE_TOOL)], capture_output=True, text=True, timeout=timeout(1800),
-                           stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        pytest.fail("tools/qemu-image did not finish within 30 minutes", pytrace=False)
-    if p.returncode == 3:
-        pytest.skip(f"the Debian archive is unreachable, so there is no image to boot: {p.stderr.strip()}")
-    if p.returncode != 0:
-        pytest.fail(f"tools/qemu-image failed (exit status {p.returncode}):\n{_tail(p.stderr, 40)}", pytrace=False)
-    sys.stderr.write(p.stderr)
-    return Path(p.stdout.strip().splitlines()[-1]), time.monotonic() - start
+    return run_image_tool(IMAGE_TOOL, ("debootstrap", "mkfs.ext4", "debugfs", QEMU),
+                          "qemu-system-x86, debootstrap and e2fsprogs")
 
 
 def kernels(image: Path) -> dict[str, Kernel]:

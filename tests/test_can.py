@@ -10,7 +10,7 @@ what the call itself then does."""
 import pytest
 
 from caller import assert_ok, assert_refused, call_as
-from helpers import (E_ACCESS_DENIED, E_INVALID_ARGS, E_LIMIT_EXCEEDED, E_NO_SUCH_USER, create,
+from helpers import (ALICE_OWN_ONLY, E_ACCESS_DENIED, E_INVALID_ARGS, E_LIMIT_EXCEEDED, E_NO_SUCH_USER, create,
                      expect_error)
 from sandbox import MS_BIND, sys_mount, sys_umount
 
@@ -67,16 +67,7 @@ def test_polkit_defaults_without_a_session(daemon):
 
 def test_answers_follow_the_rules_and_the_calls_agree(daemon, polkit_rules):
     create(daemon, "alice", "bob")
-    polkit_rules("50-alice-own-only", """
-polkit.addRule(function(action, subject) {
-        if (subject.user != "alice")
-                return polkit.Result.NOT_HANDLED;
-        if (action.id == "org.example.NSManager.manage-own")
-                return polkit.Result.YES;
-        if (action.id == "org.example.NSManager.manage")
-                return polkit.Result.NO;
-});
-""")
+    polkit_rules("50-alice-own-only", ALICE_OWN_ONLY)
     for method in CHANGES_OF_A_VIEW:
         assert can(daemon, "alice", method, "alice") == "yes", method
         assert can(daemon, "alice", method, "bob") == "no", method

@@ -21,22 +21,10 @@ from selenium.webdriver.common.keys import Keys
 
 from browser import CockpitSession
 from caller import call_as
-from helpers import E_INVALID_PATH, create, ns_path, wait_until
-from sandbox import MANAGER_IFACE, build_dir, find_mount
+from helpers import ALICE_OWN_ONLY, E_INVALID_PATH, create, ns_path, wait_until
+from sandbox import build_dir, find_mount
 
 SCREENSHOTS = Path(os.environ.get("NSM_SCREENSHOT_DIR") or build_dir() / "cockpit-screenshots")
-
-ALICE_OWN_ONLY = """
-polkit.addRule(function(action, subject) {
-        if (subject.user != "alice")
-                return polkit.Result.NOT_HANDLED;
-        if (action.id == "org.example.NSManager.manage-own")
-                return polkit.Result.YES;
-        if (action.id == "org.example.NSManager.manage")
-                return polkit.Result.NO;
-});
-"""
-
 
 @pytest.fixture
 def page_as(daemon):

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import sandbox as sb_module
-from helpers import PamServices, daemon_syscalls, wait_until
+from helpers import daemon_syscalls, wait_until
 from sandbox import MANAGER_IFACE, MANAGER_PATH, NSM_PRIVATE_SOCKET, timeout
-from test_pam import SERVICES, parse_ns, runuser, stopped
+from test_pam import pam, parse_ns, runuser, stopped  # noqa: F401 (pam: the fixture, shared)
 
 DEBUG = pytest.mark.daemon_config(args=["--debug"])
 
@@ -203,15 +203,6 @@ def test_out_of_fds_the_daemon_waits_to_accept_instead_of_spinning(daemon):
         holder.stdin.close()
         holder.wait(timeout(30))
     assert "Accepting private connections again." in daemon.daemon_log_text()
-
-
-@pytest.fixture
-def pam(pam_dir, daemon, pam_module):
-    services = PamServices(pam_dir, pam_module)
-    for service, source in SERVICES.items():
-        services.install(service, source)
-    yield services
-    services.restore()
 
 
 def closed_by_peer(sock: socket.socket) -> bool:

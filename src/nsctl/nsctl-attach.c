@@ -221,6 +221,26 @@ static uint64_t now_msec(void) {
 #define DRAIN_MSEC 500
 
 /* The main loop. Returns the signal that made us stop (> 0), or 0. */
+/* Both loops end their poll set with the status pipe (until it has spoken) and the signalfd,
+ * and poll. A failed poll() ends the session as a lost command: -1 and no status. */
+static int attach_poll(Attach *a, struct pollfd *p, int n, int timeout, int *i_status, int *i_signal) {
+        if (!a->status_done) {
+                *i_status = n;
+                p[n++] = (struct pollfd) { .fd = a->status_fd, .events = POLLIN };
+        }
+        *i_signal = n;
+        p[n++] = (struct pollfd) { .fd = a->signal_fd, .events = POLLIN };
+
+        if (poll(p, (nfds_t) n, timeout) < 0) {
+                if (errno == EINTR)
+                        return -EINTR;
+                a->status_done = true;
+                a->exit_status = -1;
+                return log_error_errno(-errno, "poll() failed: %m");
+        }
+        return 0;
+}
+
 static int attach_run(Attach *a) {
         char inbuf[4096], outbuf[16384];
         size_t in_len = 0;
@@ -229,7 +249,7 @@ static int attach_run(Attach *a) {
 
         for (;;) {
                 struct pollfd p[4];
-                int n = 0, i_stdin = -1, i_master = -1, i_status = -1, i_signal, timeout = -1;
+                int n = 0, i_stdin = -1, i_master = -1, i_status = -1, i_signal, timeout = -1, r;
 
                 if (a->status_done && (!master_open || (drain_until && now_msec() >= drain_until)))
                         return 0;
@@ -253,21 +273,11 @@ static int attach_run(Attach *a) {
                                 .events = POLLIN | (in_len > 0 ? POLLOUT : 0),
                         };
                 }
-                if (!a->status_done) {
-                        i_status = n;
-                        p[n++] = (struct pollfd) { .fd = a->status_fd, .events = POLLIN };
-                }
-                i_signal = n;
-                p[n++] = (struct pollfd) { .fd = a->signal_fd, .events = POLLIN };
-
-                if (poll(p, (nfds_t) n, timeout) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        (void) log_error_errno(-errno, "poll() failed: %m");
-                        a->status_done = true;
-                        a->exit_status = -1;
+                r = attach_poll(a, p, n, timeout, &i_status, &i_signal);
+                if (r == -EINTR)
+                        continue;
+                if (r < 0)
                         return 0;
-                }
 
                 if (p[i_signal].revents & POLLIN) {
                         struct signalfd_siginfo si;
@@ -338,7 +348,7 @@ static int attach_run_pipes(Attach *a) {
 
         for (;;) {
                 struct pollfd p[6];
-                int n = 0, i_stdin = -1, i_in = -1, i_out = -1, i_err = -1, i_status = -1, i_signal, timeout = -1;
+                int n = 0, i_stdin = -1, i_in = -1, i_out = -1, i_err = -1, i_status = -1, i_signal, timeout = -1, r;
 
                 if (a->status_done && ((a->out_fd < 0 && a->err_fd < 0) ||
                                        (drain_until && now_msec() >= drain_until)))
@@ -369,21 +379,11 @@ static int attach_run_pipes(Attach *a) {
                         i_err = n;
                         p[n++] = (struct pollfd) { .fd = a->err_fd, .events = POLLIN };
                 }
-                if (!a->status_done) {
-                        i_status = n;
-                        p[n++] = (struct pollfd) { .fd = a->status_fd, .events = POLLIN };
-                }
-                i_signal = n;
-                p[n++] = (struct pollfd) { .fd = a->signal_fd, .events = POLLIN };
-
-                if (poll(p, (nfds_t) n, timeout) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        (void) log_error_errno(-errno, "poll() failed: %m");
-                        a->status_done = true;
-                        a->exit_status = -1;
+                r = attach_poll(a, p, n, timeout, &i_status, &i_signal);
+                if (r == -EINTR)
+                        continue;
+                if (r < 0)
                         return 0;
-                }
 
                 if (p[i_signal].revents & POLLIN) {
                         struct signalfd_siginfo si;

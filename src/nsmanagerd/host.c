@@ -50,15 +50,8 @@ int host_changes_add_mkdir(HostChanges *c, const char *path) {
         return change_add(c, (HostChange) { .type = HOST_CHANGE_MKDIR, .path = p, .fd = -EBADF });
 }
 
-static int add_bind(HostChanges *c, const char *path, int fd) {
-        HostChange ch = { .type = HOST_CHANGE_BIND, .fd = -EBADF };
-        int r;
-
-        if (!c)
-                return 0;
-        r = fd_get_mount_ids(fd, "", &ch.id);
-        if (r < 0)
-                return r;
+/* A change that keeps its own copy of the mount 'fd' and of its path, to be undone by. */
+static int change_add_fd(HostChanges *c, HostChange ch, const char *path, int fd) {
         ch.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (ch.fd < 0)
                 return -errno;
@@ -68,6 +61,18 @@ static int add_bind(HostChanges *c, const char *path, int fd) {
                 return -ENOMEM;
         }
         return change_add(c, ch);
+}
+
+static int add_bind(HostChanges *c, const char *path, int fd) {
+        HostChange ch = { .type = HOST_CHANGE_BIND, .fd = -EBADF };
+        int r;
+
+        if (!c)
+                return 0;
+        r = fd_get_mount_ids(fd, "", &ch.id);
+        if (r < 0)
+                return r;
+        return change_add_fd(c, ch, path, fd);
 }
 
 /* Before the propagation of the existing mount 'fd' changes. */
@@ -85,15 +90,7 @@ static int add_propagation(HostChanges *c, const char *path, int fd) {
         ch.old_master = mi.master_group;
         ch.old_parent_peer = parent.id != mi.id ? parent.peer_group : 0;
         ch.old_unbindable = mi.propagation & MS_UNBINDABLE;
-        ch.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (ch.fd < 0)
-                return -errno;
-        ch.path = strdup(path);
-        if (!ch.path) {
-                safe_close(ch.fd);
-                return -ENOMEM;
-        }
-        return change_add(c, ch);
+        return change_add_fd(c, ch, path, fd);
 }
 
 static int set_propagation_fd(int fd, unsigned long propagation) {

@@ -19,10 +19,14 @@
 #define LOG_CONTROL_PATH "/org/freedesktop/LogControl1"
 #define LOG_CONTROL_INTERFACE "org.freedesktop.LogControl1"
 
-static int check_root(sd_bus_message *value, sd_bus_error *error) {
+/* A new value, as root alone may write it: the sender is the uid the bus driver authenticated. */
+static int read_value_as_root(sd_bus_message *value, sd_bus_error *error, const char **ret) {
         uid_t uid;
         int r;
 
+        r = sd_bus_message_read(value, "s", ret);
+        if (r < 0)
+                return r;
         r = bus_message_get_sender_uid(value, &uid);
         if (r < 0)
                 return r;
@@ -42,11 +46,8 @@ static int property_set_level(sd_bus *bus, const char *path, const char *interfa
         const char *s;
         int level, r;
 
-        r = sd_bus_message_read(value, "s", &s);
+        r = read_value_as_root(value, error, &s);
         if (r < 0)
-                return r;
-        r = check_root(value, error);
-        if (r != 0)
                 return r;
         level = log_level_from_string(s);
         if (level < 0)
@@ -68,11 +69,8 @@ static int property_set_target(sd_bus *bus, const char *path, const char *interf
         const char *s;
         int r;
 
-        r = sd_bus_message_read(value, "s", &s);
+        r = read_value_as_root(value, error, &s);
         if (r < 0)
-                return r;
-        r = check_root(value, error);
-        if (r != 0)
                 return r;
         t = log_target_from_string(s);
         if (t < 0)
