@@ -233,6 +233,10 @@ static void test_request_refusals(void) {
         size_t size = 0;
         check(view_op_request_encode(&(ViewOp) { .type = VIEW_OP_BIND, .ns_fd = 3, .path = "/x" }, &msg, &size) == -EINVAL &&
               !msg, "the daemon does not send what the child would refuse");
+        Credentials alice = { .uid = 2001, .gid = 2001 };
+        check(view_op_request_encode(&(ViewOp) { .type = VIEW_OP_HOST_SHARE, .path = "/mnt", .caller = &alice }, &msg,
+                                     &size) == -EINVAL && !msg,
+              "a caller on an operation that cannot carry one is refused, not dropped (full power)");
 }
 
 static void test_results(void) {

@@ -129,6 +129,10 @@ static bool view_op_valid(const ViewOp *op) {
                 return false;
         if (op->type != VIEW_OP_APPLY_POLICY && !path_ok(op->path))
                 return false;
+        /* A caller that an operation cannot carry would be dropped, and the child would act
+         * with full power: refused instead. */
+        if (op->caller && !(allowed[op->type] & BIT(TAG_CALLER_UID)))
+                return false;
         switch (op->type) {
         case VIEW_OP_SET_PROPAGATION:
                 return op->mode >= 0 && op->mode < _PROPAGATION_MODE_MAX;
@@ -188,7 +192,7 @@ int view_op_request_encode(const ViewOp *op, void **ret, size_t *ret_size) {
                 break;
         }
         /* The caller and the records the rules are checked against (own-view-rules.h). */
-        if (op->caller && (allowed[op->type] & BIT(TAG_CALLER_UID))) {
+        if (op->caller) {
                 field_put_u64(&w, TAG_CALLER_UID, op->caller->uid);
                 field_put_u64(&w, TAG_CALLER_GID, op->caller->gid);
                 for (size_t i = 0; i < op->caller->n_groups; i++)
