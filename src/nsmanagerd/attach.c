@@ -150,11 +150,10 @@ int attach_process_reply(AttachProcess *p, sd_bus_message *call) {
         return r;
 }
 
-/* The status line is written by a child of its own (src/children/attach-status.c: the line and
- * the fd are its request), never by the daemon. Writing to a pipe takes the pipe's lock
- * whatever the flags (RWF_NOWAIT and O_NONBLOCK only spare the wait for room), and writing to
- * a TCP socket the socket's; the caller's other writers hold them while they copy from their
- * own memory. A user who writes into her status pipe from a
+/* The status line is written by a child of its own (child.h), never by the daemon. Writing to
+ * a pipe takes the pipe's lock whatever the flags (RWF_NOWAIT and O_NONBLOCK only spare the
+ * wait for room), and writing to a TCP socket the socket's; the caller's other writers hold
+ * them while they copy from their own memory. A user who writes into her status pipe from a
  * mapping of a file on her FUSE mount whose server never answers holds the lock as long as she
  * likes, and a daemon writing to it would wait, uninterruptibly, with every login behind it.
  * The child may wait there; past the deadline it is killed, or stays stuck, charged to the
