@@ -73,6 +73,14 @@ static void put_unpin_with_root(FieldWriter *w) {
         field_put_string(w, 3, "alice");
         field_put_string(w, 4, "/subtree");
 }
+static void put_unpin_file_name(FieldWriter *w) {
+        field_put_string(w, 3, "not a user");
+}
+static void put_build_file_name(FieldWriter *w) {
+        field_put_string(w, 3, "not a user");
+        field_put_string(w, 4, "/subtree");
+        field_put_u64(w, 5, 0);
+}
 static void put_unknown_tag(FieldWriter *w) {
         field_put_string(w, 3, "alice");
         field_put_u64(w, 63, 1);
@@ -112,7 +120,10 @@ static void test_refusals(void) {
               "an unknown kind is refused");
         check(decode_fields(BUILDER_UNPIN, put_none) == -EBADMSG, "UNPIN without a name is refused");
         check(decode_fields(BUILDER_UNPIN, put_unpin_traversal) == -EBADMSG,
-              "a name that is no user name (a path component) is refused");
+              "a name that is more than one path component is refused");
+        check(decode_fields(BUILDER_UNPIN, put_unpin_file_name) == 0,
+              "UNPIN takes any file name LIST can give (a pin someone else named)");
+        check(decode_fields(BUILDER_BUILD, put_build_file_name) == -EBADMSG, "BUILD takes a user name only");
         check(decode_fields(BUILDER_UNPIN, put_unpin_twice) == -EBADMSG, "a single field given twice is refused");
         check(decode_fields(BUILDER_UNPIN, put_unpin_with_root) == -EBADMSG, "a field of another kind is refused");
         check(decode_fields(BUILDER_UNPIN, put_unknown_tag) == -EBADMSG, "an unknown tag is refused");

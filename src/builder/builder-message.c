@@ -57,7 +57,9 @@ static bool builder_call_valid(const BuilderCall *c) {
                                 return false;
                 return true;
         case BUILDER_UNPIN:
-                return c->name && valid_user_name(c->name);
+                /* Any pin LIST can name (registry.c lists file names), so that a pin of another
+                 * name than a user's can still go; one path component all the same. */
+                return c->name && filename_is_valid(c->name);
         case BUILDER_LIST:
         case BUILDER_READ_MOUNTS:
         case BUILDER_OPEN_MOUNTINFO:

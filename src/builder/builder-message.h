@@ -14,13 +14,14 @@
  *   OPEN_REGISTRY    REGISTRY_PIN, PINS_DIR (absolute paths)
  *   BUILD            NAME (a user name), SUBTREE_ROOT (absolute), PROPAGATION (ViewPropagation),
  *                    SHARED_SUBTREE (absolute, repeated: none or more)
- *   UNPIN            NAME
+ *   UNPIN            NAME (a file name: whatever LIST named)
  *   LIST             (none)
  *   READ_MOUNTS      WITH_FD (1: the namespace's fd comes with it; 0: the host's table)
  *   OPEN_MOUNTINFO   (none; the namespace's fd comes with it)
  *
- * The decoder takes nothing on trust: a name must be a user name (it becomes a path component
- * under SubtreeRoot= and the pins' directory), every path absolute and normalized. */
+ * The decoder takes nothing on trust: a name must be one path component (it becomes one under
+ * SubtreeRoot= and the pins' directory), a user name for BUILD, every path absolute and
+ * normalized. */
 
 typedef enum BuilderCallKind {
         BUILDER_OPEN_REGISTRY = 1,

@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         }
         FUZZ_CHECK(c.kind >= BUILDER_OPEN_REGISTRY && c.kind < _BUILDER_CALL_KIND_MAX);
-        FUZZ_CHECK(!c.name || valid_user_name(c.name));
+        FUZZ_CHECK(!c.name || filename_is_valid(c.name));
+        FUZZ_CHECK(c.kind != BUILDER_BUILD || valid_user_name(c.name));
         FUZZ_CHECK(!c.subtree_root || path_is_absolute_normalized(c.subtree_root));
         for (char **s = c.shared_subtrees; s && *s; s++)
                 FUZZ_CHECK(path_is_absolute_normalized(*s));

@@ -13,6 +13,7 @@
 #include "builder-message.h"
 #include "builder.h"
 #include "log.h"
+#include "path-util.h"
 #include "strv.h"
 
 /* The daemon's client of the view builder process (src/builder/builder-main.c): the queue of
@@ -198,11 +199,12 @@ static int on_builder_exit(sd_event_source *s, const siginfo_t *si, void *userda
         return 0;
 }
 
+/* A pin of LIST's answer: its name, a file name of the pins' directory (docs/processes.md). */
 static int builder_add_item(Builder *b, IpcMessage *m) {
         const char *name = ipc_message_text(m);
         BuilderItem *items;
 
-        if (!name)
+        if (!name || !filename_is_valid(name))
                 return -EBADMSG;
         items = realloc(b->items, (b->n_items + 1) * sizeof(BuilderItem));
         if (!items)
