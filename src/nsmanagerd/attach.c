@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "attach-process.h"
+#include "attach-status.h"
 #include "attach.h"
 #include "child.h"
 #include "log.h"
@@ -147,24 +148,6 @@ typedef struct StatusWrite {
         char line[64];
 } StatusWrite;
 
-static int status_write_run(int sock, void *userdata, NsmError *error) {
-        const StatusWrite *w = userdata;
-        size_t done = 0, n = strlen(w->line);
-
-        /* A reader gone is EPIPE here, not the end of the child. */
-        (void) signal(SIGPIPE, SIG_IGN);
-        while (done < n) {
-                ssize_t k = write(w->fd, w->line + done, n - done);
-                if (k < 0 && errno == EAGAIN) /* O_NONBLOCK, set by the caller on her side: wait for room */
-                        (void) poll(&(struct pollfd) { .fd = w->fd, .events = POLLOUT }, 1, -1);
-                else if (k < 0 && errno != EINTR)
-                        return nsm_error_set_errnof(error, -errno, "Failed to write the status: %m");
-                else if (k > 0)
-                        done += (size_t) k;
-        }
-        return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);
-}
-
 static void on_status_written(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
         if (error)
                 log_debug("Failed to report the status of an attached command, ignoring: %s", nsm_error_message(error));
@@ -173,6 +156,9 @@ static void on_status_written(const NsmError *error, IpcMessage *final, const ch
 static int start_status_write(AttachProcess *p, const StatusWrite *w) {
         Manager *m = p->manager;
         _cleanup_free_ char *description = NULL;
+        _cleanup_free_ void *request = NULL;
+        size_t size = 0;
+        int r;
 
         /* Each writer stuck on her pipe is a process of ours that nothing ends until what
          * holds its lock lets go (her FUSE server answers); past her MaxStuckOperations=, no
@@ -183,12 +169,16 @@ static int start_status_write(AttachProcess *p, const StatusWrite *w) {
         if (asprintf(&description, "Reporting the status of attached command '%s' of uid %u", p->command,
                      (unsigned) p->uid) < 0)
                 description = NULL;
+        r = attach_status_request_encode(w->line, &request, &size);
+        if (r < 0)
+                return r;
         ChildSpec spec = {
                 .description = description,
-                .run = status_write_run,
-                .run_userdata = (void *) w, /* the child's copy, made at the fork */
-                .keep_fds = &w->fd,
-                .n_keep_fds = 1,
+                .run_request = attach_status_child_run,
+                .request = request,
+                .request_size = size,
+                .request_fds = &w->fd,
+                .n_request_fds = 1,
                 .deadline = manager_deadline(m),
                 .owner = p->uid,
                 .done = on_status_written,

@@ -9,271 +9,20 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "builder-main.h"
+#include "builder-message.h"
 #include "builder.h"
 #include "log.h"
-#include "mount-util.h"
-#include "registry.h"
+#include "path-util.h"
 #include "strv.h"
 
-/* Requests: an ipc.h message whose 'result' field is the request type, the payload a list of
- * NUL-terminated strings, and at most one fd. */
-typedef enum BuilderRequestType {
-        BUILDER_OPEN_REGISTRY = 1,  /* registry_pin, pins_dir */
-        BUILDER_BUILD,              /* name, subtree_root, propagation, shared subtrees…; the result is the
-                                     * view's number of mounts */
-        BUILDER_UNPIN,              /* name */
-        BUILDER_LIST,               /* (nothing) */
-        BUILDER_READ_MOUNTS,        /* fd: the namespace, or none for the host */
-        BUILDER_OPEN_MOUNTINFO,     /* fd: the namespace; the reply's fd is its /proc/self/mountinfo */
-} BuilderRequestType;
-
-#define BUILDER_MAX_ARGS 64
-
-/* ======== the builder process ======== */
-
-typedef struct BuilderProcess {
-        int sock;
-        int host_ns_fd;
-        int host_uts_fd;
-        int registry_fd;
-        int cpu;
-        char *pins_dir;
-        MountTableCache host_mounts;     /* the host's, read again only after it changed */
-} BuilderProcess;
-
-/* Splits a payload of NUL-terminated strings. */
-static size_t split_args(IpcMessage *m, const char **args, size_t max) {
-        size_t n = 0;
-        for (size_t i = 0; i < m->size && n < max;) {
-                size_t len = strnlen(m->payload + i, m->size - i);
-                if (i + len == m->size)
-                        break;   /* not terminated: ignore the rest */
-                args[n++] = m->payload + i;
-                i += len + 1;
-        }
-        return n;
-}
-
-/* Each handler sends its answer, or returns a negative errno with the failure in 'error', which
- * builder_dispatch() sends. */
-static int handle_open_registry(BuilderProcess *p, const char **args, size_t n, NsmError *error) {
-        int r;
-
-        if (n != 2)
-                return nsm_error_set_errnof(error, -EBADMSG, "Malformed request.");
-        free(p->pins_dir);
-        p->pins_dir = strdup(args[1]);
-        if (!p->pins_dir)
-                return -ENOMEM;
-        p->registry_fd = safe_close(p->registry_fd);
-        r = registry_open(args[0], args[1], p->host_ns_fd, &p->cpu, &p->registry_fd);
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to set up the namespace registry '%s': %m", args[0]);
-        return ipc_send(p->sock, r, 0, NULL, 0, NULL, 0);
-}
-
-static int handle_build(BuilderProcess *p, const char **args, size_t n, NsmError *error) {
-        _cleanup_strv_free_ char **shared = NULL;
-        _cleanup_close_ int ns_fd = -EBADF;
-        _cleanup_free_ char *where = NULL;
-        ViewStage stage = VIEW_STAGE_NONE;
-        size_t n_mounts = 0;
-        int r = -EINVAL;
-
-        if (n < 3 || view_propagation_from_string(args[2]) < 0)
-                return nsm_error_set_errnof(error, -EBADMSG, "Malformed request.");
-        for (size_t i = 3; i < n; i++)
-                if (strv_extend(&shared, args[i]) < 0)
-                        return -ENOMEM;
-        if (p->registry_fd < 0)
-                return nsm_error_set_errnof(error, -EBADFD, "The registry is not open.");
-        /* Opened in the host namespace, where the builder is between requests. */
-        r = mount_table_cache_refresh(&p->host_mounts);
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to read the host's mount table: %m");
-        ViewSpec spec = { .name = args[0], .subtree_root = args[1], .shared_subtrees = shared,
-                          .propagation = view_propagation_from_string(args[2]),
-                          .host_mounts = &p->host_mounts };
-
-        for (int tries = 0; tries < 3; tries++) {
-                r = set_cpu(p->cpu);
-                if (r >= 0)
-                        r = view_build(&spec, p->host_ns_fd, &ns_fd, &n_mounts, &stage);
-                if (r < 0)
-                        break;
-                stage = VIEW_STAGE_PIN;
-                r = registry_pin(p->registry_fd, p->host_ns_fd, p->pins_dir, spec.name, ns_fd);
-                if (r != -EINVAL)
-                        break;
-                /* Made on a CPU whose namespace ids are older than the registry's (registry.h):
-                 * move that CPU's ids on and build it again there. */
-                ns_fd = safe_close(ns_fd);
-                r = namespace_ids_pass(mntns_get_id(p->registry_fd), p->host_uts_fd);
-                if (r < 0)
-                        break;
-                r = -EINVAL;
-        }
-        if (r < 0) {
-                /* The mount point directory is all a failed build leaves on the host. */
-                if (asprintf(&where, "%s/%s", spec.subtree_root, spec.name) >= 0)
-                        (void) rmdir(where);
-                /* Each stage works on the paths of the configuration (SubtreeRoot=, SharedSubtrees=):
-                 * what its errno says about them names it. */
-                return nsm_error_set_path_errnof(error, r, "Failed to build the view of '%s' while %s: %m", spec.name,
-                                                 view_stage_to_string(stage));
-        }
-        /* The result of a build is its number of mounts. */
-        return ipc_send(p->sock, (int) MIN(n_mounts, (size_t) INT32_MAX), 0, NULL, 0, &ns_fd, 1);
-}
-
-static int handle_unpin(BuilderProcess *p, const char **args, size_t n, NsmError *error) {
-        int r;
-
-        if (n != 1)
-                return nsm_error_set_errnof(error, -EBADMSG, "Malformed request.");
-        r = registry_unpin(p->registry_fd, p->host_ns_fd, p->pins_dir, args[0]);
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to unpin the namespace of '%s': %m", args[0]);
-        return ipc_send(p->sock, 0, 0, NULL, 0, NULL, 0);
-}
-
-static int send_pin(const char *name, int fd, void *userdata) {
-        BuilderProcess *p = userdata;
-        int r = ipc_send(p->sock, 0, IPC_MORE, name, strlen(name) + 1, &fd, fd >= 0 ? 1 : 0);
-        safe_close(fd);
-        return r;
-}
-
-static int handle_list(BuilderProcess *p, NsmError *error) {
-        int r = registry_list(p->registry_fd, p->host_ns_fd, p->pins_dir, send_pin, p);
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to list the pinned namespaces: %m");
-        return ipc_send(p->sock, 0, 0, NULL, 0, NULL, 0);
-}
-
-static int read_mountinfo(char **ret, size_t *ret_size) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, allocated = 0;
-
-        if (!f)
-                return -errno;
-        for (;;) {
-                if (allocated - size < 4096) {
-                        allocated = MAX(allocated * 2, (size_t) 65536);
-                        char *b = realloc(buf, allocated);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                }
-                size_t k = fread(buf + size, 1, allocated - size, f);
-                size += k;
-                if (k == 0)
-                        break;
-        }
-        if (ferror(f))
-                return -EIO;
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        return 0;
-}
-
-static int handle_read_mounts(BuilderProcess *p, IpcMessage *m, NsmError *error) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        int r;
-
-        /* Reading mountinfo asks no file system anything (d_path and show_options only): safe
-         * for the builder even where a view holds a hung FUSE or NFS mount. */
-        if (m->n_fds == 1 && setns(m->fds[0], CLONE_NEWNS) < 0)
-                return nsm_error_set_errnof(error, -errno, "Failed to enter the namespace: %m");
-        r = read_mountinfo(&buf, &size);
-        if (m->n_fds == 1 && setns(p->host_ns_fd, CLONE_NEWNS) < 0)
-                _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to read the mount table: %m");
-        return ipc_send_data(p->sock, buf, size);
-}
-
-/* An open mountinfo of a namespace flags every change in it (POLLPRI), whoever holds it and
- * wherever: for mount-events-view.c, which holds it without reading it. */
-static int handle_open_mountinfo(BuilderProcess *p, IpcMessage *m, NsmError *error) {
-        _cleanup_close_ int fd = -EBADF;
-
-        if (m->n_fds != 1)
-                return nsm_error_set_errnof(error, -EBADMSG, "Malformed request.");
-        if (setns(m->fds[0], CLONE_NEWNS) < 0)
-                return nsm_error_set_errnof(error, -errno, "Failed to enter the namespace: %m");
-        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-        int r = fd < 0 ? -errno : 0;
-        if (setns(p->host_ns_fd, CLONE_NEWNS) < 0)
-                _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to open the namespace's mount table: %m");
-        return ipc_send(p->sock, 0, 0, NULL, 0, &fd, 1);
-}
-
-static int builder_handle(BuilderProcess *p, IpcMessage *m, NsmError *error) {
-        const char *args[BUILDER_MAX_ARGS];
-        size_t n = split_args(m, args, ELEMENTSOF(args));
-
-        switch (m->result) {
-        case BUILDER_OPEN_REGISTRY:
-                return handle_open_registry(p, args, n, error);
-        case BUILDER_BUILD:
-                return handle_build(p, args, n, error);
-        case BUILDER_UNPIN:
-                return handle_unpin(p, args, n, error);
-        case BUILDER_LIST:
-                return handle_list(p, error);
-        case BUILDER_READ_MOUNTS:
-                return handle_read_mounts(p, m, error);
-        case BUILDER_OPEN_MOUNTINFO:
-                return handle_open_mountinfo(p, m, error);
-        default:
-                return nsm_error_set_errnof(error, -EOPNOTSUPP, "Unknown request %d.", m->result);
-        }
-}
-
-/* Answers one request; the result of sending the answer. */
-static int builder_dispatch(BuilderProcess *p, IpcMessage *m) {
-        _cleanup_(nsm_error_done) NsmError error = {};
-        int r = builder_handle(p, m, &error);
-
-        if (r >= 0 || r == -EPIPE || r == -ECONNRESET)
-                return r;
-        if (!nsm_error_is_set(&error))
-                (void) nsm_error_set_errnof(&error, r, NULL);
-        return ipc_send_error(p->sock, &error);
-}
-
-_noreturn_ static void builder_main(int sock) {
-        _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
-        BuilderProcess p = { .sock = sock, .registry_fd = -EBADF, .cpu = sched_getcpu(),
-                             .host_mounts = MOUNT_TABLE_CACHE_INIT };
-
-        p.host_ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        p.host_uts_fd = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
-        if (!m || p.host_ns_fd < 0 || p.host_uts_fd < 0)
-                _exit(EXIT_FAILURE);
-        for (;;) {
-                int r = ipc_recv(sock, m, 0);
-                if (r <= 0)
-                        _exit(r == 0 ? EXIT_SUCCESS : EXIT_FAILURE);   /* the daemon is gone */
-                r = builder_dispatch(&p, m);
-                ipc_message_close_fds(m);
-                /* A reply that cannot be sent means the daemon gave up on us. */
-                if (r == -EPIPE || r == -ECONNRESET)
-                        _exit(EXIT_FAILURE);
-        }
-}
-
-/* ======== the daemon's side ======== */
+/* The daemon's client of the view builder process (src/builder/builder-main.c): the queue of
+ * requests, their deadlines, the answers, a new builder when one fails. */
 
 typedef struct BuilderRequest BuilderRequest;
 struct BuilderRequest {
-        BuilderRequestType type;
-        char *payload;
+        BuilderCallKind type;
+        void *payload;
         size_t size;
         int fd;
         uint64_t deadline;
@@ -353,8 +102,8 @@ static void builder_finish(Builder *b, int result, const NsmError *error, int *f
 }
 
 static int builder_send_next(Builder *b);
-static int builder_enqueue(Builder *b, bool first, BuilderRequestType type, const char *const *args, int fd,
-                           uint64_t deadline, BuilderDoneFunc done, void *userdata);
+static int builder_enqueue(Builder *b, bool first, const BuilderCall *call, int fd, uint64_t deadline,
+                           BuilderDoneFunc done, void *userdata);
 
 static int on_builder_timeout(sd_event_source *s, uint64_t usec, void *userdata);
 
@@ -450,11 +199,12 @@ static int on_builder_exit(sd_event_source *s, const siginfo_t *si, void *userda
         return 0;
 }
 
+/* A pin of LIST's answer: its name, a file name of the pins' directory (docs/processes.md). */
 static int builder_add_item(Builder *b, IpcMessage *m) {
         const char *name = ipc_message_text(m);
         BuilderItem *items;
 
-        if (!name)
+        if (!name || !filename_is_valid(name))
                 return -EBADMSG;
         items = realloc(b->items, (b->n_items + 1) * sizeof(BuilderItem));
         if (!items)
@@ -542,7 +292,7 @@ static int builder_send_next(Builder *b) {
         q->next = NULL;
         b->running = q;
 
-        r = ipc_send(b->sock, q->type, 0, q->payload, q->size, &q->fd, q->fd >= 0 ? 1 : 0);
+        r = ipc_send_request(b->sock, q->payload, q->size, &q->fd, q->fd >= 0 ? 1 : 0);
         if (r >= 0)
                 r = builder_arm_timer(b, q->deadline);
         if (r < 0) {
@@ -553,38 +303,27 @@ static int builder_send_next(Builder *b) {
         return 0;
 }
 
-/* Queues a request: args (NULL-terminated) become the payload. 'first' puts it ahead of the
- * queue. The fd is dup'ed. */
-static int builder_enqueue(Builder *b, bool first, BuilderRequestType type, const char *const *args, int fd,
-                           uint64_t deadline, BuilderDoneFunc done, void *userdata) {
+/* Queues a request (builder-message.h). 'first' puts it ahead of the queue. The fd is dup'ed. */
+static int builder_enqueue(Builder *b, bool first, const BuilderCall *call, int fd, uint64_t deadline,
+                           BuilderDoneFunc done, void *userdata) {
         BuilderRequest *q;
-        size_t size = 0;
-        char *p;
+        int r;
 
         if (!b)
                 return -ESHUTDOWN;
         q = calloc(1, sizeof(BuilderRequest));
         if (!q)
                 return -ENOMEM;
-        *q = (BuilderRequest) { .type = type, .fd = -EBADF, .deadline = deadline, .done = done, .userdata = userdata };
-        for (const char *const *a = args; a && *a; a++)
-                size += strlen(*a) + 1;
-        if (size > IPC_PAYLOAD_MAX) {
+        *q = (BuilderRequest) { .type = call->kind, .fd = -EBADF, .deadline = deadline, .done = done, .userdata = userdata };
+        r = builder_call_encode(call, &q->payload, &q->size);
+        if (r < 0) {
                 builder_request_free(q);
-                return -E2BIG;
+                return r;
         }
-        q->payload = p = malloc(size + 1);
-        if (!p) {
-                builder_request_free(q);
-                return -ENOMEM;
-        }
-        for (const char *const *a = args; a && *a; a++)
-                p = stpcpy(p, *a) + 1;
-        q->size = size;
         if (fd >= 0) {
                 q->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
                 if (q->fd < 0) {
-                        int r = -errno;
+                        r = -errno;
                         builder_request_free(q);
                         return r;
                 }
@@ -622,11 +361,8 @@ static int builder_spawn(Builder *b) {
                 safe_close(pair[1]);
                 return r;
         }
-        if (b->pid == 0) {
-                if (child_setup(pair[1], NULL, 0) < 0)
-                        _exit(EXIT_FAILURE);
+        if (b->pid == 0)
                 builder_main(pair[1]);
-        }
         safe_close(pair[1]);
         b->sock = pair[0];
         b->restarts++;
@@ -641,7 +377,8 @@ static int builder_spawn(Builder *b) {
 
         /* Every builder first opens the registry (the pin at registry_pin, or a new one), ahead
          * of whatever waits. */
-        return builder_enqueue(b, true, BUILDER_OPEN_REGISTRY, (const char *const[]) { b->registry_pin, b->pins_dir, NULL },
+        return builder_enqueue(b, true, &(BuilderCall) { .kind = BUILDER_OPEN_REGISTRY, .registry_pin = b->registry_pin,
+                                                         .pins_dir = b->pins_dir },
                                -EBADF, 0, on_registry_opened, b);
 }
 
@@ -699,33 +436,30 @@ Builder *builder_free(Builder *b) {
 }
 
 int builder_build(Builder *b, const ViewSpec *spec, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
-        size_t n = strv_length(spec->shared_subtrees);
-        _cleanup_free_ const char **args = calloc(n + 4, sizeof(char *));
-
-        if (!args)
-                return -ENOMEM;
-        args[0] = spec->name;
-        args[1] = spec->subtree_root;
-        args[2] = view_propagation_to_string(spec->propagation);
-        for (size_t i = 0; i < n; i++)
-                args[3 + i] = spec->shared_subtrees[i];
-        return builder_enqueue(b, false, BUILDER_BUILD, args, -EBADF, deadline, done, userdata);
+        BuilderCall c = { .kind = BUILDER_BUILD, .name = (char *) spec->name, .subtree_root = (char *) spec->subtree_root,
+                          .propagation = spec->propagation, .shared_subtrees = spec->shared_subtrees };
+        return builder_enqueue(b, false, &c, -EBADF, deadline, done, userdata);
 }
 
 int builder_unpin(Builder *b, const char *name, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
-        return builder_enqueue(b, false, BUILDER_UNPIN, (const char *const[]) { name, NULL }, -EBADF, deadline, done, userdata);
+        return builder_enqueue(b, false, &(BuilderCall) { .kind = BUILDER_UNPIN, .name = (char *) name }, -EBADF,
+                               deadline, done, userdata);
 }
 
 int builder_list(Builder *b, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
-        return builder_enqueue(b, false, BUILDER_LIST, NULL, -EBADF, deadline, done, userdata);
+        return builder_enqueue(b, false, &(BuilderCall) { .kind = BUILDER_LIST }, -EBADF, deadline, done, userdata);
 }
 
 int builder_read_mounts(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
-        return builder_enqueue(b, false, BUILDER_READ_MOUNTS, NULL, ns_fd, deadline, done, userdata);
+        return builder_enqueue(b, false, &(BuilderCall) { .kind = BUILDER_READ_MOUNTS, .with_fd = ns_fd >= 0 }, ns_fd,
+                               deadline, done, userdata);
 }
 
 int builder_open_mountinfo(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
-        return builder_enqueue(b, false, BUILDER_OPEN_MOUNTINFO, NULL, ns_fd, deadline, done, userdata);
+        if (ns_fd < 0)
+                return -EBADF;
+        return builder_enqueue(b, false, &(BuilderCall) { .kind = BUILDER_OPEN_MOUNTINFO, .with_fd = true }, ns_fd,
+                               deadline, done, userdata);
 }
 
 void builder_sync_done(BuilderReply *reply, void *userdata) {

@@ -7,8 +7,9 @@
 #include "child.h"
 #include "view-build.h"
 
-/* The view builder: one long-lived helper process, forked at start-up, that holds no daemon
- * state. It builds views in-process (view-build.c: clone, unshare, pivot, then setns() back
+/* The daemon's client of the view builder (src/builder/: its loop in builder-main.c, its
+ * requests in builder-message.h): one long-lived helper process, forked at start-up, that holds
+ * no daemon state. It builds views in-process (view-build.c: clone, unshare, pivot, then setns() back
  * to the host), pins and unpins them in the registry (registry.c) and reads mount tables,
  * so a login does not pay for a fork. It never looks up a path a user controls; work that
  * does runs in killable children (child.c).

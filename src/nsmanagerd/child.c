@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
 #include "child.h"
+#include "ipc-fields.h"
 #include "list.h"
 #include "log.h"
 
@@ -209,61 +210,6 @@ static int on_child_deadline(sd_event_source *s, uint64_t usec, void *userdata) 
         return 0;
 }
 
-static int int_cmp(const void *a, const void *b) {
-        int x = *(const int *) a, y = *(const int *) b;
-        return x < y ? -1 : x > y;
-}
-
-int child_setup(int sock, const int *keep, size_t n_keep) {
-        sigset_t ss;
-        int lo = 3;
-
-        sigemptyset(&ss);
-        (void) sigprocmask(SIG_SETMASK, &ss, NULL);
-        /* Mount work for a daemon that is gone is work nobody waits for. */
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-
-        /* The journal's socket is one of the fds closed below, and libsystemd would go on
-         * writing to its number, which the child may reuse for its own socket: log to stderr
-         * (the daemon's, the journal's stream under systemd) from here on. */
-        if (log_get_target() == LOG_TARGET_JOURNAL)
-                log_set_target(LOG_TARGET_CONSOLE_PREFIXED);
-        log_set_export_fd(-EBADF);
-
-        /* Close every fd but sock and keep[]: walk the gaps between them in ascending order.
-         * Many fds (Eject keeps every view's) are sorted first: the walk is then linear. */
-        int *sorted = n_keep > 8 ? malloc((n_keep + 1) * sizeof(int)) : NULL;
-        if (sorted) {
-                memcpy(sorted, keep, n_keep * sizeof(int));
-                sorted[n_keep] = sock;
-                qsort(sorted, n_keep + 1, sizeof(int), int_cmp);
-                for (size_t i = 0; i <= n_keep; i++) {
-                        if (sorted[i] < lo)
-                                continue;
-                        if (sorted[i] > lo && syscall(SYS_close_range, (unsigned) lo, (unsigned) sorted[i] - 1, 0) < 0) {
-                                free(sorted);
-                                return -errno;
-                        }
-                        lo = sorted[i] + 1;
-                }
-                free(sorted);
-                return syscall(SYS_close_range, (unsigned) lo, ~0U, 0) < 0 ? -errno : 0;
-        }
-        for (;;) {
-                int next = INT32_MAX;
-                if (sock >= lo)
-                        next = sock;
-                for (size_t i = 0; i < n_keep; i++)
-                        if (keep[i] >= lo && keep[i] < next)
-                                next = keep[i];
-                if (next > lo && syscall(SYS_close_range, (unsigned) lo, (unsigned) next - 1, 0) < 0)
-                        return -errno;
-                if (next == INT32_MAX)
-                        return 0;
-                lo = next + 1;
-        }
-}
-
 static pid_t clone_with_pidfd(int *ret_pidfd) {
         struct clone_args args = {
                 .flags = CLONE_PIDFD,
@@ -290,6 +236,23 @@ static pid_t clone_with_pidfd(int *ret_pidfd) {
         return pid;
 }
 
+/* Queued without waiting: a request that does not fit the socket's buffer is refused rather
+ * than block the daemon. */
+static int child_queue_request(int sock, const ChildSpec *spec) {
+        int r, size = (int) MIN(spec->request_size * 2 + 65536, (size_t) INT32_MAX);
+
+        if (spec->request_size > IPC_FIELDS_MAX)
+                return -E2BIG;
+        /* Our end only (the child's is another file): the loop reads it with MSG_DONTWAIT anyway. */
+        if (fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK) < 0)
+                return -errno;
+        /* Root may go past net.core.wmem_max; else the default buffer holds what it holds. */
+        if (spec->request_size > 32768 && setsockopt(sock, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
+                (void) setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+        r = ipc_send_request(sock, spec->request, spec->request_size, spec->request_fds, spec->n_request_fds);
+        return r == -EAGAIN ? -E2BIG : r;
+}
+
 int child_start(ChildSet *s, const ChildSpec *spec) {
         int pair[2], r;
         Child *c;
@@ -311,6 +274,17 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         }
         c->sock = pair[0];
 
+        /* The request goes into the socket before the fork: the child reads it as its first
+         * message, whatever happens to the daemon's memory after the fork. */
+        if (spec->run_request) {
+                r = child_queue_request(c->sock, spec);
+                if (r < 0) {
+                        safe_close(pair[1]);
+                        child_free(c);
+                        return r;
+                }
+        }
+
         c->pid = clone_with_pidfd(&c->pidfd);
         if (c->pid < 0) {
                 r = -errno;
@@ -318,19 +292,8 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
                 child_free(c);
                 return r;
         }
-        if (c->pid == 0) {
-                NsmError error = {};
-
-                if (child_setup(pair[1], spec->keep_fds, spec->n_keep_fds) < 0)
-                        _exit(EXIT_FAILURE);
-                r = spec->run(pair[1], spec->run_userdata, &error);
-                if (r < 0) {
-                        if (!nsm_error_is_set(&error))
-                                (void) nsm_error_set_errnof(&error, r, NULL);
-                        (void) ipc_send_error(pair[1], &error);
-                }
-                _exit(EXIT_SUCCESS);
-        }
+        if (c->pid == 0)
+                child_main(pair[1], spec->run_request, spec->run, spec->run_userdata, spec->keep_fds, spec->n_keep_fds);
         safe_close(pair[1]);
 
         /* From here on the child is ours to watch: linked first, so child_free() unlinks it. */

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "child-main.h"
 #include "ipc.h"
 
 /* Mount work that touches paths a user controls (their view, their home, a FUSE mount of
@@ -23,15 +24,11 @@
  * A child has its own fd table (a plain fork): a killed or stuck child must not hold the
  * daemon's fds (the bus connection!) nor leave what it opened in the daemon. Right after the
  * fork it closes everything but its socket and the fds its spec names. The child talks to
- * the daemon with ipc.h messages on that socket; its function returns when done. */
+ * the daemon with ipc.h messages on that socket; its function returns when done. What runs in
+ * the child is src/children/child-main.c; the request it gets is queued on the socket before
+ * the fork (docs/processes.md). */
 
 typedef struct ChildSet ChildSet;
-
-/* Runs in the child. 'userdata' is the parent's pointer: the child sees a copy of the
- * parent's memory as it was at the fork. Returns ≥ 0 once it sent its final answer on 'sock',
- * or a negative errno with 'error' naming the failure (unset: the errno names it), which is
- * then sent as the answer. */
-typedef int (*ChildFunc)(int sock, void *userdata, NsmError *error);
 
 /* Called once per child: with the failure of its final message (NULL if it succeeded), and the
  * payload of its IPC_MORE messages ('data', NUL-terminated, NULL if none). 'final' holds the
@@ -42,9 +39,16 @@ typedef void (*ChildDoneFunc)(const NsmError *error, IpcMessage *final, const ch
 
 typedef struct ChildSpec {
         const char *description;       /* for the log: "SetPropagation of '/mnt' in the view of 'alice'" */
+        /* What the child does: run_request on the request (the child decodes it; nothing else of
+         * the daemon's is read), or else run on run_userdata (the daemon's memory at the fork). */
+        ChildRequestFunc run_request;
+        const void *request;           /* an ipc-fields.h message, copied into the socket at once */
+        size_t request_size;
+        const int *request_fds;        /* sent with it (dup'ed by the kernel), at most IPC_FDS_MAX */
+        size_t n_request_fds;
         ChildFunc run;
         void *run_userdata;
-        const int *keep_fds;           /* fds the child needs besides its socket */
+        const int *keep_fds;           /* fds a 'run' child keeps besides its socket */
         size_t n_keep_fds;
         uint64_t deadline;             /* CLOCK_MONOTONIC µs; 0: none */
         uid_t owner;                   /* charged with the child if it gets stuck */
@@ -66,11 +70,6 @@ int child_start(ChildSet *s, const ChildSpec *spec);
 
 /* Children of 'owner' past their deadline that have not exited yet. */
 unsigned child_set_stuck(ChildSet *s, uid_t owner);
-
-/* In a child: the one-time setup every helper process needs right after fork() — the
- * daemon's blocked signals unblocked, SIGKILL when the daemon dies, and every fd closed but
- * 'sock' and 'keep'. */
-int child_setup(int sock, const int *keep, size_t n_keep);
 
 /* Takes over watching an already running child of ours (pidfd), e.g. a view builder that was
  * given up: it is reaped when it exits, and counts as stuck for 'owner' until then. */

@@ -8,14 +8,6 @@
 #include "string-table.h"
 #include "strv.h"
 
-static const char *const view_propagation_table[_VIEW_PROPAGATION_MAX] = {
-        [VIEW_PROPAGATION_SLAVE] = "slave",
-        [VIEW_PROPAGATION_PRIVATE] = "private",
-        [VIEW_PROPAGATION_SHARED] = "shared",
-};
-
-DEFINE_STRING_TABLE_LOOKUP(view_propagation, ViewPropagation);
-
 void manager_config_init(ManagerConfig *c) {
         *c = (ManagerConfig) {
                 .stop_delay_usec = 10 * USEC_PER_SEC,

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "login-filter.h"
 #include "macros.h"
+#include "mount-util.h"   /* ViewPropagation */
 
 /* The daemon's configuration: nsmanagerd.conf and its drop-ins, section [Manager], and the
  * per-user view policy, section [View], in the same files and in group.d/ and user.d/.
@@ -22,17 +23,6 @@
 
 /* /etc/nsmanager/nsmanagerd.conf with the default prefix=/usr */
 #define NSM_CONFIG_FILE SYSCONFDIR "/nsmanager/nsmanagerd.conf"
-
-typedef enum ViewPropagation {
-        VIEW_PROPAGATION_SLAVE,
-        VIEW_PROPAGATION_PRIVATE,
-        VIEW_PROPAGATION_SHARED,
-        _VIEW_PROPAGATION_MAX,
-        _VIEW_PROPAGATION_INVALID = -EINVAL,
-} ViewPropagation;
-
-const char *view_propagation_to_string(ViewPropagation p) _pure_;
-ViewPropagation view_propagation_from_string(const char *s) _pure_;
 
 /* The [View] assignments of one group.d/NAME.conf or user.d/NAME.conf. */
 typedef struct PolicyFile {

@@ -7,6 +7,7 @@
 #include "namespace.h"
 #include "op-queue.h"
 #include "view-job.h"
+#include "view-op-message.h"
 
 typedef struct ViewJob ViewJob;
 
@@ -75,17 +76,12 @@ static void on_child_done(const NsmError *error, IpcMessage *final, const char *
                 if (data[i])
                         log_warning("%s: %s", j->description, data + i);
         if (!error) {
-                if (!final || final->size < sizeof(ViewOpResult) - sizeof(res.policy_mounts)) {
+                if (!final || view_op_result_decode(final->payload, final->size, &res) < 0) {
                         (void) nsm_error_set(&malformed, NSM_ERROR_SYSTEM, -EPROTO,
                                              "The helper process answered with a malformed result.");
                         error = &malformed;
-                } else {
-                        memcpy(&res, final->payload, MIN(final->size, sizeof res));
-                        if (res.n_policy_mounts > VIEW_OP_MOUNTS_MAX)
-                                res.n_policy_mounts = 0;
-                        if (j->ns)
-                                namespace_note_view_op(j->ns, &j->op, &res, j->description);
-                }
+                } else if (j->ns)
+                        namespace_note_view_op(j->ns, &j->op, &res, j->description);
         }
         view_job_finish(j, error, &res);
         view_jobs_start_waiting(jobs);
@@ -112,6 +108,8 @@ static int view_job_fill_records(ViewJob *j) {
 
 static int view_job_launch(ViewJob *j) {
         ViewJobs *jobs = j->jobs;
+        _cleanup_free_ void *request = NULL;
+        size_t size = 0;
         int r;
 
         /* A login's view with its [View] policy is never refused for the user's stuck
@@ -132,12 +130,16 @@ static int view_job_launch(ViewJob *j) {
                 return r;
         if (j->ns)
                 j->op.ns_fd = j->ns->mntns_fd;
+        r = view_op_request_encode(&j->op, &request, &size);
+        if (r < 0)
+                return r;
         ChildSpec spec = {
                 .description = j->description,
-                .run = view_op_run,
-                .run_userdata = &j->op,
-                .keep_fds = &j->op.ns_fd,
-                .n_keep_fds = j->op.ns_fd >= 0 ? 1 : 0,
+                .run_request = view_op_child_run,
+                .request = request,
+                .request_size = size,
+                .request_fds = &j->op.ns_fd,
+                .n_request_fds = j->op.ns_fd >= 0 ? 1 : 0,
                 .deadline = j->deadline,
                 .owner = j->owner,
                 .done = on_child_done,

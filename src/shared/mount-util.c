@@ -23,6 +23,14 @@ static const char *const propagation_mode_table[_PROPAGATION_MODE_MAX] = {
 
 DEFINE_STRING_TABLE_LOOKUP(propagation_mode, PropagationMode);
 
+static const char *const view_propagation_table[_VIEW_PROPAGATION_MAX] = {
+        [VIEW_PROPAGATION_SLAVE] = "slave",
+        [VIEW_PROPAGATION_PRIVATE] = "private",
+        [VIEW_PROPAGATION_SHARED] = "shared",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(view_propagation, ViewPropagation);
+
 unsigned long propagation_mode_to_ms_flag(PropagationMode m) {
         switch (m) {
         case PROPAGATION_SHARED:

@@ -24,6 +24,19 @@ const char *propagation_mode_to_string(PropagationMode m) _pure_;
 PropagationMode propagation_mode_from_string(const char *s) _pure_;
 unsigned long propagation_mode_to_ms_flag(PropagationMode m) _pure_;
 
+/* ViewPropagation=: how a view follows the host (nsmanagerd.conf(5)). Here rather than with the
+ * rest of the configuration, as the view builder, which knows no configuration, builds by it. */
+typedef enum ViewPropagation {
+        VIEW_PROPAGATION_SLAVE,
+        VIEW_PROPAGATION_PRIVATE,
+        VIEW_PROPAGATION_SHARED,
+        _VIEW_PROPAGATION_MAX,
+        _VIEW_PROPAGATION_INVALID = -EINVAL,
+} ViewPropagation;
+
+const char *view_propagation_to_string(ViewPropagation p) _pure_;
+ViewPropagation view_propagation_from_string(const char *s) _pure_;
+
 /* Parses a mountinfo stream (libmount). */
 int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n);
 int mount_table_read_self(MountEntry **ret, size_t *ret_n);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "manager-config.h"
 #include "mount-util.h"
 
 /* Building a user's view: a new mount namespace whose root is a recursive copy of the host's

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "child.h"
 #include "fs-util.h"
 #include "host.h"
 #include "ipc.h"
@@ -15,6 +14,7 @@
 #include "path-util.h"
 #include "string-table.h"
 #include "strv.h"
+#include "view-op-message.h"
 #include "view-ops.h"
 #include "view-policy-apply.h"
 #include "view-policy.h"
@@ -46,12 +46,17 @@ static bool is_gone(const ViewOpResult *result, MountId id) {
 
 static int reply_ok(int sock, const ViewOpResult *result) {
         ViewOpResult r = result ? *result : (ViewOpResult) {};
-        size_t n;
+        _cleanup_free_ void *msg = NULL;
+        size_t n, size = 0;
+        int k;
 
         /* Where the view's mount count is cheap to know (we are in it): NMounts stays current. */
         if (mntns_count_mounts(0, &n) >= 0)
-                r.n_mounts = (uint32_t) n;
-        return ipc_send(sock, 0, 0, &r, sizeof r, NULL, 0);
+                r.n_mounts = (uint32_t) MIN(n, (size_t) UINT32_MAX);
+        k = view_op_result_encode(&r, &msg, &size);
+        if (k < 0)
+                return k;
+        return ipc_send(sock, 0, 0, msg, size, NULL, 0);
 }
 
 /* A path that could not be resolved: a refusal of own-view-rules.h is named already, any other
@@ -846,9 +851,7 @@ static int apply_policy(int sock, const ViewOp *op, NsmError *error) {
         return reply_ok(sock, &result);
 }
 
-int view_op_run(int sock, void *userdata, NsmError *error) {
-        const ViewOp *op = userdata;
-
+static int view_op_run(int sock, const ViewOp *op, NsmError *error) {
         switch (op->type) {
         case VIEW_OP_SET_PROPAGATION:
                 return set_propagation(sock, op, error);
@@ -865,4 +868,18 @@ int view_op_run(int sock, void *userdata, NsmError *error) {
         default:
                 return nsm_error_set_errnof(error, -EOPNOTSUPP, "Unknown operation.");
         }
+}
+
+int view_op_child_run(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error) {
+        _cleanup_(view_op_request_done) ViewOpRequest q = {};
+        int r;
+
+        /* Everything the operation reads is in the request; the one fd beside it is the view. */
+        r = view_op_request_decode(request, size, &q);
+        if (r < 0)
+                return r;
+        if (n_fds != (q.with_fd ? 1U : 0U))
+                return -EBADMSG;
+        q.op.ns_fd = q.with_fd ? fds[0] : -EBADF;
+        return view_op_run(sock, &q.op, error);
 }

@@ -16,7 +16,7 @@
  * as root; a user acting on their own view with manage-own alone is held to the rules of
  * own-view-rules.h, checked in the child on the fds it acts on.
  *
- * The child's answer (ipc.h): a ViewOpResult as payload, or the failure, named where it was
+ * The request and the answer are view-op-message.h's. The answer: a ViewOpResult, or the failure, named where it was
  * found: InvalidPath (the path does not qualify), AccessDenied (a rule of own-view-rules.h,
  * the sentence names it; or the caller's permissions), Busy, LimitExceeded (MaxUserMounts=),
  * else the system call's errno. */
@@ -79,8 +79,9 @@ typedef struct ViewOpResult {
         MountId policy_mounts[VIEW_OP_MOUNTS_MAX];
 } ViewOpResult;
 
-/* The child's function (ChildFunc): runs 'op' (a ViewOp *) and answers on sock. */
-int view_op_run(int sock, void *op, NsmError *error);
+/* The child's function (ChildRequestFunc, child-main.h): decodes its request
+ * (view-op-message.h), runs the operation and answers on sock. */
+int view_op_child_run(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error);
 
 const char *view_op_type_to_string(ViewOpType t) _pure_;
 ViewOpType view_op_type_from_string(const char *s) _pure_;

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <poll.h>
+#include <signal.h>
+
+#include "attach-status.h"
+#include "ipc-fields.h"
+#include "ipc.h"
+
+enum {
+        TAG_LINE = 1,            /* string: the status line */
+};
+
+static bool line_ok(const char *line) {
+        return line && *line && strlen(line) <= ATTACH_STATUS_LINE_MAX;
+}
+
+int attach_status_request_encode(const char *line, void **ret, size_t *ret_size) {
+        FieldWriter w;
+
+        if (!line_ok(line))
+                return -EINVAL;
+        field_writer_init(&w, ATTACH_STATUS_REQUEST);
+        field_put_string(&w, TAG_LINE, line);
+        return field_writer_finish(&w, ret, ret_size);
+}
+
+int attach_status_request_decode(const void *data, size_t size, char **ret_line) {
+        _cleanup_free_ char *line = NULL;
+        FieldReader rd;
+        uint8_t kind, tag;
+        const void *v;
+        size_t n;
+        int r;
+
+        r = field_reader_init(&rd, data, size, &kind);
+        if (r < 0)
+                return r;
+        if (kind != ATTACH_STATUS_REQUEST)
+                return -EBADMSG;
+        while ((r = field_next(&rd, &tag, &v, &n)) > 0) {
+                if (tag != TAG_LINE || line || n > ATTACH_STATUS_LINE_MAX)
+                        return -EBADMSG;
+                r = field_get_string(v, n, &line);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        if (!line_ok(line))
+                return -EBADMSG;
+        *ret_line = TAKE_PTR(line);
+        return 0;
+}
+
+int attach_status_child_run(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error) {
+        _cleanup_free_ char *line = NULL;
+        size_t done = 0, n;
+        int r;
+
+        r = attach_status_request_decode(request, size, &line);
+        if (r < 0)
+                return r;
+        if (n_fds != 1)
+                return -EBADMSG;
+        /* A reader gone is EPIPE here, not the end of the child. */
+        (void) signal(SIGPIPE, SIG_IGN);
+        n = strlen(line);
+        while (done < n) {
+                ssize_t k = write(fds[0], line + done, n - done);
+                if (k < 0 && errno == EAGAIN) /* O_NONBLOCK, set by the caller on her side: wait for room */
+                        (void) poll(&(struct pollfd) { .fd = fds[0], .events = POLLOUT }, 1, -1);
+                else if (k < 0 && errno != EINTR)
+                        return nsm_error_set_errnof(error, -errno, "Failed to write the status: %m");
+                else if (k > 0)
+                        done += (size_t) k;
+        }
+        return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);
+}
