@@ -152,7 +152,7 @@ void json_unsigned(JsonWriter *w, uint64_t u);
 void json_boolean(JsonWriter *w, bool b);
 void json_null(JsonWriter *w);
 void json_strv(JsonWriter *w, char **l);
-void json_mount_entry(JsonWriter *w, const MountEntry *m); /* nsctl-mounts.c */
+void json_mount_entry(JsonWriter *w, const MountEntry *m);
 
 /* Verbs */
 int verb_mounts(sd_bus *bus, int argc, char **argv);
