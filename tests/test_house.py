@@ -54,7 +54,6 @@ def check_no_circle(where: str, found: list[set[str]]) -> None:
                           + "\n\ntools/include-graph says:\n" + include_graph().stdout)
 
 
-@pytest.mark.xfail(strict=True, reason="circles being removed (issue 25)")
 def test_no_circle_in_the_daemon():
     """No circle with a module outside src/nsctl/: not in the daemon's core, not in attach,
     not in the builder or the children, not in src/shared or the PAM module."""
@@ -62,8 +61,6 @@ def test_no_circle_in_the_daemon():
                     [c for c in circles() if any(not m.startswith("src/nsctl/") for m in c)])
 
 
-@pytest.mark.xfail(strict=True, reason="nsctl-mounts.c calls verb_mounts_follow() of nsctl-follow.c, which calls "
-                                       "json_mount_entry() of nsctl-mounts.c (since 1af63f0; not issue 25's)")
 def test_no_circle_in_nsctl_but_the_allowed_one():
     check_no_circle("src/nsctl/", [c for c in circles() if all(m.startswith("src/nsctl/") for m in c)])
 
