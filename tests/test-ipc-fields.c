@@ -93,6 +93,65 @@ static void test_refused(void) {
         check(field_get_string("a\0b", 3, &s) == -EBADMSG && !s, "a string holding a NUL is refused");
 }
 
+static int count_field(uint8_t tag, const void *v, size_t n, void *userdata) {
+        unsigned *count = userdata;
+
+        if (tag == 5)
+                return -ENOMEM;     /* a failure of the caller's own, passed on as it is */
+        (*count)++;
+        return 0;
+}
+
+/* field_message_open() and field_message_read(): the kinds, tags, lists and required fields a
+ * schema names, and nothing else. */
+static int read_with_schema(uint8_t kind, const uint8_t *tags, size_t n_tags, uint64_t *seen, unsigned *count) {
+        static const FieldSchema schema = {
+                .allowed = FIELD_BIT(1) | FIELD_BIT(2) | FIELD_BIT(5),
+                .repeated = FIELD_BIT(2),
+                .required = FIELD_BIT(1),
+        };
+        _cleanup_free_ void *msg = NULL;
+        size_t size = 0;
+        FieldWriter w;
+        FieldReader rd;
+        uint8_t got;
+        int r;
+
+        field_writer_init(&w, kind);
+        for (size_t i = 0; i < n_tags; i++)
+                field_put_bool(&w, tags[i], true);
+        if (field_writer_finish(&w, &msg, &size) < 0)
+                return -ENOMEM;
+        *seen = 0;
+        *count = 0;
+        r = field_message_open(&rd, msg, size, 3, 4, &got);
+        if (r < 0)
+                return r;
+        return field_message_read(&rd, &schema, seen, count_field, count);
+}
+
+static void test_schema(void) {
+        uint64_t seen;
+        unsigned count;
+
+        check(read_with_schema(3, (const uint8_t[]) { 1, 2, 2, 2 }, 4, &seen, &count) == 0 && count == 4 &&
+              seen == (FIELD_BIT(1) | FIELD_BIT(2)), "a required field and a list of three: each handed over");
+        check(read_with_schema(4, (const uint8_t[]) { 1 }, 1, &seen, &count) == 0, "the last kind of the range");
+        check(read_with_schema(2, (const uint8_t[]) { 1 }, 1, &seen, &count) == -EBADMSG &&
+              read_with_schema(5, (const uint8_t[]) { 1 }, 1, &seen, &count) == -EBADMSG, "a kind outside the range is refused");
+        check(read_with_schema(3, (const uint8_t[]) { 1, 1 }, 2, &seen, &count) == -EBADMSG && count == 1,
+              "a single field that comes twice is refused, before it is handed over again");
+        check(read_with_schema(3, (const uint8_t[]) { 1, 3 }, 2, &seen, &count) == -EBADMSG && count == 1,
+              "a tag the schema does not name is refused");
+        check(read_with_schema(3, (const uint8_t[]) { 1, 63 }, 2, &seen, &count) == -EBADMSG &&
+              read_with_schema(3, (const uint8_t[]) { 1, 64 }, 2, &seen, &count) == -EBADMSG &&
+              read_with_schema(3, (const uint8_t[]) { 1, 200 }, 2, &seen, &count) == -EBADMSG, "tags past the schema's 64 too");
+        check(read_with_schema(3, (const uint8_t[]) { 2 }, 1, &seen, &count) == -EBADMSG && count == 1,
+              "a required field missing at the end is refused");
+        check(read_with_schema(3, (const uint8_t[]) { 1, 5 }, 2, &seen, &count) == -ENOMEM,
+              "the handler's own failure comes back as it is");
+}
+
 static void test_limits(void) {
         _cleanup_free_ void *msg = NULL;
         _cleanup_free_ char *big = malloc(IPC_FIELDS_MAX);
@@ -155,6 +214,7 @@ static void test_request_over_socket(void) {
 int main(void) {
         test_round_trip();
         test_refused();
+        test_schema();
         test_limits();
         test_request_over_socket();
         return tap_finish();

@@ -16,7 +16,7 @@ enum {
 };
 
 /* Which fields each kind requires (and allows: a field of another kind is refused). */
-#define BIT(t) (UINT64_C(1) << (t))
+#define BIT(t) FIELD_BIT(t)
 static const uint64_t required[_BUILDER_CALL_KIND_MAX] = {
         [BUILDER_OPEN_REGISTRY] = BIT(TAG_REGISTRY_PIN) | BIT(TAG_PINS_DIR),
         [BUILDER_BUILD] = BIT(TAG_NAME) | BIT(TAG_SUBTREE_ROOT) | BIT(TAG_PROPAGATION),
@@ -102,7 +102,8 @@ int builder_call_encode(const BuilderCall *c, void **ret, size_t *ret_size) {
         return field_writer_finish(&w, ret, ret_size);
 }
 
-static int decode_field(BuilderCall *c, uint8_t tag, const void *v, size_t n) {
+static int decode_field(uint8_t tag, const void *v, size_t n, void *userdata) {
+        BuilderCall *c = userdata;
         uint64_t u;
         int r;
 
@@ -134,29 +135,19 @@ int builder_call_decode(const void *data, size_t size, BuilderCall *ret) {
         BuilderCall c = {};
         FieldReader rd;
         uint64_t seen = 0;
-        uint8_t kind, tag;
-        const void *v;
-        size_t n;
+        uint8_t kind;
         int r;
 
-        r = field_reader_init(&rd, data, size, &kind);
+        r = field_message_open(&rd, data, size, BUILDER_OPEN_REGISTRY, _BUILDER_CALL_KIND_MAX - 1, &kind);
         if (r < 0)
                 return r;
-        if (kind < BUILDER_OPEN_REGISTRY || kind >= _BUILDER_CALL_KIND_MAX)
-                return -EBADMSG;
         c.kind = (BuilderCallKind) kind;
-        while ((r = field_next(&rd, &tag, &v, &n)) > 0) {
-                if (tag >= 64 || !(allowed[c.kind] & BIT(tag)) ||
-                    (tag != TAG_SHARED_SUBTREE && field_seen(&seen, tag) < 0)) {
-                        r = -EBADMSG;
-                        break;
-                }
-                seen |= BIT(tag);
-                r = decode_field(&c, tag, v, n);
-                if (r < 0)
-                        break;
-        }
-        if (r >= 0 && ((seen & required[c.kind]) != required[c.kind] || !builder_call_valid(&c)))
+        r = field_message_read(&rd, &(const FieldSchema) {
+                                       .allowed = allowed[c.kind],
+                                       .repeated = BIT(TAG_SHARED_SUBTREE),
+                                       .required = required[c.kind],
+                               }, &seen, decode_field, &c);
+        if (r >= 0 && !builder_call_valid(&c))
                 r = -EBADMSG;
         if (c.kind == BUILDER_OPEN_MOUNTINFO)
                 c.with_fd = true;

@@ -24,26 +24,25 @@ int attach_status_request_encode(const char *line, void **ret, size_t *ret_size)
         return field_writer_finish(&w, ret, ret_size);
 }
 
+static int decode_line(uint8_t tag, const void *v, size_t n, void *userdata) {
+        char **line = userdata;
+
+        if (n > ATTACH_STATUS_LINE_MAX)
+                return -EBADMSG;
+        return field_get_string(v, n, line);
+}
+
 int attach_status_request_decode(const void *data, size_t size, char **ret_line) {
+        static const FieldSchema schema = { .allowed = FIELD_BIT(TAG_LINE), .required = FIELD_BIT(TAG_LINE) };
         _cleanup_free_ char *line = NULL;
         FieldReader rd;
-        uint8_t kind, tag;
-        const void *v;
-        size_t n;
+        uint64_t seen = 0;
+        uint8_t kind;
         int r;
 
-        r = field_reader_init(&rd, data, size, &kind);
-        if (r < 0)
-                return r;
-        if (kind != ATTACH_STATUS_REQUEST)
-                return -EBADMSG;
-        while ((r = field_next(&rd, &tag, &v, &n)) > 0) {
-                if (tag != TAG_LINE || line || n > ATTACH_STATUS_LINE_MAX)
-                        return -EBADMSG;
-                r = field_get_string(v, n, &line);
-                if (r < 0)
-                        return r;
-        }
+        r = field_message_open(&rd, data, size, ATTACH_STATUS_REQUEST, ATTACH_STATUS_REQUEST, &kind);
+        if (r >= 0)
+                r = field_message_read(&rd, &schema, &seen, decode_line, &line);
         if (r < 0)
                 return r;
         if (!line_ok(line))

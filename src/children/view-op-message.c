@@ -50,7 +50,7 @@ enum {
         _TAG_RESULT_MAX,
 };
 
-#define BIT(t) (UINT64_C(1) << (t))
+#define BIT(t) FIELD_BIT(t)
 #define REPEATED (BIT(TAG_CALLER_GROUP) | BIT(TAG_OWN_MOUNT) | BIT(TAG_BIND_MOUNT) | BIT(TAG_POLICY_MOUNT) | \
                   BIT(TAG_BIND_PATH) | BIT(TAG_BIND_READ_ONLY_PATH) | BIT(TAG_TEMPORARY_FILE_SYSTEM) |    \
                   BIT(TAG_INACCESSIBLE_PATH))
@@ -227,7 +227,8 @@ static int get_id_t(const void *v, size_t size, uint32_t *ret) {
         return 0;
 }
 
-static int decode_request_field(ViewOpRequest *q, uint8_t tag, const void *v, size_t n) {
+static int decode_request_field(uint8_t tag, const void *v, size_t n, void *userdata) {
+        ViewOpRequest *q = userdata;
         ViewOp *op = &q->op;
         uint64_t u;
         uint32_t id;
@@ -329,39 +330,28 @@ static int decode_request_field(ViewOpRequest *q, uint8_t tag, const void *v, si
 int view_op_request_decode(const void *data, size_t size, ViewOpRequest *ret) {
         ViewOpRequest q = { .op = { .ns_fd = -EBADF } };
         FieldReader rd;
-        uint64_t seen = 0;
+        uint64_t seen = BIT(TAG_TYPE);
         uint8_t kind, tag;
         const void *v;
         size_t n;
         int r;
 
-        r = field_reader_init(&rd, data, size, &kind);
+        r = field_message_open(&rd, data, size, VIEW_OP_MESSAGE_REQUEST, VIEW_OP_MESSAGE_REQUEST, &kind);
         if (r < 0)
                 return r;
-        if (kind != VIEW_OP_MESSAGE_REQUEST)
-                return -EBADMSG;
         /* The type first: it says which fields may follow. */
         r = field_next(&rd, &tag, &v, &n);
         if (r <= 0 || tag != TAG_TYPE)
                 return -EBADMSG;
-        r = decode_request_field(&q, tag, v, n);
-        if (r < 0)
-                return r;
-        seen = BIT(TAG_TYPE);
-        while ((r = field_next(&rd, &tag, &v, &n)) > 0) {
-                if (tag >= _TAG_REQUEST_MAX || !(allowed[q.op.type] & BIT(tag)) ||
-                    (!(REPEATED & BIT(tag)) && field_seen(&seen, tag) < 0)) {
-                        r = -EBADMSG;
-                        break;
-                }
-                seen |= BIT(tag);
-                r = decode_request_field(&q, tag, v, n);
-                if (r < 0)
-                        break;
-        }
+        r = decode_request_field(tag, v, n, &q);
+        if (r >= 0)
+                r = field_message_read(&rd, &(const FieldSchema) {
+                                               .allowed = allowed[q.op.type],
+                                               .repeated = REPEATED,
+                                               .required = required[q.op.type],
+                                       }, &seen, decode_request_field, &q);
         /* A caller is a uid and a gid, or nobody: full power. */
-        if (r >= 0 && ((seen & required[q.op.type]) != required[q.op.type] ||
-                       (seen & (BIT(TAG_CALLER_UID) | BIT(TAG_CALLER_GID))) == BIT(TAG_CALLER_UID) ||
+        if (r >= 0 && ((seen & (BIT(TAG_CALLER_UID) | BIT(TAG_CALLER_GID))) == BIT(TAG_CALLER_UID) ||
                        (seen & (BIT(TAG_CALLER_UID) | BIT(TAG_CALLER_GID))) == BIT(TAG_CALLER_GID) ||
                        (!(seen & BIT(TAG_CALLER_UID)) && (seen & (BIT(TAG_CALLER_GROUP) | BIT(TAG_MAX_OWN_BINDS))))))
                 r = -EBADMSG;
@@ -402,44 +392,46 @@ int view_op_result_encode(const ViewOpResult *res, void **ret, size_t *ret_size)
         return field_writer_finish(&w, ret, ret_size);
 }
 
+static int decode_result_field(uint8_t tag, const void *v, size_t n, void *userdata) {
+        ViewOpResult *res = userdata;
+
+        switch (tag) {
+        case TAG_MOUNTED:
+                return get_mount_id(v, n, &res->mounted) < 0 ? -EBADMSG : 0;
+        case TAG_REPLACED:
+                return get_mount_id(v, n, &res->replaced) < 0 ? -EBADMSG : 0;
+        case TAG_N_MOUNTS:
+                return field_get_u32(v, n, &res->n_mounts) < 0 ? -EBADMSG : 0;
+        case TAG_GONE:
+                if (res->n_gone >= VIEW_OP_MOUNTS_MAX || get_mount_id(v, n, &res->gone[res->n_gone]) < 0)
+                        return -EBADMSG;
+                res->n_gone++;
+                return 0;
+        case TAG_POLICY_MADE:
+                if (res->n_policy_mounts >= VIEW_OP_MOUNTS_MAX ||
+                    get_mount_id(v, n, &res->policy_mounts[res->n_policy_mounts]) < 0)
+                        return -EBADMSG;
+                res->n_policy_mounts++;
+                return 0;
+        default:
+                return -EBADMSG;
+        }
+}
+
 int view_op_result_decode(const void *data, size_t size, ViewOpResult *ret) {
+        static const FieldSchema schema = {
+                .allowed = BIT(TAG_MOUNTED) | BIT(TAG_REPLACED) | BIT(TAG_N_MOUNTS) | BIT(TAG_GONE) | BIT(TAG_POLICY_MADE),
+                .repeated = BIT(TAG_GONE) | BIT(TAG_POLICY_MADE),
+        };
         ViewOpResult res = {};
         FieldReader rd;
         uint64_t seen = 0;
-        uint8_t kind, tag;
-        const void *v;
-        size_t n;
+        uint8_t kind;
         int r;
 
-        r = field_reader_init(&rd, data, size, &kind);
-        if (r < 0)
-                return r;
-        if (kind != VIEW_OP_MESSAGE_RESULT)
-                return -EBADMSG;
-        while ((r = field_next(&rd, &tag, &v, &n)) > 0) {
-                switch (tag) {
-                case TAG_MOUNTED:
-                        r = field_seen(&seen, tag) < 0 ? -EBADMSG : get_mount_id(v, n, &res.mounted);
-                        break;
-                case TAG_REPLACED:
-                        r = field_seen(&seen, tag) < 0 ? -EBADMSG : get_mount_id(v, n, &res.replaced);
-                        break;
-                case TAG_N_MOUNTS:
-                        r = field_seen(&seen, tag) < 0 ? -EBADMSG : field_get_u32(v, n, &res.n_mounts);
-                        break;
-                case TAG_GONE:
-                        r = res.n_gone >= VIEW_OP_MOUNTS_MAX ? -EBADMSG : get_mount_id(v, n, &res.gone[res.n_gone++]);
-                        break;
-                case TAG_POLICY_MADE:
-                        r = res.n_policy_mounts >= VIEW_OP_MOUNTS_MAX ? -EBADMSG :
-                            get_mount_id(v, n, &res.policy_mounts[res.n_policy_mounts++]);
-                        break;
-                default:
-                        r = -EBADMSG;
-                }
-                if (r < 0)
-                        return -EBADMSG;
-        }
+        r = field_message_open(&rd, data, size, VIEW_OP_MESSAGE_RESULT, VIEW_OP_MESSAGE_RESULT, &kind);
+        if (r >= 0)
+                r = field_message_read(&rd, &schema, &seen, decode_result_field, &res);
         if (r < 0)
                 return r;
         *ret = res;

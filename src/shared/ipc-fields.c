@@ -90,6 +90,36 @@ int field_reader_init(FieldReader *r, const void *data, size_t size, uint8_t *re
         return 0;
 }
 
+int field_message_open(FieldReader *r, const void *data, size_t size, uint8_t kind_min, uint8_t kind_max,
+                       uint8_t *ret_kind) {
+        uint8_t kind;
+
+        if (field_reader_init(r, data, size, &kind) < 0 || kind < kind_min || kind > kind_max)
+                return -EBADMSG;
+        *ret_kind = kind;
+        return 0;
+}
+
+int field_message_read(FieldReader *r, const FieldSchema *schema, uint64_t *seen, FieldFunc f, void *userdata) {
+        const void *value;
+        uint8_t tag;
+        size_t size;
+        int k;
+
+        while ((k = field_next(r, &tag, &value, &size)) > 0) {
+                if (tag >= 64 || !(schema->allowed & FIELD_BIT(tag)) ||
+                    ((*seen & FIELD_BIT(tag)) && !(schema->repeated & FIELD_BIT(tag))))
+                        return -EBADMSG;
+                *seen |= FIELD_BIT(tag);
+                k = f(tag, value, size, userdata);
+                if (k < 0)
+                        return k;
+        }
+        if (k < 0)
+                return k;
+        return (*seen & schema->required) == schema->required ? 0 : -EBADMSG;
+}
+
 int field_next(FieldReader *r, uint8_t *ret_tag, const void **ret_value, size_t *ret_size) {
         size_t n = 0;
 

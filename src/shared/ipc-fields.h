@@ -61,13 +61,22 @@ int field_get_bool(const void *value, size_t size, bool *ret);
 int field_get_string(const void *value, size_t size, char **ret);
 int field_strv_push(const void *value, size_t size, char ***l);
 
-/* Singular fields: a decoder marks each tag it has seen (tags below 64). */
-static inline int field_seen(uint64_t *seen, uint8_t tag) {
-        if (tag >= 64 || (*seen & (UINT64_C(1) << tag)))
-                return -EBADMSG;
-        *seen |= UINT64_C(1) << tag;
-        return 0;
-}
-static inline bool field_has(uint64_t seen, uint8_t tag) {
-        return tag < 64 && (seen & (UINT64_C(1) << tag));
-}
+#define FIELD_BIT(tag) (UINT64_C(1) << (tag))
+
+/* Which fields a message may hold (tags below 64): a set bit per tag. */
+typedef struct FieldSchema {
+        uint64_t allowed;
+        uint64_t repeated;       /* lists: the tags that may come more than once */
+        uint64_t required;
+} FieldSchema;
+
+typedef int (*FieldFunc)(uint8_t tag, const void *value, size_t size, void *userdata);
+
+/* A message's header: the reader on its first field, and its kind, one of kind_min…kind_max;
+ * -EBADMSG for anything else. */
+int field_message_open(FieldReader *r, const void *data, size_t size, uint8_t kind_min, uint8_t kind_max,
+                       uint8_t *ret_kind);
+/* The fields left, each handed to f: -EBADMSG for a tag the schema does not allow, a second
+ * one of a tag that does not repeat, a required one missing at the end, or what is not a whole
+ * field; f's own failure as it is. *seen: the tags read before (in), and all read (out). */
+int field_message_read(FieldReader *r, const FieldSchema *schema, uint64_t *seen, FieldFunc f, void *userdata);
