@@ -392,9 +392,6 @@ int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why) 
                         return 0;
 
                 if (S_ISLNK(st.stx_mode)) {
-                        char target[PATH_MAX];
-                        ssize_t k;
-
                         if (st.stx_uid != 0 && st.stx_uid != w->uid)
                                 return walk_found(ret_why, "'%s/%s' is a symbolic link of %s", *shown ? shown : "", name,
                                                   policy_format_who(w, st.stx_uid, who));
@@ -402,20 +399,10 @@ int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why) 
                                 return 0;
                         if (++links > POLICY_SYMLINKS_MAX)
                                 return -ELOOP;
-                        k = readlinkat(fd, "", target, sizeof target - 1);
-                        if (k < 0)
-                                return -errno;
-                        target[k] = 0;
-                        char *rest = NULL;
-                        if (asprintf(&rest, "%s%s%s", target, *p ? "/" : "", p) < 0)
-                                return -ENOMEM;
-                        free(todo);
-                        todo = p = rest;
-                        if (target[0] == '/') {
-                                safe_close(dir);
-                                dir = fcntl(w->root_fd, F_DUPFD_CLOEXEC, 3);
-                                if (dir < 0)
-                                        return -errno;
+                        r = path_follow_symlink(fd, w->root_fd, &todo, &p, &dir);
+                        if (r < 0)
+                                return r;
+                        if (r > 0) {
                                 free(shown);
                                 shown = strdup("");
                                 if (!shown)

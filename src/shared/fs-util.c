@@ -280,6 +280,25 @@ int path_next_name(const char **p, char name[static NAME_MAX + 1]) {
 
 #define SYMLINKS_MAX 32
 
+int path_follow_symlink(int link_fd, int root_fd, char **todo, char **p, int *dir_fd) {
+        char target[PATH_MAX], *rest = NULL;
+        ssize_t k;
+
+        k = readlinkat(link_fd, "", target, sizeof target - 1);
+        if (k < 0)
+                return -errno;
+        target[k] = 0;
+        if (asprintf(&rest, "%s%s%s", target, **p ? "/" : "", *p) < 0)
+                return -ENOMEM;
+        free(*todo);
+        *todo = *p = rest;
+        if (target[0] != '/')
+                return 0;
+        safe_close(*dir_fd);
+        *dir_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+        return *dir_fd < 0 ? -errno : 1;
+}
+
 int open_path_safe(int root_fd, const char *path, int *ret_fd) {
         _cleanup_free_ char *todo = strdup(path_skip_root(path));
         _cleanup_close_ int dir_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
@@ -313,29 +332,13 @@ int open_path_safe(int root_fd, const char *path, int *ret_fd) {
                 if (fstat(fd, &st) < 0)
                         return -errno;
                 if (S_ISLNK(st.st_mode)) {
-                        char target[PATH_MAX];
-                        ssize_t k;
-
                         if (st.st_uid != 0 || !trusted)
                                 return -EPERM;
                         if (++links > SYMLINKS_MAX)
                                 return -ELOOP;
-                        k = readlinkat(fd, "", target, sizeof target - 1);
-                        if (k < 0)
-                                return -errno;
-                        target[k] = 0;
-                        /* Continue with the target, then what was left of the path. */
-                        char *rest = NULL;
-                        if (asprintf(&rest, "%s%s%s", target, *p ? "/" : "", p) < 0)
-                                return -ENOMEM;
-                        free(todo);
-                        todo = p = rest;
-                        if (target[0] == '/') {
-                                safe_close(dir_fd);
-                                dir_fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
-                                if (dir_fd < 0)
-                                        return -errno;
-                        }
+                        r = path_follow_symlink(fd, root_fd, &todo, &p, &dir_fd);
+                        if (r < 0)
+                                return r;
                         continue;
                 }
                 if (*p && !S_ISDIR(st.st_mode))

@@ -76,6 +76,11 @@ int umount2_fd(int fd);
  * the end, -ENAMETOOLONG for a name longer than NAME_MAX. */
 int path_next_name(const char **p, char name[static NAME_MAX + 1]);
 
+/* A walk that follows the symbolic link 'link_fd' it met at *p goes on along its target, then
+ * what was left of the path: *todo (the walk's string, freed) and *p are replaced, and an
+ * absolute target puts *dir_fd back at root_fd. 1 where it did, 0 for a relative target. */
+int path_follow_symlink(int link_fd, int root_fd, char **todo, char **p, int *dir_fd);
+
 /* Opens the absolute 'path' inside the current root (O_PATH), following no symlink at all
  * (openat2 RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS; a trailing link is -ELOOP too). */
 int open_path_no_symlinks(const char *path, int *ret_fd);
