@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "attach-status.h"
+#include "child-answer.h"
 #include "child.h"
 #include "ipc-fields.h"
 #include "tap.h"
@@ -58,33 +59,6 @@ static void test_refusals(void) {
               "the daemon does not send what the child would refuse");
 }
 
-typedef struct Answer {
-        bool done;
-        NsmError error;
-} Answer;
-
-static void on_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
-        Answer *a = userdata;
-
-        a->done = true;
-        (void) nsm_error_copy(&a->error, error);
-}
-
-static int run_child(sd_event *e, ChildSet *s, const void *request, size_t size, int fd, Answer *a) {
-        struct timespec ts;
-        ChildSpec spec = { .description = "A test child", .run_request = attach_status_child_run, .request = request,
-                           .request_size = size, .request_fds = &fd, .n_request_fds = fd >= 0 ? 1 : 0,
-                           .done = on_done, .userdata = a };
-        int r;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        spec.deadline = (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U + 10U * 1000000U;
-        r = child_start(s, &spec);
-        while (r >= 0 && !a->done)
-                r = sd_event_run(e, UINT64_MAX);
-        return r;
-}
-
 /* The line goes through a real child into a pipe; the daemon's copy of the write end is
  * closed as soon as the child is started, as attach.c does. */
 static void test_child(void) {
@@ -108,13 +82,13 @@ static void test_child(void) {
         }
         r = attach_status_request_encode("EXITED 3\n", &msg, &size);
         if (r >= 0)
-                r = run_child(e, s, msg, size, p[1], &written);
+                r = run_child(e, s, attach_status_child_run, msg, size, p[1], &written);
         safe_close(p[1]);
         ssize_t n = r >= 0 ? read(p[0], buf, sizeof buf - 1) : -1;
         check(r >= 0 && written.done && !nsm_error_is_set(&written.error) && n == 9 && streq(buf, "EXITED 3\n"),
               "the child writes the line of its request into the fd beside it (%.*s)", n > 0 ? (int) strcspn(buf, "\n") : 7,
               n > 0 ? buf : "nothing");
-        r = run_child(e, s, msg, size, -EBADF, &no_fd);
+        r = run_child(e, s, attach_status_child_run, msg, size, -EBADF, &no_fd);
         check(r >= 0 && no_fd.done && no_fd.error.code == NSM_ERROR_SYSTEM && no_fd.error.errno_value == EBADMSG,
               "a request without its fd is answered as malformed");
         safe_close(p[0]);

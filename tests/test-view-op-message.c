@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <time.h>
 
+#include "child-answer.h"
 #include "child.h"
 #include "ipc-fields.h"
 #include "strv.h"
@@ -283,32 +284,6 @@ static void test_results(void) {
               "a request is no answer");
 }
 
-typedef struct Answer {
-        bool done;
-        NsmError error;
-} Answer;
-
-static void on_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
-        Answer *a = userdata;
-
-        a->done = true;
-        (void) nsm_error_copy(&a->error, error);
-}
-
-static int run_child(sd_event *e, ChildSet *s, const void *request, size_t size, Answer *a) {
-        struct timespec ts;
-        ChildSpec spec = { .description = "A test child", .run_request = view_op_child_run, .request = request,
-                           .request_size = size, .done = on_done, .userdata = a };
-        int r;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        spec.deadline = (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U + 10U * 1000000U;
-        r = child_start(s, &spec);
-        while (r >= 0 && !a->done)
-                r = sd_event_run(e, UINT64_MAX);
-        return r;
-}
-
 /* A real child, in a throwaway mount namespace of the test's (it enters none: the host is
  * "ours"), so that nothing it could do reaches the machine. */
 static void test_child(void) {
@@ -333,7 +308,7 @@ static void test_child(void) {
                 return;
         }
         /* Run first: the sentence is printed with the result. */
-        int r = run_child(e, s, "\1\1\0\0\0\0\0", 7, &bad);
+        int r = run_child(e, s, view_op_child_run, "\1\1\0\0\0\0\0", 7, -EBADF, &bad);
         check(r >= 0 && bad.done && bad.error.code == NSM_ERROR_SYSTEM && bad.error.errno_value == EBADMSG &&
               streq_ptr(bad.error.message, "Malformed request."), "a child answers a malformed request as one (%s)",
               bad.error.message ?: "no message");
@@ -341,7 +316,7 @@ static void test_child(void) {
                                                .path = "/nonexistent-nsmanager-test/x", .mode = PROPAGATION_PRIVATE },
                                    &msg, &size);
         if (r >= 0)
-                r = run_child(e, s, msg, size, &good);
+                r = run_child(e, s, view_op_child_run, msg, size, -EBADF, &good);
         check(r >= 0 && good.done && good.error.code == NSM_ERROR_INVALID_PATH &&
               strstr(good.error.message ?: "", "/nonexistent-nsmanager-test/x"),
               "a well-formed request is served: the path it names is looked up (%s)", good.error.message ?: "no message");
