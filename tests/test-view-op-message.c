@@ -21,26 +21,6 @@ static bool request_round_trip(const ViewOp *in, ViewOpRequest *out) {
         return view_op_request_encode(in, &msg, &size) == 0 && view_op_request_decode(msg, size, out) == 0;
 }
 
-static bool strv_equal(char *const *a, char *const *b) {
-        size_t n = strv_length(a);
-
-        if (n != strv_length(b))
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!streq(a[i], b[i]))
-                        return false;
-        return true;
-}
-
-static bool ids_equal(const MountId *a, size_t n_a, const MountId *b, size_t n_b) {
-        if (n_a != n_b)
-                return false;
-        for (size_t i = 0; i < n_a; i++)
-                if (a[i].unique != b[i].unique || a[i].old != b[i].old)
-                        return false;
-        return true;
-}
-
 static void test_requests(void) {
         const MountId own[] = { { UINT64_C(0x80000001), 41 }, { MOUNT_ID_FINGERPRINT | 7, 42 } };
         const MountId binds[] = { { UINT64_C(0x80000001), 41 }, { UINT64_C(0x80000002), 43 }, { 0, 44 } };
@@ -79,9 +59,9 @@ static void test_requests(void) {
                 if (caller)
                         check(q.op.caller && q.op.caller->uid == 2001 && q.op.caller->gid == 2001 &&
                               q.op.caller->n_groups == 3 && q.op.caller->groups[1] == 2100 && q.op.caller->groups[2] == 0 &&
-                              q.op.max_own_binds == 17 && ids_equal(q.op.own_mounts, q.op.n_own_mounts, own, ELEMENTSOF(own)) &&
-                              ids_equal(q.op.bind_mounts, q.op.n_bind_mounts, binds, ELEMENTSOF(binds)) &&
-                              ids_equal(q.op.policy_mounts, q.op.n_policy_mounts, policy, ELEMENTSOF(policy)),
+                              q.op.max_own_binds == 17 && mount_id_lists_identical(q.op.own_mounts, q.op.n_own_mounts, own, ELEMENTSOF(own)) &&
+                              mount_id_lists_identical(q.op.bind_mounts, q.op.n_bind_mounts, binds, ELEMENTSOF(binds)) &&
+                              mount_id_lists_identical(q.op.policy_mounts, q.op.n_policy_mounts, policy, ELEMENTSOF(policy)),
                               "%s: the caller, her groups, MaxUserMounts= and the records", view_op_type_to_string(t));
                 else
                         check(!q.op.caller && q.op.n_own_mounts == 0, "%s: full power, no caller",
@@ -93,7 +73,7 @@ static void test_requests(void) {
         check(request_round_trip(&(ViewOp) { .type = VIEW_OP_UNMOUNT, .ns_fd = 3, .path = "/mnt/x", .bind_mounts = binds,
                                              .n_bind_mounts = ELEMENTSOF(binds) }, &root) &&
               !root.op.caller && root.op.max_own_binds == 0 &&
-              ids_equal(root.op.bind_mounts, root.op.n_bind_mounts, binds, ELEMENTSOF(binds)),
+              mount_id_lists_identical(root.op.bind_mounts, root.op.n_bind_mounts, binds, ELEMENTSOF(binds)),
               "root's Unmount: no caller, the records still");
 
         char *bind_paths[] = { (char *) "-%h/src:/srv/%u:ro", NULL };
@@ -259,8 +239,8 @@ static void test_results(void) {
               "the largest answer fits one message (%zu bytes)", size);
         check(view_op_result_decode(msg, size, out) == 0 && out->mounted.unique == in->mounted.unique &&
               out->mounted.old == 60 && out->replaced.unique == in->replaced.unique && out->replaced.old == 61 &&
-              out->n_mounts == 123 && ids_equal(out->gone, out->n_gone, in->gone, in->n_gone) &&
-              ids_equal(out->policy_mounts, out->n_policy_mounts, in->policy_mounts, 2), "an answer round-trips");
+              out->n_mounts == 123 && mount_id_lists_identical(out->gone, out->n_gone, in->gone, in->n_gone) &&
+              mount_id_lists_identical(out->policy_mounts, out->n_policy_mounts, in->policy_mounts, 2), "an answer round-trips");
         msg = mfree(msg);
 
         in->n_gone = VIEW_OP_MOUNTS_MAX + 1;

@@ -8,32 +8,14 @@
 #include "strv.h"
 #include "view-op-message.h"
 
-static bool same_ids(const MountId *a, size_t n_a, const MountId *b, size_t n_b) {
-        if (n_a != n_b)
-                return false;
-        for (size_t i = 0; i < n_a; i++)
-                if (a[i].unique != b[i].unique || a[i].old != b[i].old)
-                        return false;
-        return true;
-}
-
-static bool same_strv(char **a, char **b) {
-        if (strv_length(a) != strv_length(b))
-                return false;
-        for (size_t i = 0; i < strv_length(a); i++)
-                if (!streq(a[i], b[i]))
-                        return false;
-        return true;
-}
-
 static bool same(const ViewOpRequest *a, const ViewOpRequest *b) {
         const ViewOp *x = &a->op, *y = &b->op;
 
         if (x->type != y->type || a->with_fd != b->with_fd || !streq_ptr(x->path, y->path) ||
             !streq_ptr(x->source, y->source) || !x->caller != !y->caller || x->max_own_binds != y->max_own_binds ||
-            !same_ids(x->own_mounts, x->n_own_mounts, y->own_mounts, y->n_own_mounts) ||
-            !same_ids(x->bind_mounts, x->n_bind_mounts, y->bind_mounts, y->n_bind_mounts) ||
-            !same_ids(x->policy_mounts, x->n_policy_mounts, y->policy_mounts, y->n_policy_mounts))
+            !mount_id_lists_identical(x->own_mounts, x->n_own_mounts, y->own_mounts, y->n_own_mounts) ||
+            !mount_id_lists_identical(x->bind_mounts, x->n_bind_mounts, y->bind_mounts, y->n_bind_mounts) ||
+            !mount_id_lists_identical(x->policy_mounts, x->n_policy_mounts, y->policy_mounts, y->n_policy_mounts))
                 return false;
         if (x->type == VIEW_OP_SET_PROPAGATION && (x->mode != y->mode || x->recursive != y->recursive))
                 return false;
@@ -50,10 +32,10 @@ static bool same(const ViewOpRequest *a, const ViewOpRequest *b) {
         if (x->type == VIEW_OP_APPLY_POLICY &&
             (x->policy->private_tmp != y->policy->private_tmp || x->policy->tmp_size != y->policy->tmp_size ||
              x->policy->hide_other_homes != y->policy->hide_other_homes ||
-             !same_strv(x->policy->bind_paths, y->policy->bind_paths) ||
-             !same_strv(x->policy->bind_read_only_paths, y->policy->bind_read_only_paths) ||
-             !same_strv(x->policy->temporary_file_system, y->policy->temporary_file_system) ||
-             !same_strv(x->policy->inaccessible_paths, y->policy->inaccessible_paths) ||
+             !strv_equal(x->policy->bind_paths, y->policy->bind_paths) ||
+             !strv_equal(x->policy->bind_read_only_paths, y->policy->bind_read_only_paths) ||
+             !strv_equal(x->policy->temporary_file_system, y->policy->temporary_file_system) ||
+             !strv_equal(x->policy->inaccessible_paths, y->policy->inaccessible_paths) ||
              !streq(x->user->name, y->user->name) || x->user->uid != y->user->uid || x->user->gid != y->user->gid ||
              !streq_ptr(x->user->home, y->user->home) || !streq_ptr(x->user->shell, y->user->shell)))
                 return false;

@@ -67,6 +67,15 @@ bool mount_ids_contain(const uint64_t *ids, size_t n, uint64_t id);
 
 int fd_get_mount_ids(int dirfd, const char *path, MountId *ret);
 bool mount_id_equal(MountId a, MountId b);
+/* Two lists of records, field for field (not mount_id_equal()'s matching): for round trips. */
+static inline bool mount_id_lists_identical(const MountId *a, size_t n_a, const MountId *b, size_t n_b) {
+        if (n_a != n_b)
+                return false;
+        for (size_t i = 0; i < n_a; i++)
+                if (a[i].unique != b[i].unique || a[i].old != b[i].old)
+                        return false;
+        return true;
+}
 bool mount_id_in(MountId id, const MountId *list, size_t n);
 /* The mount 'top' and every mount below it in this namespace (from /proc/self/mountinfo: old
  * ids, and fingerprints where the kernel has no unique ids). */

@@ -11,6 +11,13 @@ size_t strv_length(char *const *l) {
         return n;
 }
 
+bool strv_equal(char *const *a, char *const *b) {
+        for (; a && *a && b && *b; a++, b++)
+                if (!streq(*a, *b))
+                        return false;
+        return !(a && *a) && !(b && *b);
+}
+
 int strv_extend(char ***l, const char *s) {
         size_t n = strv_length(*l);
         _cleanup_free_ char *c = strdup(s);

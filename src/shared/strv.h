@@ -33,6 +33,8 @@ static inline bool strv_contains(const char *const *l, const char *s) {
 #define STR_IN_SET(s, ...) strv_contains((const char *const[]){ __VA_ARGS__, NULL }, (s))
 
 size_t strv_length(char *const *l);
+/* The same strings in the same order (NULL and empty alike). */
+bool strv_equal(char *const *a, char *const *b);
 /* Appends a copy of s. */
 int strv_extend(char ***l, const char *s);
 /* Removes every entry equal to s; whether there was one. */
