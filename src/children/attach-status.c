@@ -35,14 +35,9 @@ static int decode_line(uint8_t tag, const void *v, size_t n, void *userdata) {
 int attach_status_request_decode(const void *data, size_t size, char **ret_line) {
         static const FieldSchema schema = { .allowed = FIELD_BIT(TAG_LINE), .required = FIELD_BIT(TAG_LINE) };
         _cleanup_free_ char *line = NULL;
-        FieldReader rd;
-        uint64_t seen = 0;
-        uint8_t kind;
         int r;
 
-        r = field_message_open(&rd, data, size, ATTACH_STATUS_REQUEST, ATTACH_STATUS_REQUEST, &kind);
-        if (r >= 0)
-                r = field_message_read(&rd, &schema, &seen, decode_line, &line);
+        r = field_message_decode(data, size, ATTACH_STATUS_REQUEST, &schema, decode_line, &line);
         if (r < 0)
                 return r;
         if (!line_ok(line))

@@ -424,14 +424,9 @@ int view_op_result_decode(const void *data, size_t size, ViewOpResult *ret) {
                 .repeated = BIT(TAG_GONE) | BIT(TAG_POLICY_MADE),
         };
         ViewOpResult res = {};
-        FieldReader rd;
-        uint64_t seen = 0;
-        uint8_t kind;
         int r;
 
-        r = field_message_open(&rd, data, size, VIEW_OP_MESSAGE_RESULT, VIEW_OP_MESSAGE_RESULT, &kind);
-        if (r >= 0)
-                r = field_message_read(&rd, &schema, &seen, decode_result_field, &res);
+        r = field_message_decode(data, size, VIEW_OP_MESSAGE_RESULT, &schema, decode_result_field, &res);
         if (r < 0)
                 return r;
         *ret = res;

@@ -120,6 +120,19 @@ int field_message_read(FieldReader *r, const FieldSchema *schema, uint64_t *seen
         return (*seen & schema->required) == schema->required ? 0 : -EBADMSG;
 }
 
+int field_message_decode(const void *data, size_t size, uint8_t kind, const FieldSchema *schema, FieldFunc f,
+                         void *userdata) {
+        FieldReader r;
+        uint64_t seen = 0;
+        uint8_t got;
+        int k;
+
+        k = field_message_open(&r, data, size, kind, kind, &got);
+        if (k < 0)
+                return k;
+        return field_message_read(&r, schema, &seen, f, userdata);
+}
+
 int field_next(FieldReader *r, uint8_t *ret_tag, const void **ret_value, size_t *ret_size) {
         size_t n = 0;
 

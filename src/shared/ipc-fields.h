@@ -80,3 +80,6 @@ int field_message_open(FieldReader *r, const void *data, size_t size, uint8_t ki
  * one of a tag that does not repeat, a required one missing at the end, or what is not a whole
  * field; f's own failure as it is. *seen: the tags read before (in), and all read (out). */
 int field_message_read(FieldReader *r, const FieldSchema *schema, uint64_t *seen, FieldFunc f, void *userdata);
+/* Both, for a message of one kind whose schema does not depend on its fields. */
+int field_message_decode(const void *data, size_t size, uint8_t kind, const FieldSchema *schema, FieldFunc f,
+                         void *userdata);
