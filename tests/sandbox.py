@@ -60,6 +60,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 BUS_NAME = "org.example.NSManager"
+RUNNING_LINE = " running; SubtreeRoot="    # nsmanagerd.c logs it just before its event loop
 MANAGER_PATH = "/org/example/NSManager"
 MANAGER_IFACE = "org.example.NSManager.Manager"
 NAMESPACE_IFACE = "org.example.NSManager.Namespace"
@@ -1103,15 +1104,20 @@ class Sandbox:
         return p
 
     def start_daemon(self, extra_config: str = "", notify: bool = False, env: dict | None = None,
-                     args: list | None = None, write: bool = True, wait: float = 30, **settings) -> subprocess.Popen:
+                     args: list | None = None, write: bool = True, wait: float = 30, ready: bool = False,
+                     **settings) -> subprocess.Popen:
         """Write the config (unless write=False) and start nsmanagerd; returns once it
         owns org.example.NSManager. notify=True gives it a NOTIFY_SOCKET and records
-        what it sends in self.ready_notifications."""
+        what it sends in self.ready_notifications. ready=True returns only once it logged
+        "running", the last step before its loop: the name is taken before the last
+        start-up steps (mount events, READY=1 with sd_notify's own socket), which a test
+        counting the daemon's fds must not catch half-way."""
         if self.daemon is not None and self.daemon.poll() is None:
             raise DaemonError("nsmanagerd is already running")
         if self.instance is None:
             self.new_instance()
         binary = daemon_binary()
+        started = self.daemon_log_text().count(RUNNING_LINE)
         if not binary.exists():
             raise DaemonError(f"{binary} does not exist: build first (meson setup build && ninja -C build)")
         if write or not self.config_file.exists():
@@ -1130,6 +1136,8 @@ class Sandbox:
                                   env=e, log=self.daemon_log)
         try:
             self.wait_for_name(BUS_NAME, self.daemon, self.daemon_log_text, wait)
+            if ready:
+                self._wait_running(started, wait)
         except DaemonError:
             self._procs.pop("nsmanagerd", None)
             if self.daemon.poll() is None:
@@ -1162,6 +1170,17 @@ class Sandbox:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             s.bind(str(path))
             self._notify_sock = s
+
+    def _wait_running(self, started: int, wait: float) -> None:
+        deadline = time.monotonic() + timeout(wait)
+        while self.daemon_log_text().count(RUNNING_LINE) <= started:
+            if self.daemon.poll() is not None:
+                raise DaemonError(f"nsmanagerd exited with status {self.daemon.returncode} before it ran:\n"
+                                  + self.daemon_log_text())
+            if time.monotonic() > deadline:
+                raise DaemonError("nsmanagerd took its bus name but did not log that it runs:\n"
+                                  + self.daemon_log_text())
+            time.sleep(0.02)
 
     def _read_notifications(self, wait: float) -> None:
         import select
