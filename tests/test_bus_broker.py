@@ -58,7 +58,8 @@ JOURNAL_SOCKET = Path("/run/systemd/journal/socket")
 
 def journal_stand_in(log):
     """The sandbox's /run has no journald, and dbus-broker-launch logs there or not at all:
-    a socket in its place (the sandbox's tmpfs), whose messages go to the broker's log."""
+    a socket in its place (the sandbox's tmpfs), whose messages go to the broker's log.
+    Returns the socket and the thread that reads it (joined before the log is closed)."""
     JOURNAL_SOCKET.parent.mkdir(parents=True, exist_ok=True)
     JOURNAL_SOCKET.unlink(missing_ok=True)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -76,8 +77,9 @@ def journal_stand_in(log):
                 if line.startswith("MESSAGE="):
                     log.write(f"journal: {line[8:]}\n")
                     log.flush()
-    threading.Thread(target=drain, daemon=True).start()
-    return s
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    return s, t
 
 
 def alive(pid):
@@ -97,7 +99,7 @@ def broker(instance):
     BROKER_DIR.mkdir(exist_ok=True)
     BROKER_SOCKET.unlink(missing_ok=True)
     log = open(sb.instance / "broker.log", "w")
-    journal = journal_stand_in(log)
+    journal, drainer = journal_stand_in(log)
     bus = subprocess.Popen(["systemd-socket-activate", "-l", str(BROKER_SOCKET), launcher, "--scope", "system",
                             "--config-file", "/usr/share/dbus-1/system.conf"], stdout=log, stderr=subprocess.STDOUT)
     daemon = None
@@ -139,6 +141,7 @@ def broker(instance):
             while alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
         journal.shutdown(socket.SHUT_RDWR)     # wakes the thread, which holds it
+        drainer.join(timeout(10))               # it may be writing a last line to the log
         journal.close()
         JOURNAL_SOCKET.unlink(missing_ok=True)
         log.close()
