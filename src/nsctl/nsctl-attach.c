@@ -220,6 +220,21 @@ static uint64_t now_msec(void) {
  * background job) still holds the pty open. */
 #define DRAIN_MSEC 500
 
+/* One signal from the signalfd, or 0 when there was none to read. */
+static int attach_read_signal(Attach *a) {
+        struct signalfd_siginfo si;
+
+        if (read(a->signal_fd, &si, sizeof(si)) != (ssize_t) sizeof(si))
+                return 0;
+        return (int) si.ssi_signo;
+}
+
+/* To the command's process group, while it runs (after its status, the pid may be reused). */
+static void attach_pass_signal(Attach *a, int sig) {
+        if (a->pid > 0 && !a->status_done)
+                (void) kill(-a->pid, sig);
+}
+
 /* The main loop. Returns the signal that made us stop (> 0), or 0. */
 /* Both loops end their poll set with the status pipe (until it has spoken) and the signalfd,
  * and poll. A failed poll() ends the session as a lost command: -1 and no status. */
@@ -280,21 +295,19 @@ static int attach_run(Attach *a) {
                         return 0;
 
                 if (p[i_signal].revents & POLLIN) {
-                        struct signalfd_siginfo si;
+                        int sig = attach_read_signal(a);
 
-                        if (read(a->signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si)) {
-                                if (si.ssi_signo == SIGWINCH)
-                                        attach_forward_winsize(a);
-                                else if (a->master >= 0)
-                                        /* Our terminal or our caller wants us gone: the pty
-                                         * hangs up when we close the master, and the command
-                                         * gets SIGHUP from the kernel. */
-                                        return (int) si.ssi_signo;
-                                else if (a->pid > 0 && !a->status_done)
-                                        /* Without a pty the command is not in our
-                                         * terminal's process group: pass ^C and friends on. */
-                                        (void) kill(-a->pid, (int) si.ssi_signo);
-                        }
+                        if (sig == SIGWINCH)
+                                attach_forward_winsize(a);
+                        else if (sig > 0 && a->master >= 0)
+                                /* Our terminal or our caller wants us gone: the pty hangs up
+                                 * when we close the master, and the command gets SIGHUP from
+                                 * the kernel. */
+                                return sig;
+                        else if (sig > 0)
+                                /* Without a pty the command is not in our terminal's process
+                                 * group: pass ^C and friends on. */
+                                attach_pass_signal(a, sig);
                 }
 
                 if (i_status >= 0 && p[i_status].revents)
@@ -386,13 +399,12 @@ static int attach_run_pipes(Attach *a) {
                         return 0;
 
                 if (p[i_signal].revents & POLLIN) {
-                        struct signalfd_siginfo si;
+                        int sig = attach_read_signal(a);
 
                         /* The command is not in our terminal's process group: pass ^C and
                          * friends on, as to a child of ours (it runs under our uid). */
-                        if (read(a->signal_fd, &si, sizeof(si)) == (ssize_t) sizeof(si) && si.ssi_signo != SIGWINCH &&
-                            a->pid > 0 && !a->status_done)
-                                (void) kill(-a->pid, (int) si.ssi_signo);
+                        if (sig > 0 && sig != SIGWINCH)
+                                attach_pass_signal(a, sig);
                 }
 
                 if (i_status >= 0 && p[i_status].revents)
