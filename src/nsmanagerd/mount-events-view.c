@@ -584,6 +584,20 @@ static void view_read_done(WatchedView *v) {
         }
 }
 
+/* The views a batch did not read (its child failed, or never started): each is read again. */
+static void batch_requeue(Batch *b) {
+        for (size_t i = 0; i < b->n_items; i++) {
+                WatchedView *v = b->items[i].v;
+
+                if (!v)
+                        continue;
+                b->items[i].v = NULL;
+                v->dirty = true;
+                v->last_emit = now_usec(CLOCK_MONOTONIC);
+                view_read_done(v);
+        }
+}
+
 static void on_batch_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
         Batch *b = userdata;
         MountEvents *e = b->events;
@@ -625,14 +639,7 @@ static void on_batch_done(const NsmError *error, IpcMessage *final, const char *
                 view_read_done(v);
         }
         /* What the answer did not cover is read again later. */
-        for (size_t i = 0; i < b->n_items; i++)
-                if (b->items[i].v) {
-                        WatchedView *v = b->items[i].v;
-                        b->items[i].v = NULL;
-                        v->dirty = true;
-                        v->last_emit = now_usec(CLOCK_MONOTONIC);
-                        view_read_done(v);
-                }
+        batch_requeue(b);
         batch_free(b);
         batch_start(e);
 }
@@ -686,13 +693,7 @@ static void batch_start(MountEvents *e) {
         r = child_start(e->children, &spec);
         if (r < 0) {
                 log_warning_errno(r, "Failed to start reading mount tables, trying again later: %m");
-                for (size_t i = 0; i < b->n_items; i++) {
-                        WatchedView *v = b->items[i].v;
-                        b->items[i].v = NULL;
-                        v->dirty = true;
-                        v->last_emit = now_usec(CLOCK_MONOTONIC);
-                        view_read_done(v);
-                }
+                batch_requeue(b);
                 batch_free(b);
                 return;
         }
