@@ -279,6 +279,23 @@ def test_verify_warns_about_each_users_policy(instance, nsctl):
             d.rmdir()
 
 
+def test_verify_does_not_print_a_users_names_raw(instance, nsctl):
+    """The walk behind verify's warnings follows a user's own link, and what it names on the
+    way is hers to choose: an escape sequence in it reaches root's terminal escaped."""
+    sb = instance
+    link = Path("/home/alice/nsm-esc-link")
+    os.symlink("/tmp/\x1b]0;PWNED\x07x/y", link)
+    os.lchown(link, TEST_USERS["alice"].uid, TEST_USERS["alice"].gid)
+    try:
+        sb.write_config()
+        sb.write_config_file("user.d/alice.conf", "[View]\nBindPaths=-%h/nsm-esc-link:/srv/%u\n")
+        p = nsctl("verify", "--config", str(sb.config_file))
+        assert p.returncode == 0 and "has no '\\x1b]0;PWNED\\ax' yet" in p.stderr, repr(p.stderr)
+        assert "\x1b" not in p.stderr and "\x07" not in p.stderr, repr(p.stderr)
+    finally:
+        link.unlink()
+
+
 # ---------------------------------------------------------------------------
 # Start-up: nothing changes on the host unless the daemon serves
 

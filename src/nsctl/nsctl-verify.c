@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "bus-errors.h"
 #include "manager-config.h"
 #include "nsctl.h"
+#include "text-escape.h"
 #include "user-util.h"
 #include "view-policy.h"
 
@@ -27,6 +29,22 @@ static int group_exists(const char *name) {
         if (r != 0)
                 return -r;
         return !!found;
+}
+
+/* The walk names what it found on the way, and a user names her own links and directories:
+ * escaped, as everything nsctl prints, so that none of it reaches root's terminal as control
+ * sequences. -ENOMEM, else 0. */
+static int print_policy_warning(const PolicyFile *f, const UserRecord *u, bool fails, const char *text) {
+        _cleanup_free_ char *path = text_escape_control(f->path), *user = text_escape_control(u->name),
+                            *t = text_escape_control(text);
+
+        if (!path || !user || !t)
+                return -ENOMEM;
+        if (fails)
+                fprintf(stderr, "%s: warning: the [View] policy of '%s' fails for this user: %s\n", path, user, t);
+        else
+                fprintf(stderr, "%s: warning: in the [View] policy of '%s': %s\n", path, user, t);
+        return 0;
 }
 
 /* The [View] policy of a user with a user.d file, as the daemon composes it for their next view
@@ -57,16 +75,14 @@ static int warn_policy(const ManagerConfig *c, const PolicyFile *f, const UserRe
                 r = view_policy_check(&p, u, &e);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0) {
-                fprintf(stderr, "%s: warning: the [View] policy of '%s' fails for this user: %s\n", f->path, u->name,
-                        nsm_error_message(&e));
-                return 0;
-        }
+        if (r < 0)
+                return print_policy_warning(f, u, /* fails= */ true, nsm_error_message(&e));
         r = view_policy_warnings(&p, u, root_fd, &warnings);
         if (r == -ENOMEM)
                 return r;
         for (char **w = warnings; w && *w; w++)
-                fprintf(stderr, "%s: warning: in the [View] policy of '%s': %s\n", f->path, u->name, *w);
+                if (print_policy_warning(f, u, /* fails= */ false, *w) < 0)
+                        return -ENOMEM;
         return 0;
 }
 
