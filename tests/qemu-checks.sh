@@ -430,8 +430,8 @@ check_exposure() {
         run systemd-analyze security --no-pager --threshold=40 "$UNIT" >/dev/null || fail "$out (above 4.0)"
 }
 
-# Mount events: fanotify's from 6.15, else the host's mountinfo read at each change (issue 27:
-# the poll fallback). A follower of alice's view sees the host's tmpfs come and go, with
+# Mount events: fanotify's from 6.15, else the host's mountinfo read at each change (the
+# poll fallback). A follower of alice's view sees the host's tmpfs come and go, with
 # where it came from.
 check_mount_events() {
         local mode expected

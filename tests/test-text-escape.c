@@ -18,7 +18,7 @@ int main(void) {
         expect(NULL, "", "NULL is empty");
         expect("caf\xc3\xa9 \xe2\x94\x9c\xe2\x94\x80 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x94\x9c\xe2\x94\x80 \xf0\x9f\x98\x80",
                "UTF-8 letters, box drawing and emoji are kept");
-        /* The attack of issue 21: a title change, a screen clear, a bell. */
+        /* A user's mount name as an attack: a title change, a screen clear, a bell. */
         expect("/home/alice/\x1b]0;PWNED\a\x1b[2J", "/home/alice/\\x1b]0;PWNED\\a\\x1b[2J", "ESC and BEL are escaped");
         expect("a\nb\tc\rd\be\ff\vg", "a\\nb\\tc\\rd\\be\\ff\\vg", "named C0 escapes");
         expect("\x01\x1f\x7f", "\\x01\\x1f\\x7f", "other C0 and DEL as hex");

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The configuration is taken whole or not at all, and a start that cannot serve leaves the
-host as it was (issue 22).
+host as it was.
 
 - ReloadConfig (and SIGHUP) reads every file first: nsmanagerd.conf, its drop-ins, group.d/
   and user.d/. A typo (an unknown section or setting) or a bad value anywhere fails it with
@@ -33,7 +33,7 @@ from sandbox import (SYSTEM_BUS_ADDRESS, TEST_USERS, daemon_binary, dbus_error_n
 
 ALICE = TEST_USERS["alice"]
 
-# Each typo of the issue, and other errors a file may hold: (file, text, line, what the error says).
+# Typical typos, and other errors a file may hold: (file, text, line, what the error says).
 TYPOS = [
     ("user.d/bob.conf", "[View]\nHideOtherHome=yes\n", 2,
      "unknown setting HideOtherHome= in [View] (did you mean HideOtherHomes=?)"),
@@ -324,8 +324,8 @@ def test_broken_config_keeps_the_daemon_from_starting(instance, text, line):
 
 
 def test_failed_start_without_a_bus_leaves_the_host_as_it_was(instance):
-    """The issue's case: nsmanagerd run by hand cannot reach the bus. Before, it had already
-    made SubtreeRoot, the registry and /mnt mounts, and left them."""
+    """nsmanagerd run by hand cannot reach the bus: it must not have made SubtreeRoot, the
+    registry and /mnt mounts by then, nor leave them."""
     sb = instance
     sb.write_config()
     before = mount_table()

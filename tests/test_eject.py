@@ -77,7 +77,7 @@ def usb(daemon):
 
 
 def setup_copies(sb, usb):
-    """The issue's machine: the stick on the host's /mnt/usb (every view gets a copy); bob makes
+    """A stick on a shared machine: the stick on the host's /mnt/usb (every view gets a copy); bob makes
     his /mnt, and with it his copy, private (the host's unmount no longer reaches it); alice binds
     its subdirectory into her home."""
     create(sb, "alice", "bob")

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The shape of the code: no circle in the daemon (issue 25).
+"""The shape of the code: no circle in the daemon.
 
 tools/include-graph reads src/'s #include lines and which module's functions call which
 other module's functions, and prints the circles: modules whose functions call each other in
