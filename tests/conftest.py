@@ -297,21 +297,12 @@ def nsctl(sandbox):
 
 @pytest.fixture
 def pam_module(sandbox):
-    """A copy of the built module that every user can read: a PAM stack run by a user
-    (pamtester as alice) loads it with her rights, and the checkout may lie below a
-    directory only root may enter (mktemp -d makes one 0700)."""
+    """The sandbox's copy of the built module, which every user can read (see
+    Sandbox.setup): the checkout may lie below a directory only root may enter."""
     path = sandbox_module.pam_module()
     if not path.exists():
         pytest.fail(f"{path} is not built", pytrace=False)
-    copy = sandbox_module.BASE / "lib" / path.name
-    built = path.stat()
-    if not copy.exists() or (copy.stat().st_mtime_ns, copy.stat().st_size) != (built.st_mtime_ns, built.st_size):
-        copy.parent.mkdir(mode=0o755, exist_ok=True)
-        staged = copy.with_name(copy.name + ".new")
-        shutil.copy2(path, staged)
-        staged.chmod(0o644)
-        staged.replace(copy)    # a stack that has the old copy mapped keeps it
-    return copy
+    return path
 
 
 @pytest.fixture(scope="module")

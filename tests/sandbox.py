@@ -144,8 +144,15 @@ def pam_build_dir() -> Path:
     return REPO / d if d else build_dir()
 
 
-def pam_module() -> Path:
+def built_pam_module() -> Path:
     return pam_build_dir() / "src/pam/pam_nsmanager.so"
+
+
+def pam_module() -> Path:
+    """The sandbox's copy of the PAM module once the sandbox is set up (see Sandbox.setup),
+    which every user can read, else the build's."""
+    copy = BASE / "bin" / "pam_nsmanager.so"
+    return copy if copy.exists() else built_pam_module()
 
 
 def checkout_paths() -> list[Path]:
@@ -773,7 +780,8 @@ class Sandbox:
             for d, mode in (("dbus", 0o755), ("lock", 0o1777), ("user", 0o755), ("sshd", 0o755)):
                 os.mkdir(f"/run/{d}")
                 os.chmod(f"/run/{d}", mode)
-            self.base.mkdir(mode=0o755)
+            self.base.mkdir()
+            os.chmod(self.base, 0o755)      # whatever the umask: users reach bin/ below it
             for d in ("logs", "runs", "overlays", "bin", "varlib/upper", "varlib/work"):
                 (self.base / d).mkdir(parents=True)
             # nsmanagerd writes /var/lib/nsmanager/login-filter: the machine's /var/lib stays
@@ -781,12 +789,13 @@ class Sandbox:
             self._mount("overlay", "/var/lib", "overlay", 0,
                         f"lowerdir=/var/lib,upperdir={self.base}/varlib/upper,workdir={self.base}/varlib/work")
             # The checkout may sit where other users cannot enter (a CI clone in a 0700
-            # temporary directory): tests that run nsctl as alice run this copy.
-            built = build_dir() / "src/nsctl/nsctl"
-            if built.exists():
-                shutil.copy2(built, self.base / "bin" / "nsctl")
-                os.chmod(self.base / "bin", 0o755)
-                os.chmod(self.base / "bin" / "nsctl", 0o755)
+            # temporary directory): tests that run nsctl as alice run this copy, and a PAM
+            # stack run by a user (pamtester as alice) loads this copy of the module.
+            os.chmod(self.base / "bin", 0o755)
+            for built in (build_dir() / "src/nsctl/nsctl", built_pam_module()):
+                if built.exists():
+                    shutil.copy2(built, self.base / "bin" / built.name)
+                    os.chmod(self.base / "bin" / built.name, 0o755)
             self._setup_users()
             for d in MACHINE_MOUNT_DIRS:
                 if os.path.isdir(d):
