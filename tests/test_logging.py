@@ -6,9 +6,13 @@ names is logged, never a line of hers."""
 
 import os
 import pty
+import re
 import subprocess
 
-from sandbox import BUS_NAME, daemon_binary, timeout
+import dbus
+
+from helpers import daemon_syscalls
+from sandbox import BUS_NAME, SYSTEM_BUS_ADDRESS, daemon_binary, timeout
 
 LOG_CONTROL = ["/org/freedesktop/LogControl1", "org.freedesktop.LogControl1"]
 
@@ -91,6 +95,25 @@ def test_log_control_is_roots(daemon, manager):
     assert get_property(sb, "LogTarget") == "console"
     # the change itself is on record, said where the log went before it
     assert any("Log target set to 'console' by root" in r.get("MESSAGE", "") for r in sb.journal_records())
+
+
+def test_log_control_asks_the_bus_once_per_connection(daemon):
+    """LogControl1 uses the daemon's cache of callers' credentials: the second Set on a
+    connection is answered without a round trip to the bus (one on the event loop)."""
+    sb = daemon
+    bus = dbus.bus.BusConnection(SYSTEM_BUS_ADDRESS)
+    try:
+        props = dbus.Interface(bus.get_object(BUS_NAME, LOG_CONTROL[0]), dbus.PROPERTIES_IFACE)
+
+        def set_level(level):
+            return lambda: props.Set(LOG_CONTROL[1], "LogLevel", level)
+        first = daemon_syscalls(sb, set_level("debug"), "sendmsg", strsize=512)
+        again = daemon_syscalls(sb, set_level("info"), "sendmsg", strsize=512)
+    finally:
+        bus.close()
+    assert len(re.findall("GetConnectionCredentials", first)) == 1, first
+    assert len(re.findall("GetConnectionCredentials", again)) == 0, again
+    assert get_property(sb, "LogLevel") == "info"
 
 
 def test_export_records(daemon, manager):

@@ -8,6 +8,7 @@
  * record of what she does next. The sender is the uid the bus driver authenticated
  * (bus-creds.h), never anything the message says.
  */
+#include <assert.h>
 #include <errno.h>
 
 #include "bus-creds.h"
@@ -98,7 +99,10 @@ static const sd_bus_vtable log_control_vtable[] = {
 };
 
 int log_control_add(sd_bus *bus, BusCreds *creds) {
-        int r = sd_bus_add_object_vtable(bus, NULL, LOG_CONTROL_PATH, LOG_CONTROL_INTERFACE, log_control_vtable, creds);
+        int r;
+
+        assert(creds);   /* without it, each Set would ask the bus on the loop, uncached */
+        r = sd_bus_add_object_vtable(bus, NULL, LOG_CONTROL_PATH, LOG_CONTROL_INTERFACE, log_control_vtable, creds);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the LogControl1 object: %m");
         return 0;

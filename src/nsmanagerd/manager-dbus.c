@@ -827,6 +827,13 @@ int manager_connect_bus(Manager *m) {
                 log_error("%s is already owned on the bus: another nsmanagerd runs. Not starting.", NSM_BUS_NAME);
                 return -EEXIST;
         }
+        /* Before the objects: LogControl1 keeps the cache as its userdata. */
+        r = bus_creds_new(m->bus, &m->creds);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the bus's connections: %m");
+        r = polkit_registry_new(m->creds, &m->polkit_registry);
+        if (r < 0)
+                return log_oom();
         r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
                 return r;
@@ -840,12 +847,6 @@ int manager_connect_bus(Manager *m) {
                 return log_error_errno(r, "Failed to configure the bus connection: %m");
         /* The calls in flight are ours: dropped once the Manager answered its work in flight. */
         m->bus_done = bus_requests_free;
-        r = bus_creds_new(m->bus, &m->creds);
-        if (r < 0)
-                return log_error_errno(r, "Failed to watch the bus's connections: %m");
-        r = polkit_registry_new(m->creds, &m->polkit_registry);
-        if (r < 0)
-                return log_oom();
         return 0;
 }
 
