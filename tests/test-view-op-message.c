@@ -181,6 +181,29 @@ static void put_policy_without_user(FieldWriter *w) {
         field_put_bool(w, 2, true);
         field_put_bool(w, 18, true);
 }
+static void put_unmount_of_a_user_on_the_host(FieldWriter *w) {
+        field_put_u64(w, 1, VIEW_OP_UNMOUNT);
+        field_put_bool(w, 2, false);
+        field_put_string(w, 3, "/home/alice/x");
+        field_put_u64(w, 11, 2001);
+        field_put_u64(w, 12, 2001);
+}
+static void put_policy_on_the_host(FieldWriter *w) {
+        field_put_u64(w, 1, VIEW_OP_APPLY_POLICY);
+        field_put_bool(w, 2, false);
+        field_put_bool(w, 18, true);
+        field_put_string(w, 25, "alice");
+        field_put_u64(w, 26, 2001);
+        field_put_u64(w, 27, 2001);
+}
+static void put_policy_ok(FieldWriter *w) {
+        field_put_u64(w, 1, VIEW_OP_APPLY_POLICY);
+        field_put_bool(w, 2, true);
+        field_put_bool(w, 18, true);
+        field_put_string(w, 25, "alice");
+        field_put_u64(w, 26, 2001);
+        field_put_u64(w, 27, 2001);
+}
 static void put_bad_mode(FieldWriter *w) {
         field_put_u64(w, 1, VIEW_OP_SET_PROPAGATION);
         field_put_bool(w, 2, true);
@@ -207,6 +230,10 @@ static void test_request_refusals(void) {
         check(decode_fields(put_bind_without_source) == -EBADMSG, "BindMount without a source is refused");
         check(decode_fields(put_policy_without_user) == -EBADMSG, "the [View] policy without its user is refused");
         check(decode_fields(put_bad_mode) == -EBADMSG, "an unknown propagation is refused");
+        check(decode_fields(put_policy_ok) == 0 && decode_fields(put_policy_on_the_host) == -EBADMSG,
+              "the [View] policy without the view's fd (the host's tree) is refused");
+        check(decode_fields(put_unmount_of_a_user_on_the_host) == -EBADMSG,
+              "a user's operation without the view's fd (the host's tree) is refused");
         check(view_op_request_decode("\1\2", 2, &q) == -EBADMSG && view_op_request_decode(NULL, 0, &q) == -EBADMSG,
               "a message without fields is refused");
 
@@ -218,6 +245,9 @@ static void test_request_refusals(void) {
         check(view_op_request_encode(&(ViewOp) { .type = VIEW_OP_HOST_SHARE, .path = "/mnt", .caller = &alice }, &msg,
                                      &size) == -EINVAL && !msg,
               "a caller on an operation that cannot carry one is refused, not dropped (full power)");
+        check(view_op_request_encode(&(ViewOp) { .type = VIEW_OP_UNMOUNT, .ns_fd = -EBADF, .path = "/x", .caller = &alice },
+                                     &msg, &size) == -EINVAL && !msg,
+              "a user's operation is not sent without the view's fd");
 }
 
 static void test_results(void) {

@@ -123,8 +123,9 @@ static bool path_ok(const char *p) {
         return p && path_is_absolute_normalized(p);
 }
 
-/* What the child's code takes for granted (view-ops.c), checked on both sides. */
-static bool view_op_valid(const ViewOp *op) {
+/* What the child's code takes for granted (view-ops.c), checked on both sides. with_fd: the
+ * view's fd comes with the request. */
+static bool view_op_valid(const ViewOp *op, bool with_fd) {
         if (op->type < 0 || op->type >= _VIEW_OP_TYPE_MAX)
                 return false;
         if (op->type != VIEW_OP_APPLY_POLICY && !path_ok(op->path))
@@ -132,6 +133,10 @@ static bool view_op_valid(const ViewOp *op) {
         /* A caller that an operation cannot carry would be dropped, and the child would act
          * with full power: refused instead. */
         if (op->caller && !(allowed[op->type] & BIT(TAG_CALLER_UID)))
+                return false;
+        /* Without the view's fd the child stays in the host's namespace: a user's operation, or
+         * a [View] policy (a tmpfs on /tmp, the homes hidden), would change the host. */
+        if ((op->caller || op->type == VIEW_OP_APPLY_POLICY) && !with_fd)
                 return false;
         switch (op->type) {
         case VIEW_OP_SET_PROPAGATION:
@@ -150,7 +155,7 @@ static bool view_op_valid(const ViewOp *op) {
 int view_op_request_encode(const ViewOp *op, void **ret, size_t *ret_size) {
         FieldWriter w;
 
-        if (!view_op_valid(op))
+        if (!view_op_valid(op, op->ns_fd >= 0))
                 return -EINVAL;
         field_writer_init(&w, VIEW_OP_MESSAGE_REQUEST);
         field_put_u64(&w, TAG_TYPE, (uint64_t) op->type);
@@ -371,7 +376,7 @@ int view_op_request_decode(const void *data, size_t size, ViewOpRequest *ret) {
                 ret->op.policy = &ret->policy;
                 ret->op.user = &ret->user;
         }
-        if (!view_op_valid(&ret->op)) {
+        if (!view_op_valid(&ret->op, ret->with_fd)) {
                 view_op_request_done(ret);
                 return -EBADMSG;
         }
