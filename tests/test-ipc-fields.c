@@ -191,7 +191,8 @@ static void test_request_over_socket(void) {
         check(ipc_send_request(pair[0], data, 3 * IPC_PAYLOAD_MAX + 5, fds, 2) == 0, "a request of four messages is sent");
         check(ipc_recv_request(pair[1], IPC_FIELDS_MAX, m, &back, &size) == 1 && size == 3 * IPC_PAYLOAD_MAX + 5 &&
               memcmp(back, data, size) == 0, "it is received whole");
-        check(m->n_fds == 2 && fstat(m->fds[0], &a) == 0 && stat("/", &b) == 0 && a.st_ino == b.st_ino,
+        check(m->n_fds == 2 && fstat(m->fds[0], &a) == 0 && stat("/", &b) == 0 && a.st_ino == b.st_ino &&
+              fstat(m->fds[1], &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 && a.st_ino == b.st_ino,
               "with its fds, in order");
         ipc_message_close_fds(m);
         back = mfree(back);
@@ -201,8 +202,18 @@ static void test_request_over_socket(void) {
               "a request past the reader's limit is refused");
         check(ipc_send(pair[0], 7, 0, "x", 1, NULL, 0) == 0 && ipc_recv_request(pair[1], 100, m, &back, &size) == -EBADMSG,
               "a message with a result is no request");
-        check(ipc_send(pair[0], 0, IPC_MORE, "x", 1, fds, 1) == 0 && ipc_recv_request(pair[1], 100, m, &back, &size) == -EBADMSG,
+        check(ipc_send(pair[0], 0, IPC_MORE, "x", 1, fds, 1) == 0 && ipc_send(pair[0], 0, IPC_MORE, "y", 1, NULL, 0) == 0 &&
+              ipc_send(pair[0], 0, 0, "z", 1, NULL, 0) == 0 && ipc_recv_request(pair[1], 100, m, &back, &size) == -EBADMSG,
               "fds before the last message of a request are refused");
+        check(ipc_send_request(pair[0], "next", 4, NULL, 0) == 0 && ipc_recv_request(pair[1], 100, m, &back, &size) == 1 &&
+              size == 4 && memcmp(back, "next", 4) == 0,
+              "a refused request is read to its end: the next request is read as one");
+        back = mfree(back);
+        check(ipc_send(pair[0], 0, IPC_MORE, "0123456789", 10, NULL, 0) == 0 && ipc_send(pair[0], 0, 0, "x", 1, NULL, 0) == 0 &&
+              ipc_recv_request(pair[1], 5, m, &back, &size) == -EBADMSG && !back &&
+              ipc_send_request(pair[0], "next", 4, NULL, 0) == 0 && ipc_recv_request(pair[1], 100, m, &back, &size) == 1 &&
+              size == 4, "so is one past the limit");
+        back = mfree(back);
         check(ipc_send(pair[0], 0, IPC_MORE, "x", 1, NULL, 0) == 0 && close(pair[0]) == 0 &&
               ipc_recv_request(pair[1], 100, m, &back, &size) == -EBADMSG, "a request cut short is refused");
         check(ipc_recv_request(pair[1], 100, m, &back, &size) == 0, "EOF before a request is the end");

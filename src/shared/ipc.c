@@ -89,6 +89,7 @@ int ipc_send_request(int sock, const void *data, size_t size, const int *fds, si
 int ipc_recv_request(int sock, size_t max, IpcMessage *final, void **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
+        bool refused = false;
         int r;
 
         for (bool first = true;; first = false) {
@@ -99,22 +100,28 @@ int ipc_recv_request(int sock, size_t max, IpcMessage *final, void **ret, size_t
                         return -EBADMSG;   /* cut short */
                 if (r < 0)
                         return r;
-                if (final->error != NSM_ERROR_NONE || final->result != 0 || size + final->size > max ||
+                /* A refused request is still read to its last message: what is left of it must
+                 * not be taken for the next request (and answered twice). */
+                if (refused || final->error != NSM_ERROR_NONE || final->result != 0 || size + final->size > max ||
                     ((final->flags & IPC_MORE) && final->n_fds > 0)) {
                         ipc_message_close_fds(final);
-                        return -EBADMSG;
+                        buf = mfree(buf);
+                        refused = true;
+                } else {
+                        char *b = realloc(buf, size + final->size + 1);
+                        if (!b) {
+                                ipc_message_close_fds(final);
+                                return -ENOMEM;
+                        }
+                        buf = b;
+                        memcpy(buf + size, final->payload, final->size);
+                        size += final->size;
                 }
-                char *b = realloc(buf, size + final->size + 1);
-                if (!b) {
-                        ipc_message_close_fds(final);
-                        return -ENOMEM;
-                }
-                buf = b;
-                memcpy(buf + size, final->payload, final->size);
-                size += final->size;
                 if (!(final->flags & IPC_MORE))
                         break;
         }
+        if (refused)
+                return -EBADMSG;
         *ret = TAKE_PTR(buf);
         *ret_size = size;
         return 1;
