@@ -509,9 +509,14 @@ static void view_diff(WatchedView *v, MountSnapshotEntry *s, size_t n) {
  * Returns the bytes used, < 0 if malformed. */
 static ssize_t parse_table(const WatchedView *v, const char *p, size_t size, const TableHeader *h,
                            MountSnapshotEntry **ret) {
-        MountSnapshotEntry *s = calloc(h->n_mounts + 1, sizeof(MountSnapshotEntry));
+        MountSnapshotEntry *s;
         size_t off = 0;
 
+        /* Each mount takes a record's bytes at least: a count past them is no table (and
+         * n_mounts + 1 must not wrap). */
+        if (h->n_mounts > size / sizeof(MountRecord))
+                return -EBADMSG;
+        s = calloc((size_t) h->n_mounts + 1, sizeof(MountSnapshotEntry));
         if (!s)
                 return -ENOMEM;
         for (uint32_t k = 0; k < h->n_mounts; k++) {
