@@ -3,6 +3,7 @@
  * composed from them, and every refusal with file and line. TAP output. */
 #include <sys/stat.h>
 
+#include "ipc-fields.h"
 #include "manager-config.h"
 #include "strv.h"
 #include "tap.h"
@@ -144,6 +145,25 @@ static void test_config_files(void) {
         check_refused(path, "[Manager]\nMinUID=12\nSubtreeRoot=relative/path\n", "nsmanagerd.conf:3: ");
         check_refused(path, "[Manager]\nViewPropagation=sideways\n", "'sideways' is not one of slave, private, shared");
         check_refused(path, "MinUID=1\n", "nsmanagerd.conf:1: assignment outside of a section");
+        {
+                /* Every view's build request carries SharedSubtrees=: past what it holds, the
+                 * configuration is refused, not each login. Just within the bound is taken. */
+                char text[SHARED_SUBTREES_BYTES_MAX + 200], *t = text, big[320];
+                size_t each = IPC_FIELD_HEADER + 100, fit = SHARED_SUBTREES_BYTES_MAX / each;
+
+                snprintf(big, sizeof big, "%s/big.conf", dir);     /* no drop-ins of its own */
+
+                t += sprintf(t, "[Manager]\nSharedSubtrees=\nSharedSubtrees=");     /* without /mnt */
+                for (size_t i = 0; i < fit; i++)
+                        t += sprintf(t, "/%099zu ", i);
+                strcpy(t, "\n");
+                test_write_file(big, text);
+                check(load(big, &c, &errors) == 0 && strv_length(c.shared_subtrees) == fit,
+                      "SharedSubtrees= of %zu paths (%zu bytes in a request) is taken", fit, fit * each);
+                manager_config_done(&c);
+                strcpy(t, "/one-more\n");
+                check_refused(big, text, "SharedSubtrees= takes");
+        }
         /* Typos are errors, never ignored: a misspelt setting would switch a policy off. */
         check_refused(path, "[Manager]\nStopDelay=5s\n", "nsmanagerd.conf:2: unknown setting StopDelay= in [Manager] (did you mean StopDelaySec=?)");
         check_refused(path, "[manager]\nMinUID=1\n", "nsmanagerd.conf:1: unknown section [manager] (names are case-sensitive: [Manager])");

@@ -323,6 +323,34 @@ def test_broken_config_keeps_the_daemon_from_starting(instance, text, line):
     assert mount_table() == before, "a start refused for its configuration changed the host"
 
 
+def test_shared_subtrees_as_long_as_a_build_request_holds(instance):
+    """Every view's build request carries SharedSubtrees=: as many paths as it holds build
+    views; one more and the configuration is refused at the start, naming the setting, not at
+    each login."""
+    sb = instance
+    top = sb.instance / "shared"
+    paths = []
+    while True:     # each path and its field header (5 bytes), /mnt's too
+        p = top / f"{len(paths):03d}".ljust(100 - len(str(top)) - 1, "x")
+        if sum(5 + len(str(q)) for q in ["/mnt"] + paths + [p]) > 8192:
+            break
+        p.mkdir(parents=True)
+        paths.append(p)
+    sb.start_daemon(SharedSubtrees=" ".join(map(str, ["/mnt"] + paths)))
+    sb.manager().CreateNamespace("alice")
+    shared = {m.target for m in sb.mountinfo("alice") if any(o.startswith("shared:") for o in m.optional)}
+    missing = [str(p) for p in paths if str(p) not in shared]
+    assert not missing, f"{len(missing)} of {len(paths)} SharedSubtrees= not shared in alice's view: {missing[:3]}"
+    sb.cleanup_instance()
+
+    sb.new_instance()
+    sb.write_config(SharedSubtrees=" ".join(map(str, ["/mnt"] + paths + [top / "one-more"])))
+    before = mount_table()
+    p = run_daemon(sb, f"--config={sb.config_file}")
+    assert p.returncode == 1 and "SharedSubtrees= takes" in p.stderr, p.stderr
+    assert mount_table() == before
+
+
 def test_failed_start_without_a_bus_leaves_the_host_as_it_was(instance):
     """nsmanagerd run by hand cannot reach the bus: it must not have made SubtreeRoot, the
     registry and /mnt mounts by then, nor leave them."""

@@ -316,6 +316,12 @@ static int builder_enqueue(Builder *b, bool first, const BuilderCall *call, int 
                 return -ENOMEM;
         *q = (BuilderRequest) { .type = call->kind, .fd = -EBADF, .deadline = deadline, .done = done, .userdata = userdata };
         r = builder_call_encode(call, &q->payload, &q->size);
+        /* One message: the builder's socket blocks (its requests are sent while it waits for
+         * them), and a request of several messages could hold the event loop while the
+         * builder is slow to read. Its requests are a user, a path or two and the
+         * configuration's SharedSubtrees=, which manager-config.c keeps below this. */
+        if (r >= 0 && q->size > IPC_PAYLOAD_MAX)
+                r = -E2BIG;
         if (r < 0) {
                 builder_request_free(q);
                 return r;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "conf-parser.h"
+#include "ipc-fields.h"
 #include "manager-config.h"
 #include "path-util.h"
 #include "string-table.h"
@@ -324,6 +325,22 @@ static int load_policy_dir(const char *dir, const char *sub, PolicyFile **ret, s
         return r;
 }
 
+/* Every view's build request carries SharedSubtrees=, and the builder takes a request as one
+ * message (builder.c): bounded here, where an administrator reads why, not at each login. */
+static int check_shared_subtrees_size(const char *file, char **paths, char ***errors) {
+        _cleanup_free_ char *e = NULL;
+        size_t total = 0;
+
+        for (char **p = paths; p && *p; p++)
+                total += IPC_FIELD_HEADER + strlen(*p);
+        if (total <= SHARED_SUBTREES_BYTES_MAX)
+                return 0;
+        if (asprintf(&e, "%s: SharedSubtrees= takes %zu bytes in every view's build request, more than %d: fewer "
+                     "or shorter paths", file, total, SHARED_SUBTREES_BYTES_MAX) < 0 || strv_extend(errors, e) < 0)
+                return -ENOMEM;
+        return -EINVAL;
+}
+
 int manager_config_load(const char *file, ManagerConfig *c, char ***errors) {
         _cleanup_(view_policy_done) ViewPolicy scratch = {};
         _cleanup_free_ char *dir = NULL;
@@ -340,6 +357,11 @@ int manager_config_load(const char *file, ManagerConfig *c, char ***errors) {
         r = config_parse_file_with_dropins(&ctx, file, must_exist, errors);
         if (r == -ENOMEM)
                 return r;
+        k = check_shared_subtrees_size(file, c->shared_subtrees, errors);
+        if (k == -ENOMEM)
+                return k;
+        if (k < 0 && r >= 0)
+                r = k;
 
         dir = config_dir(file);
         if (!dir)

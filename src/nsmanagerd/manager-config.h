@@ -23,6 +23,9 @@
 
 /* /etc/nsmanager/nsmanagerd.conf with the default prefix=/usr */
 #define NSM_CONFIG_FILE SYSCONFDIR "/nsmanager/nsmanagerd.conf"
+/* SharedSubtrees= in bytes as a view's build request carries it (each path and its field
+ * header): with a user name and SubtreeRoot=, the request stays one ipc message (builder.c). */
+#define SHARED_SUBTREES_BYTES_MAX 8192
 
 /* The [View] assignments of one group.d/NAME.conf or user.d/NAME.conf. */
 typedef struct PolicyFile {
