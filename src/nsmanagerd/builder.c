@@ -413,11 +413,11 @@ Builder *builder_free(Builder *b) {
                 return NULL;
         /* Whoever waits hears that we are going (and frees what it kept for the answer). */
         if (b->running)
-                builder_fail_running(b, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                builder_fail_running(b, NSM_ERROR_SYSTEM, -ESHUTDOWN, NSM_SHUTTING_DOWN);
         while (b->queue) {
                 b->running = b->queue;
                 b->queue = b->queue->next;
-                builder_fail_running(b, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                builder_fail_running(b, NSM_ERROR_SYSTEM, -ESHUTDOWN, NSM_SHUTTING_DOWN);
         }
         b->queue_tail = NULL;
         /* Closing the socket ends the builder (it exits on EOF); no reply is awaited. */

@@ -105,7 +105,7 @@ ChildSet *child_set_free(ChildSet *s) {
                 pidfd_kill_and_reap(c->pidfd, c->stuck ? 0 : USEC_PER_SEC);
                 /* Whoever waits for it hears that we are going. */
                 _cleanup_(nsm_error_done) NsmError e = {};
-                (void) nsm_error_set_errnof(&e, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                (void) nsm_error_set_shutting_down(&e);
                 child_answer(c, &e);
                 child_free(c);
         }

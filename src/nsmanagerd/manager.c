@@ -65,10 +65,6 @@ int manager_new(Manager **ret) {
 static void rate_limits_free(IdMap *h);
 
 /* What waits for work at exit is told so. */
-static void shutting_down(NsmError *ret) {
-        (void) nsm_error_set(ret, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
-}
-
 /* The builder is the Manager's; the namespaces use it too. */
 static void manager_set_builder(Manager *m, Builder *b) {
         m->builder = b;
@@ -89,7 +85,7 @@ Manager *manager_free(Manager *m) {
         manager_set_builder(m, builder_free(m->builder));
         m->mount_events = mount_events_free(m->mount_events);
         namespace_set_done(&m->namespaces);
-        shutting_down(&why);
+        (void) nsm_error_set_shutting_down(&why);
         op_queue_free_with(m->host_ops, &why);
         if (m->bus_done)
                 m->bus_done(m);
@@ -112,7 +108,7 @@ Manager *manager_free(Manager *m) {
 }
 
 uint64_t manager_deadline(Manager *m) {
-        return now_usec(CLOCK_MONOTONIC) + m->config.operation_timeout_usec;
+        return namespace_set_deadline(&m->namespaces);
 }
 
 /* ---- configuration ---- */
@@ -507,8 +503,9 @@ int manager_startup(Manager *m) {
 
         /* Before any namespace is loaded: the builder's fork copies a small fd table. */
         m->registry_created = path_is_mount_point(AT_FDCWD, m->state.registry) <= 0;
-        r = builder_new(m->event, m->children, m->state.registry, m->state.pins, &m->builder);
-        m->namespaces.builder = m->builder;
+        Builder *b = NULL;
+        r = builder_new(m->event, m->children, m->state.registry, m->state.pins, &b);
+        manager_set_builder(m, b);
         if (r < 0) {
                 log_error_errno(r, "Failed to start the view builder: %m");
                 goto fail;

@@ -39,9 +39,11 @@ bool watched_view_collects(const WatchedView *v) {
         return v->n_watchers > 0 || v->events->n_all > 0;
 }
 
+static void poll_view_due(WatchedView *v);
+
 /* Views, and the host in poll mode, are read when their timer fires; the host's fanotify
  * events are signalled then. */
-bool watched_view_polled(const WatchedView *v) {
+static bool watched_view_polled(const WatchedView *v) {
         return v->ns || v->events->mode == MOUNT_EVENTS_POLL;
 }
 
@@ -157,7 +159,9 @@ void watched_view_schedule_emit(WatchedView *v) {
         watched_view_arm(v, MAX(now_usec(CLOCK_MONOTONIC), v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
 }
 
-void poll_view_schedule_read(WatchedView *v) {
+/* A view whose table changed is read again: now, or once the interval since its last read has
+ * passed. */
+static void poll_view_schedule_read(WatchedView *v) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         int enabled = SD_EVENT_OFF;
 
@@ -279,7 +283,9 @@ void waiters_check(MountEvents *e) {
                 log_warning("Failed to schedule answering subscribers, they wait for the next change.");
 }
 
-void watched_view_settled(WatchedView *v) {
+/* A view (or the host) was read for the first time: watchers waiting for it go on, from the
+ * event loop (waiters_check()). */
+static void watched_view_settled(WatchedView *v) {
         if (v->settled)
                 return;
         v->settled = true;
@@ -716,7 +722,7 @@ static int on_batch_defer(sd_event_source *s, void *userdata) {
 }
 
 /* Every view that is due by the end of this turn of the loop goes in one batch. */
-void poll_view_due(WatchedView *v) {
+static void poll_view_due(WatchedView *v) {
         MountEvents *e = v->events;
         int r;
 

@@ -147,14 +147,9 @@ void watched_view_note_detach(WatchedView *v, uint64_t id);
 void watched_view_schedule_emit(WatchedView *v);
 void watched_view_emit(WatchedView *v);
 bool watched_view_collects(const WatchedView *v);
-/* Views, and the host in poll mode, are read when their timer fires. */
-bool watched_view_polled(const WatchedView *v);
 /* Drops what was collected and not signalled yet. */
 void watched_view_clear(WatchedView *v);
 WatchedView *view_find(MountEvents *e, Namespace *ns);
-/* A view whose table changed is read again: now, or once the interval since its last read has
- * passed. */
-void poll_view_schedule_read(WatchedView *v);
 /* The host's block devices (tracking for ReleaseWithHost=). */
 void host_blocks_add(MountEvents *e, uint64_t id, dev_t dev);
 void host_blocks_remove(MountEvents *e, uint64_t id);
@@ -162,7 +157,6 @@ void host_blocks_release_candidates(MountEvents *e);
 
 /* Waiting for first reads: a view (or the host) was read for the first time, and watchers
  * waiting for it go on, from the event loop (waiters_check()). */
-void watched_view_settled(WatchedView *v);
 bool watch_settled(MountEvents *e, Namespace *ns);
 WatchWaiter *watch_waiter_free(MountEvents *e, WatchWaiter *w);
 void waiters_check(MountEvents *e);
@@ -171,5 +165,3 @@ void waiters_check(MountEvents *e);
 int poll_view_start(WatchedView *v);
 void poll_view_stop(WatchedView *v);
 void poll_view_free_snapshot(WatchedView *v);
-/* The timer of a view in poll mode fired: read it in the next batch. */
-void poll_view_due(WatchedView *v);

@@ -18,7 +18,6 @@ typedef struct BuildContext {
         uint64_t deadline;
         ViewPolicy policy;
         UserRecord user;
-        char *pin_name;
 } BuildContext;
 
 static void build_context_free(BuildContext *c) {
@@ -27,7 +26,6 @@ static void build_context_free(BuildContext *c) {
         free(c->user.name);
         free(c->user.home);
         free(c->user.shell);
-        free(c->pin_name);
         free(c);
 }
 

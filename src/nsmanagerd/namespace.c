@@ -57,7 +57,7 @@ void namespace_set_done(NamespaceSet *s) {
         if (list) {
                 for (HashmapIterator i = {}; hashmap_iterate(s->by_name, &i, (void **) &ns, NULL);)
                         list[n++] = ns;
-                (void) nsm_error_set(&why, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                (void) nsm_error_set_shutting_down(&why);
                 for (size_t i = 0; i < n; i++)
                         namespace_drop_with(list[i], &why);
         } else
@@ -178,7 +178,8 @@ bool valid_session_id(const char *id) {
         return true;
 }
 
-void namespace_free_sessions(Namespace *ns) {
+/* Every session of ns ends, unwatched and unsaved (the namespace is freed or dropped). */
+static void namespace_free_sessions(Namespace *ns) {
         while (ns->sessions) {
                 Session *s = ns->sessions;
                 ns->sessions = s->next;

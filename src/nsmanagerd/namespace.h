@@ -193,8 +193,6 @@ void namespace_notify_ready(Namespace *ns);
 void namespace_notify_changed(Namespace *ns);
 Session *session_new(const char *id);
 Session *session_free(Session *s);
-/* Every session of ns ends, unwatched and unsaved (the namespace is freed or dropped). */
-void namespace_free_sessions(Namespace *ns);
 
 /* The ids of its mounts that the rules of own-view-rules.h look at: the binds (those made for
  * the user apart), the [View] policy's. Copies, the caller's to free. */

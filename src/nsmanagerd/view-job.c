@@ -284,7 +284,7 @@ void view_jobs_shutdown(ViewJobs *jobs) {
                 ViewJob *j = jobs->waiting;
                 _cleanup_(nsm_error_done) NsmError e = {};
                 jobs->waiting = j->next;
-                (void) nsm_error_set(&e, NSM_ERROR_SYSTEM, -ESHUTDOWN, "nsmanagerd is shutting down.");
+                (void) nsm_error_set_shutting_down(&e);
                 view_job_finish(j, &e, NULL);
         }
 }

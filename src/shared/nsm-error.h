@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 
@@ -86,6 +87,11 @@ int nsm_error_set_path_errnof(NsmError *e, int r, const char *fmt, ...) _printf_
 int nsm_error_setfv(NsmError *e, NsmErrorCode code, int r, const char *fmt, va_list ap) _printf_(4, 0);
 /* The same with a sentence that needs no formatting ('r' names an NSM_ERROR_SYSTEM failure). */
 int nsm_error_set(NsmError *e, NsmErrorCode code, int r, const char *message);
+/* What every piece of work still waiting hears when the daemon exits. */
+#define NSM_SHUTTING_DOWN "nsmanagerd is shutting down."
+static inline int nsm_error_set_shutting_down(NsmError *e) {
+        return nsm_error_set(e, NSM_ERROR_SYSTEM, -ESHUTDOWN, NSM_SHUTTING_DOWN);
+}
 
 /* A copy of 'src' in 'dst' (unset: as src; -ENOMEM keeps the code without its sentence). */
 int nsm_error_copy(NsmError *dst, const NsmError *src);
