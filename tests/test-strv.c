@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* src/shared/strv.c: NULL-terminated string lists. TAP output. */
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "macros.h"
 #include "strv.h"
@@ -16,6 +18,10 @@ static void test_build_and_compare(void) {
         check(strv_length(NULL) == 0 && strv_length(empty) == 0 && strv_length(abc) == 3, "strv_length");
         check(strv_extend(&l, "a") == 0 && strv_extend(&l, "b") == 0 && strv_extend(&l, "b") == 0 &&
               strv_extend(&l, "c") == 0 && strv_length(l) == 4, "strv_extend appends copies");
+        char *mine = strdup("d");
+        check(strv_consume(&l, mine) == 0 && strv_length(l) == 5 && l[4] == mine, "strv_consume appends the string itself");
+        check(strv_consume(&l, NULL) == -ENOMEM && strv_length(l) == 5, "strv_consume of a failed strdup is -ENOMEM");
+        check(strv_remove(l, "d"), "strv_remove of it");
         check(strv_remove(l, "b") && !strv_remove(l, "b") && !strv_remove(l, "x"), "strv_remove: every equal entry, once");
         check(strv_equal(l, (char *const[]) { (char *) "a", (char *) "c", NULL }) && !strv_equal(l, abc),
               "what is left, in order");

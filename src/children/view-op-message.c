@@ -50,6 +50,8 @@ enum {
         _TAG_RESULT_MAX,
 };
 
+/* Every tag is a bit of a u64 (FIELD_BIT()). */
+_Static_assert(_TAG_REQUEST_MAX <= 64 && _TAG_RESULT_MAX <= 64, "a tag past 63 has no bit");
 #define BIT(t) FIELD_BIT(t)
 #define REPEATED (BIT(TAG_CALLER_GROUP) | BIT(TAG_OWN_MOUNT) | BIT(TAG_BIND_MOUNT) | BIT(TAG_POLICY_MOUNT) | \
                   BIT(TAG_BIND_PATH) | BIT(TAG_BIND_READ_ONLY_PATH) | BIT(TAG_TEMPORARY_FILE_SYSTEM) |    \

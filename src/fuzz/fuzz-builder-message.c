@@ -12,13 +12,9 @@
 static bool same(const BuilderCall *a, const BuilderCall *b) {
         if (a->kind != b->kind || !streq_ptr(a->registry_pin, b->registry_pin) || !streq_ptr(a->pins_dir, b->pins_dir) ||
             !streq_ptr(a->name, b->name) || !streq_ptr(a->subtree_root, b->subtree_root) ||
-            a->propagation != b->propagation || a->with_fd != b->with_fd ||
-            strv_length(a->shared_subtrees) != strv_length(b->shared_subtrees))
+            a->propagation != b->propagation || a->with_fd != b->with_fd)
                 return false;
-        for (size_t i = 0; i < strv_length(a->shared_subtrees); i++)
-                if (!streq(a->shared_subtrees[i], b->shared_subtrees[i]))
-                        return false;
-        return true;
+        return strv_equal(a->shared_subtrees, b->shared_subtrees);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                    again->n_mounts == res->n_mounts && again->mounted.unique == res->mounted.unique &&
                    again->mounted.old == res->mounted.old && again->replaced.unique == res->replaced.unique &&
                    again->replaced.old == res->replaced.old &&
-                   memcmp(again->gone, res->gone, res->n_gone * sizeof(MountId)) == 0 &&
-                   memcmp(again->policy_mounts, res->policy_mounts, res->n_policy_mounts * sizeof(MountId)) == 0);
+                   mount_id_lists_identical(again->gone, again->n_gone, res->gone, res->n_gone) &&
+                   mount_id_lists_identical(again->policy_mounts, again->n_policy_mounts, res->policy_mounts,
+                                            res->n_policy_mounts));
         return 0;
 }

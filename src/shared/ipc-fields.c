@@ -195,19 +195,11 @@ int field_get_string(const void *value, size_t size, char **ret) {
 }
 
 int field_strv_push(const void *value, size_t size, char ***l) {
-        _cleanup_free_ char *s = NULL;
-        size_t n = strv_length(*l);
-        char **nl;
+        char *s = NULL;
         int r;
 
         r = field_get_string(value, size, &s);
         if (r < 0)
                 return r;
-        nl = realloc(*l, (n + 2) * sizeof(char *));
-        if (!nl)
-                return -ENOMEM;
-        nl[n] = TAKE_PTR(s);
-        nl[n + 1] = NULL;
-        *l = nl;
-        return 0;
+        return strv_consume(l, s);
 }

@@ -18,9 +18,9 @@ bool strv_equal(char *const *a, char *const *b) {
         return !(a && *a) && !(b && *b);
 }
 
-int strv_extend(char ***l, const char *s) {
+int strv_consume(char ***l, char *s) {
+        _cleanup_free_ char *c = s;
         size_t n = strv_length(*l);
-        _cleanup_free_ char *c = strdup(s);
         char **nl;
 
         if (!c)
@@ -32,6 +32,10 @@ int strv_extend(char ***l, const char *s) {
         nl[n + 1] = NULL;
         *l = nl;
         return 0;
+}
+
+int strv_extend(char ***l, const char *s) {
+        return strv_consume(l, strdup(s));
 }
 
 bool strv_remove(char **l, const char *s) {

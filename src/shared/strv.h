@@ -37,6 +37,8 @@ size_t strv_length(char *const *l);
 bool strv_equal(char *const *a, char *const *b);
 /* Appends a copy of s. */
 int strv_extend(char ***l, const char *s);
+/* Appends s itself, which it takes (freed on failure; NULL: -ENOMEM, for strv_consume(l, strdup(x))). */
+int strv_consume(char ***l, char *s);
 /* Removes every entry equal to s; whether there was one. */
 bool strv_remove(char **l, const char *s);
 /* Splits on spaces and tabs; quotes are not interpreted. NULL on OOM. */
