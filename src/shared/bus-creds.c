@@ -50,7 +50,7 @@ static void sender_creds_free(SenderCreds *c) {
 }
 
 /* Every entry dropped; the map stays (NULL only if it could not be made again). */
-static void bus_creds_flush(BusCreds *b) {
+static void bus_creds_drop_cache(BusCreds *b) {
         HashmapIterator i = {};
         SenderCreds *c;
 
@@ -59,7 +59,11 @@ static void bus_creds_flush(BusCreds *b) {
         /* hashmap_free() does not look at keys: the values (which own them) can go first. */
         while (hashmap_iterate(b->cache, &i, (void **) &c, NULL))
                 sender_creds_free(c);
-        hashmap_free(b->cache);
+        b->cache = hashmap_free(b->cache);
+}
+
+static void bus_creds_flush(BusCreds *b) {
+        bus_creds_drop_cache(b);
         b->cache = hashmap_new();
 }
 
@@ -363,8 +367,7 @@ BusCreds *bus_creds_free(BusCreds *b) {
         hashmap_free(b->held);
         b->filter = sd_bus_slot_unref(b->filter);
         b->match = sd_bus_slot_unref(b->match);
-        bus_creds_flush(b);
-        hashmap_free(b->cache);
+        bus_creds_drop_cache(b);
         free(b);
         return NULL;
 }
