@@ -11,6 +11,7 @@
 #include "namespace.h"
 #include "strv.h"
 #include "tap.h"
+#include "time-util.h"
 
 /* What the listeners heard, in order: "A:ready:alice", "B:gone:alice", … */
 static char **heard;
@@ -67,7 +68,9 @@ static void test_set(sd_event *event) {
         check(namespace_new(&set, &other, &dup) == -EEXIST && !dup && !namespace_set_get(&set, "alias") &&
               namespace_set_get_by_uid(&set, 1001) == alice,
               "one view per uid: another name of alice's uid is refused, and left in neither map");
-        check(namespace_set_deadline(&set) > 1000, "the deadline counts from now");
+        uint64_t before = now_usec(CLOCK_MONOTONIC), deadline = namespace_set_deadline(&set);
+        check(deadline >= before + 1000 && deadline <= now_usec(CLOCK_MONOTONIC) + 1000,
+              "the deadline is OperationTimeoutSec= from now");
 
         namespace_notify_ready(alice);
         namespace_notify_changed(bob);

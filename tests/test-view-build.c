@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* src/nsmanagerd/view-build.c: the names of the stages of a view's build. TAP output. */
+/* src/builder/view-build.c: the names of the stages of a view's build. TAP output. */
 #include "tap.h"
 #include "view-build.h"
 

@@ -304,7 +304,7 @@ static void test_child(void) {
         size_t size = 0;
 
         if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-                printf("# skipped: a real child needs root and a mount namespace of its own\n");
+                tap_skip("a real child: needs root and a mount namespace of its own");
                 return;
         }
         /* As the daemon does: sd-event watches children only with SIGCHLD blocked. */

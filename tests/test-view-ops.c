@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* src/nsmanagerd/view-ops.c: the names of the operations on a view. TAP output. */
+/* src/children/view-ops.c: the names of the operations on a view. TAP output. */
 #include "tap.h"
 #include "view-ops.h"
 

@@ -235,7 +235,6 @@ static void attach_pass_signal(Attach *a, int sig) {
                 (void) kill(-a->pid, sig);
 }
 
-/* The main loop. Returns the signal that made us stop (> 0), or 0. */
 /* Both loops end their poll set with the status pipe (until it has spoken) and the signalfd,
  * and poll. A failed poll() ends the session as a lost command: -1 and no status. */
 static int attach_poll(Attach *a, struct pollfd *p, int n, int timeout, int *i_status, int *i_signal) {
@@ -256,6 +255,7 @@ static int attach_poll(Attach *a, struct pollfd *p, int n, int timeout, int *i_s
         return 0;
 }
 
+/* The main loop. Returns the signal that made us stop (> 0), or 0. */
 static int attach_run(Attach *a) {
         char inbuf[4096], outbuf[16384];
         size_t in_len = 0;
