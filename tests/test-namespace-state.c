@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* src/nsmanagerd/namespace-state.c: the state file read back. TAP output. */
+/* src/nsmanagerd/namespace-state.c: the state file read back, and what a view operation hands
+ * back to a namespace. TAP output. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "macros.h"
 #include "namespace-state.h"
 #include "namespace.h"
 #include "strv.h"
@@ -40,7 +43,68 @@ static void test_state_file(void) {
         namespace_unref(ns);
 }
 
+static bool has_choice(Namespace *ns, const char *path, const char *mode) {
+        for (size_t i = 0; i < ns->n_choices; i++)
+                if (streq(ns->choices[i].path, path))
+                        return streq(ns->choices[i].mode, mode);
+        return false;
+}
+
+/* namespace_note_view_op(): what a child did, recorded; namespace_mount_ids(): the ids the rules
+ * of a user's own view get back. */
+static void test_view_results(void) {
+        Namespace *ns = calloc(1, sizeof(Namespace));
+        Credentials caller = { .uid = 1001, .gid = 1001 };
+        NamespaceMountIds ids = {};
+        MountId a = { .unique = 11, .old = 1 }, b = { .unique = 12, .old = 2 }, c = { .unique = 13, .old = 3 };
+
+        check(ns != NULL, "a namespace without a set");
+        if (!ns)
+                return;
+        *ns = (Namespace) { .n_ref = 1, .name = strdup("alice"), .mntns_fd = -EBADF };
+
+        ViewOp bind_user = { .type = VIEW_OP_BIND, .path = "/home/alice/mnt", .caller = &caller };
+        namespace_note_view_op(ns, &bind_user, &(ViewOpResult) { .mounted = a, .n_mounts = 40 }, "test");
+        ViewOp bind_admin = { .type = VIEW_OP_BIND, .path = "/srv/data" };
+        namespace_note_view_op(ns, &bind_admin, &(ViewOpResult) { .mounted = b }, "test");
+        check(ns->n_binds == 2 && ns->n_mounts == 40, "two binds recorded, NMounts as the child counted");
+        check(ns->binds[0].for_user && !ns->binds[1].for_user,
+              "a bind is the user's own only when the operation ran for a caller held to the rules");
+
+        ns->policy_mounts = memdup(&c, sizeof c);
+        ns->n_policy_mounts = 1;
+        check(namespace_mount_ids(ns, &ids) == 0, "namespace_mount_ids");
+        check(ids.n_own == 1 && mount_id_equal(ids.own[0], a) && ids.n_binds == 2 && ids.n_policy == 1 &&
+              mount_id_equal(ids.policy[0], c), "own binds apart, every bind, the policy's mounts");
+        free(ids.own);
+        free(ids.binds);
+        free(ids.policy);
+
+        ViewOp prop = { .type = VIEW_OP_SET_PROPAGATION, .path = "/srv/data/x", .mode = PROPAGATION_PRIVATE };
+        namespace_note_view_op(ns, &prop, &(ViewOpResult) {}, "test");
+        check(has_choice(ns, "/srv/data/x", "private"), "a propagation change is a choice");
+        ViewOp slave = { .type = VIEW_OP_JOIN, .path = "/media", .join = JOIN_SLAVE };
+        namespace_note_view_op(ns, &slave, &(ViewOpResult) {}, "test");
+        check(has_choice(ns, "/media", "slave"), "EnslaveSubtree is the choice 'slave'");
+        check(namespace_set_pending_join(ns, "/run/media", true) == 0, "a pending join");
+        ViewOp join = { .type = VIEW_OP_JOIN, .path = "/run/media", .join = JOIN_PEER };
+        namespace_note_view_op(ns, &join, &(ViewOpResult) {}, "test");
+        check(!ns->pending_joins || !ns->pending_joins[0], "a join done is no longer pending");
+
+        /* The bind under which the choice was made goes: the choice goes with it. */
+        namespace_note_view_op(ns, &(ViewOp) { .type = VIEW_OP_UNMOUNT, .path = "/srv/data" },
+                               &(ViewOpResult) { .replaced = b }, "test");
+        check(ns->n_binds == 1 && mount_id_equal(ns->binds[0].id, a) && !has_choice(ns, "/srv/data/x", "private") &&
+              has_choice(ns, "/media", "slave"), "an unmount forgets the bind and the choices below it");
+        /* Mounts the child saw go (the user's own bind, unmounted from inside) are forgotten too. */
+        namespace_note_view_op(ns, &(ViewOp) { .type = VIEW_OP_SET_PROPAGATION, .path = "/" },
+                               &(ViewOpResult) { .gone = { a }, .n_gone = 1 }, "test");
+        check(ns->n_binds == 0, "what the child saw gone is forgotten");
+        namespace_unref(ns);
+}
+
 int main(void) {
         test_state_file();
+        test_view_results();
         return tap_finish();
 }
