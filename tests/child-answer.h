@@ -2,10 +2,12 @@
 #pragma once
 /* A real killable child (child.c) in a C test: started with a request, and the event loop run
  * until it has answered. For the tests of the children's messages. */
+#include <signal.h>
 #include <stdbool.h>
 #include <time.h>
 
 #include "child.h"
+#include "tap.h"
 
 typedef struct Answer {
         bool done;
@@ -18,6 +20,24 @@ static inline void answer_done(const NsmError *error, IpcMessage *final, const c
 
         a->done = true;
         (void) nsm_error_copy(&a->error, error);
+}
+
+/* An event loop and a child set, as the daemon has them: sd-event watches children only with
+ * SIGCHLD blocked. A failed check, and nothing to free, if either cannot be made. */
+static inline bool child_test_setup(sd_event **ret_event, ChildSet **ret_set) {
+        sigset_t ss;
+
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGCHLD);
+        (void) sigprocmask(SIG_BLOCK, &ss, NULL);
+        *ret_event = NULL;
+        *ret_set = NULL;
+        if (sd_event_new(ret_event) < 0 || !(*ret_set = child_set_new(*ret_event))) {
+                check(false, "an event loop and a child set");
+                *ret_event = sd_event_unref(*ret_event);
+                return false;
+        }
+        return true;
 }
 
 /* run: the function the child runs; fd: the one fd of its request, or -EBADF. Ten seconds. */

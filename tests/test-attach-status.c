@@ -69,13 +69,11 @@ static void test_child(void) {
         char buf[64] = {};
         size_t size = 0;
         int p[2], r;
-        sigset_t ss;
 
-        sigemptyset(&ss);
-        sigaddset(&ss, SIGCHLD);
-        (void) sigprocmask(SIG_BLOCK, &ss, NULL);
-        if (sd_event_new(&e) < 0 || !(s = child_set_new(e)) || pipe2(p, O_CLOEXEC) < 0) {
-                check(false, "an event loop, a child set and a pipe");
+        if (!child_test_setup(&e, &s))
+                return;
+        if (pipe2(p, O_CLOEXEC) < 0) {
+                check(false, "a pipe");
                 child_set_free(s);
                 sd_event_unref(e);
                 return;

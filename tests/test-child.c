@@ -2,7 +2,6 @@
 /* src/nsmanagerd/child.c: a request reaches a real child whole, however large the ipc-fields
  * limit lets it be, and one past the limit is refused before any child starts. TAP output. */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,19 +39,11 @@ static int run_request_of(sd_event *e, ChildSet *s, size_t size, Answer *a) {
 }
 
 int main(void) {
-        sd_event *e = NULL;
-        ChildSet *s = NULL;
-        sigset_t ss;
+        sd_event *e;
+        ChildSet *s;
 
-        /* As the daemon does: sd-event watches children only with SIGCHLD blocked. */
-        sigemptyset(&ss);
-        sigaddset(&ss, SIGCHLD);
-        (void) sigprocmask(SIG_BLOCK, &ss, NULL);
-        if (sd_event_new(&e) < 0 || !(s = child_set_new(e))) {
-                check(false, "an event loop and a child set");
-                sd_event_unref(e);
+        if (!child_test_setup(&e, &s))
                 return tap_finish();
-        }
 
         /* Past the default socket buffer (32 KiB and more: the daemon raises the buffer), up to
          * the limit: a caller with many groups, a view with many recorded binds. */

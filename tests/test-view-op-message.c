@@ -307,16 +307,8 @@ static void test_child(void) {
                 tap_skip("a real child: needs root and a mount namespace of its own");
                 return;
         }
-        /* As the daemon does: sd-event watches children only with SIGCHLD blocked. */
-        sigset_t ss;
-        sigemptyset(&ss);
-        sigaddset(&ss, SIGCHLD);
-        (void) sigprocmask(SIG_BLOCK, &ss, NULL);
-        if (sd_event_new(&e) < 0 || !(s = child_set_new(e))) {
-                check(false, "an event loop and a child set");
-                sd_event_unref(e);
+        if (!child_test_setup(&e, &s))
                 return;
-        }
         /* Run first: the sentence is printed with the result. */
         int r = run_child(e, s, view_op_child_run, "\1\1\0\0\0\0\0", 7, -EBADF, &bad);
         check(r >= 0 && bad.done && bad.error.code == NSM_ERROR_SYSTEM && bad.error.errno_value == EBADMSG &&
