@@ -5,6 +5,7 @@
 #include "fs-util.h"
 #include "log.h"
 #include "login-rule.h"
+#include "path-util.h"
 #include "strv.h"
 
 /* The lists of ViewPolicy, in the order of the effect's characters 2 to 5 (login-filter.h);
@@ -126,11 +127,31 @@ int login_rule_compile(const ManagerConfig *c, LoginFilter *ret) {
         return 0;
 }
 
+/* One word per name (escape_word()): a group's name may hold blanks. */
+static int fprint_effects(FILE *s, const char *key, const ViewEffect *list, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *word = escape_word(list[i].name);
+                if (!word)
+                        return -ENOMEM;
+                fprintf(s, "%s=%s %s\n", key, word, list[i].effect);
+        }
+        return 0;
+}
+
 int login_filter_format(const LoginFilter *f, char **ret) {
-        _cleanup_free_ char *list = strv_join(f->exclude_users, " "), *buf = NULL;
+        _cleanup_strv_free_ char **words = NULL;
+        _cleanup_free_ char *list = NULL, *buf = NULL;
         size_t size = 0;
         FILE *s;
+        int r = 0;
 
+        words = strv_split_whitespace("");
+        for (char **u = f->exclude_users; words && u && *u; u++) {
+                char *w = escape_word(*u);
+                if (!w || strv_consume(&words, w) < 0)
+                        return -ENOMEM;
+        }
+        list = words ? strv_join(words, " ") : NULL;
         if (!list)
                 return -ENOMEM;
         s = open_memstream(&buf, &size);
@@ -142,12 +163,11 @@ int login_filter_format(const LoginFilter *f, char **ret) {
                 fprintf(s, "LOGIN_WITHOUT_VIEW=%s\n", login_without_view_to_string(f->login_without_view));
         if (f->login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED) {
                 fprintf(s, "VIEW_MAIN=%s\n", f->view_main);
-                for (size_t i = 0; i < f->n_view_groups; i++)
-                        fprintf(s, "VIEW_GROUP=%s %s\n", f->view_groups[i].name, f->view_groups[i].effect);
-                for (size_t i = 0; i < f->n_view_users; i++)
-                        fprintf(s, "VIEW_USER=%s %s\n", f->view_users[i].name, f->view_users[i].effect);
+                r = fprint_effects(s, "VIEW_GROUP", f->view_groups, f->n_view_groups);
+                if (r >= 0)
+                        r = fprint_effects(s, "VIEW_USER", f->view_users, f->n_view_users);
         }
-        if (fclose(s) != 0)
+        if (fclose(s) != 0 || r < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(buf);
         return 0;

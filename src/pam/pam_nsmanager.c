@@ -61,6 +61,7 @@
 #include "macros.h"
 #include "parse-util.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "time-util.h"
 #include "user-util.h"
 
@@ -403,35 +404,48 @@ static int call_open_session(sd_bus *bus, const char *user, const char *id, uint
 }
 
 /* Who logs in: PAM_SUCCESS with the user's record, PAM_IGNORE for a user not ours (logged at
- * debug level), or what LoginWithoutView= says for a user NSS could not tell about (logged). */
+ * debug level), or what LoginWithoutView= says for a user NSS could not tell about (logged).
+ *
+ * A user is her uid, and NSS decides who a name is: the name as the login program got it (sshd
+ * and login hand on what was typed: "ALICE", "alice@CORP.EXAMPLE", "CORP\\alice") goes to NSS
+ * first, whatever its shape, and from then on only the record's canonical name and uid count,
+ * for the range, the rule and the call. Judging the typed name first would let a spelling the
+ * directory resolves to a managed user walk past her view. */
 static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter, const char *user,
                         UserRecord *ret_record) {
+        _cleanup_free_ char *shown = text_escape_control(user);
         int r;
 
-        /* A name the daemon could never serve (nsmanagerd accepts what useradd does) is not ours. */
-        if (!valid_user_name(user)) {
-                pam_debug_syslog(handle, opts, "'%s' is not a user name nsmanagerd serves, ignoring.", user);
-                return PAM_IGNORE;
-        }
         r = user_record_by_name(user, ret_record);
         if (r < 0) {
                 if (r == -ESRCH)
-                        pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", user);
+                        pam_syslog(handle, LOG_ERR, "User '%s' does not exist.", shown ?: "?");
                 else
-                        pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
+                        pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", shown ?: "?", strerror(-r));
                 /* Without a uid only what the name says: root, and ExcludeUsers=. */
                 if (streq(user, "root") ||
                     (filter && strv_contains((const char *const *) filter->exclude_users, user)))
                         return PAM_IGNORE;
-                return without_view(handle, opts, filter, user, NULL);
+                return without_view(handle, opts, filter, NULL, NULL);
         }
-        if (!user_is_managed(handle, opts, filter, user, ret_record->uid))
+        if (!user_is_managed(handle, opts, filter, ret_record->name, ret_record->uid))
                 return PAM_IGNORE;
+        if (!valid_user_name(ret_record->name)) {
+                _cleanup_free_ char *canonical = text_escape_control(ret_record->name);
+                pam_syslog(handle, LOG_ERR, "NSS names the user of '%s' (UID %u) '%s', which cannot name a view (a '/', "
+                           "'.' or '..', control characters, invalid UTF-8, or longer than NAME_MAX).", shown ?: "?",
+                           (unsigned) ret_record->uid, canonical ?: "?");
+                return without_view(handle, opts, filter, NULL, NULL);
+        }
+        if (!streq(user, ret_record->name))
+                pam_debug_syslog(handle, opts, "'%s' is user '%s' (UID %u) to NSS.", shown ?: "?", ret_record->name,
+                                 (unsigned) ret_record->uid);
         return PAM_SUCCESS;
 }
 
 /* Whose namespace: the PAM user's; with "attach" the one nsmanagerd named in the unit, and the
- * command starts in the home of the PAM user (the caller). */
+ * command starts in the home of the PAM user (the caller). *ret_user is the canonical name, in
+ * *ret_record. */
 static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter,
                           const char **ret_user, UserRecord *ret_record, char **ret_home) {
         _cleanup_(user_record_done) UserRecord caller = {};
@@ -446,7 +460,8 @@ static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const
         if (opts->attach) {
                 r = user_record_by_name(user, &caller);
                 if (r < 0) {
-                        pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", user, strerror(-r));
+                        _cleanup_free_ char *shown = text_escape_control(user);
+                        pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", shown ?: "?", strerror(-r));
                         return PAM_SESSION_ERR;
                 }
                 user = pam_getenv(handle, ATTACH_NAMESPACE_ENV);
@@ -456,10 +471,10 @@ static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const
                         return PAM_SESSION_ERR;
                 }
         }
-        *ret_user = user;
         r = resolve_user(handle, opts, filter, user, ret_record);
         if (r != PAM_SUCCESS)
                 return r;
+        *ret_user = ret_record->name;
         *ret_home = TAKE_PTR(caller.home);
         return PAM_SUCCESS;
 }

@@ -6,6 +6,7 @@
 #include "login-filter.h"
 #include "macros.h"
 #include "parse-util.h"
+#include "path-util.h"
 #include "string-table.h"
 #include "strv.h"
 
@@ -40,20 +41,25 @@ static bool valid_effect(const char *s) {
         return true;
 }
 
-/* "NAME EFFECT", appended to *list. */
+/* "NAME EFFECT", appended to *list; NAME escaped (escape_word()). */
 static int parse_view_entry(const char *value, ViewEffect **list, size_t *n) {
         const char *space = strchr(value, ' ');
+        _cleanup_free_ char *word = NULL;
         ViewEffect *l;
+        int r;
 
         if (!space || space == value || strchr(space + 1, ' ') || !valid_effect(space + 1))
                 return -EINVAL;
+        word = strndup(value, space - value);
+        if (!word)
+                return -ENOMEM;
         l = realloc(*list, (*n + 1) * sizeof(ViewEffect));
         if (!l)
                 return -ENOMEM;
         *list = l;
-        l[*n].name = strndup(value, space - value);
-        if (!l[*n].name)
-                return -ENOMEM;
+        r = unescape_word(word, &l[*n].name);
+        if (r < 0)
+                return r;
         strcpy(l[*n].effect, space + 1);
         (*n)++;
         return 0;
@@ -78,6 +84,14 @@ int login_filter_parse(FILE *f, LoginFilter *ret) {
                         lf.exclude_users = strv_split_whitespace(line + 14);
                         if (!lf.exclude_users)
                                 r = -ENOMEM;
+                        for (char **u = lf.exclude_users; r >= 0 && u && *u; u++) {
+                                char *plain = NULL;
+                                r = unescape_word(*u, &plain);
+                                if (r >= 0) {
+                                        free(*u);
+                                        *u = plain;
+                                }
+                        }
                 } else if (strncmp(line, "LOGIN_WITHOUT_VIEW=", 19) == 0) {
                         lf.login_without_view = login_without_view_from_string(line + 19);
                         if (lf.login_without_view < 0)

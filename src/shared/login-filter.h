@@ -28,6 +28,11 @@
  *   VIEW_MAIN=y-----
  *   VIEW_GROUP=students --y---
  *   VIEW_USER=bob n-----
+ *   VIEW_GROUP=domain\x20users@corp.example --y---
+ *
+ * Names, of users and groups, are the canonical ones NSS gives, written as escape_word()
+ * (path-util.h) does, so that one with a blank (AD's "domain users") stays one word; the module
+ * matches them with the canonical name of the user who logs in, never with what was typed.
  *
  * A VIEW_* effect has one character per setting, in the order of VIEW_SETTINGS below: 'y' the
  * file leaves that setting set (non-empty), 'n' it leaves it unset (it resets it, or says no),

@@ -40,6 +40,20 @@ static size_t utf8_sequence_length(const unsigned char *s, uint32_t *ret_codepoi
         return n;
 }
 
+bool text_is_clean(const char *s) {
+        const unsigned char *p = (const unsigned char *) s;
+
+        while (*p) {
+                uint32_t c;
+                size_t n = utf8_sequence_length(p, &c);
+
+                if (n == 0 || c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f))
+                        return false;
+                p += n;
+        }
+        return true;
+}
+
 char *text_escape_control(const char *s) {
         const unsigned char *p = (const unsigned char *) (s ?: "");
         size_t len = strlen((const char *) p);

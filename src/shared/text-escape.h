@@ -11,5 +11,11 @@
  * (\n, \t, \x1b, \u009b, \xff), and '\' itself as "\\" so that the escapes stay unambiguous.
  * Everything else, other scripts and symbols included, is kept as it is. */
 
+#include <stdbool.h>
+
+/* True if 's' is valid UTF-8 without control characters: text_escape_control() would change
+ * nothing but a '\\'. */
+bool text_is_clean(const char *s);
+
 /* A new string, NULL on out of memory. NULL in gives "". */
 char *text_escape_control(const char *s);

@@ -1,34 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 
 #include "strv.h"
 #include "macros.h"
+#include "text-escape.h"
 #include "user-util.h"
 
 /* More groups than this is a broken NSS module, not a user. */
 #define NGROUPS_MAX_SANE 65536
 
 bool valid_user_name(const char *s) {
-        size_t n;
-
-        if (!s || !*s)
-                return false;
-        n = strlen(s);
-        if (n > 32)
-                return false;
-        if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
-                return false;
-        for (size_t i = 1; i < n; i++) {
-                char c = s[i];
-                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '-' || c == '.')
-                        continue;
-                if (c == '$' && i == n - 1)
-                        continue;
-                return false;
-        }
-        return true;
+        return s && *s && strlen(s) <= NAME_MAX && !strchr(s, '/') && !streq(s, ".") && !streq(s, "..") &&
+               text_is_clean(s);
 }
 
 static int user_record_from_passwd(const struct passwd *pw, UserRecord *ret) {
@@ -85,7 +70,8 @@ static int user_record_lookup(const char *name, uid_t uid, UserRecord *ret) {
 }
 
 int user_record_by_name(const char *name, UserRecord *ret) {
-        if (!valid_user_name(name))
+        /* Only what getpwnam_r cannot take: nothing NSS could answer for. */
+        if (!name || !*name)
                 return -ESRCH;
         return user_record_lookup(name, 0, ret);
 }

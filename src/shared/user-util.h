@@ -13,11 +13,16 @@ typedef struct UserRecord {
         char *shell;
 } UserRecord;
 
-/* A POSIX-ish user name as useradd accepts it: [a-zA-Z_][a-zA-Z0-9_.-]*[$]?, at most 32
- * characters. Anything else can never name a user we serve (and never a path component). */
+/* A canonical name NSS gave that we serve: whatever the directory calls its users
+ * (alice@corp.example, CORP\\alice, "John Smith") but one path component (no '/', not "." or
+ * "..", at most NAME_MAX bytes) of valid UTF-8 without control characters, because it names the
+ * view's directory, its state file and its pin, and appears on the bus and in the journal.
+ * Never a test of what a caller typed: that goes to NSS as it is (docs/security.md). */
 bool valid_user_name(const char *s);
 
-/* NSS lookups (getpwnam_r/getpwuid_r): -ESRCH when there is no such user. */
+/* NSS lookups (getpwnam_r/getpwuid_r): -ESRCH when there is no such user. The name is asked as
+ * it is, whatever its shape (NSS decides who it is); the record carries the canonical name,
+ * which may differ from it ("ALICE" → "alice"). */
 int user_record_by_name(const char *name, UserRecord *ret);
 int user_record_by_uid(uid_t uid, UserRecord *ret);
 void user_record_done(UserRecord *u);
