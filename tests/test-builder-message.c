@@ -77,7 +77,12 @@ static void put_unpin_file_name(FieldWriter *w) {
         field_put_string(w, 3, "not a user");
 }
 static void put_build_file_name(FieldWriter *w) {
-        field_put_string(w, 3, "not a user");
+        field_put_string(w, 3, "not\na user");
+        field_put_string(w, 4, "/subtree");
+        field_put_u64(w, 5, 0);
+}
+static void put_build_qualified(FieldWriter *w) {
+        field_put_string(w, 3, "alice@corp.example");
         field_put_string(w, 4, "/subtree");
         field_put_u64(w, 5, 0);
 }
@@ -123,7 +128,10 @@ static void test_refusals(void) {
               "a name that is more than one path component is refused");
         check(decode_fields(BUILDER_UNPIN, put_unpin_file_name) == 0,
               "UNPIN takes any file name LIST can give (a pin someone else named)");
-        check(decode_fields(BUILDER_BUILD, put_build_file_name) == -EBADMSG, "BUILD takes a user name only");
+        check(decode_fields(BUILDER_BUILD, put_build_file_name) == -EBADMSG,
+              "BUILD takes a name that can name a view only (no control characters)");
+        check(decode_fields(BUILDER_BUILD, put_build_qualified) == 0,
+              "BUILD takes the fully-qualified names of sssd and winbind");
         check(decode_fields(BUILDER_UNPIN, put_unpin_twice) == -EBADMSG, "a single field given twice is refused");
         check(decode_fields(BUILDER_UNPIN, put_unpin_with_root) == -EBADMSG, "a field of another kind is refused");
         check(decode_fields(BUILDER_UNPIN, put_unknown_tag) == -EBADMSG, "an unknown tag is refused");

@@ -339,6 +339,7 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
 
 static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, sd_bus_error *error) {
         _cleanup_(attach_args_done) AttachArgs a = { .open_attach = open_attach };
+        _cleanup_(user_record_done) UserRecord u = {};
         const char *details[] = { "user", NULL, NULL };
         AttachProcess *p = NULL;
         Namespace *ns;
@@ -354,9 +355,16 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         r = validate_args(&a, error);
         if (r < 0)
                 return r;
-        ns = manager_get_namespace(m, a.user);
+        /* Any spelling, or a UID: the namespace of that uid (bus-request.h). */
+        r = bus_resolve_user(m, message, a.user, manager_deadline(m), &u, error);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return 1; /* NSS is asked; we are called again */
+        ns = manager_get_namespace_by_uid(m, u.uid);
         if (!ns || !ns->ready)
-                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", a.user);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", u.name);
+        a.user = ns->name;
         r = bus_message_caller_uid(m, message, &uid, error);
         if (r < 0)
                 return r;

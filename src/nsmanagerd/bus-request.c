@@ -7,6 +7,8 @@
 #include "list.h"
 #include "log.h"
 #include "namespace.h"
+#include "parse-util.h"
+#include "user-lookup.h"
 
 static BusRequest *bus_request_free(BusRequest *req) {
         if (!req)
@@ -172,6 +174,69 @@ int bus_request_rate_limit(BusRequest *req, sd_bus_error *error) {
         if (req->dispatched || bus_request_caller_uid(req, &uid) < 0)
                 return 0;
         return bus_rate_limit_uid(req->manager, uid, error);
+}
+
+/* NSS answered (the answer is cached): the method runs again from the start, and finds it. */
+static void on_user_looked_up(void *userdata) {
+        sd_bus_message *message = userdata;
+        int r;
+
+        r = sd_bus_message_rewind(message, /* complete= */ true);
+        if (r >= 0)
+                r = sd_bus_enqueue_for_read(sd_bus_message_get_bus(message), message);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to run %s() again after a user lookup, answering it: %m",
+                                sd_bus_message_get_member(message));
+                (void) sd_bus_reply_method_errorf(message, SD_BUS_ERROR_FAILED,
+                                                  "Cannot finish the call after looking up the user: %s", strerror(-r));
+        }
+        sd_bus_message_unref(message);
+}
+
+static int user_record_of_namespace(const Namespace *ns, UserRecord *ret) {
+        *ret = (UserRecord) { .name = strdup(ns->name), .uid = ns->uid, .gid = ns->gid, .home = strdup(ns->home),
+                              .shell = strdup(ns->shell) };
+        if (!ret->name || !ret->home || !ret->shell) {
+                user_record_done(ret);
+                return -ENOMEM;
+        }
+        return 1;
+}
+
+int bus_resolve_user(Manager *m, sd_bus_message *message, const char *user, uint64_t deadline, UserRecord *ret,
+                     sd_bus_error *error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+        Namespace *ns;
+        uid_t uid, caller;
+        int r;
+
+        /* A namespace's name is the canonical one NSS gave when it was made: no lookup for the
+         * logins of a user whose namespace exists. */
+        ns = manager_get_namespace(m, user);
+        if (!ns && parse_uid(user, &uid) >= 0)
+                ns = manager_get_namespace_by_uid(m, uid);
+        if (ns)
+                return user_record_of_namespace(ns, ret);
+        if (!*user)
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user name given.");
+        r = bus_message_caller_uid(m, message, &caller, error);
+        if (r < 0)
+                return r;
+        r = user_lookup(m->user_lookups, user, caller, deadline, on_user_looked_up, message, ret, &e);
+        if (r == 0) {
+                sd_bus_message_ref(message);
+                return 0;
+        }
+        if (r < 0)
+                return bus_error_set_nsm(error, &e);
+        return 1;
+}
+
+int bus_request_resolve_user(BusRequest *req, const char *user, UserRecord *ret, sd_bus_error *error) {
+        int r = bus_resolve_user(req->manager, req->message, user, req->deadline, ret, error);
+        if (r == 0)
+                req->pending = true;
+        return r;
 }
 
 int bus_request_authorize(BusRequest *req, const char *action, const char **details, sd_bus_error *error) {

@@ -76,6 +76,16 @@ int bus_request_rate_limit(BusRequest *req, sd_bus_error *error);
  * limited) and sets LimitExceeded beyond the burst. */
 int bus_rate_limit_uid(Manager *m, uid_t uid, sd_bus_error *error);
 
+/* The user a method names (any spelling NSS knows, or a UID in decimal; docs/interface.md),
+ * resolved once to uid and canonical name: 1 with *ret; 0 while NSS is asked in a child
+ * (user-lookup.h), and the message is dispatched to its method again when it answered (the
+ * method then finds the answer); < 0 with 'error' set (NoSuchUser, LimitExceeded, TimedOut, …).
+ * A user with a namespace is known without NSS, by the namespace's name or uid. */
+int bus_resolve_user(Manager *m, sd_bus_message *message, const char *user, uint64_t deadline, UserRecord *ret,
+                     sd_bus_error *error);
+/* The same for a request (its deadline); 0 sets req->pending. */
+int bus_request_resolve_user(BusRequest *req, const char *user, UserRecord *ret, sd_bus_error *error);
+
 /* polkit for 'action' (details: key, value, …, NULL). 1: go on; 0: waiting (req->pending
  * set); < 0: refused (error set). Root is always allowed. */
 int bus_request_authorize(BusRequest *req, const char *action, const char **details, sd_bus_error *error);

@@ -34,24 +34,32 @@ static int check_path(const char *path, const char *what, sd_bus_error *error) {
         return 0;
 }
 
-/* A namespace that exists and is ready (one still being built is not there yet). */
-static int get_namespace_or_error(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
-        Namespace *ns = manager_get_namespace(m, user);
+/* The namespace of the user a request names (any spelling, or a UID: bus_request_resolve_user()),
+ * which exists and is ready (one still being built is not there yet): 1, 0 while NSS is asked,
+ * < 0 with 'error' set. */
+static int get_namespace_or_error(BusRequest *req, const char *user, Namespace **ret, sd_bus_error *error) {
+        _cleanup_(user_record_done) UserRecord u = {};
+        Namespace *ns;
+        int r;
+
+        r = bus_request_resolve_user(req, user, &u, error);
+        if (r <= 0)
+                return r;
+        ns = manager_get_namespace_by_uid(req->manager, u.uid);
         if (!ns || !ns->ready)
-                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", u.name);
         *ret = ns;
-        return 0;
+        return 1;
 }
 
 /* Answers the request when the user's namespace is ready (done replies): 1 while pending,
  * or the error when it cannot even start. */
-static int acquire_for_request(BusRequest *req, const char *user, const UserRecord *checked,
-                               NamespaceReadyFunc done, sd_bus_error *error) {
+static int acquire_for_request(BusRequest *req, const UserRecord *u, NamespaceReadyFunc done, sd_bus_error *error) {
         _cleanup_(nsm_error_done) NsmError e = {};
         int r;
 
         req->pending = true;
-        r = manager_acquire_namespace(req->manager, user, checked, req->deadline, done, req, &e);
+        r = manager_acquire_namespace(req->manager, u, req->deadline, done, req, &e);
         if (r < 0) {
                 req->pending = false;
                 return bus_error_set_nsm(error, &e);
@@ -90,13 +98,16 @@ static int create_namespace_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         /* Before polkit, so that an invalid request never prompts anybody. */
-        r = manager_check_user(m, user, &u, &e);
-        if (r < 0)
-                return bus_error_set_nsm(error, &e);
-        r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", user, NULL }, error);
+        r = bus_request_resolve_user(req, user, &u, error);
         if (r <= 0)
                 return r;
-        return acquire_for_request(req, user, &u, on_created, error);
+        r = manager_check_user(m, &u, &e);
+        if (r < 0)
+                return bus_error_set_nsm(error, &e);
+        r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", u.name, NULL }, error);
+        if (r <= 0)
+                return r;
+        return acquire_for_request(req, &u, on_created, error);
 }
 
 static int method_create_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -111,8 +122,8 @@ static int remove_namespace_step(BusRequest *req, sd_bus_error *error) {
         r = sd_bus_message_read(req->message, "s", &user);
         if (r < 0)
                 return r;
-        r = get_namespace_or_error(req->manager, user, &ns, error);
-        if (r < 0)
+        r = get_namespace_or_error(req, user, &ns, error);
+        if (r <= 0)
                 return r;
         return bus_remove_namespace_step(req, ns, error);
 }
@@ -121,22 +132,26 @@ static int method_remove_namespace(sd_bus_message *message, void *userdata, sd_b
         return bus_request_run(message, userdata, error, remove_namespace_step);
 }
 
-static int method_get_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+static int get_namespace_step(BusRequest *req, sd_bus_error *error) {
         _cleanup_free_ char *path = NULL;
         const char *user;
         Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(message, "s", &user);
+        r = sd_bus_message_read(req->message, "s", &user);
         if (r < 0)
                 return r;
-        r = get_namespace_or_error(userdata, user, &ns, error);
-        if (r < 0)
+        r = get_namespace_or_error(req, user, &ns, error);
+        if (r <= 0)
                 return r;
         path = namespace_bus_path(ns);
         if (!path)
                 return -ENOMEM;
-        return sd_bus_reply_method_return(message, "o", path);
+        return sd_bus_reply_method_return(req->message, "o", path);
+}
+
+static int method_get_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, get_namespace_step);
 }
 
 static int method_get_namespace_by_uid(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -204,7 +219,6 @@ static int can_step(BusRequest *req, sd_bus_error *error) {
         _cleanup_(user_record_done) UserRecord u = {};
         const char *method, *user;
         uid_t owner = (uid_t) -1;
-        Namespace *ns;
         int r;
 
         r = sd_bus_message_read(req->message, "ss", &method, &user);
@@ -212,14 +226,11 @@ static int can_step(BusRequest *req, sd_bus_error *error) {
                 return r;
         if (*user) {
                 /* The owner the methods compare the caller with: the namespace's, else NSS's. */
-                ns = manager_get_namespace(req->manager, user);
-                if (ns)
-                        owner = ns->uid;
-                else if (!valid_user_name(user) || user_record_by_name(user, &u) < 0)
-                        return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.",
-                                              user);
-                else
-                        owner = u.uid;
+                r = bus_request_resolve_user(req, user, &u, error);
+                if (r <= 0)
+                        return r;
+                owner = u.uid;
+                user = u.name;
         }
         return bus_request_can(req, method, user, owner, error);
 }
@@ -269,6 +280,7 @@ static void on_session_namespace(Namespace *ns, const NsmError *error, void *use
 }
 
 static int open_session_step(BusRequest *req, sd_bus_error *error) {
+        _cleanup_(user_record_done) UserRecord u = {};
         const char *user, *id;
         int r;
 
@@ -281,54 +293,60 @@ static int open_session_step(BusRequest *req, sd_bus_error *error) {
         r = bus_message_require_root(req->manager, req->message, "OpenSession", error);
         if (r < 0)
                 return r;
-        return acquire_for_request(req, user, NULL, on_session_namespace, error);
+        r = bus_request_resolve_user(req, user, &u, error);
+        if (r <= 0)
+                return r;
+        return acquire_for_request(req, &u, on_session_namespace, error);
 }
 
 static int method_open_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         return bus_request_run(message, userdata, error, open_session_step);
 }
 
-static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *error);
-
-static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        int r = close_session(message, userdata, error);
-
-        audit_call_result(userdata, message, error, r);
-        return r;
-}
-
-static int close_session(sd_bus_message *message, Manager *m, sd_bus_error *error) {
+static int close_session_step(BusRequest *req, sd_bus_error *error) {
         _cleanup_(nsm_error_done) NsmError e = {};
         const char *user, *id;
+        Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(message, "ss", &user, &id);
+        r = sd_bus_message_read(req->message, "ss", &user, &id);
         if (r < 0)
                 return r;
-        r = bus_message_require_root(m, message, "CloseSession", error);
+        r = bus_message_require_root(req->manager, req->message, "CloseSession", error);
         if (r < 0)
                 return r;
-        r = manager_close_session(m, user, id, &e);
+        r = get_namespace_or_error(req, user, &ns, error);
+        if (r <= 0)
+                return r;
+        r = manager_close_session(req->manager, ns, id, &e);
         if (r < 0)
                 return bus_error_set_nsm(error, &e);
-        return sd_bus_reply_method_return(message, NULL);
+        return sd_bus_reply_method_return(req->message, NULL);
 }
 
-static int method_open_mount_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+static int method_close_session(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, close_session_step);
+}
+
+static int open_mount_namespace_step(BusRequest *req, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(message, "s", &user);
+        r = sd_bus_message_read(req->message, "s", &user);
         if (r < 0)
                 return r;
-        r = bus_message_require_root(userdata, message, "OpenMountNamespace", error);
+        r = bus_message_require_root(req->manager, req->message, "OpenMountNamespace", error);
         if (r < 0)
                 return r;
-        r = get_namespace_or_error(userdata, user, &ns, error);
-        if (r < 0)
+        r = get_namespace_or_error(req, user, &ns, error);
+        if (r <= 0)
                 return r;
-        return sd_bus_reply_method_return(message, "h", ns->mntns_fd);
+        return sd_bus_reply_method_return(req->message, "h", ns->mntns_fd);
+}
+
+static int method_open_mount_namespace(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, open_mount_namespace_step);
 }
 
 /* ---- mount operations ---- */
@@ -427,24 +445,26 @@ static int authorize_and_start_view_op(BusRequest *req, Namespace *ns, const cha
         return start_op(req, ns, op, details, error);
 }
 
-/* "" = the host; otherwise the user's namespace, which must exist. */
-static int target_namespace(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
+/* "" = the host; otherwise the user's namespace, which must exist. As get_namespace_or_error(). */
+static int target_namespace(BusRequest *req, const char *user, Namespace **ret, sd_bus_error *error) {
         if (!*user) {
                 *ret = NULL;
-                return 0;
+                return 1;
         }
-        return get_namespace_or_error(m, user, ret, error);
+        return get_namespace_or_error(req, user, ret, error);
 }
 
 /* The same, for a change at 'path': on the host, not in SubtreeRoot or StateDirectory. */
-static int target_namespace_at(Manager *m, const char *user, const char *path, Namespace **ret, sd_bus_error *error) {
-        int r = target_namespace(m, user, ret, error);
-        if (r < 0 || *ret)
+static int target_namespace_at(BusRequest *req, const char *user, const char *path, Namespace **ret,
+                               sd_bus_error *error) {
+        Manager *m = req->manager;
+        int r = target_namespace(req, user, ret, error);
+        if (r <= 0 || *ret)
                 return r;
         if (host_path_is_reserved(path, (char *[]) { m->config.subtree_root, m->state.root, NULL }))
                 return bus_error_setf(error, NSM_ERROR_INVALID_PATH,
                                       "'%s' is nsmanagerd's SubtreeRoot or StateDirectory and stays unbindable.", path);
-        return 0;
+        return 1;
 }
 
 /* ShareSubtree("", P) */
@@ -473,9 +493,11 @@ static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
         if (streq(path, "/"))
                 return bus_error_setf(error, NSM_ERROR_INVALID_PATH,
                                       "'/' cannot be a shared subtree; use ViewPropagation=shared for that.");
-        r = target_namespace_at(m, user, path, &ns, error);
-        if (r < 0)
+        r = target_namespace_at(req, user, path, &ns, error);
+        if (r <= 0)
                 return r;
+        if (ns)
+                user = ns->name;
         const char *details[] = { "user", user, "path", path, "mode", "shared", NULL };
         if (ns) {
                 ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_PEER };
@@ -511,9 +533,10 @@ static int enslave_subtree_step(BusRequest *req, sd_bus_error *error) {
         r = check_path(path, "Path", error);
         if (r < 0)
                 return r;
-        r = get_namespace_or_error(req->manager, user, &ns, error);
-        if (r < 0)
+        r = get_namespace_or_error(req, user, &ns, error);
+        if (r <= 0)
                 return r;
+        user = ns->name;
         /* A slave of the host's mount at the same path (whatever the user's path was before). */
         ViewOp op = { .type = VIEW_OP_JOIN, .path = path, .join = JOIN_SLAVE };
         return authorize_and_start_view_op(req, ns, user, OWN_VIEW_ENSLAVE,
@@ -525,7 +548,6 @@ static int method_enslave_subtree(sd_bus_message *message, void *userdata, sd_bu
 }
 
 static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
-        Manager *m = req->manager;
         const char *user, *path, *mode;
         PropagationMode pm;
         uint64_t flags;
@@ -545,9 +567,11 @@ static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
         r = check_path(path, "Path", error);
         if (r < 0)
                 return r;
-        r = target_namespace_at(m, user, path, &ns, error);
-        if (r < 0)
+        r = target_namespace_at(req, user, path, &ns, error);
+        if (r <= 0)
                 return r;
+        if (ns)
+                user = ns->name;
         if (!ns && streq(path, "/") && pm == PROPAGATION_UNBINDABLE)
                 return bus_error_setf(error, NSM_ERROR_INVALID_PATH,
                                       "The host's '/' cannot be unbindable: every view is a copy of it.");
@@ -582,9 +606,10 @@ static int bind_mount_step(BusRequest *req, sd_bus_error *error) {
                 return r;
         if (streq(dest, "/"))
                 return bus_error_setf(error, NSM_ERROR_INVALID_PATH, "Nothing can be bound over the view's root.");
-        r = get_namespace_or_error(m, user, &ns, error);
-        if (r < 0)
+        r = get_namespace_or_error(req, user, &ns, error);
+        if (r <= 0)
                 return r;
+        user = ns->name;
         /* MaxUserMounts= is counted in the child, on what is still mounted (a replaced bind does
          * not count); it applies to a user's own binds (req->own is known once authorized). */
         ViewOp op = { .type = VIEW_OP_BIND, .source = source, .path = dest, .read_only = flags & NSM_BIND_READ_ONLY,
@@ -617,9 +642,10 @@ static int unmount_step(BusRequest *req, sd_bus_error *error) {
         /* umount2() of a namespace's root remounts the root filesystem read-only. Never. */
         if (streq(path, "/"))
                 return bus_error_setf(error, NSM_ERROR_INVALID_PATH, "'/' is the view's root and is never unmounted.");
-        r = get_namespace_or_error(req->manager, user, &ns, error);
-        if (r < 0)
+        r = get_namespace_or_error(req, user, &ns, error);
+        if (r <= 0)
                 return r;
+        user = ns->name;
         ViewOp op = { .type = VIEW_OP_UNMOUNT, .path = path, .recursive = flags & NSM_UNMOUNT_DETACH };
         return authorize_and_start_view_op(req, ns, user, OWN_VIEW_UNMOUNT,
                                            (const char *[]) { "user", user, "path", path, NULL }, &op, error);
@@ -639,8 +665,8 @@ static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
         r = sd_bus_message_read(req->message, "s", &user);
         if (r < 0)
                 return r;
-        r = target_namespace(req->manager, user, &ns, error);
-        if (r < 0)
+        r = target_namespace(req, user, &ns, error);
+        if (r <= 0)
                 return r;
         r = bus_request_rate_limit(req, error);
         if (r < 0)
@@ -662,8 +688,8 @@ static int set_linger_step(BusRequest *req, sd_bus_error *error) {
         r = sd_bus_message_read(req->message, "sb", &user, &enable);
         if (r < 0)
                 return r;
-        r = get_namespace_or_error(req->manager, user, &ns, error);
-        if (r < 0)
+        r = get_namespace_or_error(req, user, &ns, error);
+        if (r <= 0)
                 return r;
         /* Lingering in one's own namespace is one's own business (manage-own). */
         if (bus_request_caller_uid(req, &uid) >= 0 && uid == ns->uid)

@@ -52,6 +52,9 @@ int manager_new(Manager **ret) {
         m->host_ops = op_queue_new(m->event);
         if (!m->children || !m->host_ops)
                 return -ENOMEM;
+        r = user_lookups_new(m->children, &m->user_lookups);
+        if (r < 0)
+                return r;
         r = view_jobs_new(m->event, m->children, m->host_ops, &m->config, &m->jobs);
         if (r < 0)
                 return r;
@@ -82,6 +85,7 @@ Manager *manager_free(Manager *m) {
         view_jobs_shutdown(m->jobs);
         mount_events_shutdown(m->mount_events);
         m->children = child_set_free(m->children);
+        m->user_lookups = user_lookups_free(m->user_lookups);
         manager_set_builder(m, builder_free(m->builder));
         m->mount_events = mount_events_free(m->mount_events);
         namespace_set_done(&m->namespaces);
@@ -578,16 +582,13 @@ int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader
         return 0;
 }
 
-int manager_close_session(Manager *m, const char *user, const char *id, NsmError *error) {
-        Namespace *ns = manager_get_namespace(m, user);
+int manager_close_session(Manager *m, Namespace *ns, const char *id, NsmError *error) {
         int r;
 
-        if (!ns || !ns->ready)
-                return nsm_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
         r = namespace_remove_session(ns, id, error);
         if (r < 0)
                 return r;
-        log_info("Session '%s' of '%s' closed.", id, user);
+        log_info("Session '%s' of '%s' closed.", id, ns->name);
         return 0;
 }
 
@@ -595,62 +596,52 @@ Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid) {
         return namespace_set_get_by_uid(&m->namespaces, uid);
 }
 
-int manager_check_user(Manager *m, const char *user, UserRecord *ret, NsmError *error) {
-        _cleanup_(user_record_done) UserRecord u = {};
-        int r;
+int manager_check_user(Manager *m, const UserRecord *u, NsmError *error) {
+        char number[32];
 
-        if (!valid_user_name(user))
-                return nsm_error_setf(error, NSM_ERROR_NO_SUCH_USER, "'%s' is not a valid user name.", user);
-        r = user_record_by_name(user, &u);
-        if (r == -ESRCH)
-                return nsm_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.", user);
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to look up user '%s': %m", user);
-        if (u.uid == 0)
+        if (u->uid == 0)
                 return nsm_error_setf(error, NSM_ERROR_USER_EXCLUDED,
-                                      "'%s' is root; root always stays in the host namespace.", user);
-        if (u.uid < m->config.min_uid)
+                                      "'%s' is root; root always stays in the host namespace.", u->name);
+        if (u->uid < m->config.min_uid)
                 return nsm_error_setf(error, NSM_ERROR_USER_EXCLUDED, "'%s' (uid %u) is a system user: MinUID=%u.",
-                                      user, (unsigned) u.uid, (unsigned) m->config.min_uid);
-        if (login_filter_excludes(&(LoginFilter) { .exclude_users = m->config.exclude_users }, user, u.uid))
-                return nsm_error_setf(error, NSM_ERROR_USER_EXCLUDED, "'%s' is listed in ExcludeUsers=.", user);
-        if (ret)
-                *ret = u, u = (UserRecord) {};
+                                      u->name, (unsigned) u->uid, (unsigned) m->config.min_uid);
+        /* By the canonical name or the uid, never by a spelling a caller chose. */
+        snprintf(number, sizeof number, "%u", (unsigned) u->uid);
+        if (strv_contains((const char *const *) m->config.exclude_users, u->name) ||
+            strv_contains((const char *const *) m->config.exclude_users, number))
+                return nsm_error_setf(error, NSM_ERROR_USER_EXCLUDED, "'%s' is listed in ExcludeUsers=.", u->name);
         return 0;
 }
 
-int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *checked, uint64_t deadline,
+int manager_acquire_namespace(Manager *m, const UserRecord *u, uint64_t deadline,
                               void (*callback)(Namespace *ns, const NsmError *error, void *userdata), void *userdata,
                               NsmError *error) {
-        _cleanup_(user_record_done) UserRecord u = {};
         Namespace *ns;
         int r;
 
-        /* Ready: no NSS lookup on the way (logins of a user whose namespace exists). A user
-         * removed from NSS or excluded since keeps what exists until it is removed. */
-        ns = manager_get_namespace(m, user);
+        /* Ready: no check on the way (logins of a user whose namespace exists). A user removed
+         * from NSS or excluded since keeps what exists until it is removed. By uid: a user is
+         * her uid, however her name was spelt. */
+        ns = manager_get_namespace_by_uid(m, u->uid);
         if (ns)
                 return namespace_wait_ready(ns, callback, userdata);
 
-        if (!checked) {
-                r = manager_check_user(m, user, &u, error);
-                if (r < 0)
-                        return r;
-                checked = &u;
-        }
-        r = namespace_new(&m->namespaces, checked, &ns);
+        r = manager_check_user(m, u, error);
         if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to set up the namespace of '%s': %m", user);
+                return r;
+        r = namespace_new(&m->namespaces, u, &ns);
+        if (r < 0)
+                return nsm_error_set_errnof(error, r, "Failed to set up the namespace of '%s': %m", u->name);
         r = namespace_wait_ready(ns, callback, userdata);
         if (r < 0) {
                 namespace_drop(ns);
-                return nsm_error_set_errnof(error, r, "Failed to wait for the namespace of '%s': %m", user);
+                return nsm_error_set_errnof(error, r, "Failed to wait for the namespace of '%s': %m", u->name);
         }
         r = namespace_build(ns, m->jobs, deadline);
         if (r < 0) {
                 /* 'callback' waits for it already: it hears why. */
                 _cleanup_(nsm_error_done) NsmError why = {};
-                (void) nsm_error_set_errnof(&why, r, "Failed to start building the namespace of '%s': %m", user);
+                (void) nsm_error_set_errnof(&why, r, "Failed to start building the namespace of '%s': %m", u->name);
                 namespace_drop_with(ns, &why);
         }
         return 0;

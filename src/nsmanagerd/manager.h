@@ -15,6 +15,7 @@
 #include "namespace.h"
 #include "nsm-error.h"
 #include "state-dir.h"
+#include "user-lookup.h"
 #include "user-util.h"
 
 typedef struct Builder Builder;
@@ -59,6 +60,7 @@ typedef struct Manager {
         PrivateServer *private_server; /* the private socket for logins (private-bus.c), NULL if not listening */
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
+        UserLookups *user_lookups; /* NSS lookups of the names callers send, off the loop (user-lookup.h) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
         MountEvents *mount_events;       /* subscribers' signals, ReleaseWithHost= (mount-events.c) */
@@ -108,19 +110,18 @@ Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid);
 /* Records session 'id' of ready namespace 'ns', opened by login process 'leader', logged; the
  * session lasts while the login holds a copy of *ret_fd (namespace.h). */
 int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader, int *ret_fd);
-/* Ends session 'id' of 'user' (CloseSession), logged: NoSuchNamespace if the user has no
- * namespace, NoSuchSession if it has no such session. */
-int manager_close_session(Manager *m, const char *user, const char *id, NsmError *error);
+/* Ends session 'id' of ready namespace 'ns' (CloseSession), logged: NoSuchSession if it has no
+ * such session. */
+int manager_close_session(Manager *m, Namespace *ns, const char *id, NsmError *error);
 
-/* Resolves and checks a user name: NoSuchUser (not a valid name, unknown to NSS), UserExcluded
- * (root, below MinUID=, or in ExcludeUsers=), or NSS's failure. */
-int manager_check_user(Manager *m, const char *user, UserRecord *ret, NsmError *error);
+/* Whether the daemon serves a user NSS resolved (user-lookup.h): UserExcluded for root, below
+ * MinUID=, or in ExcludeUsers= (by canonical name or uid). */
+int manager_check_user(Manager *m, const UserRecord *u, NsmError *error);
 
-/* The user's namespace, created if needed; 'callback' learns when it is ready, or why it is
- * not. 'checked' is the user's record if the caller checked it already (NULL: checked here).
- * Errors of the user check, and a failure to wait at all, are returned at once in 'error' (and
- * 'callback' is not called). */
-int manager_acquire_namespace(Manager *m, const char *user, const UserRecord *checked, uint64_t deadline,
+/* The namespace of user 'u' (resolved: canonical name and uid), created if needed; 'callback'
+ * learns when it is ready, or why it is not. Errors of the user check, and a failure to wait at
+ * all, are returned at once in 'error' (and 'callback' is not called). */
+int manager_acquire_namespace(Manager *m, const UserRecord *u, uint64_t deadline,
                               void (*callback)(Namespace *ns, const NsmError *error, void *userdata), void *userdata,
                               NsmError *error);
 

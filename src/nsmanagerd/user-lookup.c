@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdlib.h>
+
+#include "hashmap.h"
+#include "id-map.h"
+#include "ipc-fields.h"
+#include "log.h"
+#include "parse-util.h"
+#include "text-escape.h"
+#include "time-util.h"
+#include "user-lookup.h"
+
+/* The child's answer: an ipc-fields.h message of this kind. */
+enum {
+        USER_LOOKUP_ANSWER = 1,
+};
+
+enum {
+        TAG_NAME = 1,
+        TAG_UID = 2,
+        TAG_GID = 3,
+        TAG_HOME = 4,
+        TAG_SHELL = 5,
+};
+
+typedef struct CacheEntry {
+        char *key;               /* the name as asked */
+        uint64_t until;          /* CLOCK_MONOTONIC */
+        UserRecord user;         /* when !failed */
+        NsmError error;          /* when failed */
+        bool failed;
+} CacheEntry;
+
+struct UserLookups {
+        ChildSet *children;
+        Hashmap *cache;          /* name as asked → CacheEntry */
+        IdMap *in_flight;        /* uid_key(caller) → count, as a pointer */
+        unsigned users_in_flight; /* all callers' but root's */
+};
+
+typedef struct Lookup {
+        UserLookups *lookups;
+        char *name;
+        uid_t caller;
+        UserLookupDone done;
+        void *userdata;
+} Lookup;
+
+static void cache_entry_free(CacheEntry *e) {
+        if (!e)
+                return;
+        free(e->key);
+        user_record_done(&e->user);
+        nsm_error_done(&e->error);
+        free(e);
+}
+
+static void cache_clear(UserLookups *l, bool all) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        CacheEntry **drop = calloc(hashmap_size(l->cache) + 1, sizeof(CacheEntry *));
+        CacheEntry *e;
+        size_t n = 0;
+
+        if (!drop)
+                return;
+        for (HashmapIterator i = {}; hashmap_iterate(l->cache, &i, (void **) &e, NULL);)
+                if (all || e->until <= now)
+                        drop[n++] = e;
+        for (size_t i = 0; i < n; i++) {
+                hashmap_remove(l->cache, drop[i]->key);
+                cache_entry_free(drop[i]);
+        }
+        free(drop);
+}
+
+int user_lookups_new(ChildSet *children, UserLookups **ret) {
+        UserLookups *l = calloc(1, sizeof(UserLookups));
+
+        if (!l)
+                return -ENOMEM;
+        *l = (UserLookups) { .children = children, .cache = hashmap_new(), .in_flight = id_map_new() };
+        if (!l->cache || !l->in_flight) {
+                user_lookups_free(l);
+                return -ENOMEM;
+        }
+        *ret = l;
+        return 0;
+}
+
+UserLookups *user_lookups_free(UserLookups *l) {
+        if (!l)
+                return NULL;
+        if (l->cache)
+                cache_clear(l, true);
+        hashmap_free(l->cache);
+        id_map_free(l->in_flight);
+        free(l);
+        return NULL;
+}
+
+static unsigned in_flight(UserLookups *l, uid_t uid) {
+        return (unsigned) (uintptr_t) id_map_get(l->in_flight, uid_key(uid));
+}
+
+static int charge(UserLookups *l, uid_t uid, int delta) {
+        unsigned n = in_flight(l, uid) + delta;
+
+        if (uid != 0)
+                l->users_in_flight += delta;
+        if (n == 0) {
+                (void) id_map_remove(l->in_flight, uid_key(uid));
+                return 0;
+        }
+        return id_map_put(l->in_flight, uid_key(uid), (void *) (uintptr_t) n);
+}
+
+/* ---- the child ---- */
+
+static int lookup_child_run(int sock, void *userdata, NsmError *error) {
+        _cleanup_(user_record_done) UserRecord u = {};
+        _cleanup_free_ char *shown = NULL;
+        _cleanup_free_ void *data = NULL;
+        Lookup *k = userdata;
+        FieldWriter w;
+        size_t size = 0;
+        uid_t uid;
+        int r;
+
+        r = parse_uid(k->name, &uid) >= 0 ? user_record_by_uid(uid, &u) : user_record_by_name(k->name, &u);
+        if (r < 0) {
+                shown = text_escape_control(k->name);
+                if (r == -ESRCH)
+                        return nsm_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.",
+                                              shown ?: "?");
+                return nsm_error_set_errnof(error, r, "Failed to look up user '%s': %m", shown ?: "?");
+        }
+        field_writer_init(&w, USER_LOOKUP_ANSWER);
+        field_put_string(&w, TAG_NAME, u.name);
+        field_put_u64(&w, TAG_UID, u.uid);
+        field_put_u64(&w, TAG_GID, u.gid);
+        field_put_string(&w, TAG_HOME, u.home);
+        field_put_string(&w, TAG_SHELL, u.shell);
+        r = field_writer_finish(&w, &data, &size);
+        if (r < 0)
+                return r;
+        return ipc_send_data(sock, data, size);
+}
+
+/* ---- the answer ---- */
+
+static int decode_field(uint8_t tag, const void *v, size_t n, void *userdata) {
+        UserRecord *u = userdata;
+
+        switch (tag) {
+        case TAG_NAME:
+                return field_get_string(v, n, &u->name);
+        case TAG_UID:
+                return field_get_u32(v, n, &u->uid);
+        case TAG_GID:
+                return field_get_u32(v, n, &u->gid);
+        case TAG_HOME:
+                return field_get_string(v, n, &u->home);
+        case TAG_SHELL:
+                return field_get_string(v, n, &u->shell);
+        default:
+                return -EBADMSG;
+        }
+}
+
+static int decode_answer(const char *data, size_t size, UserRecord *ret) {
+        static const FieldSchema schema = {
+                .allowed = FIELD_BIT(TAG_NAME) | FIELD_BIT(TAG_UID) | FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_HOME) |
+                           FIELD_BIT(TAG_SHELL),
+                .required = FIELD_BIT(TAG_NAME) | FIELD_BIT(TAG_UID) | FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_HOME) |
+                            FIELD_BIT(TAG_SHELL),
+        };
+        UserRecord u = {};
+        int r;
+
+        if (!data)
+                return -EBADMSG;
+        r = field_message_decode(data, size, USER_LOOKUP_ANSWER, &schema, decode_field, &u);
+        if (r < 0 || u.uid == (uid_t) -1 || u.gid == (gid_t) -1) {
+                user_record_done(&u);
+                return r < 0 ? r : -EBADMSG;
+        }
+        *ret = u;
+        return 0;
+}
+
+static void cache_put(UserLookups *l, CacheEntry *e) {
+        CacheEntry *old;
+
+        if (hashmap_size(l->cache) >= USER_LOOKUP_CACHE_MAX)
+                cache_clear(l, false);
+        if (hashmap_size(l->cache) >= USER_LOOKUP_CACHE_MAX)
+                cache_clear(l, true);
+        old = hashmap_remove(l->cache, e->key);
+        cache_entry_free(old);
+        if (hashmap_put(l->cache, e->key, e) < 0)
+                cache_entry_free(e);
+}
+
+static void on_lookup_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+        Lookup *k = userdata;
+        UserLookups *l = k->lookups;
+        CacheEntry *e = calloc(1, sizeof(CacheEntry));
+        int r;
+
+        (void) charge(l, k->caller, -1);
+        if (e && (e->key = strdup(k->name))) {
+                e->until = now_usec(CLOCK_MONOTONIC) + USER_LOOKUP_CACHE_USEC;
+                if (error) {
+                        e->failed = true;
+                        r = nsm_error_copy(&e->error, error);
+                } else {
+                        r = decode_answer(data, size, &e->user);
+                        if (r < 0) {
+                                e->failed = true;
+                                r = nsm_error_set_errnof(&e->error, r, "Malformed answer of the lookup of a user.");
+                        } else if (!valid_user_name(e->user.name)) {
+                                _cleanup_free_ char *shown = text_escape_control(e->user.name);
+                                /* Logged: the administrator's directory holds a name we cannot serve. */
+                                log_warning("NSS names UID %u '%s', which cannot name a view (a '/', '.' or '..', "
+                                            "control characters, invalid UTF-8, or longer than NAME_MAX).",
+                                            (unsigned) e->user.uid, shown ?: "?");
+                                e->failed = true;
+                                r = nsm_error_setf(&e->error, NSM_ERROR_NO_SUCH_USER,
+                                                   "NSS names UID %u '%s', which cannot name a view.",
+                                                   (unsigned) e->user.uid, shown ?: "?");
+                        }
+                }
+                if (r == -ENOMEM)
+                        e->until = 0;   /* answered as a failure once, then asked again */
+                cache_put(l, e);
+        } else {
+                cache_entry_free(e);
+                log_oom();
+        }
+        k->done(k->userdata);
+        free(k->name);
+        free(k);
+}
+
+static int cache_answer(const CacheEntry *e, UserRecord *ret, NsmError *error) {
+        if (e->failed) {
+                int r = nsm_error_copy(error, &e->error);
+                return r < 0 ? r : nsm_error_to_errno(&e->error) ?: -EINVAL;
+        }
+        *ret = (UserRecord) { .name = strdup(e->user.name), .uid = e->user.uid, .gid = e->user.gid,
+                              .home = strdup(e->user.home), .shell = strdup(e->user.shell) };
+        if (!ret->name || !ret->home || !ret->shell) {
+                user_record_done(ret);
+                return nsm_error_set_errnof(error, -ENOMEM, NULL);
+        }
+        return 1;
+}
+
+int user_lookup(UserLookups *l, const char *name, uid_t caller, uint64_t deadline, UserLookupDone done, void *userdata,
+                UserRecord *ret, NsmError *error) {
+        _cleanup_free_ char *description = NULL;
+        CacheEntry *e;
+        Lookup *k;
+        int r;
+
+        e = hashmap_get(l->cache, name);
+        if (e && e->until > now_usec(CLOCK_MONOTONIC))
+                return cache_answer(e, ret, error);
+
+        if (caller != 0 && in_flight(l, caller) >= USER_LOOKUPS_PER_UID_MAX)
+                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "UID %u has %u user lookups in flight already, "
+                                      "the most one caller may; try again when they are answered.", (unsigned) caller,
+                                      USER_LOOKUPS_PER_UID_MAX);
+        if (caller != 0 && l->users_in_flight >= USER_LOOKUPS_USERS_MAX)
+                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "%u user lookups of callers are in flight "
+                                      "already, the most there may be; try again later.", USER_LOOKUPS_USERS_MAX);
+
+        k = calloc(1, sizeof(Lookup));
+        if (!k || !(k->name = strdup(name))) {
+                free(k);
+                return nsm_error_set_errnof(error, -ENOMEM, NULL);
+        }
+        *k = (Lookup) { .lookups = l, .name = k->name, .caller = caller, .done = done, .userdata = userdata };
+        if (asprintf(&description, "Looking up a user for UID %u", (unsigned) caller) < 0)
+                description = NULL;
+        ChildSpec spec = {
+                .description = description,
+                .run = lookup_child_run,
+                .run_userdata = k,
+                .deadline = deadline,
+                .owner = caller,
+                .done = on_lookup_done,
+                .userdata = k,
+        };
+        r = child_start(l->children, &spec);
+        if (r < 0) {
+                free(k->name);
+                free(k);
+                return nsm_error_set_errnof(error, r, "Failed to start looking up a user: %m");
+        }
+        (void) charge(l, caller, +1);
+        return 0;
+}
