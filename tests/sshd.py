@@ -81,7 +81,7 @@ class Sshd:
         self._keygen(self.dir / "host_key")
         for user in self.users:
             self._keygen(self.key(user))
-            (self.dir / f"authorized_keys_{user}").write_text(self.key(user).with_suffix(".pub").read_text())
+            (self.dir / f"authorized_keys_{user}").write_text(Path(f"{self.key(user)}.pub").read_text())
             os.chmod(self.dir / f"authorized_keys_{user}", 0o644)
         self.port = _free_port()
         (self.dir / "sshd_config").write_text(f"""\

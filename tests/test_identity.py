@@ -1,0 +1,269 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A user is her uid; NSS decides the name (docs/security.md).
+
+Sites take their users from sssd or winbind, which answer a user by other spellings than her
+canonical name: ALICE (case_sensitive = false), alice@CORP.EXAMPLE and longer forms (names
+with a domain), CORP\\alice (winbind). sshd, login and display managers hand PAM the name as
+it was typed (runuser and su do not: they hand PAM the pw_name NSS gave them). Here an NSS source of the tests' own (tests/nss-nsmtest.c, libnss_nsmtest.so.2)
+answers those spellings for the test users, knows erin@corp.example (a site whose canonical
+names are fully qualified) and the group "domain users@corp.example", and can be slow for names
+it does not know, as an unreachable directory server is. It is loaded through copies of
+/etc/nsswitch.conf and /etc/ld.so.cache bound over the sandbox's (the machine's are never
+written). Logins go through sshd (tests/sshd.py) and pamtester, which pass the typed name to
+PAM.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import sandbox as sb_module
+from helpers import E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER, E_USER_EXCLUDED, expect_error, ns_path
+from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, timeout
+from test_login_without_view import failing, profile  # noqa: F401 (a fixture)
+from sshd import Sshd
+from test_pam import host_ns, namespace_props, parse_ns, run_with_syslog
+
+DATA = Path("/run/nsm-test-nss")
+ERIN = ("erin@corp.example", 2005)
+DOMAIN_USERS = ("domain users@corp.example", 2200)
+ALICE_SPELLINGS = ["alice", "ALICE", "alice@CORP.EXAMPLE", "CORP\\alice", "Alice@CORP.EXAMPLE.LONG-SUBDOMAIN.TEST"]
+SECRET = "nsm-id-secret.txt"
+ALICE_POLICY = {"user.d/alice.conf": f"[View]\nInaccessiblePaths=%h/{SECRET}\n"}
+
+
+def library_dirs() -> list[str]:
+    """The directories of the machine's ld.so.conf, in order."""
+    out = subprocess.run(["ldconfig", "-v", "-N", "-X"], capture_output=True, text=True).stdout
+    return [line.split(":")[0] for line in out.splitlines() if line and not line[0].isspace() and ":" in line]
+
+
+@pytest.fixture
+def directory(sandbox):
+    """The test NSS source, in the sandbox's nsswitch.conf after `files`; its data for this
+    test under /run (the sandbox's). Bound once per sandbox, before any daemon instance."""
+    if not getattr(sandbox, "_nsm_test_nss", False):
+        lib = sb_module.build_dir() / "tests/libnss_nsmtest.so.2"
+        if not lib.exists():
+            pytest.fail(f"{lib} is not built", pytrace=False)
+        base = sb_module.BASE / "test-nss"
+        shutil.rmtree(base, ignore_errors=True)
+        (base / "lib").mkdir(parents=True)
+        os.chmod(base, 0o755)
+        os.chmod(base / "lib", 0o755)
+        shutil.copy(lib, base / "lib" / lib.name)
+        os.chmod(base / "lib" / lib.name, 0o755)
+        # glibc finds NSS modules by their soname: our directory first in a cache of our own.
+        (base / "ld.so.conf").write_text("\n".join([str(base / "lib")] + library_dirs()) + "\n")
+        subprocess.run(["ldconfig", "-X", "-C", str(base / "ld.so.cache"), "-f", str(base / "ld.so.conf")],
+                       check=True, capture_output=True)
+        sandbox._bind_file((base / "ld.so.cache").read_bytes(), "/etc/ld.so.cache", 0o644)
+        lines = []
+        for line in Path("/etc/nsswitch.conf").read_text().splitlines():
+            key = line.split(":")[0].strip()
+            if key in ("passwd", "group") and ":" in line:
+                sources = line.split(":", 1)[1].split()
+                sources.insert(sources.index("files") + 1 if "files" in sources else 0, "nsmtest")
+                line = f"{key}: " + " ".join(sources)
+            lines.append(line)
+        sandbox._bind_file("\n".join(lines) + "\n", "/etc/nsswitch.conf", 0o644)
+        sandbox._nsm_test_nss = True
+
+    DATA.mkdir(mode=0o755, exist_ok=True)
+    (DATA / "slow").unlink(missing_ok=True)
+    # No shadow entry ("*", not "x"): pam_unix's account check then asks for none, as with
+    # sssd, whose pam_sss answers it.
+    passwd = [f"{u.name}:*:{u.uid}:{u.gid}:{u.name}:{u.home}:{u.shell}" for u in TEST_USERS.values()]
+    passwd.append(f"{ERIN[0]}:*:{ERIN[1]}:{ERIN[1]}:Erin:/home/{ERIN[0]}:/bin/bash")
+    (DATA / "passwd").write_text("\n".join(passwd) + "\n")
+    (DATA / "group").write_text(f"{ERIN[0]}:x:{ERIN[1]}:\n{DOMAIN_USERS[0]}:x:{DOMAIN_USERS[1]}:alice,{ERIN[0]}\n")
+    for p in DATA.iterdir():
+        os.chmod(p, 0o644)
+    home = Path(f"/home/{ERIN[0]}")
+    home.mkdir(exist_ok=True)
+    os.chown(home, ERIN[1], ERIN[1])
+    yield DATA
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.rmtree(DATA, ignore_errors=True)
+
+
+def secret(home: str, name: str = SECRET) -> Path:
+    """A file of the user's own, which her policy hides."""
+    p = Path(home) / name
+    p.write_text("the secret\n")
+    os.chown(p, *(lambda s: (s.st_uid, s.st_gid))(os.stat(home)))
+    return p
+
+
+@pytest.fixture
+def sshd(directory):
+    """sshd with keys for alice and erin: `ssh -l SPELLING` with the key of the user NSS makes
+    of it (sshd finds authorized_keys by the canonical name, and hands PAM the typed one)."""
+    with Sshd(["alice", ERIN[0]]) as server:
+        yield server
+
+
+def ssh(server: Sshd, user: str, as_typed: str, command: str) -> subprocess.CompletedProcess:
+    argv = server.ssh_argv(user, command)
+    argv[-2:-1] = ["-l", as_typed, "127.0.0.1"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout(60), stdin=subprocess.DEVNULL)
+
+
+def login(server: Sshd, as_typed: str, command: str = f"cat ~/{SECRET} 2>/dev/null || echo hidden",
+          user: str = "alice") -> tuple[int, str]:
+    """ssh -l AS_TYPED with USER's key: (its mount namespace, the command's output)."""
+    p = ssh(server, user, as_typed, f"readlink /proc/self/ns/mnt; id -u; {command}")
+    assert p.returncode == 0, f"{as_typed!r}: {p.stdout + p.stderr}\n{server.log_text()[-2000:]}"
+    lines = p.stdout.splitlines()
+    return parse_ns(lines[0]), "\n".join(lines[1:])
+
+
+def listed(sb) -> list[tuple[str, int]]:
+    return [(str(n), int(u)) for n, u, _, _ in sb.manager().ListNamespaces()]
+
+
+# ---- every spelling is alice ----
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new-namespace", "existing-namespace"])
+@pytest.mark.parametrize("spelling", ALICE_SPELLINGS)
+@pytest.mark.daemon_config(files=ALICE_POLICY)
+def test_every_spelling_lands_in_her_one_view(directory, daemon, profile, sshd, spelling, existing):
+    secret(TEST_USERS["alice"].home)
+    if existing:
+        daemon.manager().CreateNamespace("alice")
+    ns, out = login(sshd, spelling)
+    assert out == "2001\nhidden", f"{spelling!r} read what alice's policy hides, or is not alice: {out!r}"
+    assert ns != host_ns(), f"{spelling!r} logged in on the host"
+    assert ns == int(namespace_props(daemon, "alice")["MountNamespaceId"]), f"{spelling!r} is not in alice's view"
+    assert listed(daemon) == [("alice", 2001)]
+
+
+@pytest.mark.daemon_config(files=ALICE_POLICY)
+def test_spellings_are_one_namespace_on_the_bus(directory, daemon, nsctl):
+    """Two spellings are one namespace, one object, one entry; replies carry the canonical
+    name; a UID names her too."""
+    m = daemon.manager()
+    paths = {str(m.CreateNamespace(s)) for s in ALICE_SPELLINGS + ["2001"]}
+    assert paths == {ns_path("alice")}
+    assert {str(m.GetNamespace(s)) for s in ALICE_SPELLINGS + ["2001"]} == paths
+    assert listed(daemon) == [("alice", 2001)]
+    p = nsctl("list")
+    assert p.returncode == 0, p.stderr
+    assert [line for line in p.stdout.splitlines() if "2001" in line and "alice" in line].__len__() == 1, p.stdout
+    assert "ALICE" not in p.stdout and "CORP" not in p.stdout, p.stdout
+    p = nsctl("status", "ALICE")
+    assert p.returncode == 0 and "alice" in p.stdout, p.stdout + p.stderr
+    m.RemoveNamespace("CORP\\alice")
+    assert listed(daemon) == []
+    expect_error(lambda: m.GetNamespace("ALICE"), E_NO_SUCH_NAMESPACE)
+    expect_error(lambda: m.GetNamespace("alice@elsewhere.example"), E_NO_SUCH_USER)
+
+
+@pytest.mark.daemon_config(ExcludeUsers="alice")
+def test_exclude_users_excludes_every_spelling(directory, daemon, profile, sshd):
+    for spelling in ALICE_SPELLINGS:
+        ns, out = login(sshd, spelling, "true")
+        assert ns == host_ns(), f"{spelling!r}: excluded, yet not on the host"
+        e = expect_error(lambda: daemon.manager().CreateNamespace(spelling), E_USER_EXCLUDED)
+        assert "'alice'" in e.get_dbus_message(), e.get_dbus_message()
+    assert listed(daemon) == []
+
+
+@pytest.mark.daemon_config(LoginWithoutView="deny", files=ALICE_POLICY)
+def test_deny_lets_no_spelling_through_without_a_view(directory, daemon, profile, sshd):
+    """Under LoginWithoutView=deny: a name NSS cannot resolve (alice@corp, not the directory's
+    domain) is refused, whatever its shape; one it resolves to alice is refused while her view
+    cannot be entered, and lands in it once it can."""
+    for name in ("alice@corp", "CORP\\nobody-here", "x" * 40 + "@corp"):
+        p, log = run_with_syslog(["pamtester", "nsm-pamtester-profile", name, "open_session"],
+                                 sb_module.BASE / "syslog")
+        assert p.returncode != 0, f"{name!r} was let through: {p.stdout + p.stderr}"
+    with failing(daemon, "stopped"):
+        for spelling in ALICE_SPELLINGS:
+            p = ssh(sshd, "alice", spelling, "echo ran")
+            assert p.returncode != 0 and "ran" not in p.stdout, f"{spelling!r} was let through without a view"
+    secret(TEST_USERS["alice"].home)
+    ns, out = login(sshd, "ALICE")
+    assert out == "2001\nhidden" and ns != host_ns()
+
+
+# ---- fully-qualified canonical names, groups with blanks ----
+
+@pytest.mark.daemon_config(files={f"user.d/{ERIN[0]}.conf": "[View]\nInaccessiblePaths=%h/secret-%u.txt\n"})
+def test_a_fully_qualified_canonical_name_gets_her_view(directory, daemon, profile, sshd):
+    home = f"/home/{ERIN[0]}"
+    secret(home, f"secret-{ERIN[0]}.txt")
+    for spelling in (ERIN[0], "ERIN", "CORP\\erin", "Erin@CORP.EXAMPLE"):
+        ns, out = login(sshd, spelling, f"cat ~/secret-{ERIN[0]}.txt 2>/dev/null || echo hidden", user=ERIN[0])
+        assert out == f"{ERIN[1]}\nhidden", f"{spelling!r}: {out!r}"
+        assert ns != host_ns()
+        assert ns == int(namespace_props(daemon, ERIN[0])["MountNamespaceId"])
+    assert listed(daemon) == [ERIN]
+    props = namespace_props(daemon, ERIN[0])
+    assert props["Name"] == ERIN[0]
+    assert (daemon.subtree_root / ERIN[0]).is_dir()
+
+
+@pytest.mark.daemon_config(LoginWithoutView="restricted",
+                           files={f"group.d/{DOMAIN_USERS[0]}.conf": f"[View]\nInaccessiblePaths=%h/{SECRET}\n"})
+def test_a_group_with_a_blank_in_its_name_has_its_policy(directory, daemon, profile, sshd):
+    """group.d/domain users@corp.example.conf applies to alice (a member), in her view and in
+    the rule the module follows when the view cannot be entered; bob is no member."""
+    secret(TEST_USERS["alice"].home)
+    ns, out = login(sshd, "alice")
+    assert out == "2001\nhidden" and ns != host_ns()
+    text = Path("/run/nsmanager/login-filter").read_text()
+    assert "VIEW_GROUP=domain\\x20users@corp.example " in text, text
+    with failing(daemon, "stopped"):
+        p = ssh(sshd, "alice", "ALICE", "echo ran")
+        assert p.returncode != 0 and "ran" not in p.stdout, "alice's group policy was not seen: let through"
+        p = subprocess.run(["runuser", "-l", "bob", "-c", "echo ran"], capture_output=True, text=True,
+                           timeout=timeout(60), stdin=subprocess.DEVNULL)
+        assert p.returncode == 0 and "ran" in p.stdout, p.stdout + p.stderr
+
+
+# ---- a user's names never delay a login ----
+
+FLOOD = r"""
+import random, string, sys
+import dbus, dbus.lowlevel
+
+bus = dbus.SystemBus()
+for i in range(int(sys.argv[1])):
+    name = "".join(random.choices(string.ascii_lowercase, k=12))
+    if i % 2:
+        m = dbus.lowlevel.MethodCallMessage(sys.argv[2], sys.argv[3], sys.argv[4], "GetNamespace")
+        m.append(name, signature="s")
+    else:
+        m = dbus.lowlevel.MethodCallMessage(sys.argv[2], sys.argv[3], sys.argv[4], "Can")
+        m.append("SetLinger", name, signature="ss")
+    m.set_no_reply(True)
+    bus.send_message(m)
+bus.flush()
+print("sent", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.daemon_config(files=ALICE_POLICY, RateLimitBurst="0")
+def test_a_users_random_names_do_not_hold_up_a_login(directory, daemon, profile, sshd):
+    """bob sends 1,000 fresh names to GetNamespace and Can while the directory takes 5 s for
+    each name it does not know; alice's login meanwhile completes, in her view."""
+    (directory / "slow").write_text("5\n")
+    os.chmod(directory / "slow", 0o644)
+    flood = subprocess.Popen(daemon._setpriv("bob") + ["/usr/bin/python3", "-c", FLOOD, "1000", BUS_NAME,
+                                                       MANAGER_PATH, MANAGER_IFACE],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=daemon.user_env("bob"))
+    try:
+        assert flood.stdout.readline().strip() == "sent"
+        daemon.manager().ListNamespaces()   # the daemon read them all: a turn of its loop after them
+        secret(TEST_USERS["alice"].home)
+        ns, out = login(sshd, "alice@CORP.EXAMPLE")
+        assert out == "2001\nhidden" and ns != host_ns(), out
+        assert ns == int(namespace_props(daemon, "alice")["MountNamespaceId"])
+    finally:
+        flood.stdin.close()
+        flood.wait(timeout(30))
