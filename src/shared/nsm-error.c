@@ -18,7 +18,7 @@ static const NsmErrorInfo nsm_error_table[_NSM_ERROR_CODE_MAX] = {
         [NSM_ERROR_SYSTEM] = { NULL, EIO, "A system call failed." },
         [NSM_ERROR_NO_SUCH_USER] = {
                 NSM_ERROR_PREFIX "NoSuchUser", ESRCH,
-                "The name is not a valid user name, or the system does not know the user." },
+                "The system does not know the user, or her name cannot name a view." },
         [NSM_ERROR_NO_SUCH_NAMESPACE] = {
                 NSM_ERROR_PREFIX "NoSuchNamespace", ENXIO,
                 "The user has no namespace (or it was removed meanwhile)." },
