@@ -267,3 +267,25 @@ def test_a_users_random_names_do_not_hold_up_a_login(directory, daemon, profile,
     finally:
         flood.stdin.close()
         flood.wait(timeout(30))
+
+
+# ---- a rename in the directory ----
+
+def test_a_rename_in_the_directory_keeps_her_namespace(directory, daemon):
+    """The directory renames erin (uid 2005) while the daemon is stopped: her namespace is
+    restored under the name it was made with, found by her new name (by uid); her next one
+    takes the new name."""
+    m = daemon.manager()
+    path = str(m.CreateNamespace(ERIN[0]))
+    daemon.stop_daemon()
+    renamed = "erin.new@corp.example"
+    text = (directory / "passwd").read_text().replace(f"{ERIN[0]}:", f"{renamed}:")
+    (directory / "passwd").write_text(text)
+    daemon.restart_daemon()
+    m = daemon.manager()
+    assert listed(daemon) == [ERIN], "her namespace was not restored under its name"
+    assert str(m.GetNamespace(renamed)) == path == str(m.GetNamespace("ERIN.NEW"))
+    m.RemoveNamespace(renamed)
+    assert str(m.CreateNamespace("ERIN.NEW")) == path
+    assert listed(daemon) == [(renamed, ERIN[1])]
+    assert (daemon.subtree_root / renamed).is_dir()

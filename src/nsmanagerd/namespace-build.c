@@ -4,6 +4,7 @@
 #include "namespace-build.h"
 #include "namespace-session.h"
 #include "namespace-state.h"
+#include "parse-util.h"
 #include "strv.h"
 #include "time-util.h"
 
@@ -195,12 +196,26 @@ int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
 
 /* ---- loading ---- */
 
+/* The UID= line of a state file. */
+static int state_file_uid(FILE *f, uid_t *ret) {
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+
+        while (getline(&line, &n, f) >= 0)
+                if (strncmp(line, "UID=", 4) == 0) {
+                        line[strcspn(line, "\n")] = 0;
+                        return parse_uid(line + 4, ret);
+                }
+        return -ENOENT;
+}
+
 int namespace_load(NamespaceSet *set, StoredFds *stored_fds, const char *name, int mntns_fd, Namespace **ret) {
         _cleanup_free_ char *path = state_dir_namespace_file(set->state, name);
         _cleanup_(user_record_done) UserRecord u = {};
         _cleanup_fclose_ FILE *f = NULL;
         bool had_sessions = false;
         Namespace *ns;
+        uid_t uid;
         int r;
 
         if (!path)
@@ -208,9 +223,25 @@ int namespace_load(NamespaceSet *set, StoredFds *stored_fds, const char *name, i
         f = fopen(path, "re");
         if (!f)
                 return -errno;
-        r = user_record_by_name(name, &u);
+        /* By the uid the state file recorded (every state file has one): a user is her uid. A
+         * rename in the directory while the daemon was away leaves her namespace its name, as
+         * at run time (docs/interface.md); a state file without a uid is looked up by name. */
+        r = state_file_uid(f, &uid);
+        if (r >= 0)
+                r = user_record_by_uid(uid, &u);
+        else
+                r = user_record_by_name(name, &u);
         if (r < 0)
                 return r;
+        rewind(f);
+        if (!streq(u.name, name)) {
+                log_info("User '%s' (UID %u) is named '%s' now; her namespace keeps its name until it is removed.",
+                         name, (unsigned) u.uid, u.name);
+                free(u.name);
+                u.name = strdup(name);
+                if (!u.name)
+                        return -ENOMEM;
+        }
         r = namespace_new(set, &u, &ns);
         if (r < 0)
                 return r;
