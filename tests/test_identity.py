@@ -46,7 +46,9 @@ def directory(sandbox):
     """The test NSS source, in the sandbox's nsswitch.conf after `files`; its data for this
     test under /run (the sandbox's). Bound once per sandbox, before any daemon instance."""
     if not getattr(sandbox, "_nsm_test_nss", False):
-        lib = sb_module.build_dir() / "tests/libnss_nsmtest.so.2"
+        # From the plain build, as the PAM module: sshd and su load it, and they are not
+        # sanitized (tools/test's ASan pass).
+        lib = sb_module.pam_build_dir() / "tests/libnss_nsmtest.so.2"
         if not lib.exists():
             pytest.fail(f"{lib} is not built", pytrace=False)
         base = sb_module.BASE / "test-nss"
