@@ -29,6 +29,7 @@ from test_pam import host_ns, namespace_props, parse_ns, run_with_syslog
 
 DATA = Path("/run/nsm-test-nss")
 ERIN = ("erin@corp.example", 2005)
+FRANK = ("frank", 3000000000)          # a uid above 2^31, as directories hand out
 DOMAIN_USERS = ("domain users@corp.example", 2200)
 ALICE_SPELLINGS = ["alice", "ALICE", "alice@CORP.EXAMPLE", "CORP\\alice", "Alice@CORP.EXAMPLE.LONG-SUBDOMAIN.TEST"]
 SECRET = "nsm-id-secret.txt"
@@ -80,8 +81,10 @@ def directory(sandbox):
     # sssd, whose pam_sss answers it.
     passwd = [f"{u.name}:*:{u.uid}:{u.gid}:{u.name}:{u.home}:{u.shell}" for u in TEST_USERS.values()]
     passwd.append(f"{ERIN[0]}:*:{ERIN[1]}:{ERIN[1]}:Erin:/home/{ERIN[0]}:/bin/bash")
+    passwd.append(f"{FRANK[0]}:*:{FRANK[1]}:{FRANK[1]}:Frank:/home/{FRANK[0]}:/bin/bash")
     (DATA / "passwd").write_text("\n".join(passwd) + "\n")
-    (DATA / "group").write_text(f"{ERIN[0]}:x:{ERIN[1]}:\n{DOMAIN_USERS[0]}:x:{DOMAIN_USERS[1]}:alice,{ERIN[0]}\n")
+    (DATA / "group").write_text(f"{ERIN[0]}:x:{ERIN[1]}:\n{FRANK[0]}:x:{FRANK[1]}:\n"
+                                f"{DOMAIN_USERS[0]}:x:{DOMAIN_USERS[1]}:alice,{ERIN[0]}\n")
     for p in DATA.iterdir():
         os.chmod(p, 0o644)
     home = Path(f"/home/{ERIN[0]}")
@@ -291,3 +294,17 @@ def test_a_rename_in_the_directory_keeps_her_namespace(directory, daemon):
     assert str(m.CreateNamespace("ERIN.NEW")) == path
     assert listed(daemon) == [(renamed, ERIN[1])]
     assert (daemon.subtree_root / renamed).is_dir()
+
+
+def test_a_uid_above_2_to_the_31_is_printed_right(directory, daemon, nsctl):
+    """uid 3000000000 by name and by number: one namespace, printed as the number it is."""
+    m = daemon.manager()
+    path = str(m.CreateNamespace("FRANK"))
+    assert path == f"{MANAGER_PATH}/user/_{FRANK[1]}", path
+    assert str(m.CreateNamespace(str(FRANK[1]))) == path
+    assert str(m.GetNamespaceByUID(FRANK[1])) == path
+    assert listed(daemon) == [FRANK]
+    p = nsctl("list")
+    assert p.returncode == 0 and str(FRANK[1]) in p.stdout and "-1294967296" not in p.stdout, p.stdout
+    p = nsctl("status", str(FRANK[1]))
+    assert p.returncode == 0 and "frank" in p.stdout, p.stdout + p.stderr

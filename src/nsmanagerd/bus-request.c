@@ -81,8 +81,9 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
 
                         (void) bus_creds_sender_uid(m->creds, message, &uid);
                         (void) bus_creds_sender_pid(m->creds, message, &pid);
-                        log_debug("%s() from %s, uid %d, pid %d.", sd_bus_message_get_member(message),
-                                  sd_bus_message_get_sender(message) ?: "a private connection", (int) uid, (int) pid);
+                        log_debug("%s() from %s, uid %u, pid %d.", sd_bus_message_get_member(message),
+                                  sd_bus_message_get_sender(message) ?: "a private connection", (unsigned) uid,
+                                  (int) pid);
                 }
         }
         r = bus_request_step(req, step, error);
