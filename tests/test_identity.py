@@ -30,6 +30,7 @@ from test_pam import host_ns, namespace_props, parse_ns, run_with_syslog
 DATA = Path("/run/nsm-test-nss")
 ERIN = ("erin@corp.example", 2005)
 FRANK = ("frank", 3000000000)          # a uid above 2^31, as directories hand out
+BAD = ("bad/../name", 2006)             # a canonical name that cannot name a view
 DOMAIN_USERS = ("domain users@corp.example", 2200)
 ALICE_SPELLINGS = ["alice", "ALICE", "alice@CORP.EXAMPLE", "CORP\\alice", "Alice@CORP.EXAMPLE.LONG-SUBDOMAIN.TEST"]
 SECRET = "nsm-id-secret.txt"
@@ -82,6 +83,7 @@ def directory(sandbox):
     passwd = [f"{u.name}:*:{u.uid}:{u.gid}:{u.name}:{u.home}:{u.shell}" for u in TEST_USERS.values()]
     passwd.append(f"{ERIN[0]}:*:{ERIN[1]}:{ERIN[1]}:Erin:/home/{ERIN[0]}:/bin/bash")
     passwd.append(f"{FRANK[0]}:*:{FRANK[1]}:{FRANK[1]}:Frank:/home/{FRANK[0]}:/bin/bash")
+    passwd.append(f"{BAD[0]}:*:{BAD[1]}:{BAD[1]}:Bad:/home/bad:/bin/bash")
     (DATA / "passwd").write_text("\n".join(passwd) + "\n")
     (DATA / "group").write_text(f"{ERIN[0]}:x:{ERIN[1]}:\n{FRANK[0]}:x:{FRANK[1]}:\n"
                                 f"{DOMAIN_USERS[0]}:x:{DOMAIN_USERS[1]}:alice,{ERIN[0]}\n")
@@ -308,3 +310,18 @@ def test_a_uid_above_2_to_the_31_is_printed_right(directory, daemon, nsctl):
     assert p.returncode == 0 and str(FRANK[1]) in p.stdout and "-1294967296" not in p.stdout, p.stdout
     p = nsctl("status", str(FRANK[1]))
     assert p.returncode == 0 and "frank" in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.daemon_config(LoginWithoutView="deny")
+def test_a_canonical_name_that_cannot_name_a_view(directory, daemon, profile):
+    """NSS names uid 2006 'bad/../name': the daemon refuses it by name and by uid (NoSuchUser,
+    nothing made); the module logs it and follows LoginWithoutView= (deny: refused)."""
+    m = daemon.manager()
+    for user in (BAD[0], str(BAD[1])):
+        e = expect_error(lambda: m.CreateNamespace(user), E_NO_SUCH_USER)
+        assert "cannot name a view" in e.get_dbus_message(), e.get_dbus_message()
+    assert listed(daemon) == []
+    assert not list(daemon.subtree_root.iterdir())
+    p, log = run_with_syslog(["pamtester", "nsm-pamtester-profile", BAD[0], "open_session"], sb_module.BASE / "syslog")
+    assert p.returncode != 0, p.stdout + p.stderr
+    assert any("cannot name a view" in line for line in log), log

@@ -205,19 +205,18 @@ static void on_lookup_done(const NsmError *error, IpcMessage *final, const char 
         Lookup *k = userdata;
         UserLookups *l = k->lookups;
         CacheEntry *e = calloc(1, sizeof(CacheEntry));
-        int r;
 
         (void) charge(l, k->caller, -1);
         if (e && (e->key = strdup(k->name))) {
                 e->until = now_usec(CLOCK_MONOTONIC) + USER_LOOKUP_CACHE_USEC;
                 if (error) {
                         e->failed = true;
-                        r = nsm_error_copy(&e->error, error);
+                        (void) nsm_error_copy(&e->error, error);
                 } else {
-                        r = decode_answer(data, size, &e->user);
+                        int r = decode_answer(data, size, &e->user);
                         if (r < 0) {
                                 e->failed = true;
-                                r = nsm_error_set_errnof(&e->error, r, "Malformed answer of the lookup of a user.");
+                                (void) nsm_error_set_errnof(&e->error, r, "Malformed answer of the lookup of a user.");
                         } else if (!valid_user_name(e->user.name)) {
                                 _cleanup_free_ char *shown = text_escape_control(e->user.name);
                                 /* Logged: the administrator's directory holds a name we cannot serve. */
@@ -225,13 +224,11 @@ static void on_lookup_done(const NsmError *error, IpcMessage *final, const char 
                                             "control characters, invalid UTF-8, or longer than NAME_MAX).",
                                             (unsigned) e->user.uid, shown ?: "?");
                                 e->failed = true;
-                                r = nsm_error_setf(&e->error, NSM_ERROR_NO_SUCH_USER,
+                                (void) nsm_error_setf(&e->error, NSM_ERROR_NO_SUCH_USER,
                                                    "NSS names UID %u '%s', which cannot name a view.",
                                                    (unsigned) e->user.uid, shown ?: "?");
                         }
                 }
-                if (r == -ENOMEM)
-                        e->until = 0;   /* answered as a failure once, then asked again */
                 cache_put(l, e);
         } else {
                 cache_entry_free(e);
