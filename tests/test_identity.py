@@ -163,6 +163,10 @@ def test_spellings_are_one_namespace_on_the_bus(directory, daemon, nsctl):
     assert "ALICE" not in p.stdout and "CORP" not in p.stdout, p.stdout
     p = nsctl("status", "ALICE")
     assert p.returncode == 0 and "alice" in p.stdout, p.stdout + p.stderr
+    # The audit records name her as the calls resolved her.
+    log = daemon.daemon_log_text()
+    assert "CreateNamespace by root" in log and "in the view of 'ALICE'" not in log, log
+    assert "in the view of 'CORP" not in log and "in the view of '2001'" not in log, log
     m.RemoveNamespace("CORP\\alice")
     assert listed(daemon) == []
     expect_error(lambda: m.GetNamespace("ALICE"), E_NO_SUCH_NAMESPACE)

@@ -185,6 +185,14 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
         }
         if (!user && streq(a->interface, NSM_NAMESPACE_INTERFACE))
                 user = user_of_object(m, call);
+        if (user && user[0]) {
+                /* The user as the call resolved her (any spelling, a UID): her canonical name. */
+                char *canonical = manager_canonical_user(m, user);
+                if (canonical) {
+                        free(user);
+                        user = canonical;
+                }
+        }
 
         (void) bus_creds_sender_uid(m->creds, call, &uid);
         (void) bus_creds_sender_pid(m->creds, call, &pid);

@@ -22,6 +22,7 @@
 #include "namespace-state.h"
 #include "namespace.h"
 #include "op-queue.h"
+#include "parse-util.h"
 #include "path-util.h"
 #include "private-bus.h"
 #include "strv.h"
@@ -570,6 +571,20 @@ void manager_shutdown(Manager *m) {
 
 Namespace *manager_get_namespace(Manager *m, const char *user) {
         return namespace_set_get(&m->namespaces, user);
+}
+
+char *manager_canonical_user(Manager *m, const char *user) {
+        _cleanup_(user_record_done) UserRecord u = {};
+        Namespace *ns = manager_get_namespace(m, user);
+        uid_t uid;
+
+        if (!ns && parse_uid(user, &uid) >= 0)
+                ns = manager_get_namespace_by_uid(m, uid);
+        if (ns)
+                return strdup(ns->name);
+        if (user_lookup_cached(m->user_lookups, user, &u) > 0)
+                return TAKE_PTR(u.name);
+        return NULL;
 }
 
 int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader, int *ret_fd) {

@@ -107,6 +107,10 @@ uint64_t manager_deadline(Manager *m);
 
 Namespace *manager_get_namespace(Manager *m, const char *user);
 Namespace *manager_get_namespace_by_uid(Manager *m, uid_t uid);
+/* The canonical name of 'user' (any spelling, or a UID) where it is known without asking NSS:
+ * a namespace's name or uid, a cached lookup (user-lookup.h). For the records of a call that
+ * resolved it. NULL if it is not known. */
+char *manager_canonical_user(Manager *m, const char *user);
 /* Records session 'id' of ready namespace 'ns', opened by login process 'leader', logged; the
  * session lasts while the login holds a copy of *ret_fd (namespace.h). */
 int manager_open_session(Manager *m, Namespace *ns, const char *id, pid_t leader, int *ret_fd);

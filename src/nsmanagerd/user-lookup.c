@@ -298,3 +298,11 @@ int user_lookup(UserLookups *l, const char *name, uid_t caller, uint64_t deadlin
         (void) charge(l, caller, +1);
         return 0;
 }
+
+int user_lookup_cached(UserLookups *l, const char *name, UserRecord *ret) {
+        CacheEntry *e = l ? hashmap_get(l->cache, name) : NULL;
+
+        if (!e || e->failed || e->until <= now_usec(CLOCK_MONOTONIC))
+                return 0;
+        return cache_answer(e, ret, NULL) < 0 ? 0 : 1;
+}

@@ -39,3 +39,7 @@ typedef void (*UserLookupDone)(void *userdata);
  * as many in flight as it may). */
 int user_lookup(UserLookups *l, const char *name, uid_t caller, uint64_t deadline, UserLookupDone done, void *userdata,
                 UserRecord *ret, NsmError *error);
+
+/* The cached answer for 'name', without NSS or a child: 1 with *ret, 0 if none is cached (or it
+ * is a failure). */
+int user_lookup_cached(UserLookups *l, const char *name, UserRecord *ret);
