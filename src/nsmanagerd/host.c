@@ -15,6 +15,7 @@
 #include "mount-util.h"
 #include "path-util.h"
 #include "strv.h"
+#include "write-access.h"
 
 /* ---- what a start changed, and undoing it ---- */
 
@@ -238,27 +239,35 @@ int host_share_root(char *const *reserved, const char *registry, NsmError *error
  * a directory on the way can change without mounting anything (a symlink swapped in, a
  * RENAME_EXCHANGE). -EREMOTE: below a FUSE mount. */
 /* Whether someone other than root can write directory 'fd' (create, rename or remove what is
- * in it). Its cached attributes only: a FUSE server is not asked. */
-static int writable_by_others(int fd, struct statx *ret) {
+ * in it): its owner, the mode, its ACL's named users and groups (under the mask), group root's
+ * members. Its cached attributes and its ACL only (the caller made sure it is on no FUSE
+ * mount); who in ret_who. */
+static int writable_by_others(int fd, struct statx *ret, char **ret_who) {
         struct statx sx = {};
 
         if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_UID | STATX_GID | STATX_MODE, &sx) < 0)
                 return -errno;
         if (ret)
                 *ret = sx;
-        return sx.stx_uid != 0 || (sx.stx_mode & S_IWOTH) || ((sx.stx_mode & S_IWGRP) && sx.stx_gid != 0);
+        if (sx.stx_uid != 0) {
+                if (asprintf(ret_who, "its owner, uid %" PRIu32, (uint32_t) sx.stx_uid) < 0)
+                        return -ENOMEM;
+                return 1;
+        }
+        return fd_find_other_writer(fd, &sx, (uid_t) -1, (gid_t) -1, /* names= */ false, ret_who);
 }
 
 static int refuse_parent(int parent, const char *path, NsmError *error) {
+        _cleanup_free_ char *who = NULL;
         struct statx sx;
-        int r = writable_by_others(parent, &sx);
+        int r = writable_by_others(parent, &sx, &who);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Cannot tell who may write the directory '%s' is in: %m.", path);
         if (r > 0)
                 return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is not shared: the directory it is in can "
-                                      "be written by someone other than root (owner uid %u, group gid %u, mode %04o), "
-                                      "who could put a symlink or a directory of theirs in its place.", path,
-                                      sx.stx_uid, sx.stx_gid, sx.stx_mode & 07777);
+                                      "be written by someone other than root, %s (owner uid %u, group gid %u, mode "
+                                      "%04o), who could put a symlink or a directory of theirs in its place.", path,
+                                      who, sx.stx_uid, sx.stx_gid, sx.stx_mode & 07777);
         return 0;
 }
 
@@ -333,7 +342,8 @@ static int share_path(const char *path, bool only_root, HostChanges *changes, Ns
         if (only_root) {
                 /* A configured path a user can swap, or whose directory is hers, would share what
                  * she chooses with everybody: the administrator fixes it, a reload retries. */
-                r = writable_by_others(fd, &sx);
+                _cleanup_free_ char *who = NULL;
+                r = writable_by_others(fd, &sx, &who);
                 if (r < 0)
                         return nsm_error_set_errnof(error, r, "Cannot tell who owns '%s': %m.", path);
                 if (sx.stx_uid != 0)
