@@ -459,6 +459,29 @@ def test_a_refused_configured_path_is_not_shared_as_one_shared_at_run_time(insta
     assert str(other) in shared and str(share) not in shared, shared
 
 
+def test_shared_subtree_in_a_directory_a_user_may_write_by_an_acl(instance):
+    """The directory a SharedSubtrees= path is in: root's, mode 0755, but an ACL entry lets
+    alice write it (and so swap the path for her symlink). Refused with a warning naming
+    the entry, as a directory the mode bits open is; the rest is shared, and once the
+    entry is gone a reload shares it."""
+    sb = instance
+    pub = sb.instance / "pub"
+    share = pub / "share"
+    share.mkdir(parents=True)
+    subprocess.run(["setfacl", "-m", f"u:{ALICE.uid}:rwx", str(pub)], check=True, timeout=timeout(10))
+    sb.start_daemon(SharedSubtrees=f"/mnt {share}")
+    sb.track_mount(str(share))
+    log = sb.daemon_log_text()
+    assert "can be written by someone other than root, the ACL entry user:2001:rwx" in log, log
+    assert find_mount(host_mountinfo(), str(share)) is None
+    assert find_mount(host_mountinfo(), "/mnt").shared
+    # A masked entry writes nothing: shared at the next reload.
+    subprocess.run(["setfacl", "-m", "m::r-x", str(pub)], check=True, timeout=timeout(10))
+    sb.manager().ReloadConfig()
+    m = find_mount(host_mountinfo(), str(share))
+    assert m is not None and m.shared, f"{share} was not shared once the mask took alice's write away"
+
+
 def test_a_users_directory_is_not_shared(instance):
     """A configured shared subtree that is a user's directory would share what she puts
     there with everybody, as root: refused with a warning, the rest is shared."""
