@@ -449,11 +449,20 @@ static void host_mounts_free(HostMount *m, size_t n) {
 }
 
 /* Whether the recorded mount is still there: by the host's mount table, never by looking the
- * path up (a user's FUSE mount may cover it, and its server may never answer). */
-static const MountEntry *still_mounted(const MountEntry *table, size_t n, const HostMount *m) {
+ * path up (a user's FUSE mount may cover it, and its server may never answer). The old id is
+ * reused by the next mount once ours is gone (an administrator's tmpfs at the same path gets
+ * it): the unique id (Linux 6.8), or before it what the mount is (device, root, mount point),
+ * must still be there too. A record that matches but for that sets *ret_reused. */
+static const MountEntry *still_mounted(const MountEntry *table, size_t n, const HostMount *m, bool *ret_reused) {
         for (size_t i = 0; i < n; i++)
-                if (table[i].id == m->id.old && streq(table[i].target, m->path))
+                if (table[i].id == m->id.old && streq(table[i].target, m->path)) {
+                        if (mount_id_is_mounted(m->id) == 0) {
+                                if (ret_reused)
+                                        *ret_reused = true;
+                                return NULL;
+                        }
                         return &table[i];
+                }
         return NULL;
 }
 
@@ -538,7 +547,7 @@ static int host_mounts_add(const char *kind, const char *path, MountId id) {
         }
         /* Entries no longer mounted (unmounted by hand, or from before a reboot) go. */
         for (size_t i = 0; i < n; i++)
-                if (still_mounted(table, n_table, &list[i]) && !mount_id_equal(list[i].id, id))
+                if (still_mounted(table, n_table, &list[i], NULL) && !mount_id_equal(list[i].id, id))
                         list[k++] = list[i];
                 else
                         free(list[i].path);
@@ -596,7 +605,7 @@ static int mounts_below(const MountEntry *table, size_t n, uint64_t id, char ***
 static int release_one(const HostMount *m) {
         _cleanup_close_ int root = -EBADF, fd = -EBADF;
         MountEntry *table = NULL;
-        uint64_t id = 0;
+        MountId id = {};
         size_t n = 0;
         int r;
 
@@ -618,9 +627,10 @@ static int release_one(const HostMount *m) {
         mount_entries_free(table, n);
         if (r == -EREMOTE)
                 return log_warning_errno(r, "Keeping the bind of '%s' onto itself: it lies below a FUSE mount.", m->path);
+        /* The very mount recorded: by its unique id where the record has one (or by what it is). */
         if (r >= 0)
-                r = fd_get_mount_id(fd, "", &id);
-        if (r >= 0 && id != m->id.old)
+                r = fd_get_mount_ids(fd, "", &id);
+        if (r >= 0 && !mount_id_equal(id, m->id))
                 r = -ESTALE;
         if (r >= 0)
                 r = umount2_fd(fd);
@@ -657,9 +667,13 @@ int host_release(void) {
                         if (streq(m->kind, pass == 0 ? "bind" : "pin"))
                                 continue;
                         /* Read again for each: what went before changed it. */
+                        bool reused = false;
                         r = mount_table_read_self(&table, &n_table);
-                        if (r >= 0 && !still_mounted(table, n_table, m)) {
+                        if (r >= 0 && !still_mounted(table, n_table, m, &reused)) {
                                 mount_entries_free(table, n_table);
+                                if (reused)
+                                        log_notice("Leaving '%s' alone: the mount there now is not the one nsmanagerd "
+                                                   "made (that one is gone, and another has its id).", m->path);
                                 continue;
                         }
                         if (r >= 0)
