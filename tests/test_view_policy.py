@@ -618,9 +618,8 @@ def test_verify_reads_acls(instance, nsctl):
     group = Path("/etc/group")      # the sandbox's copy
     before = group.read_text()
     try:
-        group.write_text(before.replace("\nroot:x:0:\n", "\nroot:x:0:dave\n", 1) if not before.startswith("root:") else
-                         before.replace("root:x:0:\n", "root:x:0:dave\n", 1))
-        assert "root:x:0:dave" in group.read_text()
+        group.write_text("".join("root:x:0:dave\n" if line.startswith("root:") else line
+                                 for line in before.splitlines(keepends=True)))
         p = nsctl("verify", "--config", str(sb.config_file))
         assert "'/srv/rooted' can be written by the ACL entry group:root:rwx" in p.stderr, p.stderr
     finally:

@@ -90,6 +90,8 @@ int acl_entry_format(const AclEntry *e, bool names, char **ret) {
                         e->perm & ACL_WRITE ? 'w' : '-', e->perm & ACL_EXECUTE ? 'x' : '-') < 0 ? -ENOMEM : 0;
 }
 
+/* Asks NSS for group 0 (files first on every sane nsswitch.conf): only where a directory group
+ * root may write is met, which root made so. */
 int root_group_has_others(void) {
         size_t size = 4096;
 
@@ -133,8 +135,11 @@ int fd_find_other_writer(int fd, const struct statx *st, uid_t uid, gid_t gid, b
         size_t n = 0;
         bool group_writes;
 
-        if (st->stx_mode & S_IWOTH)
-                return ret_who ? (*ret_who = strdup("anybody")) ? 1 : -ENOMEM : 1;
+        if (st->stx_mode & S_IWOTH) {
+                if (ret_who && !(*ret_who = strdup("anybody")))
+                        return -ENOMEM;
+                return 1;
+        }
         r = fd_acl_read(fd, &acl, &n);
         if (r < 0)
                 return r;
