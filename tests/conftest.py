@@ -53,7 +53,8 @@ Test files, one per feature:
 
 Test users (sandbox.TEST_USERS; password: NAME-secret, e.g. alice-secret):
     alice 2001, bob 2002, carol 2003 (member of group nsadmin, gid 2100),
-    dave 2004, svc 500 (a system user, below MinUID). Shell /bin/bash,
+    dave 2004, erin 3000000000 (above 2^31), svc 500 (a system user, below
+    MinUID). Shell /bin/bash,
     home /home/NAME (on the sandbox's tmpfs).
 
 Fixtures
