@@ -90,6 +90,14 @@ static unsigned subscriptions_of(Manager *m, uid_t uid) {
         return n;
 }
 
+static unsigned subscriptions_of_users(Manager *m) {
+        unsigned n = 0;
+        for (Subscriber *s = *subscribers(m); s; s = s->next)
+                if (s->uid != 0)
+                        n += subscriber_count(s);
+        return n;
+}
+
 static void on_name_gone(void *userdata) {
         Subscriber *s = userdata;
 
@@ -174,9 +182,13 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
                 return r;
         if (uid != 0 && subscriptions_of(m, uid) >= SUBSCRIPTIONS_PER_UID_MAX)
                 return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                      "UID %u has %u subscriptions already, the most a user may hold; end one "
+                                      "uid %u has %u subscriptions already (SubscriptionsPerUID=%u); end one "
                                       "(Unsubscribe(), or close its bus connection).",
-                                      (unsigned) uid, SUBSCRIPTIONS_PER_UID_MAX);
+                                      (unsigned) uid, SUBSCRIPTIONS_PER_UID_MAX, SUBSCRIPTIONS_PER_UID_MAX);
+        if (uid != 0 && subscriptions_of_users(m) >= SUBSCRIPTIONS_OF_USERS_MAX)
+                return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                      "Users have %u subscriptions (SubscriptionsOfUsers=%u); try again once some "
+                                      "have ended.", SUBSCRIPTIONS_OF_USERS_MAX, SUBSCRIPTIONS_OF_USERS_MAX);
         if (!s) {
                 r = subscriber_new(m, bus, sender, uid, &s);
                 if (r < 0)
