@@ -5,6 +5,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "attach.h"
+#include "attach-unit.h"
 #include "bus-errors.h"
 #include "bus-request.h"
 #include "private-bus.h"
@@ -224,6 +225,7 @@ int main(int argc, char *argv[]) {
         if (!asked_to_exit)
                 log_error("Lost the connection to the system bus; exiting with failure (the namespaces stay pinned).");
         attach_done(m);
+        attach_unit_done(m);
         manager_shutdown(m);
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");
