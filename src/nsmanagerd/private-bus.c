@@ -217,6 +217,8 @@ static int private_bus_start(PrivateBus *p) {
             (r = sd_bus_set_server(p->bus, true, m->id)) < 0 ||
             (r = sd_bus_negotiate_fds(p->bus, true)) < 0 ||
             (r = sd_bus_start(p->bus)) < 0 ||
+            /* A local match: on a peer-to-peer connection sd-bus sends no AddMatch, so there is
+             * nothing to install and nothing the bus could refuse. */
             (r = sd_bus_match_signal_async(p->bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
                                            "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, NULL, p)) < 0 ||
             (r = m->add_objects(p->bus, m->userdata)) < 0 ||
