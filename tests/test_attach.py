@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Manager.Attach in the sandbox, where systemd is not PID 1 and the daemon forks the
 command itself (docs/attach.md): who the command runs as, AttachTasksMax=, its pipes and
-pty, and its refusals (each named, before anything starts).
+pty, and its refusals (each named, before anything starts). At the end, the daemon's use of
+the bus where systemd is PID 1 (attach-unit.c), against tests/systemd-standin.c, the part of
+systemd's bus API it calls: its match rules and its calls in flight (tests/test_nspawn_attach.py
+has the real systemd).
 
 The credentials race: alice sends Attach and, while the call is on its way,
 execs the setgid unix_chkpwd (group shadow) with her bus connection still open. A daemon
@@ -577,8 +580,10 @@ def test_attach_refuses_a_status_fd_that_is_no_pipe(daemon, manager):
 # alice's client: N OpenAttach calls one after the other, keeping every command's fds; then,
 # once told (a line on stdin), reads each command's status.
 MANY_ATTACHES = r'''
-import json, socket, sys, dbus
+import json, resource, socket, sys, dbus
 n = int(sys.argv[1])
+_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))     # 4 fds a command
 m = dbus.Interface(dbus.SystemBus().get_object("org.example.NSManager", "/org/example/NSManager"),
                    "org.example.NSManager.Manager")
 kept, errors = [], []
@@ -606,6 +611,7 @@ def systemd_standin(daemon):
     """tests/systemd-standin.c owns org.freedesktop.systemd1 on the sandbox's bus, and
     /run/systemd/system (the sandbox's /run) makes the daemon believe systemd is PID 1:
     Attach() goes through attach-unit.c, as on a booted machine."""
+    made_run_systemd = not os.path.exists("/run/systemd")
     os.makedirs("/run/systemd/system")
     p = subprocess.Popen([str(Path(build_dir()) / "tests" / "systemd-standin")], stdout=subprocess.PIPE, text=True)
     try:
@@ -614,7 +620,9 @@ def systemd_standin(daemon):
     finally:
         p.terminate()
         p.wait(timeout(10))
-        shutil.rmtree("/run/systemd")
+        os.rmdir("/run/systemd/system")
+        if made_run_systemd:
+            os.rmdir("/run/systemd")
 
 
 @pytest.mark.daemon_config(RateLimitBurst="1000")
