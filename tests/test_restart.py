@@ -7,7 +7,7 @@ table as it was, propagation working both ways in the old views. A crash in the 
 creating namespaces leaves no stray mounts. Sessions are matched again by their leader's pid
 and start time, never by a reused pid. The state directory: every file fsync()ed before it
 replaces the old one where the directory is not a tmpfs, and not on a tmpfs. Losing the
-system bus ends the daemon cleanly, and the next one serves the same namespaces.
+system bus ends the daemon with failure, and the next one serves the same namespaces.
 
 What a crash in the middle of one operation leaves is with that operation's tests: a
 ShareSubtree("") killed half-way (test_hung_fs.py), the records of a user's binds
@@ -259,8 +259,9 @@ def test_state_on_a_tmpfs_is_not_fsynced(daemon):
 # ---- losing the system bus ----
 
 def test_losing_the_bus_ends_the_daemon(daemon):
-    """When the system bus goes, nsmanagerd exits cleanly within a second (namespaces stay
-    pinned); started again, it serves the same namespaces."""
+    """When the system bus goes, nsmanagerd exits within a second (namespaces stay pinned),
+    with failure, so that Restart=on-failure starts it again; started again, it serves the
+    same namespaces."""
     sb = daemon
     mgr = sb.manager()
     mgr.CreateNamespace("alice")
@@ -271,7 +272,7 @@ def test_losing_the_bus_ends_the_daemon(daemon):
         t = time.monotonic()
         proc.wait(timeout(5))
         assert time.monotonic() - t < timeout(1), "nsmanagerd lingered without a bus"
-        assert proc.returncode == 0, f"nsmanagerd exited with {proc.returncode}"
+        assert proc.returncode == 1, f"nsmanagerd exited with {proc.returncode}, not failure"
     sb.restart_bus(before_start=daemon_gone)
     sb.daemon = None
     sb.start_daemon(write=False)

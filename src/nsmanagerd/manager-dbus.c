@@ -840,8 +840,8 @@ int manager_connect_bus(Manager *m) {
         r = log_control_add(m->bus, m->creds);
         if (r < 0)
                 return r;
-        /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
-         * pinned, and the next start (D-Bus activation, at the next call) finds them. */
+        /* Losing the bus ends the daemon, with failure (nsmanagerd.c): the namespaces stay
+         * pinned, and the next start (Restart=on-failure, or D-Bus activation) finds them. */
         r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to configure the bus connection: %m");
