@@ -94,7 +94,7 @@ def interesting_tree(sb, view, subtree_root):
 
 def main():
     if os.geteuid() != 0:
-        raise SystemExit("demo: run as root (sudo ./tools/demo)")
+        raise SystemExit("demo: run as root (a fresh Debian 12 has no sudo: log in as root, or su -)")
     binary = sandbox.daemon_binary()
     if not binary.exists():
         raise SystemExit(f"demo: {binary} is missing; build first (tools/build)")
