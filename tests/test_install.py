@@ -44,6 +44,7 @@ MANAGER_DEFAULTS = {
     "StateDirectory": "/run/nsmanager",
     "ViewPropagation": "slave",
     "LoginWithoutView": "restricted",
+    "LoginRefusedMessage": "",
     "OperationTimeoutSec": "5s",
     "MaxStuckOperations": "4",
     "MaxUserMounts": "64",
