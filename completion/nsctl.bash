@@ -35,7 +35,7 @@ _nsctl() {
                 [propagation]='--recursive'
                 [bind]='--read-only --mkdir'
                 [unmount]='--detach'
-                [verify]='--config'
+                [verify]='--config --user'
                 [eject]='--lazy --json --no-legend'
         )
 
@@ -53,6 +53,10 @@ _nsctl() {
                 ;;
         --config)
                 COMPREPLY=($(compgen -f -- "$cur"))
+                return
+                ;;
+        --user)
+                COMPREPLY=($(compgen -u -- "$cur"))
                 return
                 ;;
         esac
@@ -73,7 +77,7 @@ _nsctl() {
                         transport+=("$w")
                         continue
                         ;;
-                --config)
+                --config|--user)
                         ((i++))
                         continue
                         ;;
@@ -100,7 +104,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --follow --lazy" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --user --follow --lazy" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi

@@ -146,6 +146,8 @@ int verb_usage_error(const char *verb, const char *fmt, ...) {
 static int check_verify(int argc, char **argv _unused_) {
         if (argc > 1 && arg_config)
                 return verb_usage_error("verify", "--config and FILE arguments cannot be combined");
+        if (argc > 1 && arg_verify_user)
+                return verb_usage_error("verify", "--user and FILE arguments cannot be combined");
         return 0;
 }
 
@@ -465,6 +467,13 @@ static int parse_config(const char *arg) {
         return 0;
 }
 
+static int parse_verify_user(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_verify_user = arg;
+        return 0;
+}
+
 static const Option options[] = {
         { "host", 'H', required_argument, "[USER@]HOST", true,
           "operate on the daemon of HOST, over ssh", .parse = parse_host },
@@ -496,6 +505,8 @@ static const Option options[] = {
           "detach the mount even if busy, with everything below it", .flag = &arg_detach },
         { "config", 0, required_argument, "FILE", false,
           "the configuration nsmanagerd --config=FILE reads", .parse = parse_config },
+        { "user", 0, required_argument, "NAME", false,
+          "only what the next login of user NAME will do", .parse = parse_verify_user },
         { "follow", 'f', no_argument, NULL, false,
           "print the changes as they come, until interrupted", .flag = &arg_follow },
         { "lazy", 0, no_argument, NULL, false,
@@ -633,7 +644,7 @@ static const Verb verbs[] = {
           "A file with an error is refused and the old configuration stays: every file is\n"
           "read first (nsmanagerd.conf, its drop-ins, group.d/, user.d/), and any error or\n"
           "unknown setting fails the reload with FILE:LINE. 'nsctl verify' checks first." },
-        { "verify", "[FILE...]", 0, UINT_MAX, VERB_NO_BUS, .options = OPTIONS("config"),
+        { "verify", "[FILE...]", 0, UINT_MAX, VERB_NO_BUS, .options = OPTIONS("config", "user"),
           .local_only = "it reads this machine's files", .check = check_verify, .run = verb_verify,
           .summary = "check the configuration files",
           .description =
@@ -644,7 +655,10 @@ static const Verb verbs[] = {
           "FILE, FILE.d/ and FILE's directory, as nsmanagerd --config=FILE). Prints each error\n"
           "as FILE:LINE: reason, an unknown section or setting included, and exits with 1 if\n"
           "there is any. Warns (exit status 0) of user.d/ and group.d/ files for names the\n"
-          "system does not know." },
+          "system does not know. Without FILE, also says what the next login of each user of\n"
+          "user.d/ and each member of a group.d/ group will do (--user=NAME: of NAME alone):\n"
+          "'lands in a view with ...', 'lands with entries skipped: ...' or 'will be refused:\n"
+          "...', from the files and the host's tree as they are now." },
 };
 
 static const Verb *find_verb(const char *name) {

@@ -162,6 +162,7 @@ int verb_eject(sd_bus *bus, int argc, char **argv);
 int verb_attach(sd_bus *bus, int argc, char **argv);
 /* nsctl-verify.c: reads files, never connects (bus is NULL). */
 extern const char *arg_config; /* --config=FILE, as nsmanagerd's */
+extern const char *arg_verify_user; /* --user=NAME: only that user's next login */
 int verb_verify(sd_bus *bus, int argc, char **argv);
 
 /* helpers for the verbs */
