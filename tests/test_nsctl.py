@@ -649,19 +649,21 @@ def test_unmount_refusals(views, manager, nsctl):
     one_line_error(nsctl("unmount", "alice", "/home/alice"))        # not a mount point
     one_line_error(nsctl("unmount", "alice", "home/alice"))         # relative
     one_line_error(nsctl("unmount", "alice", "/mnt/../etc"))        # not normalized
-    one_line_error(nsctl("unmount", "carol", "/mnt"))               # no namespace
+    msg = one_line_error(nsctl("unmount", "carol", "/mnt"))         # no namespace
+    assert "User 'carol' has no namespace (not logged in; 'nsctl create carol' makes one)." in msg, msg
     # a user may not take a mount of the host out of their view
     one_line_error(nsctl("unmount", "alice", "/mnt", "--detach", as_user="alice"))
     assert "/mnt" in _mount_targets(manager, "alice")
 
 
 def test_reload(views, nsctl):
-    """reload = ReloadConfig(): new settings for namespaces created afterwards."""
+    """reload = ReloadConfig(): new settings for namespaces created afterwards, and one line
+    that says so."""
     sb = views
     sb.write_config(ExcludeUsers="carol")
     p = nsctl("reload")
     assert p.returncode == 0, p.stderr
-    assert (p.stdout, p.stderr) == ("", "")
+    assert (p.stdout, p.stderr) == ("Configuration reloaded: it applies to namespaces created from now on.\n", "")
     assert "carol" in one_line_error(nsctl("create", "carol"))
     assert nsctl("status", "alice").returncode == 0    # existing namespaces stay
 

@@ -394,7 +394,10 @@ static int verb_unmount(sd_bus *bus, int argc _unused_, char **argv) {
 }
 
 static int verb_reload(sd_bus *bus, int argc _unused_, char **argv _unused_) {
-        return simple_call(bus, "ReloadConfig", "reload the configuration", NULL);
+        int r = simple_call(bus, "ReloadConfig", "reload the configuration", NULL);
+        if (r >= 0)
+                printf("Configuration reloaded: it applies to namespaces created from now on.\n");
+        return r;
 }
 
 static int check_mounts(int argc _unused_, char **argv _unused_) {

@@ -38,7 +38,8 @@ static int check_path(const char *path, const char *what, sd_bus_error *error) {
 static int get_namespace_or_error(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
         Namespace *ns = manager_get_namespace(m, user);
         if (!ns || !ns->ready)
-                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace (not logged in; "
+                                      "'nsctl create %s' makes one).", user, user);
         *ret = ns;
         return 0;
 }
