@@ -31,7 +31,7 @@ _nsctl() {
         local -A opts=(
                 [list]='--json --no-legend'
                 [status]='--json'
-                [mounts]='--json --graph --no-legend --follow'
+                [mounts]='--json --graph --no-legend --follow --output --real --types'
                 [propagation]='--recursive'
                 [bind]='--read-only --mkdir'
                 [unmount]='--detach'
@@ -59,6 +59,14 @@ _nsctl() {
                 COMPREPLY=($(compgen -u -- "$cur"))
                 return
                 ;;
+        -o|--output)
+                COMPREPLY=($(compgen -W "TARGET SOURCE FSTYPE PROPAGATION PEER MASTER PROPAGATES-TO ID PARENT" -- "${cur##*,}"))
+                return
+                ;;
+        -t|--types)
+                COMPREPLY=($(compgen -W "$(awk '{print $NF}' /proc/filesystems 2>/dev/null)" -- "${cur##*,}"))
+                return
+                ;;
         esac
 
         # The verb and the positional arguments before the cursor; after "--" (attach)
@@ -77,7 +85,7 @@ _nsctl() {
                         transport+=("$w")
                         continue
                         ;;
-                --config|--user)
+                --config|--user|-o|--output|-t|--types)
                         ((i++))
                         continue
                         ;;
@@ -104,7 +112,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --user --follow --lazy" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --user --follow --lazy --output --real --types" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi

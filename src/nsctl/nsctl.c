@@ -400,7 +400,10 @@ static int verb_reload(sd_bus *bus, int argc _unused_, char **argv _unused_) {
         return r;
 }
 
-static int check_mounts(int argc _unused_, char **argv _unused_) {
+static int check_mounts(int argc, char **argv) {
+        int r = mounts_check_arguments(argc, argv);
+        if (r < 0)
+                return r;
         if (arg_json != JSON_OFF && arg_graph)
                 return verb_usage_error("mounts", "--json and --graph cannot be combined");
         if (arg_follow && arg_graph)
@@ -470,6 +473,20 @@ static int parse_config(const char *arg) {
         return 0;
 }
 
+static int parse_output(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_output = (char *) arg;
+        return 0;
+}
+
+static int parse_types(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_types = (char *) arg;
+        return 0;
+}
+
 static int parse_verify_user(const char *arg) {
         if (!arg[0])
                 return -EINVAL;
@@ -508,6 +525,12 @@ static const Option options[] = {
           "detach the mount even if busy, with everything below it", .flag = &arg_detach },
         { "config", 0, required_argument, "FILE", false,
           "the configuration nsmanagerd --config=FILE reads", .parse = parse_config },
+        { "output", 'o', required_argument, "COLUMNS", false,
+          "the columns to show, comma-separated (as findmnt -o)", .parse = parse_output },
+        { "real", 0, no_argument, NULL, false,
+          "hide pseudo file systems (proc, sysfs, cgroup2, tmpfs, ...), as findmnt --real", .flag = &arg_real },
+        { "types", 't', required_argument, "TYPES", false,
+          "only file systems of these types (e.g. ext4,vfat or noproc), as findmnt -t", .parse = parse_types },
         { "user", 0, required_argument, "NAME", false,
           "only what the next login of user NAME will do", .parse = parse_verify_user },
         { "follow", 'f', no_argument, NULL, false,
@@ -567,7 +590,7 @@ static const Verb verbs[] = {
           .description =
           "Show the state of USER's namespace: sessions, lingering, mount namespace id,\n"
           "creation time, number of mounts." },
-        { "mounts", "[USER]", 0, 1, .options = OPTIONS("json", "graph", "no-legend", "follow"),
+        { "mounts", "[USER] [TARGET]", 0, 2, .options = OPTIONS("json", "graph", "no-legend", "follow", "output", "real", "types"),
           .check = check_mounts, .run = verb_mounts,
           .summary = "show a view's mounts and where they propagate",
           .description =
@@ -579,7 +602,10 @@ static const Verb verbs[] = {
           "With --follow, print each mount and unmount as it happens instead (like\n"
           "findmnt --poll), with where the mount came from: \"from the host's /mnt/cd (peer\n"
           "group 57)\" for a copy of a host mount, \"made in this view\"; --json: one object\n"
-          "per line. Runs until interrupted." },
+          "per line. Runs until interrupted. As findmnt: -o/--output picks the columns (TARGET,\n"
+          "SOURCE, FSTYPE, PROPAGATION, PEER, MASTER, PROPAGATES-TO, ID, PARENT), --real hides\n"
+          "pseudo file systems, -t/--types keeps only the types listed, and TARGET (a path)\n"
+          "keeps the mount there and those below it; --json keeps the same mounts." },
         { "create", "USER", 1, 1, .run = verb_create,
           .summary = "create USER's namespace",
           .description = "Create USER's namespace (nothing happens if it exists)." },
@@ -827,11 +853,14 @@ static int parse_argv(int argc, char *argv[], bool *seen) {
 }
 
 /* Where v's command line has a USER: 1, or 0 for none (an optional "[USER]" is given when
- * all the verb's arguments are). */
-static unsigned verb_user_index(const Verb *v, unsigned n_args) {
+ * all the verb's arguments are; before optional paths, "[USER] [TARGET]", when the first
+ * argument is not a path: no user name begins with '/'). */
+static unsigned verb_user_index(const Verb *v, unsigned n_args, char **args) {
         if (strncmp(v->args, "USER", 4) == 0)
                 return 1;
         if (strncmp(v->args, "[USER]", 6) == 0 && n_args - 1 == v->max_args)
+                return 1;
+        if (strncmp(v->args, "[USER] [", 8) == 0 && n_args > 1 && args[1][0] != '/')
                 return 1;
         return 0;
 }
@@ -841,7 +870,7 @@ static unsigned verb_user_index(const Verb *v, unsigned n_args) {
  * user without a namespace (a typo reads differently). On another machine (-H, -M) its own
  * daemon knows: a UID is looked up among its namespaces. The name replaces args[i]. */
 static int resolve_user_argument(sd_bus *bus, const Verb *v, unsigned n_args, char **args, char **ret) {
-        unsigned i = verb_user_index(v, n_args);
+        unsigned i = verb_user_index(v, n_args, args);
         _cleanup_free_ char *name = NULL;
         const char *arg;
         uid_t uid;

@@ -156,6 +156,12 @@ void json_mount_entry(JsonWriter *w, const MountEntry *m);
 
 /* Verbs */
 int verb_mounts(sd_bus *bus, int argc, char **argv);
+/* nsctl mounts as findmnt: -o/--output, --real, -t/--types (nsctl-mounts.c) */
+extern char *arg_output;
+extern bool arg_real;
+extern char *arg_types;
+/* The usage of mounts' arguments and options, checked before any connection (exit status 2). */
+int mounts_check_arguments(int argc, char **argv);
 /* nsctl mounts [USER] --follow (nsctl-follow.c); user NULL: the host. */
 int verb_mounts_follow(sd_bus *bus, const char *user);
 int verb_eject(sd_bus *bus, int argc, char **argv);
