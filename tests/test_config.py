@@ -29,7 +29,7 @@ import pytest
 
 from helpers import E_FAILED, E_INVALID_PATH, E_USER_EXCLUDED, expect_error, wait_until
 from sandbox import (SYSTEM_BUS_ADDRESS, TEST_USERS, daemon_binary, dbus_error_name, find_mount, host_mountinfo,
-                     parse_mountinfo, timeout)
+                     parse_mountinfo, sys_umount, timeout)
 
 ALICE = TEST_USERS["alice"]
 
@@ -527,6 +527,29 @@ def test_a_refused_configured_path_is_not_shared_as_one_shared_at_run_time(insta
     assert str(other) in shared and str(share) not in shared, shared
 
 
+def test_shared_subtree_in_a_directory_a_user_may_write_by_an_acl(instance):
+    """The directory a SharedSubtrees= path is in: root's, mode 0755, but an ACL entry lets
+    alice write it (and so swap the path for her symlink). Refused with a warning naming
+    the entry, as a directory the mode bits open is; the rest is shared, and once the
+    entry is gone a reload shares it."""
+    sb = instance
+    pub = sb.instance / "pub"
+    share = pub / "share"
+    share.mkdir(parents=True)
+    subprocess.run(["setfacl", "-m", f"u:{ALICE.uid}:rwx", str(pub)], check=True, timeout=timeout(10))
+    sb.start_daemon(SharedSubtrees=f"/mnt {share}")
+    sb.track_mount(str(share))
+    log = sb.daemon_log_text()
+    assert "can be written by someone other than root, the ACL entry user:2001:rwx" in log, log
+    assert find_mount(host_mountinfo(), str(share)) is None
+    assert find_mount(host_mountinfo(), "/mnt").shared
+    # A masked entry writes nothing: shared at the next reload.
+    subprocess.run(["setfacl", "-m", "m::r-x", str(pub)], check=True, timeout=timeout(10))
+    sb.manager().ReloadConfig()
+    m = find_mount(host_mountinfo(), str(share))
+    assert m is not None and m.shared, f"{share} was not shared once the mask took alice's write away"
+
+
 def test_a_users_directory_is_not_shared(instance):
     """A configured shared subtree that is a user's directory would share what she puts
     there with everybody, as root: refused with a warning, the rest is shared."""
@@ -591,6 +614,39 @@ def test_release_takes_the_daemons_mounts_and_nothing_else(instance):
     finally:
         inside.kill()
         inside.wait()
+
+
+def test_release_leaves_a_mount_that_reuses_the_id_of_the_daemons(instance):
+    """The daemon's bind of a shared subtree onto itself is gone (root unmounted it) and
+    root mounted his own tmpfs there, which got the same mountinfo id (the kernel hands out
+    the lowest free one). --release must know it is not the daemon's: by the unique id
+    (Linux 6.8) the daemon recorded, or else by what the mount is; it stays, named."""
+    sb = instance
+    media = sb.instance / "media"
+    media.mkdir()
+    sb.start_daemon(SharedSubtrees=f"/mnt {media}")
+    sb.stop_daemon()
+    ours = find_mount(host_mountinfo(), str(media))
+    assert ours is not None, "the daemon did not bind the shared subtree onto itself"
+    sys_umount(str(media))
+    # The lowest free id may be lower than ours: each tmpfs that gets one stays (stacked)
+    # until one gets ours.
+    for _ in range(64):
+        sb.mount_tmpfs(str(media), source="ADMIN")
+        admins = find_mount(host_mountinfo(), str(media))
+        if admins.id >= ours.id:
+            break
+    if admins.id != ours.id:
+        pytest.skip(f"the kernel gave mount id {ours.id} to another mount meanwhile, not to the administrator's tmpfs")
+    Path(media, "admin-file").write_text("root's\n")
+
+    p = run_daemon(sb, "--release")
+    assert p.returncode == 0, p.stderr
+    assert f"Leaving '{media}' alone: the mount there now is not the one nsmanagerd made" in p.stderr, p.stderr
+    m = find_mount(host_mountinfo(), str(media))
+    assert m is not None and m.id == ours.id and m.source == "ADMIN", "--release unmounted the administrator's tmpfs"
+    assert Path(media, "admin-file").read_text() == "root's\n"
+    assert find_mount(host_mountinfo(), str(sb.subtree_root)) is None, "the daemon's own mounts were not released"
 
 
 def test_a_shared_subtree_taken_out_of_the_configuration(instance):

@@ -226,6 +226,21 @@ def test_audit_records_name_caller_and_arguments(daemon, manager, nsctl, polkit_
     assert not any("ENV" in k for k in r), r     # never the command's environment
 
 
+def test_a_uid_above_2_31_is_printed_unsigned(daemon, manager, nsctl):
+    """erin's uid is 3000000000, as sssd hands out: the audit record of her call and nsctl
+    list show it as it is, not as a negative number."""
+    sb = daemon
+    manager.CreateNamespace("erin")
+    p = nsctl("attach", "erin", "--", "true", as_user="erin")
+    assert p.returncode == 0, p.stderr
+    recs = [r for r in audit_records(sb, "OpenAttach") if r.get("NSM_USER") == "erin"]
+    assert len(recs) == 1 and recs[0]["NSM_CALLER_UID"] == "3000000000", recs
+    assert "OpenAttach by erin (uid 3000000000, pid" in recs[0]["MESSAGE"], recs[0]["MESSAGE"]
+    rows = [line.split() for line in nsctl("list").stdout.splitlines()]
+    assert ["erin", "3000000000"] in [r[:2] for r in rows], rows
+    assert [str(u) for u, uid, *_ in manager.ListNamespaces() if int(uid) == 3000000000] == ["erin"]
+
+
 def test_audit_records_refusals(daemon, manager, nsctl):
     """A refused change is on record too, with the error's name: alice trying bob's view. The
     message ends with the error's sentence and one full stop; flags are named."""

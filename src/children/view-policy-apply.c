@@ -356,6 +356,7 @@ static int policy_spoiled(PolicyContext *c, const char *path, bool follow_root_l
                 .follow_root_links = follow_root_links,
                 .table = c->table,
                 .n_table = c->n_table,
+                .names = true,          /* as the warnings name them (a killable child may ask NSS) */
         };
         return path_find_other_writer(&w, path, ret_why) > 0;
 }

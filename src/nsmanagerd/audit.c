@@ -265,8 +265,12 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
         size_t len = strlen(said);
         if (len > 0 && said[len - 1] == '.')
                 len--;
-        (void) log_struct_internal(error ? LOG_NOTICE : LOG_INFO, 0, fields, "%s by %s (uid %d, pid %d)%s%s%s: %s%.*s.",
-                                   a->member, caller ?: "an unknown user", (int) uid, (int) pid, where,
+        if (uid != (uid_t) -1)  /* unsigned: sssd hands out uids above 2^31 */
+                snprintf(buf, sizeof buf, "%" PRIu32, (uint32_t) uid);
+        else
+                snprintf(buf, sizeof buf, "unknown");
+        (void) log_struct_internal(error ? LOG_NOTICE : LOG_INFO, 0, fields, "%s by %s (uid %s, pid %d)%s%s%s: %s%.*s.",
+                                   a->member, caller ?: "an unknown user", buf, (int) pid, where,
                                    summary[0] ? ":" : "", summary, error ? "refused: " : "done", (int) len, said);
 }
 

@@ -65,6 +65,7 @@ typedef struct PathWalk {
         bool follow_root_links;  /* as open_path_safe() (bind sources); else none (destinations) */
         const MountEntry *table; /* the mounts, for telling FUSE ones */
         size_t n_table;
+        bool names;              /* ACL entries in messages named through NSS (else by id) */
 } PathWalk;
 
 /* Walks 'path' from w->root_fd as the policy's own lookups go, and stops at the first place

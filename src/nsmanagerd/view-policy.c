@@ -11,6 +11,7 @@
 #include "strv.h"
 #include "view-policy-plan.h"
 #include "view-policy.h"
+#include "write-access.h"
 
 /* The [View] policy, read: specifiers, every entry parsed and checked (the plan that
  * view-policy-apply.c mounts), and the walk that tells who decides what a policy path names,
@@ -19,8 +20,9 @@
  *
  * Nothing here mounts, creates or logs: the daemon's killable child uses it before it applies
  * a policy, and nsctl verify links it to check a policy against the machine as it is. Paths
- * are only opened (O_PATH) and looked at without asking their file system (AT_STATX_DONT_SYNC),
- * never followed through a symlink a policy would not follow. */
+ * are only opened (O_PATH) and looked at without asking their file system (AT_STATX_DONT_SYNC;
+ * the ACL of a directory only where it is on no FUSE or network file system), never followed
+ * through a symlink a policy would not follow. */
 
 /* ---- specifiers ---- */
 
@@ -323,11 +325,13 @@ static _printf_(2, 3) int walk_found(char **ret_why, const char *fmt, ...) {
 /* Walks 'path' from w->root_fd as the policy's own lookups go, and stops at the first place
  * where someone other than root (and w->uid, w->gid) decides what the path names:
  *   - a directory they own: they may rename, remove and replace anything in it;
- *   - a directory a group other than root's, or everybody, may write; where it is sticky
+ *   - a directory a group other than root's (root's too where NSS lists members in it), a
+ *     user by an ACL entry (under the mask), or everybody, may write; where it is sticky
  *     (/tmp), unless the next name is there and root's: a free name is whoever's creates it
  *     first, after every reboot too, and a name of a user's is theirs to replace;
  *   - a symbolic link they own;
- *   - a FUSE file system, whose server says what it likes about owners.
+ *   - a FUSE or network file system (NFS, CIFS, 9p, …), whose server says what it likes
+ *     about owners and who may write.
  * 1 and a sentence saying where and who; 0 if the walk ends before any (at the path's end, a
  * name missing from root's directory, root's link where none is followed, a non-directory on
  * the way): what goes wrong there is root's doing. Negative errno if the walk fails. Changes
@@ -336,7 +340,8 @@ int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why) 
         _cleanup_free_ char *todo = strdup(path_skip_root(path)), *shown = strdup("");
         _cleanup_close_ int dir = fcntl(w->root_fd, F_DUPFD_CLOEXEC, 3);
         unsigned links = 0;
-        char who[64], writers[80];
+        _cleanup_free_ char *writers = NULL;
+        char who[64];
         int r;
 
         if (!todo || !shown)
@@ -347,8 +352,8 @@ int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why) 
                 _cleanup_close_ int fd = -EBADF;
                 char name[NAME_MAX + 1];
                 struct statx d, st = {};
-                const char *here;
-                bool open_to_others = false;
+                const char *here, *fstype;
+                bool open_to_others;
 
                 r = path_next_name((const char **) &p, name);
                 if (r <= 0)
@@ -359,15 +364,17 @@ int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why) 
                         return r;
                 if (w->table && mount_fd_outside_fuse(dir, w->table, w->n_table, /* by_id= */ false) == -EREMOTE)
                         return walk_found(ret_why, "'%s' is on a FUSE file system, whose server says who owns what", here);
+                if (w->table && mount_fd_network_fstype(dir, w->table, w->n_table, &fstype) > 0)
+                        return walk_found(ret_why, "'%s' is on a network file system (%s), whose server says who owns "
+                                          "and may write what", here, fstype);
                 if (d.stx_uid != 0 && d.stx_uid != w->uid)
                         return walk_found(ret_why, "'%s' belongs to %s", here, policy_format_who(w, d.stx_uid, who));
-                if (d.stx_mode & S_IWOTH) {
-                        open_to_others = true;
-                        snprintf(writers, sizeof writers, "anybody");
-                } else if ((d.stx_mode & S_IWGRP) && d.stx_gid != 0 && d.stx_gid != w->gid) {
-                        open_to_others = true;
-                        snprintf(writers, sizeof writers, "the members of group %u", (unsigned) d.stx_gid);
-                }
+                /* As the kernel decides: the mode, and the ACL's named users and groups. */
+                writers = mfree(writers);
+                r = fd_find_other_writer(dir, &d, w->uid, w->gid, w->names, &writers);
+                if (r < 0)
+                        return r;
+                open_to_others = r > 0;
 
                 fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0 && errno != ENOENT)
@@ -622,7 +629,7 @@ int view_policy_warnings(const ViewPolicy *p, const UserRecord *u, int root_fd, 
 
         /* The user's own group counts as theirs where it is theirs alone by name (a user
          * private group, as useradd makes them); a shared primary group ("users") does not. */
-        PathWalk w = { .root_fd = root_fd, .uid = u->uid, .gid = (gid_t) -1, .user = u };
+        PathWalk w = { .root_fd = root_fd, .uid = u->uid, .gid = (gid_t) -1, .user = u, .names = true };
         if (group_name_by_gid(u->gid, &group) >= 0 && streq(group, u->name))
                 w.gid = u->gid;
         (void) mount_table_read_self(&table, &n_table);
