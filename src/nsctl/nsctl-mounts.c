@@ -86,30 +86,53 @@ static int parse_columns(const char *spec, Column *ret, size_t *ret_n, char **re
         return 0;
 }
 
-int mounts_check_arguments(int argc, char **argv) {
+static int check_arguments(int argc, char **argv, char **ret_message) {
         _cleanup_free_ char *bad = NULL;
+        int r;
 
         if (arg_output) {
-                int r = parse_columns(arg_output, NULL, NULL, &bad);
+                r = parse_columns(arg_output, NULL, NULL, &bad);
                 if (r == -ENOMEM)
-                        return log_oom();
+                        return r;
                 if (r < 0) {
                         _cleanup_strv_free_ char **names = NULL;
                         _cleanup_free_ char *list = NULL, *shown = text_escape_control(bad ?: arg_output);
                         for (size_t i = 0; i < _COL_MAX; i++)
                                 if (strv_extend(&names, columns[i].name) < 0)
-                                        return log_oom();
+                                        return -ENOMEM;
                         list = strv_join(names, ", ");
-                        return verb_usage_error("mounts", "unknown column '%s' in --output (columns: %s)",
-                                                shown ?: "", list ?: "");
+                        if (!shown || !list ||
+                            asprintf(ret_message, "unknown column '%s' in --output (columns: %s)", shown, list) < 0)
+                                return -ENOMEM;
+                        return -EINVAL;
                 }
         }
         /* TARGET is a path: USER never begins with '/'. */
         if (argc == 3 && argv[2][0] != '/')
-                return verb_usage_error("mounts", "TARGET '%s' is not an absolute path", argv[2]);
-        if ((arg_graph || arg_follow) && (arg_output || arg_real || arg_types || (argc > 1 && argv[argc - 1][0] == '/')))
-                return verb_usage_error("mounts", "--output, --real, --types and TARGET show a table: not with %s",
-                                        arg_graph ? "--graph" : "--follow");
+                r = asprintf(ret_message, "TARGET '%s' is not an absolute path", argv[2]);
+        else if ((arg_graph || arg_follow) && (arg_output || arg_real || arg_types || (argc > 1 && argv[argc - 1][0] == '/')))
+                r = asprintf(ret_message, "--output, --real, --types and TARGET show a table: not with %s",
+                             arg_graph ? "--graph" : "--follow");
+        else
+                return 0;
+        return r < 0 ? -ENOMEM : -EINVAL;
+}
+
+int verb_mounts_check(int argc, char **argv) {
+        _cleanup_free_ char *message = NULL;
+        int r = check_arguments(argc, argv, &message);
+
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return verb_usage_error("mounts", "%s", message);
+        if (arg_json != JSON_OFF && arg_graph)
+                return verb_usage_error("mounts", "--json and --graph cannot be combined");
+        if (arg_follow && arg_graph)
+                return verb_usage_error("mounts", "--follow and --graph cannot be combined");
+        /* A stream of changes goes straight to its reader. */
+        if (arg_follow)
+                arg_no_pager = true;
         return 0;
 }
 

@@ -400,19 +400,6 @@ static int verb_reload(sd_bus *bus, int argc _unused_, char **argv _unused_) {
         return r;
 }
 
-static int check_mounts(int argc, char **argv) {
-        int r = mounts_check_arguments(argc, argv);
-        if (r < 0)
-                return r;
-        if (arg_json != JSON_OFF && arg_graph)
-                return verb_usage_error("mounts", "--json and --graph cannot be combined");
-        if (arg_follow && arg_graph)
-                return verb_usage_error("mounts", "--follow and --graph cannot be combined");
-        /* A stream of changes goes straight to its reader. */
-        if (arg_follow)
-                arg_no_pager = true;
-        return 0;
-}
 
 /* ---- options ---- */
 
@@ -591,7 +578,7 @@ static const Verb verbs[] = {
           "Show the state of USER's namespace: sessions, lingering, mount namespace id,\n"
           "creation time, number of mounts." },
         { "mounts", "[USER] [TARGET]", 0, 2, .options = OPTIONS("json", "graph", "no-legend", "follow", "output", "real", "types"),
-          .check = check_mounts, .run = verb_mounts,
+          .check = verb_mounts_check, .run = verb_mounts,
           .summary = "show a view's mounts and where they propagate",
           .description =
           "Show the mounts of USER's view (without USER: of the host namespace) as a tree,\n"

@@ -161,7 +161,7 @@ extern char *arg_output;
 extern bool arg_real;
 extern char *arg_types;
 /* The usage of mounts' arguments and options, checked before any connection (exit status 2). */
-int mounts_check_arguments(int argc, char **argv);
+int verb_mounts_check(int argc, char **argv);
 /* nsctl mounts [USER] --follow (nsctl-follow.c); user NULL: the host. */
 int verb_mounts_follow(sd_bus *bus, const char *user);
 int verb_eject(sd_bus *bus, int argc, char **argv);
