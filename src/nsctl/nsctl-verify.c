@@ -128,6 +128,7 @@ static int forecast_login(const ManagerConfig *c, const UserRecord *u, int root_
         _cleanup_(nsm_error_done) NsmError e = {};
         _cleanup_free_ char *name = text_escape_control(u->name), *text = NULL, *line = NULL;
         char number[32];
+        bool loaded;
         int r;
 
         if (!name)
@@ -139,13 +140,16 @@ static int forecast_login(const ManagerConfig *c, const UserRecord *u, int root_
                 return 0;
         }
         r = load_policy(c, u, &p, &e);
+        loaded = r >= 0;
         if (r >= 0)
                 r = view_policy_forecast(&p, u, root_fd, &skipped, &e);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
+                /* As the module decides (login-filter.h): a policy it cannot look at counts as one. */
                 bool allowed = c->login_without_view == LOGIN_WITHOUT_VIEW_ALLOW ||
-                               (c->login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED && view_policy_is_empty(&p));
+                               (c->login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED && loaded &&
+                                view_policy_is_empty(&p));
                 text = text_escape_control(nsm_error_message(&e));
                 if (!text)
                         return -ENOMEM;
