@@ -31,11 +31,11 @@ _nsctl() {
         local -A opts=(
                 [list]='--json --no-legend'
                 [status]='--json'
-                [mounts]='--json --graph --no-legend --follow'
+                [mounts]='--json --graph --no-legend --follow --output --real --types'
                 [propagation]='--recursive'
                 [bind]='--read-only --mkdir'
                 [unmount]='--detach'
-                [verify]='--config'
+                [verify]='--config --user'
                 [eject]='--lazy --json --no-legend'
         )
 
@@ -53,6 +53,18 @@ _nsctl() {
                 ;;
         --config)
                 COMPREPLY=($(compgen -f -- "$cur"))
+                return
+                ;;
+        --user)
+                COMPREPLY=($(compgen -u -- "$cur"))
+                return
+                ;;
+        -o|--output)
+                COMPREPLY=($(compgen -W "TARGET SOURCE FSTYPE PROPAGATION PEER MASTER PROPAGATES-TO ID PARENT" -- "${cur##*,}"))
+                return
+                ;;
+        -t|--types)
+                COMPREPLY=($(compgen -W "$(awk '{print $NF}' /proc/filesystems 2>/dev/null)" -- "${cur##*,}"))
                 return
                 ;;
         esac
@@ -73,7 +85,7 @@ _nsctl() {
                         transport+=("$w")
                         continue
                         ;;
-                --config)
+                --config|--user|-o|--output|-t|--types)
                         ((i++))
                         continue
                         ;;
@@ -100,7 +112,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --follow --lazy" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --user --follow --lazy --output --real --types" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi

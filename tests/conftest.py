@@ -46,6 +46,7 @@ Test files, one per feature:
     test_cockpit.py        the Cockpit page in a real browser
     test_interface.py      the checked-in XML and docs/interface.md match the daemon
     test_install.py, test_deb.py   meson install, the Debian package
+    test_host_alone.py     tools/test leaves the machine as it was: units, host keys, versions
     test_nspawn.py, test_nspawn_attach.py, test_qemu.py   Debian booted with systemd; other kernels
     test_sandbox.py        the sandbox and helpers themselves; the suite on a machine whose
                            /mnt and /media hold mounts

@@ -211,6 +211,8 @@ def test_audit_records_name_caller_and_arguments(daemon, manager, nsctl, polkit_
 
     r = one("BindMount", NSM_USER="bob", NSM_CALLER_UID="2003")
     assert (r["NSM_CALLER_USER"], r["NSM_SOURCE"], r["NSM_PATH"], r["NSM_FLAGS"]) == ("carol", str(src), "/mnt", "0x0")
+    # the message names the flags; the field keeps the number the catalog explains
+    assert r["MESSAGE"].endswith(f"source={src} path=/mnt flags=none: done."), r["MESSAGE"]
     assert "BindMount by carol (uid 2003" in r["MESSAGE"] and "in the view of 'bob'" in r["MESSAGE"], r["MESSAGE"]
     one("EnslaveSubtree", NSM_USER="bob", NSM_CALLER_UID="0", NSM_CALLER_USER="root", NSM_PATH="/mnt")
     one("ShareSubtree", NSM_USER="bob", NSM_CALLER_UID="0", NSM_PATH="/mnt")
@@ -240,14 +242,21 @@ def test_a_uid_above_2_31_is_printed_unsigned(daemon, manager, nsctl):
 
 
 def test_audit_records_refusals(daemon, manager, nsctl):
-    """A refused change is on record too, with the error's name: alice trying bob's view."""
+    """A refused change is on record too, with the error's name: alice trying bob's view. The
+    message ends with the error's sentence and one full stop; flags are named."""
     sb = daemon
     manager.CreateNamespace("bob")
     assert nsctl("--no-ask-password", "linger", "bob", "yes", as_user="alice").returncode == 1
-    assert nsctl("unmount", "bob", "/").returncode == 1
+    assert nsctl("unmount", "bob", "/", "--detach").returncode == 1
+    assert nsctl("eject", "--lazy", "/nsm-no-such-device").returncode == 1
     recs = audit_records(sb, "SetLinger")
     assert len(recs) == 1 and recs[0]["NSM_CALLER_UID"] == "2001" and recs[0]["PRIORITY"] == "5", recs
     assert recs[0]["NSM_RESULT"] == "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired", recs
     recs = audit_records(sb, "Unmount")
     assert len(recs) == 1 and recs[0]["NSM_RESULT"] == "org.example.NSManager.Error.InvalidPath", recs
-    assert "refused:" in recs[0]["MESSAGE"]
+    assert "flags=detach: refused:" in recs[0]["MESSAGE"] and recs[0]["NSM_FLAGS"] == "0x1", recs[0]
+    recs = audit_records(sb, "Eject")
+    assert len(recs) == 1 and "what=/nsm-no-such-device flags=lazy: refused: " in recs[0]["MESSAGE"], recs
+    for action in ("SetLinger", "Unmount", "Eject"):
+        message = audit_records(sb, action)[0]["MESSAGE"]
+        assert message.endswith(".") and not message.endswith(".."), message

@@ -78,6 +78,29 @@ def test_kill9_and_restart(daemon):
     assert daemon.mount_count("carol") == daemon.mount_count("alice")
 
 
+def test_mount_counts_are_right_after_a_restart(daemon, nsctl):
+    """NMounts (MOUNTS in nsctl list and status) of views restored by a new daemon. Linux
+    6.18's listmount(2) finds only namespaces some process is in, and nobody is logged in
+    here: the count is then the last one the daemon read, and a new daemon reads each
+    restored view's once. Manager.GetMounts (nsctl mounts USER) updates it, as
+    Namespace.GetMounts does."""
+    (path,) = create(daemon, "alice")
+    expected = daemon.mount_count("alice")
+    assert daemon.kill_daemon() == -signal.SIGKILL
+    daemon.restart_daemon()
+    wait_until(lambda: int(daemon.properties(path)["NMounts"]) == expected, "alice's mount count after the restart",
+               diag=lambda: daemon.properties(path)["NMounts"])
+    p = nsctl("list")
+    assert p.returncode == 0 and re.search(rf"^alice\s.*\b{expected}\b", p.stdout, re.M), p.stdout
+
+    # one more mount in the view: Manager.GetMounts reads it, and the count follows
+    daemon.mount_tmpfs("/mnt/alice-extra", view="alice")
+    rows = daemon.manager().GetMounts("alice")
+    assert len(rows) == expected + 1
+    assert int(daemon.properties(path)["NMounts"]) == expected + 1
+    daemon.umount("/mnt/alice-extra", view="alice")
+
+
 def test_kill9_while_creating(daemon, signals):
     """A crash in the middle of creating namespaces: after the restart every namespace
     the daemon lists works, the others left no mounts (and the fixture's leak check

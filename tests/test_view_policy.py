@@ -610,7 +610,9 @@ def test_verify_reads_acls(instance, nsctl):
     bob = sb.write_config_file("user.d/bob.conf", "[View]\nInaccessiblePaths=/srv/masked/x /srv/grouped/x "
                                                   "/srv/rooted/x\n")
     p = nsctl("verify", "--config", str(sb.config_file))
-    assert p.returncode == 0 and p.stdout == "", p.stderr
+    assert p.returncode == 0 and p.stdout.splitlines() == [
+        "bob: lands in a view with InaccessiblePaths=/srv/masked/x, InaccessiblePaths=/srv/grouped/x, "
+        "InaccessiblePaths=/srv/rooted/x", "No errors in the configuration."], p.stdout + p.stderr
     warned = [line for line in p.stderr.splitlines() if line.startswith(f"{bob}: warning:")]
     assert len(warned) == 1 and "InaccessiblePaths=/srv/grouped/x" in warned[0] and \
         "'/srv/grouped' can be written by the ACL entry group:nsadmin:rwx" in warned[0], p.stderr

@@ -38,7 +38,8 @@ static int check_path(const char *path, const char *what, sd_bus_error *error) {
 static int get_namespace_or_error(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
         Namespace *ns = manager_get_namespace(m, user);
         if (!ns || !ns->ready)
-                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace (not logged in; "
+                                      "'nsctl create %s' makes one).", user, user);
         *ret = ns;
         return 0;
 }
@@ -631,6 +632,10 @@ static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error 
 
 /* ---- GetMounts, SetLinger, ReloadConfig ---- */
 
+static void unref_namespace(void *p) {
+        namespace_unref(p);
+}
+
 static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
@@ -645,6 +650,12 @@ static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
         r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
+        /* As Namespace.GetMounts: the table read updates the namespace's count (NMounts, where
+         * listmount(2) cannot count it), and the request holds the namespace meanwhile. */
+        if (ns && !req->data) {
+                req->data = namespace_ref(ns);
+                req->free_data = unref_namespace;
+        }
         return bus_request_reply_mounts(req, ns, error);
 }
 

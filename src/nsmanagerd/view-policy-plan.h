@@ -74,6 +74,9 @@ typedef struct PathWalk {
  * the walk fails. Changes nothing, logs nothing. */
 int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why);
 
+/* What went wrong at a path, for a note ("… '/home/alice/x' %s"). */
+const char *policy_spoiled_reason(int r, char buf[static 128]);
+
 /* "alice (uid 2001)" for the user whose view it is, "uid 2002" for others. */
 const char *policy_format_who(const PathWalk *w, uid_t uid, char buf[static 64]);
 

@@ -438,6 +438,162 @@ int view_policy_check(const ViewPolicy *p, const UserRecord *u, NsmError *error)
         return policy_plan_build(p, u, &plan, error);
 }
 
+const char *policy_spoiled_reason(int r, char buf[static 128]) {
+        switch (r) {
+        case -ELOOP:
+                return "has a symbolic link on the way (not followed)";
+        case -EPERM:
+                return "goes through a symbolic link that is not root's, or one in a directory that is not root's (not followed)";
+        case -ENOTDIR:
+                return "has something other than a directory where a directory is expected";
+        case -EISDIR:
+                return "is a directory where a file is expected";
+        case -ENOENT:
+                return "does not exist";
+        default:
+                snprintf(buf, 128, "cannot be used (%s)", strerror(-r));
+                return buf;
+        }
+}
+
+/* ---- forecast ---- */
+
+static _printf_(2, 3) int forecast_note(char ***notes, const char *fmt, ...) {
+        _cleanup_free_ char *note = NULL;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&note, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        return strv_extend(notes, note);
+}
+
+/* Whether a failure 'r' at 'path' is a user's doing, as view-policy-apply.c's policy_spoiled()
+ * decides it: 1 and who in *ret_why. */
+static int forecast_spoiled(const PathWalk *base, const char *path, bool follow_root_links, int r, char **ret_why) {
+        PathWalk w = *base;
+
+        if (r == -ENOMEM || r == -EXDEV)
+                return 0;
+        w.uid = (uid_t) -1;
+        w.gid = (gid_t) -1;
+        w.follow_root_links = follow_root_links;
+        return path_find_other_writer(&w, path, ret_why) > 0;
+}
+
+int view_policy_forecast(const ViewPolicy *p, const UserRecord *u, int root_fd, char ***ret_skipped, NsmError *error) {
+        _cleanup_(policy_plan_done) PolicyPlan plan = {};
+        _cleanup_strv_free_ char **notes = NULL;
+        MountEntry *table = NULL;
+        size_t n_table = 0;
+        char buf[128];
+        int r;
+
+        if (!p || !u || !u->name || !ret_skipped)
+                return -EINVAL;
+        r = policy_plan_build(p, u, &plan, error);
+        if (r < 0)
+                return r;
+        (void) mount_table_read_self(&table, &n_table);
+        PathWalk w = { .root_fd = root_fd, .user = u, .table = table, .n_table = n_table };
+
+        /* The binds as clone_bind_sources() and apply_binds() take them. */
+        for (size_t i = 0; r >= 0 && i < plan.n_binds; i++) {
+                const BindEntry *b = &plan.binds[i];
+                _cleanup_close_ int src_fd = -EBADF, dest_fd = -EBADF;
+                _cleanup_free_ char *why = NULL;
+                struct statx st, dst;
+                char who[64];
+                int k;
+
+                r = open_path_safe(root_fd, b->source, &src_fd);
+                if (r == -ENOENT && b->ignore_missing) {
+                        r = forecast_note(&notes, "%s=%s: the source '%s' does not exist (the entry begins with '-'): the "
+                                          "entry is skipped.", b->setting, b->entry, b->source);
+                        continue;
+                }
+                if (r < 0) {
+                        k = forecast_spoiled(&w, b->source, /* follow_root_links= */ true, r, &why);
+                        if (k > 0) {
+                                r = forecast_note(&notes, "%s=%s: the source '%s' %s, and %s: the entry is skipped.",
+                                                  b->setting, b->entry, b->source, policy_spoiled_reason(r, buf), why);
+                                continue;
+                        }
+                        if (r == -EPERM)
+                                r = nsm_error_set_path_errnof(error, r, "%s=%s: source '%s' goes through a symbolic link "
+                                                              "that is not owned by root, or lies in a directory that is "
+                                                              "not; such links are not followed", b->setting, b->entry,
+                                                              b->source);
+                        else
+                                r = nsm_error_set_path_errnof(error, r, "%s=%s: failed to open source '%s': %m",
+                                                              b->setting, b->entry, b->source);
+                        break;
+                }
+                r = policy_stat_cached(src_fd, &st);
+                if (r < 0) {
+                        r = nsm_error_set_path_errnof(error, r, "%s=%s: failed to stat source '%s': %m", b->setting,
+                                                      b->entry, b->source);
+                        break;
+                }
+                if (b->user_specific && st.stx_uid != 0 && st.stx_uid != u->uid) {
+                        r = forecast_note(&notes, "%s=%s: the source '%s' belongs to %s, neither root nor %s: the entry is "
+                                          "skipped.", b->setting, b->entry, b->source, policy_format_who(&w, st.stx_uid, who),
+                                          u->name);
+                        continue;
+                }
+                /* The destination is created where it is missing; what is there must be of the
+                 * source's kind, reached without a symlink. */
+                r = open_path_creating(root_fd, b->dest, PATH_EXISTING, NULL, &dest_fd);
+                if (r >= 0) {
+                        r = policy_stat_cached(dest_fd, &dst);
+                        if (r >= 0 && S_ISDIR(dst.stx_mode) != S_ISDIR(st.stx_mode))
+                                r = S_ISDIR(st.stx_mode) ? -ENOTDIR : -EISDIR;
+                }
+                if (r == -ENOENT)
+                        r = 0;
+                if (r >= 0)
+                        continue;
+                k = forecast_spoiled(&w, b->dest, /* follow_root_links= */ false, r, &why);
+                if (k > 0) {
+                        r = forecast_note(&notes, "%s=%s: the destination '%s' %s, and %s: the entry is skipped.",
+                                          b->setting, b->entry, b->dest, policy_spoiled_reason(r, buf), why);
+                        continue;
+                }
+                r = nsm_error_set_path_errnof(error, r, "%s=%s: the destination '%s' %s", b->setting, b->entry, b->dest,
+                                              policy_spoiled_reason(r, buf));
+        }
+
+        /* InaccessiblePaths= as apply_inaccessible() takes it. */
+        for (size_t i = 0; r >= 0 && i < plan.n_inaccessible; i++) {
+                const InaccessibleEntry *e = &plan.inaccessible[i];
+                _cleanup_close_ int fd = -EBADF;
+                _cleanup_free_ char *why = NULL;
+
+                r = open_path_creating(root_fd, e->path, PATH_EXISTING, NULL, &fd);
+                if (r == -ENOENT && e->ignore_missing) {
+                        r = forecast_note(&notes, "InaccessiblePaths=%s: '%s' does not exist (the entry begins with '-'): "
+                                          "nothing to hide.", e->entry, e->path);
+                        continue;
+                }
+                if (r >= 0)
+                        continue;
+                if (forecast_spoiled(&w, e->path, /* follow_root_links= */ false, r, &why) > 0) {
+                        r = forecast_note(&notes, "InaccessiblePaths=%s: '%s' %s, and %s: what is there is covered "
+                                          "instead.", e->entry, e->path, policy_spoiled_reason(r, buf), why);
+                        continue;
+                }
+                r = nsm_error_set_path_errnof(error, r, "InaccessiblePaths=%s: failed to open '%s': %m", e->entry, e->path);
+        }
+        mount_entries_free(table, n_table);
+        if (r < 0)
+                return r;
+        *ret_skipped = TAKE_PTR(notes);
+        return 0;
+}
+
 /* ---- warnings ---- */
 
 static int warn_path(const PathWalk *w, const char *setting, const char *entry, const char *what, const char *path,
