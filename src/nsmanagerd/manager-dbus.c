@@ -834,6 +834,9 @@ int manager_connect_bus(Manager *m) {
         r = polkit_registry_new(m->creds, &m->polkit_registry);
         if (r < 0)
                 return log_oom();
+        /* The budgets follow the configuration in force (ReloadConfig replaces it in place). */
+        polkit_registry_set_limits(m->polkit_registry, &m->config.polkit_questions_per_uid,
+                                   &m->config.polkit_timeout_usec);
         r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
                 return r;
