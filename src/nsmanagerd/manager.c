@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include "audit.h"
 #include "builder.h"
 #include "eject.h"
 #include "bus-creds.h"
@@ -95,6 +96,7 @@ Manager *manager_free(Manager *m) {
         m->jobs = view_jobs_free(m->jobs);
         m->ejector = ejector_free(m->ejector);
         rate_limits_free(m->rate_limits);
+        audit_limits_free(m);
         polkit_registry_free(m->polkit_registry);
         m->creds = bus_creds_free(m->creds);
         sd_bus_flush_close_unref(m->bus);
