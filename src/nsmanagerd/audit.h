@@ -41,5 +41,5 @@ void audit_call(Manager *m, sd_bus_message *call, const sd_bus_error *error);
 void audit_call_result(Manager *m, sd_bus_message *call, const sd_bus_error *error, int r);
 /* The same, for an attached command that started as PID 'pid'. */
 void audit_call_pid(Manager *m, sd_bus_message *call, const sd_bus_error *error, pid_t pid);
-/* Logs the summaries still due, and frees the budgets (at exit). */
+/* Logs the summaries still due, and frees the budgets (at exit, with the bus glue). */
 void audit_limits_free(Manager *m);

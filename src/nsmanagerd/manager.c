@@ -6,7 +6,6 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "audit.h"
 #include "builder.h"
 #include "eject.h"
 #include "bus-creds.h"
@@ -96,7 +95,6 @@ Manager *manager_free(Manager *m) {
         m->jobs = view_jobs_free(m->jobs);
         m->ejector = ejector_free(m->ejector);
         rate_limits_free(m->rate_limits);
-        audit_limits_free(m);
         polkit_registry_free(m->polkit_registry);
         m->creds = bus_creds_free(m->creds);
         sd_bus_flush_close_unref(m->bus);
@@ -697,9 +695,9 @@ int manager_rate_limit(Manager *m, uid_t uid, NsmError *error) {
                 rl->count = 0;
         }
         if (rl->count >= m->config.rate_limit_burst)
-                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "uid %u made %u calls within "
+                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "uid %" PRIu32 " made %u calls within "
                                       "RateLimitIntervalSec=%" PRIu64 "s (RateLimitBurst=%u); try again in %" PRIu64 "s.",
-                                      (unsigned) uid, rl->count, (uint64_t) (m->config.rate_limit_interval_usec / USEC_PER_SEC),
+                                      (uint32_t) uid, rl->count, (uint64_t) (m->config.rate_limit_interval_usec / USEC_PER_SEC),
                                       m->config.rate_limit_burst,
                                       (uint64_t) ((rl->begin + m->config.rate_limit_interval_usec - now + USEC_PER_SEC - 1) /
                                                   USEC_PER_SEC));

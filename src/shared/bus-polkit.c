@@ -657,9 +657,9 @@ static int polkit_query_start_check(PolkitQuery *q, const char *action, const ch
         interactive = !test && sd_bus_message_get_allow_interactive_authorization(q->request) > 0;
         if (interactive && per_uid > 0 && u->n_interactive >= per_uid)
                 return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                      "uid %u has %u authorizations waiting (PolkitQuestionsPerUID=%u); try again "
+                                      "uid %" PRIu32 " has %u authorizations waiting (PolkitQuestionsPerUID=%u); try again "
                                       "once one of them was answered, at the latest after PolkitTimeoutSec=%" PRIu64 "s.",
-                                      (unsigned) u->uid, u->n_interactive, per_uid,
+                                      (uint32_t) u->uid, u->n_interactive, per_uid,
                                       (uint64_t) (registry_timeout_usec(registry) / USEC_PER_SEC));
 
         c = calloc(1, sizeof(PolkitCheck));
