@@ -215,3 +215,23 @@ def test_a_flood_leaves_others_and_the_journal_usable(accounts, daemon, polkit_r
                for r in records), "root's CreateNamespace(bob) during the flood was not recorded"
     assert any(r.get("NSM_CALLER_USER") == "alice" and r.get("NSM_ACTION") == "SetLinger" for r in records), \
         "alice's calls were not recorded"
+
+
+def test_a_long_record_keeps_its_result(daemon):
+    """A caller's long arguments are cut in the record's message, not its result: the message
+    stays under the 2,048 bytes a record's message has and ends with the refusal; the fields
+    keep everything."""
+    sb = daemon
+    sb.manager().CreateNamespace("alice")
+    long_path = "/mnt/" + "ä" * 1500
+    r = call_as(sb, "bob", "BindMount", "ssst", "alice", long_path, long_path, 0)
+    assert "error" in r, r
+    records = [x for x in sb.journal_records() if x.get("NSM_ACTION") == "BindMount" and x.get("NSM_CALLER_USER") == "bob"]
+    assert len(records) == 1, records
+    rec = records[0]
+    message = rec["MESSAGE"]
+    assert len(message.encode()) < 2048, len(message.encode())
+    assert "refused: " in message and message.endswith("."), message[-300:]
+    assert "…" in message, message
+    assert rec["NSM_RESULT"] == r["error"], rec
+    assert rec["NSM_PATH"] == long_path and rec["NSM_SOURCE"] == long_path
