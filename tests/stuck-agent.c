@@ -6,8 +6,10 @@
  * the authentication agent of its own process, an agent that never answers BeginAuthentication,
  * then sends N interactive OpenAttach(USER, ["true"], [], "/", 0) calls at once (so that polkitd
  * asks this agent, and waits). Prints "asked" once polkitd asked the agent, then one line per
- * call as it is answered: "ok", or the D-Bus error's name and message; exits once every call
- * was answered (status 0), or when its stdin ends (status 1).
+ * call as it is answered: "ok", or the D-Bus error's name and message, then "done" once every
+ * call was answered. It stays on the bus, its agent registered (polkitd keeps asking it what it
+ * was not told to stop asking), until its stdin ends: status 0 if every call was answered, 1 if
+ * not.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -125,11 +127,16 @@ int main(int argc, char *argv[]) {
                 }
                 sent++;
         }
-        while (answered < sent) {
+        for (bool done = false;;) {
                 struct pollfd p[2] = { { .fd = sd_bus_get_fd(bus), .events = (short) sd_bus_get_events(bus) },
                                        { .fd = STDIN_FILENO, .events = POLLIN } };
                 char c;
 
+                if (!done && answered == sent) {
+                        printf("done\n");
+                        fflush(stdout);
+                        done = true;
+                }
                 r = sd_bus_process(bus, NULL);
                 if (r < 0) {
                         fprintf(stderr, "process: %s\n", strerror(-r));
@@ -140,7 +147,6 @@ int main(int argc, char *argv[]) {
                 if (poll(p, 2, 1000) < 0 && errno != EINTR)
                         return 1;
                 if ((p[1].revents & (POLLIN | POLLHUP)) && read(STDIN_FILENO, &c, 1) <= 0)
-                        return 1;
+                        return answered == sent ? 0 : 1;
         }
-        return 0;
 }
