@@ -240,3 +240,18 @@ def test_a_long_record_keeps_its_result(daemon):
     assert "…" in message, message
     assert rec["NSM_RESULT"] == r["error"], rec
     assert rec["NSM_PATH"] == long_path and rec["NSM_SOURCE"] == long_path
+
+
+@pytest.mark.daemon_config(RateLimitBurst="2", RateLimitIntervalSec="1h")
+def test_nsctl_names_the_budget(daemon):
+    """A call refused for a budget says which, its key and when to try again, in nsctl's
+    words too; calls polkit refused were charged (they asked polkit)."""
+    from sandbox import nsctl_binary
+    sb = daemon
+    for _ in range(2):
+        p = sb.run_as("bob", [nsctl_binary(), "create", "dave"])
+        assert p.returncode != 0 and "LimitExceeded" not in p.stderr and "RateLimitBurst" not in p.stderr, p.stderr
+    p = sb.run_as("bob", [nsctl_binary(), "create", "dave"])
+    assert p.returncode != 0, p.stdout
+    assert "uid 2002 made 2 calls within RateLimitIntervalSec=3600s (RateLimitBurst=2); try again in" in p.stderr, \
+        p.stderr
