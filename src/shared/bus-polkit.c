@@ -319,10 +319,6 @@ void polkit_registry_set_limits(PolkitRegistry *r, const unsigned *questions_per
         r->timeout_usec = timeout_usec;
 }
 
-unsigned polkit_registry_in_flight(const PolkitRegistry *r) {
-        return r ? r->n_in_flight : 0;
-}
-
 PolkitRegistry *polkit_registry_free(PolkitRegistry *r) {
         if (!r)
                 return NULL;

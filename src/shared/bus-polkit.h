@@ -33,9 +33,6 @@ int polkit_registry_new(BusCreds *creds, PolkitRegistry **ret);
  * uid waiting or in flight (0: no limit), and a question not answered after *timeout_usec is
  * cancelled and its caller answered TimedOut. Unset (NULL): 4 and 20 s. */
 void polkit_registry_set_limits(PolkitRegistry *r, const unsigned *questions_per_uid, const uint64_t *timeout_usec);
-/* Questions polkitd has not answered yet (cancelled ones included): each is one reply the bus
- * counts against the daemon's connection. */
-unsigned polkit_registry_in_flight(const PolkitRegistry *r);
 
 /* Whether 'm' was asked about already (it is being dispatched again with polkit's answer): for a
  * handler that charges each call once, before polkit is asked. */
