@@ -51,6 +51,11 @@ MANAGER_DEFAULTS = {
     "RateLimitIntervalSec": "10s",
     "RateLimitBurst": "200",
     "AttachTasksMax": "4096",
+    "PolkitQuestionsPerUID": "4",
+    "PolkitTimeoutSec": "20s",
+    "AuditRateLimitIntervalSec": "30s",
+    "AuditRateLimitBurst": "100",
+    "AuditRateLimitBurstAll": "2000",
 }
 VIEW_KEYS = ["PrivateTmp", "TmpSize", "BindPaths", "BindReadOnlyPaths", "TemporaryFileSystem",
              "InaccessiblePaths", "HideOtherHomes"]

@@ -9,6 +9,8 @@
 #include "bus-errors.h"
 #include "log.h"
 #include "bus-path.h"
+#include "id-map.h"
+#include "time-util.h"
 #include "namespace.h"
 #include "strv.h"
 #include "user-util.h"
@@ -189,9 +191,129 @@ static char *user_of_object(Manager *m, sd_bus_message *call) {
         return ns ? strdup(ns->name) : NULL;
 }
 
+/* ---- budgets ---- */
+
+/* One uid's window: records kept, and what was held back. The all-callers window is the one of
+ * key UINT64_MAX (no uid's: uid_key() is at most 2^32). */
+typedef struct AuditLimit {
+        uid_t uid;
+        uint64_t begin;
+        unsigned count;
+        unsigned suppressed, refused;     /* held back, of which refusals */
+} AuditLimit;
+
+#define AUDIT_ALL_KEY UINT64_MAX
+
+static void audit_summary(AuditLimit *l, const Manager *m) {
+        _cleanup_(user_record_done) UserRecord u = {};
+        char buf[3][64];
+
+        if (l->suppressed == 0)
+                return;
+        (void) user_record_by_uid(l->uid, &u);
+        snprintf(buf[0], sizeof buf[0], "NSM_CALLER_UID=%" PRIu32, (uint32_t) l->uid);
+        snprintf(buf[1], sizeof buf[1], "NSM_NOT_RECORDED=%u", l->suppressed);
+        snprintf(buf[2], sizeof buf[2], "NSM_NOT_RECORDED_REFUSED=%u", l->refused);
+        (void) log_struct_internal(LOG_NOTICE, 0, (char *[]) { buf[0], buf[1], buf[2], NULL },
+                                   "%u calls of uid %" PRIu32 " (%s) not recorded, %u of them refused (AuditRateLimitBurst=%u "
+                                   "per AuditRateLimitIntervalSec=%" PRIu64 "s, AuditRateLimitBurstAll=%u for all "
+                                   "callers but root).", l->suppressed, (uint32_t) l->uid, u.name ?: "unknown user",
+                                   l->refused, m->config.audit_burst,
+                                   (uint64_t) (m->config.audit_interval_usec / USEC_PER_SEC), m->config.audit_burst_all);
+        l->suppressed = l->refused = 0;
+}
+
+static AuditLimit *audit_limit_get(Manager *m, uint64_t key, uid_t uid, uint64_t now) {
+        AuditLimit *l;
+
+        if (!m->audit_limits) {
+                m->audit_limits = id_map_new();
+                if (!m->audit_limits)
+                        return NULL;
+        }
+        l = id_map_get(m->audit_limits, key);
+        if (!l) {
+                /* One per uid that called: bounded by the users of the machine. */
+                l = calloc(1, sizeof(AuditLimit));
+                if (!l)
+                        return NULL;
+                *l = (AuditLimit) { .uid = uid, .begin = now };
+                if (id_map_put(m->audit_limits, key, l) < 0) {
+                        free(l);
+                        return NULL;
+                }
+        }
+        if (now - l->begin >= m->config.audit_interval_usec) {
+                audit_summary(l, m);
+                l->begin = now;
+                l->count = 0;
+        }
+        return l;
+}
+
+/* Whether the record of a call of 'uid' is kept (else it is counted for the summary). */
+static bool audit_allow(Manager *m, uid_t uid, bool refused) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        AuditLimit *l, *all;
+
+        if (uid == 0)
+                return true;
+        l = audit_limit_get(m, uid_key(uid), uid, now);
+        all = audit_limit_get(m, AUDIT_ALL_KEY, (uid_t) -1, now);
+        if (!l || !all)
+                return true;   /* out of memory: rather record than lose it */
+        if ((m->config.audit_burst > 0 && l->count >= m->config.audit_burst) ||
+            (m->config.audit_burst_all > 0 && all->count >= m->config.audit_burst_all)) {
+                l->suppressed++;
+                if (refused)
+                        l->refused++;
+                return false;
+        }
+        l->count++;
+        all->count++;
+        return true;
+}
+
+/* Called for every record: the windows that ended get their summary now, not only at the uid's
+ * next call (a flood that stopped is summed up once its interval passed). */
+static void audit_limits_expire(Manager *m) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC), key;
+        AuditLimit *l;
+
+        for (size_t i = 0; m->audit_limits && id_map_iterate(m->audit_limits, &i, &key, (void **) &l);)
+                if (l->suppressed > 0 && now - l->begin >= m->config.audit_interval_usec) {
+                        audit_summary(l, m);
+                        l->begin = now;
+                        l->count = 0;
+                }
+}
+
+void audit_limits_free(Manager *m) {
+        AuditLimit *l;
+
+        for (size_t i = 0; m->audit_limits && id_map_iterate(m->audit_limits, &i, NULL, (void **) &l);) {
+                audit_summary(l, m);
+                free(l);
+        }
+        m->audit_limits = id_map_free(m->audit_limits);
+}
+
+/* What a caller chose, cut to 'max' bytes (at a character's start) so that the record's result
+ * still fits into its message. */
+static void cut_text(char *s, size_t max) {
+        size_t n;
+
+        if (!s || strlen(s) <= max)
+                return;
+        n = max - strlen("…");
+        while (n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80)
+                n--;
+        strcpy(s + n, "…");
+}
+
 static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *error, pid_t started) {
         _cleanup_strv_free_ char **fields = NULL;
-        _cleanup_free_ char *summary = strdup(""), *user = NULL, *caller = NULL, *where = NULL;
+        _cleanup_free_ char *summary = strdup(""), *user = NULL, *caller = NULL, *where = NULL, *message = NULL;
         const AuditMethod *a = audit_method_find(call);
         uid_t uid = (uid_t) -1;
         pid_t pid = 0;
@@ -216,6 +338,9 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
 
         (void) bus_creds_sender_uid(m->creds, call, &uid);
         (void) bus_creds_sender_pid(m->creds, call, &pid);
+        audit_limits_expire(m);
+        if (!audit_allow(m, uid, error))
+                return;
         if (uid != (uid_t) -1) {
                 _cleanup_(user_record_done) UserRecord u = {};
 
@@ -246,6 +371,18 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
         if (r >= 0)
                 r = add_field(&fields, NULL, "NSM_RESULT", error ? error->name : "done");
         if (r >= 0) {
+                /* The message is cut at 2,048 bytes: what the caller chose is cut first, so that the
+                 * result stays in it (the fields keep all of it). */
+                cut_text(user, 256);
+                cut_text(summary, 768);
+                if (error && error->message) {
+                        message = strdup(error->message);
+                        if (!message)
+                                r = -ENOMEM;
+                        cut_text(message, 512);
+                }
+        }
+        if (r >= 0) {
                 if (!user)
                         where = strdup("");
                 else if (user[0])
@@ -261,7 +398,7 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
         /* "BindMount by carol (uid 2003, pid 812) in the view of 'bob': source=/srv/x
          * path=/home/bob/x flags=mkdir: done." The error's sentence ends the line with its own
          * full stop. */
-        const char *said = error ? (error->message ?: error->name) : "";
+        const char *said = error ? (message ?: error->name) : "";
         size_t len = strlen(said);
         if (len > 0 && said[len - 1] == '.')
                 len--;

@@ -171,8 +171,9 @@ int bus_rate_limit_uid(Manager *m, uid_t uid, sd_bus_error *error) {
 int bus_request_rate_limit(BusRequest *req, sd_bus_error *error) {
         uid_t uid;
 
-        if (req->dispatched || bus_request_caller_uid(req, &uid) < 0)
+        if (req->charged || bus_request_caller_uid(req, &uid) < 0)
                 return 0;
+        req->charged = true;
         return bus_rate_limit_uid(req->manager, uid, error);
 }
 
@@ -186,6 +187,10 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
                 return r;
         if (uid == 0)
                 return 1;
+        /* Before polkit is asked: each question costs polkitd's time and a reply the bus counts. */
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
         r = bus_verify_polkit_async(req->message, action, details, &m->polkit_registry, error);
         if (r == 0) {
                 req->pending = true;

@@ -21,6 +21,11 @@ void manager_config_init(ManagerConfig *c) {
                 .rate_limit_interval_usec = 10 * USEC_PER_SEC,
                 .rate_limit_burst = 200,
                 .attach_tasks_max = 4096,
+                .polkit_questions_per_uid = 4,
+                .polkit_timeout_usec = 20 * USEC_PER_SEC,
+                .audit_burst = 100,
+                .audit_burst_all = 2000,
+                .audit_interval_usec = 30 * USEC_PER_SEC,
                 .release_with_host = true,
         };
         c->subtree_root = strdup("/subtree");
@@ -280,6 +285,11 @@ static const ConfigItem config_items[] = {
         { "Manager", "RateLimitIntervalSec", config_parse_timeout,            offsetof(ManagerConfig, rate_limit_interval_usec) },
         { "Manager", "RateLimitBurst",       config_parse_unsigned,           offsetof(ManagerConfig, rate_limit_burst) },
         { "Manager", "AttachTasksMax",       config_parse_unsigned,           offsetof(ManagerConfig, attach_tasks_max) },
+        { "Manager", "PolkitQuestionsPerUID", config_parse_unsigned,          offsetof(ManagerConfig, polkit_questions_per_uid) },
+        { "Manager", "PolkitTimeoutSec",     config_parse_timeout,            offsetof(ManagerConfig, polkit_timeout_usec) },
+        { "Manager", "AuditRateLimitIntervalSec", config_parse_timeout,       offsetof(ManagerConfig, audit_interval_usec) },
+        { "Manager", "AuditRateLimitBurst",  config_parse_unsigned,           offsetof(ManagerConfig, audit_burst) },
+        { "Manager", "AuditRateLimitBurstAll", config_parse_unsigned,         offsetof(ManagerConfig, audit_burst_all) },
         { "Manager", "ReleaseWithHost",      config_parse_bool,               offsetof(ManagerConfig, release_with_host) },
         { "View",    "PrivateTmp",           config_parse_bool,               offsetof(ViewPolicy, private_tmp) },
         { "View",    "TmpSize",              config_parse_size,               offsetof(ViewPolicy, tmp_size) },

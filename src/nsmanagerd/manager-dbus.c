@@ -817,6 +817,11 @@ int manager_bus_add_objects(Manager *m, sd_bus *bus) {
         return 0;
 }
 
+static void manager_bus_done(Manager *m) {
+        bus_requests_free(m);
+        audit_limits_free(m);
+}
+
 int manager_connect_bus(Manager *m) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -845,6 +850,9 @@ int manager_connect_bus(Manager *m) {
         r = polkit_registry_new(m->creds, &m->polkit_registry);
         if (r < 0)
                 return log_oom();
+        /* The budgets follow the configuration in force (ReloadConfig replaces it in place). */
+        polkit_registry_set_limits(m->polkit_registry, &m->config.polkit_questions_per_uid,
+                                   &m->config.polkit_timeout_usec);
         r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
                 return r;
@@ -856,8 +864,9 @@ int manager_connect_bus(Manager *m) {
         r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to configure the bus connection: %m");
-        /* The calls in flight are ours: dropped once the Manager answered its work in flight. */
-        m->bus_done = bus_requests_free;
+        /* The calls in flight are ours: dropped once the Manager answered its work in flight;
+         * then the audit records' summaries still due. */
+        m->bus_done = manager_bus_done;
         return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -726,9 +727,12 @@ int manager_rate_limit(Manager *m, uid_t uid, NsmError *error) {
                 rl->count = 0;
         }
         if (rl->count >= m->config.rate_limit_burst)
-                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "Too many calls from UID %u (RateLimitBurst=%u "
-                                      "per RateLimitIntervalSec=); try again later.", (unsigned) uid,
-                                      m->config.rate_limit_burst);
+                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "uid %" PRIu32 " made %u calls within "
+                                      "RateLimitIntervalSec=%" PRIu64 "s (RateLimitBurst=%u); try again in %" PRIu64 "s.",
+                                      (uint32_t) uid, rl->count, (uint64_t) (m->config.rate_limit_interval_usec / USEC_PER_SEC),
+                                      m->config.rate_limit_burst,
+                                      (uint64_t) ((rl->begin + m->config.rate_limit_interval_usec - now + USEC_PER_SEC - 1) /
+                                                  USEC_PER_SEC));
         rl->count++;
         return 0;
 }

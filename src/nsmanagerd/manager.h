@@ -60,6 +60,7 @@ typedef struct Manager {
         PrivateServer *private_server; /* the private socket for logins (private-bus.c), NULL if not listening */
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
+        IdMap *audit_limits;     /* uid_key(caller uid) → its audit records' window (audit.c) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
         AttachUnits *attach_units;       /* systemd's: the two matches, calls in flight (attach-unit.c) */
