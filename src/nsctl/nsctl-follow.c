@@ -97,8 +97,8 @@ static int origin_of(Follow *f, const MountEntry *m, char **ret) {
 }
 
 static void print_line(const char *action, const MountEntry *m, const char *origin) {
-        _cleanup_free_ char *target = text_escape_control(m->target), *source = text_escape_control(m->source),
-                            *fstype = text_escape_control(m->fstype), *o = text_escape_control(origin);
+        _cleanup_free_ char *target = text_show(m->target), *source = text_show(m->source),
+                            *fstype = text_show(m->fstype), *o = text_show(origin);
 
         if (arg_json != JSON_OFF) {
                 JsonWriter w;

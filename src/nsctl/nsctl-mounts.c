@@ -480,7 +480,7 @@ static int print_json(const Views *v) {
 static int dot_quote_lines(FILE *f, const char *const *lines) {
         fputc('"', f);
         for (size_t i = 0; lines[i]; i++) {
-                _cleanup_free_ char *e = text_escape_control(lines[i]);
+                _cleanup_free_ char *e = text_show(lines[i]);
 
                 if (!e)
                         return log_oom();

@@ -35,8 +35,8 @@ static int group_exists(const char *name) {
  * escaped, as everything nsctl prints, so that none of it reaches root's terminal as control
  * sequences. -ENOMEM, else 0. */
 static int print_policy_warning(const PolicyFile *f, const UserRecord *u, bool fails, const char *text) {
-        _cleanup_free_ char *path = text_escape_control(f->path), *user = text_escape_control(u->name),
-                            *t = text_escape_control(text);
+        _cleanup_free_ char *path = text_escape(f->path), *user = text_escape(u->name),
+                            *t = text_escape(text);
 
         if (!path || !user || !t)
                 return -ENOMEM;

@@ -95,18 +95,17 @@ int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
 
         if (error && error->message && error->message[0] &&
             !(error->name && strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0)) {
-                _cleanup_free_ char *line = strdup(error->message), *message = NULL;
+                _cleanup_free_ char *message = NULL;
 
-                if (!line)
-                        return log_oom();
-                /* One line, whatever the daemon wrote; and a message may quote a user's mount
-                 * point or file name, so no control character of it reaches the terminal. */
-                for (char *p = line; *p; p++)
-                        if (*p == '\n')
-                                *p = ' ';
-                message = text_escape_control(line);
-                if (!message)
-                        return log_oom();
+                /* The daemon escaped the sentence (text-escape.h); the log escapes what it prints
+                 * by the same rule, so it gets the bytes back first and the text comes out as the
+                 * daemon sent it, escaped once. A message that is not an escape is passed on as
+                 * it came, and escaped there. */
+                if (text_unescape(error->message, &message) < 0) {
+                        message = strdup(error->message);
+                        if (!message)
+                                return log_oom();
+                }
                 return log_error_errno(r, "%s", message);
         }
 
@@ -287,11 +286,11 @@ static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
         }
 
         /* What the daemon sent is shown escaped (text-escape.h), as everywhere in nsctl. */
-        user = text_escape_control(i.user);
-        state = text_escape_control(i.state);
-        root = text_escape_control(i.root ?: "n/a");
-        shown_sessions = text_escape_control(sessions);
-        object = text_escape_control(i.object);
+        user = text_show(i.user);
+        state = text_show(i.state);
+        root = text_show(i.root ?: "n/a");
+        shown_sessions = text_show(sessions);
+        object = text_show(i.object);
         if (!user || !state || !root || !shown_sessions || !object) {
                 namespace_info_done(&i);
                 return log_oom();

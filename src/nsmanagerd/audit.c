@@ -11,6 +11,7 @@
 #include "bus-path.h"
 #include "namespace.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "user-util.h"
 
 /* One argument of a method: how to read it, and the field it goes to (NULL: read, not
@@ -72,12 +73,14 @@ static const AuditMethod *audit_method_find(sd_bus_message *call) {
 }
 
 /* "FIELD=value" onto 'fields' and " field=value" onto 'summary' (shown: the field's name
- * without NSM_, in lower case). */
+ * without NSM_, in lower case). A value may be any bytes a caller or the kernel chose: the
+ * field holds it escaped (text-escape.h); the summary goes into the message, which the log
+ * escapes as a whole. */
 static int add_field(char ***fields, char **summary, const char *field, const char *value) {
-        _cleanup_free_ char *f = NULL, *shown = NULL;
+        _cleanup_free_ char *f = NULL, *shown = NULL, *escaped = text_escape(value);
         char *s;
 
-        if (asprintf(&f, "%s=%s", field, value) < 0 || strv_extend(fields, f) < 0)
+        if (!escaped || asprintf(&f, "%s=%s", field, escaped) < 0 || strv_extend(fields, f) < 0)
                 return -ENOMEM;
         if (!summary)
                 return 0;
@@ -163,7 +166,7 @@ static char *user_of_object(Manager *m, sd_bus_message *call) {
 
 static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *error, pid_t started) {
         _cleanup_strv_free_ char **fields = NULL;
-        _cleanup_free_ char *summary = strdup(""), *user = NULL, *caller = NULL, *where = NULL;
+        _cleanup_free_ char *summary = strdup(""), *user = NULL, *caller = NULL, *where = NULL, *refusal = NULL;
         const AuditMethod *a = audit_method_find(call);
         uid_t uid = (uid_t) -1;
         pid_t pid = 0;
@@ -230,12 +233,17 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
                 return;
         }
 
+        /* The reply's sentence was escaped for the bus; the log escapes the message once more
+         * as a whole, so it is taken back to its bytes first (the rule reverses). */
+        if (error && error->message && text_unescape(error->message, &refusal) < 0)
+                refusal = NULL;
+
         /* "BindMount by carol (uid 2003, pid 812) in the view of 'bob': source=/srv/x
          * path=/home/bob/x flags=0x2: done." */
         (void) log_struct_internal(error ? LOG_NOTICE : LOG_INFO, 0, fields, "%s by %s (uid %d, pid %d)%s%s%s: %s%s.",
                                    a->member, caller ?: "an unknown user", (int) uid, (int) pid, where,
                                    summary[0] ? ":" : "", summary, error ? "refused: " : "done",
-                                   error ? (error->message ?: error->name) : "");
+                                   error ? (refusal ?: error->message ?: error->name) : "");
 }
 
 void audit_call(Manager *m, sd_bus_message *call, const sd_bus_error *error) {

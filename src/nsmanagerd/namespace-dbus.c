@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "builder.h"
 #include "bus-errors.h"
+#include "bus-util.h"
 #include "log.h"
 #include "bus-path.h"
 #include "namespace-dbus.h"
@@ -49,9 +50,22 @@ static void on_mounts_read(BuilderReply *reply, void *userdata) {
                 r = sd_bus_message_new_method_return(req->message, &m);
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "(ttttssss)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(m, "(ttttssss)", e[i].id, e[i].parent_id, e[i].peer_group, e[i].master_group,
-                                          e[i].target, e[i].source, e[i].fstype, e[i].propagation);
+        /* Names as the kernel has them are any bytes a user chose: escaped (text-escape.h). */
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                r = sd_bus_message_open_container(m, 'r', "ttttssss");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "tttt", e[i].id, e[i].parent_id, e[i].peer_group, e[i].master_group);
+                if (r >= 0)
+                        r = bus_message_append_text(m, e[i].target);
+                if (r >= 0)
+                        r = bus_message_append_text(m, e[i].source);
+                if (r >= 0)
+                        r = bus_message_append_text(m, e[i].fstype);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", e[i].propagation);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         mount_entries_free(e, n);

@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Names reach every reader whole (docs/interface.md, "Text from the kernel or a user").
+
+The kernel allows any byte but '/' and NUL in a mount point, and a tmpfs's source (as a FUSE
+fsname=) is any bytes its mounter chose; a process sets its own comm. The bus refuses a
+string that is not UTF-8, so one such name used to fail GetMounts of every view that saw it,
+and the Busy of an Eject that named such a process. The daemon escapes them by one rule
+(bytes that are not UTF-8, control characters and '\\' as \\xNN); nsctl shows the same."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from helpers import E_BUSY, create, expect_error, ns_path, wait_until
+from sandbox import MS_NODEV, MS_NOSUID, nsctl_binary, sys_mount
+from test_eject import Usb
+from test_mount_events import Follow, subscribe, wait_changes
+
+# Not UTF-8 (0xff), ESC, BEL, a C1 CSI, a backslash, and text that is fine (an RTL mark).
+BAD = b"bad\xff\x1b]0;X\x07\xc2\x9b\xe2\x80\x8f\\end"
+BAD_SHOWN = "bad\\xff\\x1b]0;X\\x07\\xc2\\x9b\u200f\\x5cend"
+SRC = b"src\xfe\x01"
+SRC_SHOWN = "src\\xfe\\x01"
+
+
+def fs(b: bytes) -> str:
+    """bytes as Python names them in paths (os.fsdecode), for subprocess and the sandbox."""
+    return os.fsdecode(b)
+
+
+def mount_named(sb, target: bytes, source: bytes = SRC, view=None):
+    """A tmpfs whose source and mount point are these bytes, on the host or in a view."""
+    if view is None:
+        os.makedirs(target, exist_ok=True)
+        sys_mount(fs(source), fs(target), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
+        sb.track_mount(fs(target))
+    else:
+        sb.in_view(view, ["sh", "-c", 'mkdir -p "$1" && mount -t tmpfs -o size=1m,nosuid,nodev "$2" "$1"', "sh",
+                          fs(target), fs(source)], check=True)
+
+
+def rows(mounts):
+    return [(str(m[4]), str(m[5])) for m in mounts]
+
+
+@pytest.fixture
+def named(daemon):
+    """alice and bob, a hostile name on the shared /mnt (every view has it) and one in alice's
+    view alone."""
+    create(daemon, "alice", "bob")
+    mount_named(daemon, b"/mnt/" + BAD)
+    wait_until(lambda: ("/mnt/" + BAD_SHOWN, SRC_SHOWN) in rows(daemon.manager().GetMounts("bob")),
+               "the host's mount to reach bob's view")
+    mount_named(daemon, b"/home/alice/" + BAD, view="alice")
+    return daemon
+
+
+def test_get_mounts_of_everyone_lists_a_hostile_name_escaped(named):
+    sb = named
+    m = sb.manager()
+    host = rows(m.GetMounts(""))
+    assert ("/mnt/" + BAD_SHOWN, SRC_SHOWN) in host, host
+    for user in ("alice", "bob"):
+        got = rows(m.GetMounts(user))
+        assert ("/mnt/" + BAD_SHOWN, SRC_SHOWN) in got, (user, got)
+        assert rows(sb.namespace(ns_path(user)).GetMounts()) == got
+    assert ("/home/alice/" + BAD_SHOWN, SRC_SHOWN) in rows(m.GetMounts("alice"))
+    assert not any("/home/alice/bad" in t for t, _ in rows(m.GetMounts("bob")))
+    assert not any("/home/alice/bad" in t for t, _ in host)
+
+
+def test_nsctl_shows_a_hostile_name_in_text_json_and_graph(named):
+    sb = named
+    nsctl = nsctl_binary()
+    for args in ([], ["alice"], ["bob"]):
+        p = sb.run([nsctl, "mounts", *args])
+        assert p.returncode == 0 and "Failed" not in p.stderr, p
+        assert "\x1b" not in p.stdout and "\x07" not in p.stdout and "\udcff" not in p.stdout, repr(p.stdout)
+        assert "/" + BAD_SHOWN in p.stdout.replace("\u2500", "") or BAD_SHOWN in p.stdout, (args, p.stdout)
+        assert SRC_SHOWN in p.stdout, (args, p.stdout)
+    p = sb.run([nsctl, "mounts", "--json", "alice"])
+    assert p.returncode == 0, p
+    targets = [m["target"] for m in json.loads(p.stdout)["mounts"]]
+    assert "/mnt/" + BAD_SHOWN in targets and "/home/alice/" + BAD_SHOWN in targets, targets
+    g = sb.run([nsctl, "mounts", "--graph", "alice"])
+    assert g.returncode == 0, g
+    svg = subprocess.run(["dot", "-Tsvg"], input=g.stdout, capture_output=True, text=True)
+    assert svg.returncode == 0, svg.stderr
+    assert BAD_SHOWN in svg.stdout, svg.stdout[:2000]
+
+
+def test_mounts_changed_and_follow_carry_a_hostile_name(named):
+    sb = named
+    rec = subscribe(sb, "alice")
+    f = Follow(sb, "alice")
+    try:
+        f.wait_line(lambda line: line.startswith("ACTION"), "the header")
+        mount_named(sb, b"/mnt/" + BAD + b"2")
+        target = "/mnt/" + BAD_SHOWN + "2"
+        wait_changes(rec, ns_path("alice"), lambda attached, detached: any(a[2] == target for a in attached))
+        line = f.wait_line(lambda line: target in line, "the hostile mount")
+        assert line.startswith("mount") and SRC_SHOWN in line and "\x1b" not in line, repr(line)
+    finally:
+        f.stop()
+        sb.umount(fs(b"/mnt/" + BAD + b"2"), detach=True)
+
+
+@pytest.fixture
+def usb(daemon):
+    u = Usb(daemon)
+    yield u
+    u.close()
+
+
+def test_busy_names_a_holder_whose_comm_is_not_utf8(daemon, usb):
+    """A process that names itself (prctl PR_SET_NAME) with bytes that are not UTF-8 holds the
+    stick: the Busy that names it still arrives, escaped, and nsctl shows the same."""
+    create(daemon, "alice")
+    usb.mount_on_host()
+    p = subprocess.Popen(["python3", "-c", "import ctypes, os, sys; os.chdir('/mnt/usb'); "
+                          "ctypes.CDLL(None).prctl(15, b'hold\\xff\\x1b', 0, 0, 0); print('ready', flush=True); "
+                          "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        e = expect_error(lambda: daemon.manager().Eject("/mnt/usb", 0), E_BUSY)
+        assert f"pid {p.pid} (hold\\xff\\x1b) of root" in e.get_dbus_message(), e.get_dbus_message()
+        r = daemon.run([nsctl_binary(), "eject", "/mnt/usb"])
+        assert r.returncode == 1 and f"pid {p.pid} (hold\\xff\\x1b) of root" in r.stderr, r
+        assert usb.mounts() == ["/mnt/usb"]
+    finally:
+        p.kill()
+        p.wait()
