@@ -5,7 +5,10 @@ The kernel allows any byte but '/' and NUL in a mount point, and a tmpfs's sourc
 fsname=) is any bytes its mounter chose; a process sets its own comm. The bus refuses a
 string that is not UTF-8, so one such name used to fail GetMounts of every view that saw it,
 and the Busy of an Eject that named such a process. The daemon escapes them by one rule
-(bytes that are not UTF-8, control characters and '\\' as \\xNN); nsctl shows the same."""
+(bytes that are not UTF-8, control characters and '\\' as \\xNN); nsctl shows the same.
+
+And Eject takes what the kernel says: never the devices of the host's /, /usr, /boot, /var,
+/home or swap, for anyone, root included."""
 
 import json
 import os
@@ -13,7 +16,7 @@ import subprocess
 
 import pytest
 
-from helpers import E_BUSY, create, expect_error, ns_path, wait_until
+from helpers import E_BUSY, E_INVALID_PATH, create, expect_error, ns_path, wait_until
 from sandbox import MS_NODEV, MS_NOSUID, nsctl_binary, sys_mount
 from test_eject import Usb
 from test_mount_events import Follow, subscribe, wait_changes
@@ -132,3 +135,29 @@ def test_busy_names_a_holder_whose_comm_is_not_utf8(daemon, usb):
     finally:
         p.kill()
         p.wait()
+
+
+def test_eject_never_takes_the_hosts_own_devices(daemon, usb):
+    """The file systems of the host's /, /usr, /boot, /boot/efi, /var, /home and swap are never
+    ejected, root asking or not; any other block device may be named by its number as
+    /dev/block/MAJ:MIN, whether or not such a node exists."""
+    m = daemon.manager()
+    expect_error(lambda: m.Eject("/", 0), E_INVALID_PATH)
+    root = os.stat("/").st_dev
+    if os.major(root) != 0:
+        e = expect_error(lambda: m.Eject(f"/dev/block/{os.major(root)}:{os.minor(root)}", 0), E_INVALID_PATH)
+        assert "root file system" in e.get_dbus_message() and "never" in e.get_dbus_message()
+    expect_error(lambda: m.Eject("/dev/block/4095:4095", 0), E_INVALID_PATH)
+    expect_error(lambda: m.Eject("/dev/block/7:x", 0), E_INVALID_PATH)
+
+    # The stick, mounted where the host keeps /boot (in the sandbox's own namespace): refused.
+    usb.mount_on_host("/boot")
+    try:
+        e = expect_error(lambda: m.Eject(f"/dev/block/{usb.devno}", 0), E_INVALID_PATH)
+        assert "/boot" in e.get_dbus_message(), e.get_dbus_message()
+        expect_error(lambda: m.Eject(usb.dev, 0), E_INVALID_PATH)
+    finally:
+        daemon.umount("/boot")
+    usb.mount_on_host()
+    detached = [(str(u), str(p)) for u, p in m.Eject(f"/dev/block/{usb.devno}", 0)]
+    assert ("", "/mnt/usb") in detached and usb.mounts() == []
