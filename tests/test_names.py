@@ -161,3 +161,79 @@ def test_eject_never_takes_the_hosts_own_devices(daemon, usb):
     usb.mount_on_host()
     detached = [(str(u), str(p)) for u, p in m.Eject(f"/dev/block/{usb.devno}", 0)]
     assert ("", "/mnt/usb") in detached and usb.mounts() == []
+
+
+# ---------------------------------------------------------------------------
+# GetMountsEx, the companion of GetMounts
+
+UNIQUE_ID_MIN = 1 << 31      # the kernel's unique mount ids start above the old ones (6.8)
+EX_FIELDS = ("id", "fingerprint", "parent_id", "peer_group", "master_group", "mount_point", "mount_point_bytes",
+             "source", "source_bytes", "fstype", "options", "propagation", "device", "origin")
+
+
+def mounts_ex(sb, user):
+    """GetMountsEx(user) as dicts, the byte arrays as bytes."""
+    out = []
+    for m in sb.manager().GetMountsEx(user):
+        d = dict(zip(EX_FIELDS, m))
+        d["mount_point_bytes"] = bytes(d["mount_point_bytes"])
+        d["source_bytes"] = bytes(d["source_bytes"])
+        out.append(d)
+    return out
+
+
+def at(mounts, target: bytes):
+    found = [m for m in mounts if m["mount_point_bytes"] == target]
+    assert found, f"no mount at {target!r} in {[m['mount_point'] for m in mounts]}"
+    return found[-1]
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=%h/nsm-ex-scratch:size=1M\n"})
+def test_get_mounts_ex_gives_bytes_ids_devices_and_origins(named, usb):
+    sb = named
+    m = sb.manager()
+    usb.mount_on_host()
+    # A tmpfs whose source names the stick's node (any mounter may write any source).
+    mount_named(sb, b"/mnt/fake", source=os.fsencode(usb.dev))
+    src = sb.instance / "ex-src"
+    src.mkdir()
+    m.BindMount("alice", str(src), "/home/alice/ex-bind", 0x2)
+    major, minor = (int(x) for x in usb.devno.split(":"))
+    wait_until(lambda: any(e["mount_point"] == "/mnt/fake" for e in mounts_ex(sb, "alice")), "/mnt/fake in alice's view")
+
+    for user in ("", "alice", "bob"):
+        ex = mounts_ex(sb, user)
+        assert len(ex) == len(m.GetMounts(user)), user
+        bad = at(ex, b"/mnt/" + BAD)
+        assert bad["mount_point"] == "/mnt/" + BAD_SHOWN and bad["source"] == SRC_SHOWN and bad["source_bytes"] == SRC
+        assert bad["device"] == 0 and bad["fstype"] == "tmpfs" and "size=1024k" in bad["options"], bad
+        assert bad["origin"] == "host", (user, bad)
+        # The device is the kernel's: a tmpfs that calls itself the stick's node has none.
+        assert at(ex, b"/mnt/fake")["device"] == 0
+        assert at(ex, b"/mnt/usb")["device"] == (major << 32) | minor
+        assert at(ex, b"/")["device"] == 0 or at(ex, b"/")["device"] >> 32 == os.major(os.stat("/").st_dev)
+        ids = [e["id"] for e in ex]
+        assert len(set(ids)) == len(ids)
+        if all(i >= UNIQUE_ID_MIN for i in ids):
+            assert all(e["fingerprint"] == 0 for e in ex)
+            assert all(e["parent_id"] in set(ids) for e in ex if e["mount_point"] != "/"), user
+        else:
+            assert all(e["fingerprint"] != 0 for e in ex)
+
+    alice = mounts_ex(sb, "alice")
+    assert [tuple(x) for x in sb.namespace(ns_path("alice")).GetMountsEx()] == \
+        [tuple(x) for x in m.GetMountsEx("alice")]
+    assert at(alice, b"/home/alice/" + BAD)["origin"] == "unknown"     # root made it in the view: who knows
+    assert at(alice, b"/home/alice/ex-bind")["origin"] == "daemon"
+    assert at(alice, b"/home/alice/nsm-ex-scratch")["origin"] == "policy"
+    assert not any(e["mount_point_bytes"].startswith(b"/home/alice/") for e in mounts_ex(sb, "bob"))
+
+
+def test_get_mounts_ex_shares_the_id_space_of_mounts_changed(named):
+    sb = named
+    rec = subscribe(sb, "alice")
+    mount_named(sb, b"/mnt/" + BAD + b"3")
+    target = "/mnt/" + BAD_SHOWN + "3"
+    _, attached, _ = wait_changes(rec, ns_path("alice"), lambda a, d: any(x[2] == target for x in a))
+    signalled = [x[0] for x in attached if x[2] == target][-1]
+    assert at(mounts_ex(sb, "alice"), b"/mnt/" + BAD + b"3")["id"] == signalled

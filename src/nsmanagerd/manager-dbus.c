@@ -14,6 +14,7 @@
 #include "manager-dbus.h"
 #include "manager.h"
 #include "mount-events-dbus.h"
+#include "mount-list-dbus.h"
 #include "namespace-dbus.h"
 #include "namespace-session.h"
 #include "namespace.h"
@@ -652,6 +653,27 @@ static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_err
         return bus_request_run(message, userdata, error, get_mounts_step);
 }
 
+static int get_mounts_ex_step(BusRequest *req, sd_bus_error *error) {
+        const char *user;
+        Namespace *ns = NULL;
+        int r;
+
+        r = sd_bus_message_read(req->message, "s", &user);
+        if (r < 0)
+                return r;
+        r = target_namespace(req->manager, user, &ns, error);
+        if (r < 0)
+                return r;
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
+        return bus_request_reply_mounts_ex(req, ns, error);
+}
+
+static int method_get_mounts_ex(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, get_mounts_ex_step);
+}
+
 static int set_linger_step(BusRequest *req, sd_bus_error *error) {
         const char *action = ACTION_MANAGE;
         const char *user;
@@ -755,6 +777,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_NO_RESULT, method_bind_mount, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Unmount", SD_BUS_ARGS("s", user, "s", path, "t", flags), SD_BUS_NO_RESULT,
                                 method_unmount, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetMountsEx", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a" MOUNTS_EX_SIGNATURE, mounts),
+                                method_get_mounts_ex, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetMounts", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a(ttttssss)", mounts),
                                 method_get_mounts, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetLinger", SD_BUS_ARGS("s", user, "b", enable), SD_BUS_NO_RESULT,
