@@ -14,9 +14,11 @@ import json
 import os
 import subprocess
 
+import dbus
 import pytest
 
-from helpers import E_BUSY, E_INVALID_PATH, create, expect_error, ns_path, wait_until
+from helpers import (E_BUSY, E_INVALID_ARGS, E_INVALID_PATH, E_MOUNT_CHANGED, create, expect_error, ns_path,
+                     wait_until)
 from sandbox import MS_NODEV, MS_NOSUID, nsctl_binary, sys_mount
 from test_eject import Usb
 from test_mount_events import Follow, subscribe, wait_changes
@@ -237,3 +239,58 @@ def test_get_mounts_ex_shares_the_id_space_of_mounts_changed(named):
     _, attached, _ = wait_changes(rec, ns_path("alice"), lambda a, d: any(x[2] == target for x in a))
     signalled = [x[0] for x in attached if x[2] == target][-1]
     assert at(mounts_ex(sb, "alice"), b"/mnt/" + BAD + b"3")["id"] == signalled
+
+
+# ---------------------------------------------------------------------------
+# The id-taking methods: the mount that was shown, or nothing
+
+def test_unmount_by_id_removes_exactly_the_mount_shown(named):
+    sb = named
+    m = sb.manager()
+    target = b"/home/alice/" + BAD
+    shown = at(mounts_ex(sb, "alice"), target)
+    before = {e["id"] for e in mounts_ex(sb, "alice")}
+
+    # Another mount now sits at that path (alice's, stacked over it): the id names the one shown.
+    mount_named(sb, target, source=b"other", view="alice")
+    top = at(mounts_ex(sb, "alice"), target)
+    assert top["id"] != shown["id"]
+    e = expect_error(lambda: m.UnmountById("alice", shown["id"], dbus.ByteArray(target), 0), E_MOUNT_CHANGED)
+    assert BAD_SHOWN in e.get_dbus_message(), e.get_dbus_message()
+    assert at(mounts_ex(sb, "alice"), target)["id"] == top["id"], "MountChanged must change nothing"
+
+    m.UnmountById("alice", top["id"], dbus.ByteArray(target), 0)
+    after = mounts_ex(sb, "alice")
+    assert {e["id"] for e in after} == before, "exactly the one mount went"
+    # The audit record names it, escaped as everywhere.
+    records = [r for r in sb.journal_records() if r.get("NSM_ACTION") == "UnmountById"]
+    assert any(r.get("NSM_MOUNT_ID") == str(top["id"]) and r.get("NSM_PATH") == "/home/alice/" + BAD_SHOWN and
+               r.get("NSM_RESULT") == "done" for r in records), records
+    m.UnmountById("alice", shown["id"], dbus.ByteArray(target), 0)
+    assert not [e for e in mounts_ex(sb, "alice") if e["mount_point_bytes"] == target]
+    # Gone: its id names nothing at that path any more.
+    expect_error(lambda: m.UnmountById("alice", shown["id"], dbus.ByteArray(target), 0), E_MOUNT_CHANGED)
+    # The same mount of the host's, at its path in bob's view: a copy has an id of its own.
+    host_id = at(mounts_ex(sb, ""), b"/mnt/" + BAD)["id"]
+    expect_error(lambda: m.UnmountById("bob", host_id, dbus.ByteArray(b"/mnt/" + BAD), 0), E_MOUNT_CHANGED)
+    assert at(mounts_ex(sb, "bob"), b"/mnt/" + BAD)
+
+    expect_error(lambda: m.UnmountById("alice", 0, dbus.ByteArray(target), 0), E_INVALID_ARGS)
+    expect_error(lambda: m.UnmountById("alice", 1, dbus.ByteArray(b"/mnt/a\0b"), 0), E_INVALID_PATH)
+    expect_error(lambda: m.UnmountById("alice", 1, dbus.ByteArray(b"/mnt/../etc"), 0), E_INVALID_PATH)
+
+
+def test_set_propagation_by_id(named):
+    sb = named
+    m = sb.manager()
+    target = b"/mnt/" + BAD
+    shown = at(mounts_ex(sb, "bob"), target)
+    assert shown["propagation"] != "private"
+    expect_error(lambda: m.SetPropagationById("bob", shown["id"] + 1, dbus.ByteArray(target), "private", 0),
+                 E_MOUNT_CHANGED)
+    expect_error(lambda: m.SetPropagationById("bob", shown["id"], dbus.ByteArray(b"/mnt"), "private", 0),
+                 E_MOUNT_CHANGED)
+    assert at(mounts_ex(sb, "bob"), target)["propagation"] == shown["propagation"]
+    m.SetPropagationById("bob", shown["id"], dbus.ByteArray(target), "private", 0)
+    assert at(mounts_ex(sb, "bob"), target)["propagation"] == "private"
+    assert at(mounts_ex(sb, "alice"), target)["propagation"] != "private"

@@ -15,8 +15,9 @@
 #include "user-util.h"
 
 /* One argument of a method: how to read it, and the field it goes to (NULL: read, not
- * recorded). Types: 's' string, 't' flags (shown in hex), 'b' boolean, 'a' array of strings
- * (joined by spaces), 'h' an fd. */
+ * recorded). Types: 's' string, 't' flags (shown in hex), 'd' a 't' shown in decimal (a mount
+ * id), 'y' an "ay" path (its bytes), 'b' boolean, 'a' array of strings (joined by spaces), 'h'
+ * an fd. */
 typedef struct AuditArg {
         char type;
         const char *field;
@@ -52,6 +53,10 @@ static const AuditMethod audit_methods[] = {
           { { 's', "NSM_USER" }, { 's', "NSM_SOURCE" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
         { NSM_MANAGER_INTERFACE, "Unmount", "1de3f1e86c974d7fb61292f482e82788", "unmount",
           { { 's', "NSM_USER" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
+        { NSM_MANAGER_INTERFACE, "UnmountById", "1de3f1e86c974d7fb61292f482e82788", "unmount",
+          { { 's', "NSM_USER" }, { 'd', "NSM_MOUNT_ID" }, { 'y', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
+        { NSM_MANAGER_INTERFACE, "SetPropagationById", "5ccd9834eee744c582841972b55a1679", "change the propagation",
+          { { 's', "NSM_USER" }, { 'd', "NSM_MOUNT_ID" }, { 'y', "NSM_PATH" }, { 's', "NSM_MODE" }, { 't', "NSM_FLAGS" } } },
         { NSM_MANAGER_INTERFACE, "SetLinger", "ff08291e0f46411881298f54ed9326c7", "change lingering",
           { { 's', "NSM_USER" }, { 'b', "NSM_LINGER" } } },
         { NSM_MANAGER_INTERFACE, "Attach", "c612a1464d94450fb7eba4600478c07c", "attach a command",
@@ -122,6 +127,20 @@ static int read_arguments(const AuditMethod *a, sd_bus_message *call, char ***fi
                         if (r >= 0 && asprintf(&v, "0x%" PRIx64, t) < 0)
                                 v = NULL;
                         break;
+                case 'd':
+                        r = sd_bus_message_read(call, "t", &t);
+                        if (r >= 0 && asprintf(&v, "%" PRIu64, t) < 0)
+                                v = NULL;
+                        break;
+                case 'y': {
+                        const void *p;
+                        size_t n;
+
+                        r = sd_bus_message_read_array(call, 'y', &p, &n);
+                        if (r >= 0)
+                                v = strndup(n > 0 ? p : "", n);
+                        break;
+                }
                 case 'b':
                         r = sd_bus_message_read(call, "b", &b);
                         if (r >= 0)

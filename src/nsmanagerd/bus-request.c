@@ -303,6 +303,8 @@ static const struct {
         { "SetPropagation",     NEED_MANAGE,     NEED_MANAGE_OWN, NEED_MANAGE },
         { "BindMount",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
         { "Unmount",            NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "UnmountById",        NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "SetPropagationById", NEED_MANAGE,     NEED_MANAGE_OWN, NEED_MANAGE },
         { "GetMounts",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "GetMountsEx",        NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "SetLinger",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
