@@ -32,9 +32,9 @@ _nsctl() {
                 [list]='--json --no-legend'
                 [status]='--json'
                 [mounts]='--json --graph --no-legend --follow'
-                [propagation]='--recursive'
+                [propagation]='--recursive --id'
                 [bind]='--read-only --mkdir'
-                [unmount]='--detach'
+                [unmount]='--detach --id'
                 [verify]='--config'
                 [eject]='--lazy --json --no-legend'
         )
@@ -49,6 +49,10 @@ _nsctl() {
                 ;;
         -M|--machine)
                 COMPREPLY=($(compgen -W "$(machinectl list --no-legend --no-pager 2>/dev/null | cut -d' ' -f1)" -- "$cur"))
+                return
+                ;;
+        --id)
+                # a mount id: nothing to offer
                 return
                 ;;
         --config)
@@ -73,7 +77,7 @@ _nsctl() {
                         transport+=("$w")
                         continue
                         ;;
-                --config)
+                --config|--id)
                         ((i++))
                         continue
                         ;;
@@ -100,7 +104,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --follow --lazy" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --follow --lazy --id" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi

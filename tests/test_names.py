@@ -294,3 +294,27 @@ def test_set_propagation_by_id(named):
     m.SetPropagationById("bob", shown["id"], dbus.ByteArray(target), "private", 0)
     assert at(mounts_ex(sb, "bob"), target)["propagation"] == "private"
     assert at(mounts_ex(sb, "alice"), target)["propagation"] != "private"
+
+
+def test_nsctl_acts_by_id_on_a_name_as_shown(named):
+    """nsctl unmount/propagation --id: the path as nsctl showed it (escaped), the id as --json
+    or --follow showed it; another mount there now is refused, and nothing changes."""
+    sb = named
+    nsctl = nsctl_binary()
+    target = b"/home/alice/" + BAD
+    shown = at(mounts_ex(sb, "alice"), target)
+    js = json.loads(sb.run([nsctl, "mounts", "--json", "alice"], check=True).stdout)["mounts"]
+    old_id = next(m["mount_id"] for m in js if m["target"] == "/home/alice/" + BAD_SHOWN)
+
+    p = sb.run([nsctl, "propagation", "alice", "/home/alice/" + BAD_SHOWN, "private", "--id", str(shown["id"] + 1)])
+    assert p.returncode == 1 and "MountChanged" not in p.stderr and "not mount" in p.stderr, p
+    p = sb.run([nsctl, "propagation", "alice", "/home/alice/" + BAD_SHOWN, "shared", "--id", str(shown["id"])])
+    assert p.returncode == 0, p
+    assert at(mounts_ex(sb, "alice"), target)["propagation"] == "shared"
+    p = sb.run([nsctl, "unmount", "alice", "/home/alice/" + BAD_SHOWN, "--id", str(old_id)])
+    assert p.returncode == 0, p
+    assert not [e for e in mounts_ex(sb, "alice") if e["mount_point_bytes"] == target]
+    p = sb.run([nsctl, "unmount", "alice", "/home/alice/" + BAD_SHOWN, "--id", str(shown["id"])])
+    assert p.returncode == 1 and BAD_SHOWN in p.stderr and "\x1b" not in p.stderr, p
+    p = sb.run([nsctl, "unmount", "alice", "/home/alice/a\\q", "--id", "5"])
+    assert p.returncode == 1, p

@@ -107,9 +107,10 @@ static int mount_changed(NsmError *error, const ViewOp *op, const char *path) {
                               "Nothing was changed; read the mounts again.", path, op->expected_id);
 }
 
-/* An operation by id (UnmountById, …): the mount at 'fd' must be the one the caller was shown,
- * by the kernel's unique id where it has one (never reused), else by mountinfo's (the path
- * was resolved to it, so a mount elsewhere that got the reused id does not pass). */
+/* An operation by id (UnmountById, …): the mount at 'fd' must be the one the caller was shown:
+ * by the kernel's unique id (never reused) for an id in its range, else by mountinfo's (what
+ * GetMounts shows, and all there is before Linux 6.8; the path was resolved to it, so a mount
+ * elsewhere that got the reused id does not pass). */
 static int check_expected_id(const ViewOp *op, int fd, const char *path, NsmError *error) {
         MountId id;
         int r;
@@ -119,8 +120,7 @@ static int check_expected_id(const ViewOp *op, int fd, const char *path, NsmErro
         r = fd_get_mount_ids(fd, "", &id);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Failed to identify the mount at '%s': %m.", path);
-        if (id.unique != 0 && !(id.unique & MOUNT_ID_FINGERPRINT) ? id.unique == op->expected_id
-                                                                  : id.old == op->expected_id)
+        if (op->expected_id >= MOUNT_ID_UNIQUE_MIN ? id.unique == op->expected_id : id.old == op->expected_id)
                 return 0;
         return mount_changed(error, op, path);
 }
