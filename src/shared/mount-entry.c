@@ -10,6 +10,7 @@ void mount_entries_free(MountEntry *e, size_t n) {
                 free(e[i].fstype);
                 free(e[i].propagation);
                 free(e[i].options);
+                free(e[i].origin);
         }
         free(e);
 }
