@@ -17,7 +17,8 @@ import subprocess
 import dbus
 import pytest
 
-from helpers import (E_BUSY, E_INVALID_ARGS, E_INVALID_PATH, E_MOUNT_CHANGED, create, expect_error, ns_path,
+from caller import call_as
+from helpers import (ALICE_OWN_ONLY, E_BUSY, E_INVALID_ARGS, E_INVALID_PATH, E_MOUNT_CHANGED, create, expect_error, ns_path,
                      wait_until)
 from sandbox import MS_NODEV, MS_NOSUID, nsctl_binary, sys_mount
 from test_eject import Usb
@@ -318,3 +319,41 @@ def test_nsctl_acts_by_id_on_a_name_as_shown(named):
     assert p.returncode == 1 and BAD_SHOWN in p.stderr and "\x1b" not in p.stderr, p
     p = sb.run([nsctl, "unmount", "alice", "/home/alice/a\\q", "--id", "5"])
     assert p.returncode == 1, p
+
+
+def test_can_mount_answers_per_mount(named, polkit_rules):
+    """CanMount(user, id): for that very mount, what UnmountById, SetPropagationById and Eject
+    would get. The view's root is never unmounted, the host's own devices never ejected; for
+    alice on her own view (manage-own yes, manage no) her own bind may go, a host mount not."""
+    sb = named
+    m = sb.manager()
+    polkit_rules("50-alice-own-only", ALICE_OWN_ONLY)
+    usb = Usb(sb)
+    try:
+        usb.mount_on_host()
+        src = sb.instance / "can-src"
+        src.mkdir()
+        os.chown(src, 2001, 2001)
+        assert "ok" in call_as(sb, "alice", "BindMount", "ssst", "alice", str(src), "/home/alice/own", 0x2)
+        alice = mounts_ex(sb, "alice")
+        root, own, hostcopy = at(alice, b"/"), at(alice, b"/home/alice/own"), at(alice, b"/mnt/" + BAD)
+
+        def can(user, mount, as_user="root"):
+            r = call_as(sb, as_user, "CanMount", "st", user, mount["id"])
+            assert "ok" in r, r
+            return {str(k): str(v) for k, v in r["ok"][0].items()}
+
+        assert can("alice", root) == {"UnmountById": "no", "SetPropagationById": "yes", "Eject": "no"}
+        assert can("alice", own)["UnmountById"] == "yes" and can("alice", own)["Eject"] == "no"
+        host_usb = at(mounts_ex(sb, ""), b"/mnt/usb")
+        assert can("", host_usb) == {"UnmountById": "no", "SetPropagationById": "yes", "Eject": "yes"}
+        assert can("", at(mounts_ex(sb, ""), b"/"))["Eject"] == "no"
+        assert can("alice", own, "alice") == {"UnmountById": "yes", "SetPropagationById": "yes", "Eject": "no"}
+        assert can("alice", hostcopy, "alice")["UnmountById"] == "no"
+        assert can("bob", at(mounts_ex(sb, "bob"), b"/mnt/" + BAD), "alice")["UnmountById"] == "no"
+        r = call_as(sb, "root", "CanMount", "st", "alice", own["id"] + 1000000)
+        assert r.get("error") == E_MOUNT_CHANGED, r
+        # What it says is what the call does: alice unmounts her own bind by id.
+        assert "ok" in call_as(sb, "alice", "UnmountById", "stayt", "alice", own["id"], list(b"/home/alice/own"), 0)
+    finally:
+        usb.close()

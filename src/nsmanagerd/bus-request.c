@@ -307,6 +307,7 @@ static const struct {
         { "SetPropagationById", NEED_MANAGE,     NEED_MANAGE_OWN, NEED_MANAGE },
         { "GetMounts",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "GetMountsEx",        NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "CanMount",           NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "SetLinger",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
         { "Attach",             NEED_IMPOSSIBLE, NEED_ROOT,       NEED_ROOT },   /* takes fds: root's */
         { "OpenAttach",         NEED_IMPOSSIBLE, NEED_ATTACH_OWN, NEED_ATTACH },

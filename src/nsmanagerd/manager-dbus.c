@@ -770,6 +770,38 @@ static int method_get_mounts_ex(sd_bus_message *message, void *userdata, sd_bus_
         return bus_request_run(message, userdata, error, get_mounts_ex_step);
 }
 
+static int can_mount_step(BusRequest *req, sd_bus_error *error) {
+        const char *user;
+        Namespace *ns = NULL;
+        uint64_t id;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_message_read(req->message, "st", &user, &id);
+        if (r < 0)
+                return r;
+        r = check_mount_id(id, error);
+        if (r < 0)
+                return r;
+        r = target_namespace(req->manager, user, &ns, error);
+        if (r < 0)
+                return r;
+        /* Once per call: it comes back here after the table is read and after polkit answers. */
+        if (!req->dispatched) {
+                r = bus_request_rate_limit(req, error);
+                if (r < 0)
+                        return r;
+        }
+        r = bus_message_caller_uid(req->manager, req->message, &uid, error);
+        if (r < 0)
+                return r;
+        return bus_request_reply_can_mount(req, ns, id, uid, error);
+}
+
+static int method_can_mount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, can_mount_step);
+}
+
 static int set_linger_step(BusRequest *req, sd_bus_error *error) {
         const char *action = ACTION_MANAGE;
         const char *user;
@@ -878,6 +910,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("SetPropagationById",
                                 SD_BUS_ARGS("s", user, "t", id, "ay", path, "s", mode, "t", flags), SD_BUS_NO_RESULT,
                                 method_set_propagation_by_id, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CanMount", SD_BUS_ARGS("s", user, "t", id), SD_BUS_RESULT("a{ss}", answers),
+                                method_can_mount, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetMountsEx", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a" MOUNTS_EX_SIGNATURE, mounts),
                                 method_get_mounts_ex, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetMounts", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a(ttttssss)", mounts),

@@ -7,6 +7,7 @@
 #include "builder-message.h"
 #include "builder.h"
 #include "bus-errors.h"
+#include "bus-polkit.h"
 #include "bus-util.h"
 #include "log.h"
 #include "mount-list-dbus.h"
@@ -19,7 +20,12 @@ typedef struct MountsExRead {
         Namespace *ns;           /* a reference; NULL: the host */
         uint64_t *host_groups;   /* the host's peer groups, sorted */
         size_t n_host_groups;
+        uint64_t kept[6];        /* the devices of host_paths_kept, 0 for none */
+        uint64_t can_id;         /* CanMount: the mount asked about (0: GetMountsEx) */
 } MountsExRead;
+
+/* The host's own file systems, whose devices Eject refuses (eject.c has the same list). */
+static const char *const host_paths_kept[] = { "/", "/usr", "/boot", "/boot/efi", "/var", "/home" };
 
 static void mounts_ex_read_free(MountsExRead *x) {
         if (!x)
@@ -77,6 +83,22 @@ static bool fuse_mounted_by(const MountEntry *e, uid_t uid) {
                         return true;
                 o += k + (o[k] == ',');
         }
+        return false;
+}
+
+static void note_kept(MountsExRead *x, const MountEntry *e, size_t n) {
+        for (size_t k = 0; k < ELEMENTSOF(host_paths_kept); k++)
+                for (size_t i = n; i > 0; i--)
+                        if (streq_ptr(e[i - 1].target, host_paths_kept[k])) {
+                                x->kept[k] = block_device_of(e[i - 1].dev);
+                                break;
+                        }
+}
+
+static bool device_kept(const MountsExRead *x, uint64_t device) {
+        for (size_t k = 0; k < ELEMENTSOF(x->kept); k++)
+                if (device != 0 && x->kept[k] == device)
+                        return true;
         return false;
 }
 
@@ -164,6 +186,131 @@ static int parse_answer(const BuilderReply *reply, MountEntry **ret, size_t *ret
         return 0;
 }
 
+static void on_host_read(BuilderReply *reply, void *userdata);
+static void on_view_read(BuilderReply *reply, void *userdata);
+
+/* ---- CanMount ---- */
+
+/* What CanMount learnt of the mount, kept with the request while polkit is asked. */
+typedef struct CanMountFacts {
+        bool found;
+        bool root;               /* the namespace's root: never unmounted */
+        bool policy;             /* the [View] policy's */
+        bool own_bind;           /* a bind made for the view's user (theirs to unmount) */
+        uint64_t device;         /* its block device, 0 for none or one of the host's own */
+} CanMountFacts;
+
+static void can_mount_facts_free(void *p) {
+        free(p);
+}
+
+/* The facts about mount x->can_id, kept with the request, which is then dispatched again (the
+ * step answers from them: can_mount_step()). */
+static int can_mount_facts(MountsExRead *x, const MountEntry *e, size_t n, const BuilderMountIds *ids, size_t n_ids) {
+        BusRequest *req = x->req;
+        CanMountFacts *f = calloc(1, sizeof(CanMountFacts));
+
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = n; i > 0; i--) {
+                const MountEntry *m = e + i - 1;
+                uint64_t unique = unique_of(ids, n_ids, m->id);
+                MountId mid = { .unique = unique ?: m->fingerprint, .old = m->id };
+
+                if (x->can_id >= MOUNT_ID_UNIQUE_MIN ? unique != x->can_id : m->id != x->can_id)
+                        continue;
+                f->found = true;
+                f->root = streq_ptr(m->target, "/");
+                f->device = device_kept(x, block_device_of(m->dev)) ? 0 : block_device_of(m->dev);
+                if (x->ns) {
+                        f->policy = mount_id_in(mid, x->ns->policy_mounts, x->ns->n_policy_mounts);
+                        for (size_t b = 0; b < x->ns->n_binds; b++)
+                                if (x->ns->binds[b].for_user && mount_id_equal(mid, x->ns->binds[b].id))
+                                        f->own_bind = true;
+                }
+                break;
+        }
+        if (req->free_data)
+                req->free_data(req->data);
+        req->data = f;
+        req->free_data = can_mount_facts_free;
+        /* Once more through the method, which answers from the facts now. */
+        return sd_bus_enqueue_for_read(sd_bus_message_get_bus(req->message), req->message);
+}
+
+static const char *polkit_answer(PolkitResult r) {
+        return r == POLKIT_RESULT_YES ? "yes" : r == POLKIT_RESULT_CHALLENGE ? "challenge" : "no";
+}
+
+int bus_request_reply_can_mount(BusRequest *req, Namespace *ns, uint64_t id, uid_t caller, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const CanMountFacts *f = req->data;
+        const char *details[] = { "user", ns ? ns->name : "", NULL };
+        struct {
+                const char *method;
+                const char *action;      /* NULL: no */
+        } answers[] = {
+                { "UnmountById", NULL },
+                { "SetPropagationById", NULL },
+                { "Eject", NULL },
+        };
+        bool own = ns && caller == ns->uid;
+        int r;
+
+        if (!f) {
+                /* First: read the table (the builder), then come back here. */
+                MountsExRead *x = calloc(1, sizeof(MountsExRead));
+
+                if (!x)
+                        return -ENOMEM;
+                *x = (MountsExRead) { .req = req, .ns = ns ? namespace_ref(ns) : NULL, .can_id = id };
+                r = builder_read_mounts(req->manager->builder, -EBADF, !ns, req->deadline,
+                                        ns ? on_host_read : on_view_read, x);
+                if (r < 0) {
+                        mounts_ex_read_free(x);
+                        return bus_error_set_errnof(error, r, "Failed to read the mount table: %m");
+                }
+                req->pending = true;
+                return 0;
+        }
+        if (!f->found)
+                return bus_error_setf(error, NSM_ERROR_MOUNT_CHANGED, "%s has no mount %" PRIu64 " (any more).",
+                                      ns ? "The view" : "The host", id);
+
+        /* As the methods decide (docs/interface.md): what would certainly be refused is "no". */
+        if (ns && !f->root)
+                answers[0].action = own && f->own_bind ? ACTION_MANAGE_OWN : ACTION_MANAGE;
+        answers[1].action = own && !f->policy ? ACTION_MANAGE_OWN : ACTION_MANAGE;
+        if (f->device != 0)
+                answers[2].action = ACTION_MANAGE;
+
+        r = sd_bus_message_new_method_return(req->message, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "{ss}");
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(answers); i++) {
+                PolkitResult result = POLKIT_RESULT_NO;
+
+                if (answers[i].action && caller == 0)
+                        result = POLKIT_RESULT_YES;
+                else if (answers[i].action) {
+                        r = bus_test_polkit_async(req->message, answers[i].action, details,
+                                                  &req->manager->polkit_registry, &result, error);
+                        if (r < 0)
+                                return r;
+                        if (r == 0) {
+                                req->pending = true;   /* asked: dispatched again with the answer */
+                                return 0;
+                        }
+                }
+                r = sd_bus_message_append(reply, "{ss}", answers[i].method, polkit_answer(result));
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static void on_view_read(BuilderReply *reply, void *userdata) {
         MountsExRead *x = userdata;
         BusRequest *req = x->req;
@@ -179,6 +326,16 @@ static void on_view_read(BuilderReply *reply, void *userdata) {
                 return;
         }
         r = parse_answer(reply, &e, &n, &ids, &n_ids);
+        if (r >= 0 && x->can_id != 0) {
+                if (!x->ns)
+                        note_kept(x, e, n);
+                r = can_mount_facts(x, e, n, ids, n_ids);
+                mount_entries_free(e, n);
+                mounts_ex_read_free(x);
+                if (r < 0)
+                        bus_request_reply_errno(req, r, "Failed to read the mount table.");
+                return;
+        }
         if (r >= 0)
                 r = sd_bus_message_new_method_return(req->message, &m);
         if (r >= 0)
@@ -223,6 +380,8 @@ static void on_host_read(BuilderReply *reply, void *userdata) {
                 if (r >= 0)
                         qsort(x->host_groups, x->n_host_groups, sizeof(uint64_t), u64_cmp);
         }
+        if (r >= 0)
+                note_kept(x, e, n);
         mount_entries_free(e, n);
         if (r >= 0)
                 r = builder_read_mounts(req->manager->builder, x->ns->mntns_fd, true, req->deadline, on_view_read, x);

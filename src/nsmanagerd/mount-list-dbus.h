@@ -21,3 +21,9 @@
 
 /* GetMountsEx of the namespace (NULL: the host), read by the builder; replies later. */
 int bus_request_reply_mounts_ex(BusRequest *req, Namespace *ns, sd_bus_error *error);
+
+/* CanMount(user, id): what UnmountById, SetPropagationById and Eject of that mount would get,
+ * "yes", "challenge" or "no", asking polkit without interaction. Reads the table first (the
+ * request is dispatched again with what it learnt in req->data): returns 0 while pending,
+ * else replies itself (a positive result) or fails with 'error' (MountChanged: no such mount). */
+int bus_request_reply_can_mount(BusRequest *req, Namespace *ns, uint64_t id, uid_t caller, sd_bus_error *error);
