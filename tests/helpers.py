@@ -14,6 +14,9 @@ open_session(manager, user, session_id) -> the session fd of OpenSession (an int
     caller's to close: the session lasts while it is open); the namespace fd is closed.
 daemon_syscalls(sb, action, syscalls, timestamps=False) -> strace's log of those syscalls by
     nsmanagerd and its children while action() ran (written to sb.instance/strace.log as it goes).
+daemon_match_rules(sb) -> the match rules the daemon's connection holds on the bus.
+extra_users(sb, n, first_uid=30000) -> a context manager: n more users (uids from first_uid)
+    in the sandbox's /etc/passwd and /etc/group for the block (the bus wants a user record).
 PamServices(pam_dir, module=None): install(service, source=None, text=None) puts a PAM
     service of the test's own (pam.d/SOURCE of the project with the built module, or
     `text`) into the sandbox's /etc/pam.d (the pam_dir fixture); restore() puts back what
@@ -28,6 +31,7 @@ E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, E_INVALID_ARGS and E_FAIL
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -188,3 +192,35 @@ polkit.addRule(function(action, subject) {
                 return polkit.Result.NO;
 });
 """
+
+
+def daemon_match_rules(sb) -> int:
+    """How many match rules the daemon's connection holds on the bus, as dbus-daemon counts
+    them against max_match_rules_per_connection (Debug.Stats, open to root)."""
+    bus = sb.bus()
+    owner = bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                              "GetNameOwner", "s", ("org.example.NSManager",))
+    stats = bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Debug.Stats",
+                              "GetConnectionStats", "s", (owner,))
+    return int(stats["MatchRules"])
+
+
+@contextlib.contextmanager
+def extra_users(sb, n: int, first_uid: int = 30000):
+    """n more users (nsmX, uid and gid first_uid + X) in the sandbox's /etc/passwd and
+    /etc/group for the block: dbus-daemon refuses a connection whose uid has no user record.
+    Yields their uids."""
+    files = {name: sb.base / "overlays" / "etc" / name for name in ("passwd", "group")}
+    before = {name: path.read_text() for name, path in files.items()}
+    uids = [first_uid + i for i in range(n)]
+    try:
+        # Written in place: /etc/passwd is a bind mount of this very file.
+        with open(files["passwd"], "a") as f:
+            f.writelines(f"nsm{u}:x:{u}:{u}:nsmanager test:/:/usr/sbin/nologin\n" for u in uids)
+        with open(files["group"], "a") as f:
+            f.writelines(f"nsm{u}:x:{u}:\n" for u in uids)
+        yield uids
+    finally:
+        for name, path in files.items():
+            with open(path, "w") as f:
+                f.write(before[name])

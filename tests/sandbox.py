@@ -513,6 +513,7 @@ TEST_USERS = {u.name: u for u in (
     TestUser("carol", 2003, 2003, ("nsadmin",)),
     TestUser("dave", 2004, 2004),
     TestUser("svc", 500, 500),          # a system user, below MinUID
+    TestUser("erin", 3000000000, 3000000000),   # a uid above 2^31 (sssd hands such out): printed unsigned
 )}
 TEST_GROUPS = {"nsadmin": 2100}
 

@@ -20,7 +20,8 @@ import dbus
 import pytest
 
 from caller import CLIENT
-from helpers import E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, create, expect_error, ns_path, wait_until
+from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, create, daemon_match_rules, expect_error, extra_users, ns_path,
+                     wait_until)
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, find_mount, nsctl_binary, timeout
 
 UNIQUE_ID_MIN = 1 << 31      # the kernel's unique mount ids start above the old ones (6.8)
@@ -332,6 +333,50 @@ def test_subscriptions_are_open_to_everyone_and_capped_per_uid(daemon):
         p.stdin.close()
         p.wait(timeout(10))
     wait_until(lambda: view_watch_fds(daemon) == [], "every watch to end with its subscribers")
+
+
+SUBSCRIBING_UIDS = 40      # x 32 subscriptions, one bus name each: 1,280 names
+
+
+def test_forty_users_subscribing_all_they_may_add_no_match_rule(daemon):
+    """40 uids (users added for the test: dbus-daemon wants a user record) each hold the 32
+    subscriptions one uid may, each from a bus name of its own. Each name was one sd_bus_track,
+    one match rule of the daemon's on the bus: 16 uids used up dbus-daemon's 512 and the
+    daemon left the bus. Names are watched through the one NameOwnerChanged match the daemon
+    holds: its match rules stay as they were, and it answers root and the others; the names
+    gone, their watches end."""
+    create(daemon, "alice")
+    before = daemon_match_rules(daemon)
+    subscribers = []
+    with extra_users(daemon, SUBSCRIBING_UIDS) as uids:
+        subscribe_from_each(daemon, uids, subscribers, before)
+    wait_until(lambda: view_watch_fds(daemon) == [], "every watch to end with its subscribers")
+    assert daemon_match_rules(daemon) == before
+
+
+def subscribe_from_each(daemon, uids, subscribers, before):
+    try:
+        for uid in uids:
+            p = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3",
+                                  "-c", SUBSCRIBER, "Manager", MANAGER_PATH, "32"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            subscribers.append(p)
+        for i, p in enumerate(subscribers):
+            results = json.loads(p.stdout.readline())
+            assert results == ["ok"] * 32, f"uid {uids[i]}: {results}"
+        assert daemon.daemon_running(), "the daemon left"
+        assert daemon_match_rules(daemon) == before
+        assert str(daemon.manager().GetNamespace("alice")) == ns_path("alice")
+        q = subprocess.Popen(["setpriv", "--reuid=2002", "--regid=2002", "--clear-groups", "/usr/bin/python3", "-c",
+                              SUBSCRIBER, "Namespace", ns_path("alice"), "1"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert json.loads(q.stdout.readline()) == ["ok"], "bob could not subscribe"
+        q.stdin.close()
+        q.wait(timeout(10))
+    finally:
+        for p in subscribers:
+            p.stdin.close()
+            p.wait(timeout(10))
 
 
 def test_subscribe_refusals(daemon):

@@ -146,6 +146,8 @@ int verb_usage_error(const char *verb, const char *fmt, ...) {
 static int check_verify(int argc, char **argv _unused_) {
         if (argc > 1 && arg_config)
                 return verb_usage_error("verify", "--config and FILE arguments cannot be combined");
+        if (argc > 1 && arg_verify_user)
+                return verb_usage_error("verify", "--user and FILE arguments cannot be combined");
         return 0;
 }
 
@@ -443,19 +445,12 @@ static int verb_unmount(sd_bus *bus, int argc _unused_, char **argv) {
 }
 
 static int verb_reload(sd_bus *bus, int argc _unused_, char **argv _unused_) {
-        return simple_call(bus, "ReloadConfig", "reload the configuration", NULL);
+        int r = simple_call(bus, "ReloadConfig", "reload the configuration", NULL);
+        if (r >= 0)
+                printf("Configuration reloaded: it applies to namespaces created from now on.\n");
+        return r;
 }
 
-static int check_mounts(int argc _unused_, char **argv _unused_) {
-        if (arg_json != JSON_OFF && arg_graph)
-                return verb_usage_error("mounts", "--json and --graph cannot be combined");
-        if (arg_follow && arg_graph)
-                return verb_usage_error("mounts", "--follow and --graph cannot be combined");
-        /* A stream of changes goes straight to its reader. */
-        if (arg_follow)
-                arg_no_pager = true;
-        return 0;
-}
 
 /* ---- options ---- */
 
@@ -516,6 +511,27 @@ static int parse_config(const char *arg) {
         return 0;
 }
 
+static int parse_output(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_output = (char *) arg;
+        return 0;
+}
+
+static int parse_types(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_types = (char *) arg;
+        return 0;
+}
+
+static int parse_verify_user(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_verify_user = arg;
+        return 0;
+}
+
 static const Option options[] = {
         { "host", 'H', required_argument, "[USER@]HOST", true,
           "operate on the daemon of HOST, over ssh", .parse = parse_host },
@@ -547,6 +563,14 @@ static const Option options[] = {
           "detach the mount even if busy, with everything below it", .flag = &arg_detach },
         { "config", 0, required_argument, "FILE", false,
           "the configuration nsmanagerd --config=FILE reads", .parse = parse_config },
+        { "output", 'o', required_argument, "COLUMNS", false,
+          "the columns to show, comma-separated (as findmnt -o)", .parse = parse_output },
+        { "real", 0, no_argument, NULL, false,
+          "hide pseudo file systems (proc, sysfs, cgroup2, tmpfs, ...), as findmnt --real", .flag = &arg_real },
+        { "types", 't', required_argument, "TYPES", false,
+          "only file systems of these types (e.g. ext4,vfat or noproc), as findmnt -t", .parse = parse_types },
+        { "user", 0, required_argument, "NAME", false,
+          "only what the next login of user NAME will do", .parse = parse_verify_user },
         { "follow", 'f', no_argument, NULL, false,
           "print the changes as they come, until interrupted", .flag = &arg_follow },
         { "lazy", 0, no_argument, NULL, false,
@@ -607,8 +631,8 @@ static const Verb verbs[] = {
           .description =
           "Show the state of USER's namespace: sessions, lingering, mount namespace id,\n"
           "creation time, number of mounts." },
-        { "mounts", "[USER]", 0, 1, .options = OPTIONS("json", "graph", "no-legend", "follow"),
-          .check = check_mounts, .run = verb_mounts,
+        { "mounts", "[USER] [TARGET]", 0, 2, .options = OPTIONS("json", "graph", "no-legend", "follow", "output", "real", "types"),
+          .check = verb_mounts_check, .run = verb_mounts,
           .summary = "show a view's mounts and where they propagate",
           .description =
           "Show the mounts of USER's view (without USER: of the host namespace) as a tree,\n"
@@ -619,7 +643,10 @@ static const Verb verbs[] = {
           "With --follow, print each mount and unmount as it happens instead (like\n"
           "findmnt --poll), with where the mount came from: \"from the host's /mnt/cd (peer\n"
           "group 57)\" for a copy of a host mount, \"made in this view\"; --json: one object\n"
-          "per line. Runs until interrupted." },
+          "per line. Runs until interrupted. As findmnt: -o/--output picks the columns (TARGET,\n"
+          "SOURCE, FSTYPE, PROPAGATION, PEER, MASTER, PROPAGATES-TO, ID, PARENT), --real hides\n"
+          "pseudo file systems, -t/--types keeps only the types listed, and TARGET (a path)\n"
+          "keeps the mount there and those below it; --json keeps the same mounts." },
         { "create", "USER", 1, 1, .run = verb_create,
           .summary = "create USER's namespace",
           .description = "Create USER's namespace (nothing happens if it exists)." },
@@ -689,7 +716,7 @@ static const Verb verbs[] = {
           "A file with an error is refused and the old configuration stays: every file is\n"
           "read first (nsmanagerd.conf, its drop-ins, group.d/, user.d/), and any error or\n"
           "unknown setting fails the reload with FILE:LINE. 'nsctl verify' checks first." },
-        { "verify", "[FILE...]", 0, UINT_MAX, VERB_NO_BUS, .options = OPTIONS("config"),
+        { "verify", "[FILE...]", 0, UINT_MAX, VERB_NO_BUS, .options = OPTIONS("config", "user"),
           .local_only = "it reads this machine's files", .check = check_verify, .run = verb_verify,
           .summary = "check the configuration files",
           .description =
@@ -700,7 +727,10 @@ static const Verb verbs[] = {
           "FILE, FILE.d/ and FILE's directory, as nsmanagerd --config=FILE). Prints each error\n"
           "as FILE:LINE: reason, an unknown section or setting included, and exits with 1 if\n"
           "there is any. Warns (exit status 0) of user.d/ and group.d/ files for names the\n"
-          "system does not know." },
+          "system does not know. Without FILE, also says what the next login of each user of\n"
+          "user.d/ and each member of a group.d/ group will do (--user=NAME: of NAME alone):\n"
+          "'lands in a view with ...', 'lands with entries skipped: ...' or 'will be refused:\n"
+          "...', from the files and the host's tree as they are now." },
 };
 
 static const Verb *find_verb(const char *name) {
@@ -866,11 +896,14 @@ static int parse_argv(int argc, char *argv[], bool *seen) {
 }
 
 /* Where v's command line has a USER: 1, or 0 for none (an optional "[USER]" is given when
- * all the verb's arguments are). */
-static unsigned verb_user_index(const Verb *v, unsigned n_args) {
+ * all the verb's arguments are; before optional paths, "[USER] [TARGET]", when the first
+ * argument is not a path: no user name begins with '/'). */
+static unsigned verb_user_index(const Verb *v, unsigned n_args, char **args) {
         if (strncmp(v->args, "USER", 4) == 0)
                 return 1;
         if (strncmp(v->args, "[USER]", 6) == 0 && n_args - 1 == v->max_args)
+                return 1;
+        if (strncmp(v->args, "[USER] [", 8) == 0 && n_args > 1 && args[1][0] != '/')
                 return 1;
         return 0;
 }
@@ -880,7 +913,7 @@ static unsigned verb_user_index(const Verb *v, unsigned n_args) {
  * user without a namespace (a typo reads differently). On another machine (-H, -M) its own
  * daemon knows: a UID is looked up among its namespaces. The name replaces args[i]. */
 static int resolve_user_argument(sd_bus *bus, const Verb *v, unsigned n_args, char **args, char **ret) {
-        unsigned i = verb_user_index(v, n_args);
+        unsigned i = verb_user_index(v, n_args, args);
         _cleanup_free_ char *name = NULL;
         const char *arg;
         uid_t uid;

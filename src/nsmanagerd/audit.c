@@ -15,13 +15,16 @@
 #include "user-util.h"
 
 /* One argument of a method: how to read it, and the field it goes to (NULL: read, not
- * recorded). Types: 's' string, 't' flags (shown in hex), 'd' a 't' shown in decimal (a mount
- * id), 'y' an "ay" path (its bytes), 'b' boolean, 'a' array of strings (joined by spaces), 'h'
- * an fd. */
+ * recorded). Types: 's' string, 't' flags (the field in hex, as the catalog explains it; the
+ * message names the bits of 'bits'), 'd' a 't' shown in decimal (a mount id), 'y' an "ay" path
+ * (its bytes), 'b' boolean, 'a' array of strings (joined by spaces), 'h' an fd. */
 typedef struct AuditArg {
         char type;
         const char *field;
+        const char *const *bits;    /* 't': the name of bit 0, 1, … (NULL-terminated) */
 } AuditArg;
+
+#define BITS(...) ((const char *const[]) { __VA_ARGS__, NULL })
 
 #define AUDIT_ARGS_MAX 8
 
@@ -48,15 +51,16 @@ static const AuditMethod audit_methods[] = {
         { NSM_MANAGER_INTERFACE, "EnslaveSubtree", "920b36f2f1c848db89dd3e516475c1b2", "enslave a subtree",
           { { 's', "NSM_USER" }, { 's', "NSM_PATH" } } },
         { NSM_MANAGER_INTERFACE, "SetPropagation", "5ccd9834eee744c582841972b55a1679", "change the propagation",
-          { { 's', "NSM_USER" }, { 's', "NSM_PATH" }, { 's', "NSM_MODE" }, { 't', "NSM_FLAGS" } } },
+          { { 's', "NSM_USER" }, { 's', "NSM_PATH" }, { 's', "NSM_MODE" }, { 't', "NSM_FLAGS", BITS("recursive") } } },
         { NSM_MANAGER_INTERFACE, "BindMount", "234f4ef9fa8841c8ba2eaf1e05ba42f3", "bind mount",
-          { { 's', "NSM_USER" }, { 's', "NSM_SOURCE" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
+          { { 's', "NSM_USER" }, { 's', "NSM_SOURCE" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS", BITS("read-only", "mkdir") } } },
         { NSM_MANAGER_INTERFACE, "Unmount", "1de3f1e86c974d7fb61292f482e82788", "unmount",
-          { { 's', "NSM_USER" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
+          { { 's', "NSM_USER" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS", BITS("detach") } } },
         { NSM_MANAGER_INTERFACE, "UnmountById", "1de3f1e86c974d7fb61292f482e82788", "unmount",
-          { { 's', "NSM_USER" }, { 'd', "NSM_MOUNT_ID" }, { 'y', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
+          { { 's', "NSM_USER" }, { 'd', "NSM_MOUNT_ID" }, { 'y', "NSM_PATH" }, { 't', "NSM_FLAGS", BITS("detach") } } },
         { NSM_MANAGER_INTERFACE, "SetPropagationById", "5ccd9834eee744c582841972b55a1679", "change the propagation",
-          { { 's', "NSM_USER" }, { 'd', "NSM_MOUNT_ID" }, { 'y', "NSM_PATH" }, { 's', "NSM_MODE" }, { 't', "NSM_FLAGS" } } },
+          { { 's', "NSM_USER" }, { 'd', "NSM_MOUNT_ID" }, { 'y', "NSM_PATH" }, { 's', "NSM_MODE" },
+            { 't', "NSM_FLAGS", BITS("recursive") } } },
         { NSM_MANAGER_INTERFACE, "SetLinger", "ff08291e0f46411881298f54ed9326c7", "change lingering",
           { { 's', "NSM_USER" }, { 'b', "NSM_LINGER" } } },
         { NSM_MANAGER_INTERFACE, "Attach", "c612a1464d94450fb7eba4600478c07c", "attach a command",
@@ -65,7 +69,7 @@ static const AuditMethod audit_methods[] = {
           { { 's', "NSM_USER" }, { 'a', "NSM_COMMAND" }, { 'a', NULL }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS" } } },
         { NSM_MANAGER_INTERFACE, "ReloadConfig", "c93ed6426ca140b096e87616af594b4d", "reload the configuration", {} },
         { NSM_MANAGER_INTERFACE, "Eject", "df5bb3aabbe340f6b69157feedc9f45a", "eject",
-          { { 's', "NSM_WHAT" }, { 't', "NSM_FLAGS" } } },
+          { { 's', "NSM_WHAT" }, { 't', "NSM_FLAGS", BITS("lazy") } } },
 };
 
 static const AuditMethod *audit_method_find(sd_bus_message *call) {
@@ -81,7 +85,7 @@ static const AuditMethod *audit_method_find(sd_bus_message *call) {
  * without NSM_, in lower case). A value may be any bytes a caller or the kernel chose: the
  * field holds it escaped (text-escape.h); the summary goes into the message, which the log
  * escapes as a whole. */
-static int add_field(char ***fields, char **summary, const char *field, const char *value) {
+static int add_field_shown(char ***fields, char **summary, const char *field, const char *value, const char *shown_value) {
         _cleanup_free_ char *f = NULL, *shown = NULL, *escaped = text_escape(value);
         char *s;
 
@@ -94,11 +98,33 @@ static int add_field(char ***fields, char **summary, const char *field, const ch
                 return -ENOMEM;
         for (char *c = shown; *c; c++)
                 *c = (char) (*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
-        if (asprintf(&s, "%s %s=%s", *summary, shown, value) < 0)
+        if (asprintf(&s, "%s %s=%s", *summary, shown, shown_value) < 0)
                 return -ENOMEM;
         free(*summary);
         *summary = s;
         return 0;
+}
+
+static int add_field(char ***fields, char **summary, const char *field, const char *value) {
+        return add_field_shown(fields, summary, field, value, value);
+}
+
+/* "read-only,mkdir", "none", an unnamed bit in hex. */
+static char *flags_to_string(uint64_t t, const char *const *bits) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t i = 0;
+
+        for (; bits[i] && i < 64; i++)
+                if ((t & (UINT64_C(1) << i)) && strv_extend(&l, bits[i]) < 0)
+                        return NULL;
+        t &= i >= 64 ? 0 : ~((UINT64_C(1) << i) - 1);
+        if (t) {
+                char hex[32];
+                snprintf(hex, sizeof hex, "0x%" PRIx64, t);
+                if (strv_extend(&l, hex) < 0)
+                        return NULL;
+        }
+        return l ? strv_join(l, ",") : strdup("none");
 }
 
 /* The recorded arguments, read again from the start of the call. */
@@ -111,7 +137,7 @@ static int read_arguments(const AuditMethod *a, sd_bus_message *call, char ***fi
         for (size_t i = 0; i < AUDIT_ARGS_MAX && a->args[i].type; i++) {
                 const AuditArg *arg = a->args + i;
                 _cleanup_strv_free_ char **l = NULL;
-                _cleanup_free_ char *v = NULL;
+                _cleanup_free_ char *v = NULL, *shown = NULL;
                 const char *s;
                 uint64_t t;
                 int b;
@@ -126,6 +152,8 @@ static int read_arguments(const AuditMethod *a, sd_bus_message *call, char ***fi
                         r = sd_bus_message_read(call, "t", &t);
                         if (r >= 0 && asprintf(&v, "0x%" PRIx64, t) < 0)
                                 v = NULL;
+                        if (r >= 0 && v && arg->bits && !(shown = flags_to_string(t, arg->bits)))
+                                v = mfree(v);
                         break;
                 case 'd':
                         r = sd_bus_message_read(call, "t", &t);
@@ -165,7 +193,7 @@ static int read_arguments(const AuditMethod *a, sd_bus_message *call, char ***fi
                         *ret_user = TAKE_PTR(v);
                         continue;
                 }
-                r = add_field(fields, summary, arg->field, v);
+                r = add_field_shown(fields, summary, arg->field, v, shown ?: v);
                 if (r < 0)
                         return r;
         }
@@ -258,11 +286,19 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
                 refusal = NULL;
 
         /* "BindMount by carol (uid 2003, pid 812) in the view of 'bob': source=/srv/x
-         * path=/home/bob/x flags=0x2: done." */
-        (void) log_struct_internal(error ? LOG_NOTICE : LOG_INFO, 0, fields, "%s by %s (uid %d, pid %d)%s%s%s: %s%s.",
-                                   a->member, caller ?: "an unknown user", (int) uid, (int) pid, where,
-                                   summary[0] ? ":" : "", summary, error ? "refused: " : "done",
-                                   error ? (refusal ?: error->message ?: error->name) : "");
+         * path=/home/bob/x flags=mkdir: done." The error's sentence ends the line with its own
+         * full stop. */
+        const char *said = error ? (refusal ?: error->message ?: error->name) : "";
+        size_t len = strlen(said);
+        if (len > 0 && said[len - 1] == '.')
+                len--;
+        if (uid != (uid_t) -1)  /* unsigned: sssd hands out uids above 2^31 */
+                snprintf(buf, sizeof buf, "%" PRIu32, (uint32_t) uid);
+        else
+                snprintf(buf, sizeof buf, "unknown");
+        (void) log_struct_internal(error ? LOG_NOTICE : LOG_INFO, 0, fields, "%s by %s (uid %s, pid %d)%s%s%s: %s%.*s.",
+                                   a->member, caller ?: "an unknown user", buf, (int) pid, where,
+                                   summary[0] ? ":" : "", summary, error ? "refused: " : "done", (int) len, said);
 }
 
 void audit_call(Manager *m, sd_bus_message *call, const sd_bus_error *error) {

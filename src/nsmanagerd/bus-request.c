@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
 #include "audit.h"
 #include "bus-creds.h"
 #include "bus-errors.h"
@@ -80,8 +82,8 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
 
                         (void) bus_creds_sender_uid(m->creds, message, &uid);
                         (void) bus_creds_sender_pid(m->creds, message, &pid);
-                        log_debug("%s() from %s, uid %d, pid %d.", sd_bus_message_get_member(message),
-                                  sd_bus_message_get_sender(message) ?: "a private connection", (int) uid, (int) pid);
+                        log_debug("%s() from %s, uid %" PRIu32 ", pid %d.", sd_bus_message_get_member(message),
+                                  sd_bus_message_get_sender(message) ?: "a private connection", (uint32_t) uid, (int) pid);
                 }
         }
         r = bus_request_step(req, step, error);

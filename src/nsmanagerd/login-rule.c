@@ -111,6 +111,8 @@ int login_rule_compile(const ManagerConfig *c, LoginFilter *ret) {
                 r = -ENOMEM;
         for (char **u = c->exclude_users; r >= 0 && u && *u; u++)
                 r = strv_extend(&f.exclude_users, *u);
+        if (c->login_refused_message && !(f.refused_message = strdup(c->login_refused_message)))
+                r = -ENOMEM;
         if (r >= 0 && f.login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED) {
                 r = file_effect(&c->view, f.view_main);
                 if (r >= 0)
@@ -147,6 +149,8 @@ int login_filter_format(const LoginFilter *f, char **ret) {
                 for (size_t i = 0; i < f->n_view_users; i++)
                         fprintf(s, "VIEW_USER=%s %s\n", f->view_users[i].name, f->view_users[i].effect);
         }
+        if (f->refused_message)
+                fprintf(s, "LOGIN_REFUSED_MESSAGE=%s\n", f->refused_message);
         if (fclose(s) != 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(buf);

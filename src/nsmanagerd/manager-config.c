@@ -42,6 +42,7 @@ void manager_config_done(ManagerConfig *c) {
         free(c->state_directory);
         strv_free(c->shared_subtrees);
         strv_free(c->exclude_users);
+        free(c->login_refused_message);
         config_assignments_done(&c->view);
         policy_files_free(c->group_policies, c->n_group_policies);
         policy_files_free(c->user_policies, c->n_user_policies);
@@ -75,6 +76,24 @@ static int config_parse_login_without_view(const char *value, void *data, char *
         if (v < 0)
                 return config_message(ret_message, "'%s' is not one of restricted, allow, deny", value);
         *(LoginWithoutView *) data = v;
+        return 0;
+}
+
+/* Shown on the terminal of every login the module refuses: one line of plain text. Empty: the
+ * module's own sentence. */
+static int config_parse_refused_message(const char *value, void *data, char **ret_message) {
+        char **s = data, *copy = NULL;
+
+        if (value[0]) {
+                if (!login_refused_message_valid(value))
+                        return config_message(ret_message, "'%s' is not one line of at most %d bytes of text without "
+                                              "control characters or '\\'", value, LOGIN_REFUSED_MESSAGE_MAX);
+                copy = strdup(value);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        free(*s);
+        *s = copy;
         return 0;
 }
 
@@ -254,6 +273,7 @@ static const ConfigItem config_items[] = {
         { "Manager", "StateDirectory",       config_parse_absolute_path,      offsetof(ManagerConfig, state_directory) },
         { "Manager", "ViewPropagation",      config_parse_view_propagation,   offsetof(ManagerConfig, view_propagation) },
         { "Manager", "LoginWithoutView",     config_parse_login_without_view, offsetof(ManagerConfig, login_without_view) },
+        { "Manager", "LoginRefusedMessage",  config_parse_refused_message,    offsetof(ManagerConfig, login_refused_message) },
         { "Manager", "OperationTimeoutSec",  config_parse_timeout,            offsetof(ManagerConfig, operation_timeout_usec) },
         { "Manager", "MaxStuckOperations",   config_parse_unsigned,           offsetof(ManagerConfig, max_stuck_operations) },
         { "Manager", "MaxUserMounts",        config_parse_unsigned,           offsetof(ManagerConfig, max_user_mounts) },

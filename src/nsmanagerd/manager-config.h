@@ -43,6 +43,7 @@ typedef struct ManagerConfig {
         char *state_directory;         /* StateDirectory= (/run/nsmanager) */
         ViewPropagation view_propagation; /* ViewPropagation= (slave) */
         LoginWithoutView login_without_view; /* LoginWithoutView= (restricted), for pam_nsmanager (login-filter.h) */
+        char *login_refused_message;   /* LoginRefusedMessage= (NULL: the module's own sentence), ditto */
 
         /* Limits: whatever one user's view holds, or however one user calls, nobody else waits. */
         uint64_t operation_timeout_usec; /* OperationTimeoutSec= (5s): deadline of every mount operation */

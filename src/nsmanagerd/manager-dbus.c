@@ -40,7 +40,8 @@ static int check_path(const char *path, const char *what, sd_bus_error *error) {
 static int get_namespace_or_error(Manager *m, const char *user, Namespace **ret, sd_bus_error *error) {
         Namespace *ns = manager_get_namespace(m, user);
         if (!ns || !ns->ready)
-                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", user);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace (not logged in; "
+                                      "'nsctl create %s' makes one).", user, user);
         *ret = ns;
         return 0;
 }
@@ -728,6 +729,10 @@ static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error 
 
 /* ---- GetMounts, SetLinger, ReloadConfig ---- */
 
+static void unref_namespace(void *p) {
+        namespace_unref(p);
+}
+
 static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
@@ -742,6 +747,12 @@ static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
         r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
+        /* As Namespace.GetMounts: the table read updates the namespace's count (NMounts, where
+         * listmount(2) cannot count it), and the request holds the namespace meanwhile. */
+        if (ns && !req->data) {
+                req->data = namespace_ref(ns);
+                req->free_data = unref_namespace;
+        }
         return bus_request_reply_mounts(req, ns, error);
 }
 
@@ -999,8 +1010,8 @@ int manager_connect_bus(Manager *m) {
         r = log_control_add(m->bus, m->creds);
         if (r < 0)
                 return r;
-        /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
-         * pinned, and the next start (D-Bus activation, at the next call) finds them. */
+        /* Losing the bus ends the daemon, with failure (nsmanagerd.c): the namespaces stay
+         * pinned, and the next start (Restart=on-failure, or D-Bus activation) finds them. */
         r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to configure the bus connection: %m");

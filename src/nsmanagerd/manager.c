@@ -380,6 +380,36 @@ static void remove_strays(Manager *m) {
 }
 
 /* Logs its own failure: the builder's message says more than an errno. */
+static void on_restored_count_read(BuilderReply *reply, void *userdata) {
+        Namespace *ns = userdata;
+        uint32_t n = 0;
+
+        if (!reply->error) {
+                for (size_t i = 0; i < reply->size; i++)
+                        n += reply->data[i] == '\n';
+                ns->n_mounts = n;
+        }
+        namespace_unref(ns);
+}
+
+/* NMounts of a restored namespace: where listmount(2) cannot count it (Linux 6.18 finds only
+ * namespaces a process is in, and nobody may be logged in), the count is the last table read,
+ * and a new daemon has read none. One read each, from the builder, in the background. */
+static void manager_count_restored(Manager *m) {
+        Namespace *ns;
+        size_t n;
+
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);) {
+                if (mntns_count_mounts(ns->mntns_id, &n) >= 0) {
+                        ns->n_mounts = (uint32_t) n;
+                        continue;
+                }
+                if (builder_read_mounts(m->builder, ns->mntns_fd, false, manager_deadline(m), on_restored_count_read,
+                                        namespace_ref(ns)) < 0)
+                        namespace_unref(ns);
+        }
+}
+
 static int manager_restore_namespaces(Manager *m) {
         BuilderSync s = { .fd = -EBADF };
         int r;
@@ -405,6 +435,8 @@ static int manager_restore_namespaces(Manager *m) {
         }
         builder_sync_done_free(&s);
         remove_strays(m);
+        if (r >= 0)
+                manager_count_restored(m);
         return r;
 }
 

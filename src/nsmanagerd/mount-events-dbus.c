@@ -11,8 +11,9 @@
 #include "namespace-dbus.h"
 #include "path-util.h"
 
-/* One bus name and what it watches: everything, and views one by one. One sd_bus_track (one
- * match rule in dbus-daemon) per name, however many views it watches. */
+/* One bus name and what it watches: everything, and views one by one. The name is watched
+ * through the daemon's one NameOwnerChanged match (bus-creds.h), not a match rule per name:
+ * subscribers never add to the daemon's match rules on the bus. */
 typedef struct Subscriber Subscriber;
 struct Subscriber {
         Manager *manager;
@@ -21,7 +22,7 @@ struct Subscriber {
         bool all;                /* Manager.Subscribe() */
         Namespace **views;       /* references: Namespace.Subscribe() of each */
         size_t n_views;
-        sd_bus_track *track;     /* the name: when it leaves the bus, its watches end */
+        BusNameWatch *watch;     /* the name: when it leaves the bus, its watches end */
         Subscriber *prev, *next;
 };
 
@@ -47,7 +48,7 @@ static Subscriber *subscriber_free(Subscriber *s, bool unwatch) {
         if (unwatch && m->mount_events && s->all)
                 mount_events_unwatch(m->mount_events, NULL);
         free(s->views);
-        s->track = sd_bus_track_unref(s->track);
+        s->watch = bus_name_watch_free(s->watch);
         free(s->name);
         free(s);
         return NULL;
@@ -90,12 +91,19 @@ static unsigned subscriptions_of(Manager *m, uid_t uid) {
         return n;
 }
 
-static int on_name_gone(sd_bus_track *track, void *userdata) {
+static unsigned subscriptions_of_users(Manager *m) {
+        unsigned n = 0;
+        for (Subscriber *s = *subscribers(m); s; s = s->next)
+                if (s->uid != 0)
+                        n += subscriber_count(s);
+        return n;
+}
+
+static void on_name_gone(void *userdata) {
         Subscriber *s = userdata;
 
         log_debug("Subscriber '%s' left the bus; its %u watches end.", s->name, subscriber_count(s));
         subscriber_free(s, true);
-        return 0;
 }
 
 static void mount_events_dbus_namespace_gone(Namespace *ns, void *userdata) {
@@ -139,9 +147,7 @@ static int subscriber_new(Manager *m, sd_bus *bus, const char *name, uid_t uid, 
                 subscriber_free(s, false);
                 return -ENOMEM;
         }
-        r = sd_bus_track_new(bus, &s->track, on_name_gone, s);
-        if (r >= 0)
-                r = sd_bus_track_add_name(s->track, name);
+        r = bus_creds_watch_name(m->creds, bus, name, on_name_gone, s, &s->watch);
         if (r < 0) {
                 subscriber_free(s, false);
                 return r;
@@ -177,9 +183,13 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
                 return r;
         if (uid != 0 && subscriptions_of(m, uid) >= SUBSCRIPTIONS_PER_UID_MAX)
                 return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                      "UID %u has %u subscriptions already, the most a user may hold; end one "
+                                      "uid %u has %u subscriptions already (SubscriptionsPerUID=%u); end one "
                                       "(Unsubscribe(), or close its bus connection).",
-                                      (unsigned) uid, SUBSCRIPTIONS_PER_UID_MAX);
+                                      (unsigned) uid, SUBSCRIPTIONS_PER_UID_MAX, SUBSCRIPTIONS_PER_UID_MAX);
+        if (uid != 0 && subscriptions_of_users(m) >= SUBSCRIPTIONS_OF_USERS_MAX)
+                return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                      "Users have %u subscriptions (SubscriptionsOfUsers=%u); try again once some "
+                                      "have ended.", SUBSCRIPTIONS_OF_USERS_MAX, SUBSCRIPTIONS_OF_USERS_MAX);
         if (!s) {
                 r = subscriber_new(m, bus, sender, uid, &s);
                 if (r < 0)

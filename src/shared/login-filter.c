@@ -8,6 +8,7 @@
 #include "parse-util.h"
 #include "string-table.h"
 #include "strv.h"
+#include "text-escape.h"
 
 static const char *const login_without_view_table[_LOGIN_WITHOUT_VIEW_MAX] = {
         [LOGIN_WITHOUT_VIEW_RESTRICTED] = "restricted",
@@ -29,6 +30,17 @@ void login_filter_done(LoginFilter *f) {
         view_effects_free(f->view_users, f->n_view_users);
         f->view_groups = f->view_users = NULL;
         f->n_view_groups = f->n_view_users = 0;
+        f->refused_message = mfree(f->refused_message);
+}
+
+bool login_refused_message_valid(const char *text) {
+        _cleanup_free_ char *escaped = NULL;
+
+        if (!text || !text[0] || strlen(text) > LOGIN_REFUSED_MESSAGE_MAX)
+                return false;
+        /* Escaping changes nothing only in text without controls or invalid UTF-8 (and '\'). */
+        escaped = text_escape(text);
+        return escaped && streq(escaped, text);
 }
 
 static bool valid_effect(const char *s) {
@@ -91,6 +103,14 @@ int login_filter_parse(FILE *f, LoginFilter *ret) {
                         r = parse_view_entry(line + 11, &lf.view_groups, &lf.n_view_groups);
                 else if (strncmp(line, "VIEW_USER=", 10) == 0)
                         r = parse_view_entry(line + 10, &lf.view_users, &lf.n_view_users);
+                else if (strncmp(line, "LOGIN_REFUSED_MESSAGE=", 22) == 0) {
+                        free(lf.refused_message);
+                        lf.refused_message = NULL;
+                        if (!login_refused_message_valid(line + 22))
+                                r = -EINVAL;
+                        else if (!(lf.refused_message = strdup(line + 22)))
+                                r = -ENOMEM;
+                }
         }
         /* Without MIN_UID the file says nothing we can rely on. */
         if (r >= 0 && lf.min_uid == (uid_t) -1)
