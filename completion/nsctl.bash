@@ -32,9 +32,9 @@ _nsctl() {
                 [list]='--json --no-legend'
                 [status]='--json'
                 [mounts]='--json --graph --no-legend --follow --output --real --types'
-                [propagation]='--recursive'
+                [propagation]='--recursive --id'
                 [bind]='--read-only --mkdir'
-                [unmount]='--detach'
+                [unmount]='--detach --id'
                 [verify]='--config --user'
                 [eject]='--lazy --json --no-legend'
         )
@@ -49,6 +49,10 @@ _nsctl() {
                 ;;
         -M|--machine)
                 COMPREPLY=($(compgen -W "$(machinectl list --no-legend --no-pager 2>/dev/null | cut -d' ' -f1)" -- "$cur"))
+                return
+                ;;
+        --id)
+                # a mount id: nothing to offer
                 return
                 ;;
         --config)
@@ -85,7 +89,7 @@ _nsctl() {
                         transport+=("$w")
                         continue
                         ;;
-                --config|--user|-o|--output|-t|--types)
+                --config|--user|-o|--output|-t|--types|--id)
                         ((i++))
                         continue
                         ;;
@@ -112,7 +116,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --user --follow --lazy --output --real --types" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --user --follow --lazy --output --real --types --id" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi

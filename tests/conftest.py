@@ -40,6 +40,8 @@ Test files, one per feature:
     test_bus_broker.py     the bus policy on dbus-broker
     test_mount_events.py   Subscribe, MountsChanged, nsctl mounts --follow
     test_eject.py          Eject() and ReleaseWithHost=
+    test_names.py          names as any bytes reach every reader whole; GetMountsEx, the
+                           id-taking methods; Eject never of the host's own devices
     test_logging.py        logs, LogControl1, audit records
     test_leaks.py          fds, mounts and children back to where they were
     test_nsctl.py          the CLI: verbs, output, refusals, attach on a terminal
@@ -117,7 +119,7 @@ ERROR_PREFIX ("org.example.NSManager.Error.").
 
 Helpers (tests/helpers.py): the contract's error names E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE,
 E_NO_SUCH_SESSION, E_USER_EXCLUDED, E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT,
-E_LIMIT_EXCEEDED (NSM_ERRORS), E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED,
+E_LIMIT_EXCEEDED, E_MOUNT_CHANGED (NSM_ERRORS), E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED,
 E_INVALID_ARGS, E_FAILED; expect_error(call, *names) (refused with one of the names and
 a message), wait_until(predicate, what, wait=10, interval=0.02, diag=None), ns_path(user),
 create(sb, *users), processes_of(uid, comm).

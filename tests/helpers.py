@@ -23,7 +23,7 @@ PamServices(pam_dir, module=None): install(service, source=None, text=None) puts
     was there.
 
 Error names: E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION, E_USER_EXCLUDED,
-E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED (the project's,
+E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED, E_MOUNT_CHANGED (the project's,
 org.example.NSManager.Error.*; NSM_ERRORS lists them all), and the standard
 E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, E_INVALID_ARGS and E_FAILED
 (org.freedesktop.DBus.Error.*).
@@ -54,8 +54,9 @@ E_INVALID_MODE = ERROR_PREFIX + "InvalidMode"
 E_BUSY = ERROR_PREFIX + "Busy"
 E_TIMED_OUT = ERROR_PREFIX + "TimedOut"
 E_LIMIT_EXCEEDED = ERROR_PREFIX + "LimitExceeded"
+E_MOUNT_CHANGED = ERROR_PREFIX + "MountChanged"
 NSM_ERRORS = (E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION, E_USER_EXCLUDED, E_INVALID_PATH,
-              E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED)
+              E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED, E_MOUNT_CHANGED)
 
 # The standard ones the contract names, and Failed (a view that could not be built).
 E_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"

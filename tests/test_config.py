@@ -358,7 +358,7 @@ def test_verify_does_not_print_a_users_names_raw(instance, nsctl):
         sb.write_config()
         sb.write_config_file("user.d/alice.conf", "[View]\nBindPaths=-%h/nsm-esc-link:/srv/%u\n")
         p = nsctl("verify", "--config", str(sb.config_file))
-        assert p.returncode == 0 and "has no '\\x1b]0;PWNED\\ax' yet" in p.stderr, repr(p.stderr)
+        assert p.returncode == 0 and "has no '\\x1b]0;PWNED\\x07x' yet" in p.stderr, repr(p.stderr)
         assert "\x1b" not in p.stderr and "\x07" not in p.stderr, repr(p.stderr)
     finally:
         link.unlink()

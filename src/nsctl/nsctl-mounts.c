@@ -96,7 +96,7 @@ static int check_arguments(int argc, char **argv, char **ret_message) {
                         return r;
                 if (r < 0) {
                         _cleanup_strv_free_ char **names = NULL;
-                        _cleanup_free_ char *list = NULL, *shown = text_escape_control(bad ?: arg_output);
+                        _cleanup_free_ char *list = NULL, *shown = text_escape(bad ?: arg_output);
                         for (size_t i = 0; i < _COL_MAX; i++)
                                 if (strv_extend(&names, columns[i].name) < 0)
                                         return -ENOMEM;
@@ -646,7 +646,7 @@ static int print_json(const Views *v, const Shown *s) {
 static int dot_quote_lines(FILE *f, const char *const *lines) {
         fputc('"', f);
         for (size_t i = 0; lines[i]; i++) {
-                _cleanup_free_ char *e = text_escape_control(lines[i]);
+                _cleanup_free_ char *e = text_show(lines[i]);
 
                 if (!e)
                         return log_oom();

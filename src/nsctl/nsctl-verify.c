@@ -36,8 +36,8 @@ static int group_exists(const char *name) {
  * escaped, as everything nsctl prints, so that none of it reaches root's terminal as control
  * sequences. -ENOMEM, else 0. */
 static int print_policy_warning(const PolicyFile *f, const UserRecord *u, const char *text) {
-        _cleanup_free_ char *path = text_escape_control(f->path), *user = text_escape_control(u->name),
-                            *t = text_escape_control(text);
+        _cleanup_free_ char *path = text_escape(f->path), *user = text_escape(u->name),
+                            *t = text_escape(text);
 
         if (!path || !user || !t)
                 return -ENOMEM;
@@ -126,7 +126,7 @@ static int forecast_login(const ManagerConfig *c, const UserRecord *u, int root_
         _cleanup_(view_policy_done) ViewPolicy p = {};
         _cleanup_strv_free_ char **skipped = NULL;
         _cleanup_(nsm_error_done) NsmError e = {};
-        _cleanup_free_ char *name = text_escape_control(u->name), *text = NULL, *line = NULL;
+        _cleanup_free_ char *name = text_escape(u->name), *text = NULL, *line = NULL;
         char number[32];
         bool loaded;
         int r;
@@ -150,7 +150,7 @@ static int forecast_login(const ManagerConfig *c, const UserRecord *u, int root_
                 bool allowed = c->login_without_view == LOGIN_WITHOUT_VIEW_ALLOW ||
                                (c->login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED && loaded &&
                                 view_policy_is_empty(&p));
-                text = text_escape_control(nsm_error_message(&e));
+                text = text_escape(nsm_error_message(&e));
                 if (!text)
                         return -ENOMEM;
                 if (allowed)
@@ -162,14 +162,14 @@ static int forecast_login(const ManagerConfig *c, const UserRecord *u, int root_
         }
         if (skipped) {
                 line = strv_join(skipped, " ");
-                text = line ? text_escape_control(line) : NULL;
+                text = line ? text_escape(line) : NULL;
                 if (!text)
                         return -ENOMEM;
                 printf("%s: lands with entries skipped: %s\n", name, text);
                 return 0;
         }
         line = policy_summary(&p);
-        text = line ? text_escape_control(line) : NULL;
+        text = line ? text_escape(line) : NULL;
         if (!text)
                 return -ENOMEM;
         printf("%s: lands in a view with %s\n", name, text);
@@ -299,7 +299,7 @@ static int verify_set(ManagerConfig *c, char ***errors) {
                 return log_error_errno(errno, "Failed to open /: %m");
         if (arg_verify_user) {
                 _cleanup_(user_record_done) UserRecord u = {};
-                _cleanup_free_ char *name = text_escape_control(arg_verify_user);
+                _cleanup_free_ char *name = text_escape(arg_verify_user);
 
                 r = user_record_by_name(arg_verify_user, &u);
                 if (r == -ESRCH)

@@ -94,6 +94,9 @@ int namespace_name_by_uid(sd_bus *bus, uid_t uid, char **ret);
 /* GetMounts(user), user "" = host: one MountEntry (mount-entry.h) per mount, in the daemon's
  * order. The error is left in 'error' and not printed. */
 int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n);
+/* GetMountsEx: ids those of MountsChanged, 'dev' the block device (major << 32 | minor, 0 for
+ * none), 'origin' set. */
+int get_mounts_ex(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n);
 
 /* Spawns pkttyagent for the duration of a call that may ask for authorization, when stdin is
  * a terminal and --no-ask-password was not given. */

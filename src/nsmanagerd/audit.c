@@ -13,12 +13,13 @@
 #include "time-util.h"
 #include "namespace.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "user-util.h"
 
 /* One argument of a method: how to read it, and the field it goes to (NULL: read, not
  * recorded). Types: 's' string, 't' flags (the field in hex, as the catalog explains it; the
- * message names the bits of 'bits'), 'b' boolean, 'a' array of strings (joined by spaces),
- * 'h' an fd. */
+ * message names the bits of 'bits'), 'd' a 't' shown in decimal (a mount id), 'y' an "ay" path
+ * (its bytes), 'b' boolean, 'a' array of strings (joined by spaces), 'h' an fd. */
 typedef struct AuditArg {
         char type;
         const char *field;
@@ -57,6 +58,11 @@ static const AuditMethod audit_methods[] = {
           { { 's', "NSM_USER" }, { 's', "NSM_SOURCE" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS", BITS("read-only", "mkdir") } } },
         { NSM_MANAGER_INTERFACE, "Unmount", "1de3f1e86c974d7fb61292f482e82788", "unmount",
           { { 's', "NSM_USER" }, { 's', "NSM_PATH" }, { 't', "NSM_FLAGS", BITS("detach") } } },
+        { NSM_MANAGER_INTERFACE, "UnmountById", "1de3f1e86c974d7fb61292f482e82788", "unmount",
+          { { 's', "NSM_USER" }, { 'd', "NSM_MOUNT_ID" }, { 'y', "NSM_PATH" }, { 't', "NSM_FLAGS", BITS("detach") } } },
+        { NSM_MANAGER_INTERFACE, "SetPropagationById", "5ccd9834eee744c582841972b55a1679", "change the propagation",
+          { { 's', "NSM_USER" }, { 'd', "NSM_MOUNT_ID" }, { 'y', "NSM_PATH" }, { 's', "NSM_MODE" },
+            { 't', "NSM_FLAGS", BITS("recursive") } } },
         { NSM_MANAGER_INTERFACE, "SetLinger", "ff08291e0f46411881298f54ed9326c7", "change lingering",
           { { 's', "NSM_USER" }, { 'b', "NSM_LINGER" } } },
         { NSM_MANAGER_INTERFACE, "Attach", "c612a1464d94450fb7eba4600478c07c", "attach a command",
@@ -78,12 +84,14 @@ static const AuditMethod *audit_method_find(sd_bus_message *call) {
 }
 
 /* "FIELD=value" onto 'fields' and " field=value" onto 'summary' (shown: the field's name
- * without NSM_, in lower case). */
+ * without NSM_, in lower case). A value may be any bytes a caller or the kernel chose: the
+ * field holds it escaped (text-escape.h); the summary goes into the message, which the log
+ * escapes as a whole. */
 static int add_field_shown(char ***fields, char **summary, const char *field, const char *value, const char *shown_value) {
-        _cleanup_free_ char *f = NULL, *shown = NULL;
+        _cleanup_free_ char *f = NULL, *shown = NULL, *escaped = text_escape(value);
         char *s;
 
-        if (asprintf(&f, "%s=%s", field, value) < 0 || strv_extend(fields, f) < 0)
+        if (!escaped || asprintf(&f, "%s=%s", field, escaped) < 0 || strv_extend(fields, f) < 0)
                 return -ENOMEM;
         if (!summary)
                 return 0;
@@ -149,6 +157,20 @@ static int read_arguments(const AuditMethod *a, sd_bus_message *call, char ***fi
                         if (r >= 0 && v && arg->bits && !(shown = flags_to_string(t, arg->bits)))
                                 v = mfree(v);
                         break;
+                case 'd':
+                        r = sd_bus_message_read(call, "t", &t);
+                        if (r >= 0 && asprintf(&v, "%" PRIu64, t) < 0)
+                                v = NULL;
+                        break;
+                case 'y': {
+                        const void *p;
+                        size_t n;
+
+                        r = sd_bus_message_read_array(call, 'y', &p, &n);
+                        if (r >= 0)
+                                v = strndup(n > 0 ? p : "", n);
+                        break;
+                }
                 case 'b':
                         r = sd_bus_message_read(call, "b", &b);
                         if (r >= 0)
@@ -375,12 +397,15 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
                  * result stays in it (the fields keep all of it). */
                 cut_text(user, 256);
                 cut_text(summary, 768);
-                if (error && error->message) {
+                /* The reply's sentence was escaped for the bus; the log escapes the message once
+                 * more as a whole, so it is taken back to its bytes first (the rule reverses). */
+                if (error && error->message && text_unescape(error->message, &message) < 0) {
                         message = strdup(error->message);
                         if (!message)
                                 r = -ENOMEM;
-                        cut_text(message, 512);
                 }
+                if (message)
+                        cut_text(message, 512);
         }
         if (r >= 0) {
                 if (!user)

@@ -9,6 +9,7 @@
 #include "list.h"
 #include "log.h"
 #include "namespace.h"
+#include "text-escape.h"
 
 static BusRequest *bus_request_free(BusRequest *req) {
         if (!req)
@@ -197,8 +198,11 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
                 return 0;
         }
         if (r < 0 && req->rule) {
-                /* The rule is what the caller can act on; polkit's answer is the detail. */
-                _cleanup_free_ char *answer = strdup(error->message ?: error->name);
+                /* The rule is what the caller can act on; polkit's answer is the detail (its
+                 * sentence was escaped for the bus: back to its bytes, escaped once below). */
+                _cleanup_free_ char *answer = NULL;
+                if (!error->message || text_unescape(error->message, &answer) < 0)
+                        answer = strdup(error->message ?: error->name);
                 sd_bus_error_free(error);
                 return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED, "%s This needs %s, which polkit refused: %s",
                                       req->rule, action, answer ?: "?");
@@ -310,7 +314,11 @@ static const struct {
         { "SetPropagation",     NEED_MANAGE,     NEED_MANAGE_OWN, NEED_MANAGE },
         { "BindMount",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
         { "Unmount",            NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "UnmountById",        NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "SetPropagationById", NEED_MANAGE,     NEED_MANAGE_OWN, NEED_MANAGE },
         { "GetMounts",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "GetMountsEx",        NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "CanMount",           NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "SetLinger",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
         { "Attach",             NEED_IMPOSSIBLE, NEED_ROOT,       NEED_ROOT },   /* takes fds: root's */
         { "OpenAttach",         NEED_IMPOSSIBLE, NEED_ATTACH_OWN, NEED_ATTACH },

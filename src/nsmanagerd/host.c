@@ -15,6 +15,7 @@
 #include "mount-util.h"
 #include "path-util.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "write-access.h"
 
 /* ---- what a start changed, and undoing it ---- */
@@ -483,7 +484,7 @@ static int host_mounts_read(HostMount **ret, size_t *ret_n) {
 
                 if (line[0] == '#' ||
                     sscanf(line, "%15s %" SCNu64 " %" SCNu64 " %8191s", kind, &m.id.unique, &m.id.old, word) != 4 ||
-                    !STR_IN_SET(kind, "pin", "bind") || unescape_word(word, &m.path) < 0)
+                    !STR_IN_SET(kind, "pin", "bind") || text_unescape(word, &m.path) < 0)
                         continue;
                 if (!path_is_absolute_normalized(m.path)) {
                         free(m.path);
@@ -515,7 +516,7 @@ static int host_mounts_write(const HostMount *m, size_t n) {
                 return -ENOMEM;
         fputs("# The mounts nsmanagerd made on the host, for nsmanagerd --release: KIND UNIQUE-ID ID PATH\n", f);
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *e = escape_word(m[i].path);
+                _cleanup_free_ char *e = text_escape_word(m[i].path);
                 if (e)
                         fprintf(f, "%s %" PRIu64 " %" PRIu64 " %s\n", m[i].kind, m[i].id.unique, m[i].id.old, e);
         }

@@ -14,11 +14,13 @@
 #include "manager-dbus.h"
 #include "manager.h"
 #include "mount-events-dbus.h"
+#include "mount-list-dbus.h"
 #include "namespace-dbus.h"
 #include "namespace-session.h"
 #include "namespace.h"
 #include "path-util.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "view-job.h"
 
 /* Every method: read, validate, authorize, act, reply. Arguments are checked before polkit is
@@ -525,17 +527,38 @@ static int method_enslave_subtree(sd_bus_message *message, void *userdata, sd_bu
         return bus_request_run(message, userdata, error, enslave_subtree_step);
 }
 
-static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
+/* An "ay" path of the id-taking methods: the kernel's bytes, any but NUL. */
+static int read_path_bytes(sd_bus_message *message, char **ret, sd_bus_error *error) {
+        const void *p;
+        size_t n;
+        int r;
+
+        r = sd_bus_message_read_array(message, 'y', &p, &n);
+        if (r < 0)
+                return r;
+        if (n > 0 && memchr(p, 0, n))
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH, "A path cannot hold a NUL byte.");
+        *ret = strndup(n > 0 ? p : "", n);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The mount id of the id-taking methods: GetMountsEx's. */
+static int check_mount_id(uint64_t id, sd_bus_error *error) {
+        if (id == 0)
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "0 is no mount's id.");
+        return 0;
+}
+
+/* SetPropagation and SetPropagationById (expected_id ≠ 0: of the mount with that id, else
+ * MountChanged). Polkit's details are strings: the path escaped. */
+static int set_propagation_common(BusRequest *req, const char *user, const char *path, const char *mode,
+                                  uint64_t flags, uint64_t expected_id, sd_bus_error *error) {
         Manager *m = req->manager;
-        const char *user, *path, *mode;
+        _cleanup_free_ char *shown = NULL;
         PropagationMode pm;
-        uint64_t flags;
         Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(req->message, "ssst", &user, &path, &mode, &flags);
-        if (r < 0)
-                return r;
         if (flags & ~NSM_PROPAGATION_RECURSIVE)
                 return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
                                       flags & ~NSM_PROPAGATION_RECURSIVE);
@@ -552,10 +575,48 @@ static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
         if (!ns && streq(path, "/") && pm == PROPAGATION_UNBINDABLE)
                 return bus_error_setf(error, NSM_ERROR_INVALID_PATH,
                                       "The host's '/' cannot be unbindable: every view is a copy of it.");
+        shown = text_escape(path);
+        if (!shown)
+                return -ENOMEM;
         ViewOp op = { .type = VIEW_OP_SET_PROPAGATION, .path = path, .mode = pm,
-                      .recursive = flags & NSM_PROPAGATION_RECURSIVE };
+                      .recursive = flags & NSM_PROPAGATION_RECURSIVE, .expected_id = expected_id };
         return authorize_and_start_view_op(req, ns, user, OWN_VIEW_SET_PROPAGATION,
-                                           (const char *[]) { "user", user, "path", path, "mode", mode, NULL }, &op, error);
+                                           (const char *[]) { "user", user, "path", shown, "mode", mode, NULL }, &op,
+                                           error);
+}
+
+static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
+        const char *user, *path, *mode;
+        uint64_t flags;
+        int r;
+
+        r = sd_bus_message_read(req->message, "ssst", &user, &path, &mode, &flags);
+        if (r < 0)
+                return r;
+        return set_propagation_common(req, user, path, mode, flags, 0, error);
+}
+
+static int set_propagation_by_id_step(BusRequest *req, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        const char *user, *mode;
+        uint64_t id, flags;
+        int r;
+
+        r = sd_bus_message_read(req->message, "st", &user, &id);
+        if (r >= 0)
+                r = read_path_bytes(req->message, &path, error);
+        if (r >= 0)
+                r = sd_bus_message_read(req->message, "st", &mode, &flags);
+        if (r < 0)
+                return r;
+        r = check_mount_id(id, error);
+        if (r < 0)
+                return r;
+        return set_propagation_common(req, user, path, mode, flags, id, error);
+}
+
+static int method_set_propagation_by_id(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, set_propagation_by_id_step);
 }
 
 static int method_set_propagation(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -600,15 +661,13 @@ static int method_bind_mount(sd_bus_message *message, void *userdata, sd_bus_err
         return bus_request_run(message, userdata, error, bind_mount_step);
 }
 
-static int unmount_step(BusRequest *req, sd_bus_error *error) {
-        const char *user, *path;
-        uint64_t flags;
+/* Unmount and UnmountById (expected_id ≠ 0). */
+static int unmount_common(BusRequest *req, const char *user, const char *path, uint64_t flags, uint64_t expected_id,
+                          sd_bus_error *error) {
+        _cleanup_free_ char *shown = NULL;
         Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(req->message, "sst", &user, &path, &flags);
-        if (r < 0)
-                return r;
         if (flags & ~NSM_UNMOUNT_DETACH)
                 return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
                                       flags & ~NSM_UNMOUNT_DETACH);
@@ -621,9 +680,47 @@ static int unmount_step(BusRequest *req, sd_bus_error *error) {
         r = get_namespace_or_error(req->manager, user, &ns, error);
         if (r < 0)
                 return r;
-        ViewOp op = { .type = VIEW_OP_UNMOUNT, .path = path, .recursive = flags & NSM_UNMOUNT_DETACH };
+        shown = text_escape(path);
+        if (!shown)
+                return -ENOMEM;
+        ViewOp op = { .type = VIEW_OP_UNMOUNT, .path = path, .recursive = flags & NSM_UNMOUNT_DETACH,
+                      .expected_id = expected_id };
         return authorize_and_start_view_op(req, ns, user, OWN_VIEW_UNMOUNT,
-                                           (const char *[]) { "user", user, "path", path, NULL }, &op, error);
+                                           (const char *[]) { "user", user, "path", shown, NULL }, &op, error);
+}
+
+static int unmount_step(BusRequest *req, sd_bus_error *error) {
+        const char *user, *path;
+        uint64_t flags;
+        int r;
+
+        r = sd_bus_message_read(req->message, "sst", &user, &path, &flags);
+        if (r < 0)
+                return r;
+        return unmount_common(req, user, path, flags, 0, error);
+}
+
+static int unmount_by_id_step(BusRequest *req, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        const char *user;
+        uint64_t id, flags;
+        int r;
+
+        r = sd_bus_message_read(req->message, "st", &user, &id);
+        if (r >= 0)
+                r = read_path_bytes(req->message, &path, error);
+        if (r >= 0)
+                r = sd_bus_message_read(req->message, "t", &flags);
+        if (r < 0)
+                return r;
+        r = check_mount_id(id, error);
+        if (r < 0)
+                return r;
+        return unmount_common(req, user, path, flags, id, error);
+}
+
+static int method_unmount_by_id(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, unmount_by_id_step);
 }
 
 static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -661,6 +758,59 @@ static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
 
 static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         return bus_request_run(message, userdata, error, get_mounts_step);
+}
+
+static int get_mounts_ex_step(BusRequest *req, sd_bus_error *error) {
+        const char *user;
+        Namespace *ns = NULL;
+        int r;
+
+        r = sd_bus_message_read(req->message, "s", &user);
+        if (r < 0)
+                return r;
+        r = target_namespace(req->manager, user, &ns, error);
+        if (r < 0)
+                return r;
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
+        return bus_request_reply_mounts_ex(req, ns, error);
+}
+
+static int method_get_mounts_ex(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, get_mounts_ex_step);
+}
+
+static int can_mount_step(BusRequest *req, sd_bus_error *error) {
+        const char *user;
+        Namespace *ns = NULL;
+        uint64_t id;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_message_read(req->message, "st", &user, &id);
+        if (r < 0)
+                return r;
+        r = check_mount_id(id, error);
+        if (r < 0)
+                return r;
+        r = target_namespace(req->manager, user, &ns, error);
+        if (r < 0)
+                return r;
+        /* Once per call: it comes back here after the table is read and after polkit answers. */
+        if (!req->dispatched) {
+                r = bus_request_rate_limit(req, error);
+                if (r < 0)
+                        return r;
+        }
+        r = bus_message_caller_uid(req->manager, req->message, &uid, error);
+        if (r < 0)
+                return r;
+        return bus_request_reply_can_mount(req, ns, id, uid, error);
+}
+
+static int method_can_mount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, can_mount_step);
 }
 
 static int set_linger_step(BusRequest *req, sd_bus_error *error) {
@@ -766,6 +916,15 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_NO_RESULT, method_bind_mount, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Unmount", SD_BUS_ARGS("s", user, "s", path, "t", flags), SD_BUS_NO_RESULT,
                                 method_unmount, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("UnmountById", SD_BUS_ARGS("s", user, "t", id, "ay", path, "t", flags),
+                                SD_BUS_NO_RESULT, method_unmount_by_id, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetPropagationById",
+                                SD_BUS_ARGS("s", user, "t", id, "ay", path, "s", mode, "t", flags), SD_BUS_NO_RESULT,
+                                method_set_propagation_by_id, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CanMount", SD_BUS_ARGS("s", user, "t", id), SD_BUS_RESULT("a{ss}", answers),
+                                method_can_mount, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetMountsEx", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a" MOUNTS_EX_SIGNATURE, mounts),
+                                method_get_mounts_ex, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetMounts", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a(ttttssss)", mounts),
                                 method_get_mounts, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetLinger", SD_BUS_ARGS("s", user, "b", enable), SD_BUS_NO_RESULT,

@@ -26,6 +26,7 @@
 #include "path-util.h"
 #include "private-bus.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "time-util.h"
 #include "user-util.h"
 #include "view-job.h"
@@ -263,7 +264,7 @@ int manager_save_shared(Manager *m) {
         if (!f)
                 return -ENOMEM;
         for (char **p = m->shared_at_runtime; p && *p; p++) {
-                _cleanup_free_ char *e = escape_word(*p);
+                _cleanup_free_ char *e = text_escape_word(*p);
                 if (e)
                         fprintf(f, "%s\n", e);
         }
@@ -294,7 +295,7 @@ static void manager_load_shared(Manager *m, char *const *configured) {
                 line[strcspn(line, "\n")] = 0;
                 /* A configured path is the configuration's (and its checks'), also where it
                  * was left out now. */
-                if (unescape_word(line, &path) < 0 || !path_is_absolute_normalized(path) || streq(path, "/") ||
+                if (text_unescape(line, &path) < 0 || !path_is_absolute_normalized(path) || streq(path, "/") ||
                     strv_contains((const char *const *) m->shared_at_runtime, path))
                         continue;
                 if (strv_extend(&m->shared_at_runtime, path) < 0)
@@ -404,7 +405,7 @@ static void manager_count_restored(Manager *m) {
                         ns->n_mounts = (uint32_t) n;
                         continue;
                 }
-                if (builder_read_mounts(m->builder, ns->mntns_fd, manager_deadline(m), on_restored_count_read,
+                if (builder_read_mounts(m->builder, ns->mntns_fd, false, manager_deadline(m), on_restored_count_read,
                                         namespace_ref(ns)) < 0)
                         namespace_unref(ns);
         }

@@ -2,6 +2,7 @@
 #include "bus-creds.h"
 #include "bus-errors.h"
 #include "bus-request.h"
+#include "bus-util.h"
 #include "eject.h"
 #include "list.h"
 #include "log.h"
@@ -296,8 +297,15 @@ static void mount_events_dbus_emit(Namespace *ns, const MountChange *attached, s
                                       ns ? "MountsChanged" : "HostMountsChanged");
         if (r >= 0)
                 r = sd_bus_message_open_container(msg, 'a', "(tts)");
-        for (size_t i = 0; r >= 0 && i < n_attached; i++)
-                r = sd_bus_message_append(msg, "(tts)", attached[i].id, attached[i].parent_id, attached[i].path);
+        for (size_t i = 0; r >= 0 && i < n_attached; i++) {
+                r = sd_bus_message_open_container(msg, 'r', "tts");
+                if (r >= 0)
+                        r = sd_bus_message_append(msg, "tt", attached[i].id, attached[i].parent_id);
+                if (r >= 0)
+                        r = bus_message_append_text(msg, attached[i].path);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(msg);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
         if (r >= 0)
@@ -322,8 +330,15 @@ static void on_ejected(const EjectResult *res, void *userdata) {
         r = sd_bus_message_new_method_return(req->message, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(ss)");
-        for (size_t i = 0; r >= 0 && i < res->n_detached; i++)
-                r = sd_bus_message_append(reply, "(ss)", res->detached[i].user ?: "", res->detached[i].path ?: "");
+        for (size_t i = 0; r >= 0 && i < res->n_detached; i++) {
+                r = sd_bus_message_open_container(reply, 'r', "ss");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "s", res->detached[i].user ?: "");
+                if (r >= 0)
+                        r = bus_message_append_text(reply, res->detached[i].path);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0) {

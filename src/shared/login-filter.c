@@ -39,7 +39,7 @@ bool login_refused_message_valid(const char *text) {
         if (!text || !text[0] || strlen(text) > LOGIN_REFUSED_MESSAGE_MAX)
                 return false;
         /* Escaping changes nothing only in text without controls or invalid UTF-8 (and '\'). */
-        escaped = text_escape_control(text);
+        escaped = text_escape(text);
         return escaped && streq(escaped, text);
 }
 

@@ -108,9 +108,11 @@ int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n) {
                         .source = strdup(mnt_fs_get_source(fs) ?: "none"),
                         .fstype = strdup(mnt_fs_get_fstype(fs) ?: ""),
                         .propagation = propagation_words(fl),
+                        .options = mnt_fs_strdup_options(fs) ?: strdup(""),
                 };
                 n++;
-                if (!e[n - 1].target || !e[n - 1].source || !e[n - 1].fstype || !e[n - 1].propagation) {
+                if (!e[n - 1].target || !e[n - 1].source || !e[n - 1].fstype || !e[n - 1].propagation ||
+                    !e[n - 1].options) {
                         mount_entries_free(e, n);
                         return -ENOMEM;
                 }

@@ -53,7 +53,9 @@ typedef struct MountId {
         uint64_t old;
 } MountId;
 
-/* Kernel unique ids start at 2^31 and count up: they never reach this bit. */
+/* Kernel unique ids start at 2^31 (above every mountinfo id) and count up: they never reach
+ * the fingerprint's bit. */
+#define MOUNT_ID_UNIQUE_MIN (UINT64_C(1) << 31)
 #define MOUNT_ID_FINGERPRINT (UINT64_C(1) << 63)
 
 /* A hash of a mount's device, its root inside the file system and its mount point, tagged
