@@ -5,8 +5,15 @@
  * It talks to the daemon only through cockpit.dbus() and refuses nothing itself: which
  * actions are offered comes from the daemon's Can(), every refusal from the daemon (through
  * polkit) with its own message. Text the daemon sends (user names are tame, mount points
- * and sources are not: a user chooses them) only ever goes into the page as textContent or
- * an attribute value, never as markup. */
+ * and sources are not: a user chooses them, and the daemon escapes what is not UTF-8 or a
+ * control character) only ever goes into the page as textContent or an attribute value,
+ * never as markup.
+ *
+ * What a click acts on is what the row showed: the mounts come from GetMountsEx, and the
+ * actions on a mount go by its id (UnmountById, SetPropagationById; Eject by the device number
+ * the kernel gave, never the source text) after a confirmation that names it; no row moves
+ * while the pointer or the focus is in the table (a change marks vanished rows gone and holds
+ * new ones behind a banner). */
 
 "use strict";
 
@@ -18,14 +25,16 @@
     const PROPERTIES_IFACE = "org.freedesktop.DBus.Properties";
 
     /* The actions of the page and the Manager methods they call (Can() is asked about these). */
-    const VIEW_ACTIONS = ["ShareSubtree", "EnslaveSubtree", "SetPropagation", "Unmount", "BindMount"];
+    const VIEW_ACTIONS = ["ShareSubtree", "EnslaveSubtree", "SetPropagationById", "UnmountById", "BindMount", "Eject"];
 
     let client = null;
     const state = {
         namespaces: [],          /* { user, uid, state, path, props } sorted by user */
         selected: null,          /* null: no view shown; "": the host; else a user */
-        mounts: [],              /* GetMounts(selected) */
-        hostMounts: [],          /* GetMounts("") */
+        mounts: [],              /* GetMountsEx(selected), as objects (mountEntry()) */
+        hostMounts: [],          /* GetMountsEx("") */
+        pending: null,           /* { mounts, hostMounts } read while the table was held */
+        pointerInTable: false,
         can: new Map(),          /* "method\nuser" -> Promise of "yes" | "challenge" | "no" */
         canErrors: new Set(),
     };
@@ -222,100 +231,268 @@
 
     /* ---- a view's mount tree ---- */
 
-    /* Where a mount came from, as far as the kernel tells: the host's mount of its peer group
-     * or of its master group. */
+    /* Mounts a view cannot do without: never offered Unmount, Private or Eject (the daemon's
+     * own refusals stay as they are; this is what the page offers). */
+    const NEEDED = ["/", "/proc", "/sys", "/dev"];
+    /* The host's own file systems: the daemon never ejects their devices. */
+    const HOST_KEPT = ["/", "/usr", "/boot", "/boot/efi", "/var", "/home"];
+
+    /* One entry of GetMountsEx (docs/interface.md). */
+    function mountEntry(m) {
+        return {
+            id: m[0], fingerprint: m[1], parent: m[2], peer: m[3], master: m[4],
+            point: m[5], pointBytes: m[6], source: m[7], sourceBytes: m[8], fstype: m[9], options: m[10],
+            propagation: m[11], device: m[12], origin: m[13],
+        };
+    }
+
+    /* major << 32 | minor, as GetMountsEx gives it (exact: below 2^53). */
+    function deviceText(device) {
+        if (!device)
+            return null;
+        return Math.floor(device / 4294967296) + ":" + (device % 4294967296);
+    }
+
+    /* A path the daemon did not escape reads the same as its bytes: the path-taking methods
+     * (ShareSubtree, EnslaveSubtree) can name it. */
+    function literal(point) {
+        return point.indexOf("\\") < 0;
+    }
+
+    /* Where a mount came from, as far as the daemon and the kernel tell, never a guess: the
+     * daemon's own mounts say so; a group is named by the host's mount at the same mount point
+     * (the one the view's is a copy of), never by another member; a group the host lacks was
+     * made in this view; anything else is unknown. */
     function origin(m, user) {
-        const [, , peer, master] = m;
         if (user === "")
-            return peer ? "shared, peer group " + peer : master ? "receives from peer group " + master : "the host's own";
-        const hostOf = group => state.hostMounts.find(h => h[2] === group);
-        if (peer) {
-            const h = hostOf(peer);
-            if (h)
-                return "peer of the host's " + h[4] + " (group " + peer + ")";
-            return "shared in peer group " + peer + ", not with the host";
-        }
-        if (master) {
-            const h = hostOf(master);
-            if (h)
-                return "receives from the host's " + h[4] + " (group " + master + ")";
-            return "receives from peer group " + master;
-        }
-        return "made in this view, or private to it";
+            return m.peer ? "shared, peer group " + m.peer : m.master ? "receives from peer group " + m.master : "the host's own";
+        if (m.origin === "daemon")
+            return "bound by nsmanagerd";
+        if (m.origin === "policy")
+            return "the [View] policy's";
+        if (m.origin === "user")
+            return "the user's FUSE mount";
+        const group = m.peer || m.master;
+        if (!group)
+            return "unknown (in no peer group)";
+        const members = state.hostMounts.filter(h => h.peer === group);
+        const copyOf = members.find(h => h.point === m.point);
+        const verb = m.peer ? "peer of" : "receives from";
+        if (copyOf)
+            return verb + " the host's " + copyOf.point + " (group " + group + ")";
+        if (members.length === 0)
+            return "made in this view (group " + group + ")";
+        return "unknown (" + (m.peer ? "in" : "receives from") + " the host's peer group " + group + ")";
     }
 
     /* The mounts in tree order, each with its depth. */
     function treeOrder(mounts) {
-        const ids = new Set(mounts.map(m => m[0]));
+        const ids = new Set(mounts.map(m => m.id));
         const children = new Map();
         const roots = [];
         for (const m of mounts) {
-            if (m[1] === m[0] || !ids.has(m[1]))
+            if (m.parent === m.id || !ids.has(m.parent))
                 roots.push(m);
             else {
-                if (!children.has(m[1]))
-                    children.set(m[1], []);
-                children.get(m[1]).push(m);
+                if (!children.has(m.parent))
+                    children.set(m.parent, []);
+                children.get(m.parent).push(m);
             }
         }
         const out = [];
         const walk = (m, depth) => {
             out.push([m, depth]);
-            for (const c of children.get(m[0]) || [])
+            for (const c of children.get(m.id) || [])
                 walk(c, depth + 1);
         };
         roots.forEach(r => walk(r, 0));
         return out;
     }
 
+    /* The devices of the host's own file systems (the daemon refuses to eject them). */
+    function keptDevices() {
+        const kept = new Set();
+        for (const path of HOST_KEPT) {
+            const found = state.hostMounts.filter(h => h.point === path);
+            if (found.length && found[found.length - 1].device)
+                kept.add(found[found.length - 1].device);
+        }
+        return kept;
+    }
+
+    function mountCells(m, user) {
+        return {
+            Source: m.source,
+            Type: m.fstype,
+            Propagation: m.propagation,
+            "Peer group": m.peer ? String(m.peer) : "—",
+            Master: m.master ? String(m.master) : "—",
+            Device: deviceText(m.device) || "—",
+            "Came from": origin(m, user),
+        };
+    }
+
+    function mountRow(m, depth, user, kept) {
+        const point = m.point;
+        const needed = NEEDED.includes(point) || m.origin === "policy";
+        const pointCell = el("th", { scope: "row", "data-label": "Mount point", class: "nsm-mount-point" },
+                             el("span", { class: "nsm-mount-point-text" }, point));
+        pointCell.style.paddingLeft = (0.5 + depth * 1.25) + "rem";
+        const actions = el("td", { class: "pf-c-table__action nsm-actions" });
+        if (literal(point)) {
+            actions.appendChild(actionButton("Share", "Share " + point, "ShareSubtree", user,
+                                             () => change("Sharing " + point, "ShareSubtree", [user, point], user)));
+            actions.appendChild(actionButton("Enslave", "Enslave " + point, "EnslaveSubtree", user,
+                                             () => change("Enslaving " + point, "EnslaveSubtree", [user, point], user)));
+        }
+        if (!needed) {
+            const priv = actionButton("Private", "Make " + point + " private", "SetPropagationById", user,
+                                      () => confirmAction(m, user, priv, {
+                                          title: "Make " + point + " private in " + viewName(user) + "?",
+                                          ok: "Make private",
+                                          text: "Mounts under it stop propagating to and from its peers.",
+                                          what: "Making " + point + " private",
+                                          method: "SetPropagationById",
+                                          args: [user, m.id, m.pointBytes, "private", 0],
+                                      }));
+            actions.appendChild(priv);
+            const unmount = actionButton("Unmount", "Unmount " + point, "UnmountById", user,
+                                         () => confirmAction(m, user, unmount, {
+                                             title: "Unmount " + point + " in " + viewName(user) + "?",
+                                             ok: "Unmount",
+                                             text: "The mount is taken off; a busy one is refused.",
+                                             what: "Unmounting " + point,
+                                             method: "UnmountById",
+                                             args: [user, m.id, m.pointBytes, 0],
+                                         }));
+            actions.appendChild(unmount);
+        }
+        /* Eject: only a file system the kernel says is on a block device, named by that device. */
+        if (m.device && !needed && !kept.has(m.device)) {
+            const what = "/dev/block/" + deviceText(m.device);
+            const eject = actionButton("Eject", "Eject " + point + " (device " + deviceText(m.device) + ")", "Eject", "",
+                                       () => confirmAction(m, user, eject, {
+                                           title: "Eject the device of " + point + "?",
+                                           ok: "Eject",
+                                           text: "Every mount of device " + deviceText(m.device) +
+                                                 ", on the host and in every view, is detached.",
+                                           what: "Eject of " + point,
+                                           method: "Eject",
+                                           args: [what, 0],
+                                           canUser: "",
+                                           done: ([detached]) => {
+                                               const lines = detached.map(([u, p]) => (u === "" ? "host" : u) + ": " + p);
+                                               showAlert("success", "Ejected device " + deviceText(m.device),
+                                                         lines.length ? "Detached " + lines.join(", ") : "Nothing was mounted.");
+                                           },
+                                       }));
+            actions.appendChild(eject);
+        }
+        const cells = mountCells(m, user);
+        return el("tr", { "data-mount-point": point, "data-mount-id": String(m.id), "aria-level": depth + 1 },
+                  pointCell,
+                  ...Object.entries(cells).map(([label, text]) => el("td", { "data-label": label }, text)),
+                  actions);
+    }
+
+    /* Whether the table must hold still: the pointer or the focus is in it, or a dialog is open. */
+    function tableHeld() {
+        const table = $("mounts");
+        return state.pointerInTable || modalState !== null || (table && table.contains(document.activeElement));
+    }
+
     function renderMounts() {
         const user = state.selected;
         const body = $("mounts-body");
         clear(body);
+        state.pending = null;
+        $("mounts-banner").hidden = true;
         $("view").hidden = user === null;
         $("graph-card").hidden = user === null;
         if (user === null)
             return;
         $("view-title").textContent = user === "" ? "Mounts of the host" : "Mount tree of " + user + "'s view";
         $("bind-button").hidden = user === "";
-
-        for (const [m, depth] of treeOrder(state.mounts)) {
-            const [, , peer, master, point, source, fstype, propagation] = m;
-            const pointCell = el("th", { scope: "row", "data-label": "Mount point", class: "nsm-mount-point" },
-                                 el("span", { class: "nsm-mount-point-text" }, point));
-            pointCell.style.paddingLeft = (0.5 + depth * 1.25) + "rem";
-            const actions = el("td", { class: "pf-c-table__action nsm-actions" });
-            actions.appendChild(actionButton("Share", "Share " + point, "ShareSubtree", user,
-                                             () => change("Sharing " + point, "ShareSubtree", [user, point], user)));
-            actions.appendChild(actionButton("Enslave", "Enslave " + point, "EnslaveSubtree", user,
-                                             () => change("Enslaving " + point, "EnslaveSubtree", [user, point], user)));
-            actions.appendChild(actionButton("Private", "Make " + point + " private", "SetPropagation", user,
-                                             () => change("Making " + point + " private", "SetPropagation",
-                                                          [user, point, "private", 0], user)));
-            actions.appendChild(actionButton("Unmount", "Unmount " + point, "Unmount", user,
-                                             () => change("Unmounting " + point, "Unmount", [user, point, 0], user)));
-            /* Eject takes a block device or a host mount point. */
-            const what = source.startsWith("/dev/") ? source : user === "" ? point : null;
-            if (what !== null)
-                actions.appendChild(actionButton("Eject", "Eject " + what, "Eject", "", () => eject(what)));
-            body.appendChild(el("tr", { "data-mount-point": point, "aria-level": depth + 1 },
-                                pointCell,
-                                el("td", { "data-label": "Source" }, source),
-                                el("td", { "data-label": "Type" }, fstype),
-                                el("td", { "data-label": "Propagation" }, propagation),
-                                el("td", { "data-label": "Peer group" }, peer ? String(peer) : "—"),
-                                el("td", { "data-label": "Master" }, master ? String(master) : "—"),
-                                el("td", { "data-label": "Came from" }, origin(m, user)),
-                                actions));
-        }
+        const kept = keptDevices();
+        for (const [m, depth] of treeOrder(state.mounts))
+            body.appendChild(mountRow(m, depth, user, kept));
         renderGraph();
     }
 
-    function eject(what) {
-        change("Eject of " + what, "Eject", [what, 0], "").then(([detached]) => {
-            const lines = detached.map(([u, p]) => (u === "" ? "host" : u) + ": " + p);
-            showAlert("success", "Ejected " + what, lines.length ? "Detached " + lines.join(", ") : "Nothing was mounted.");
-        }, () => {});
+    /* A new table while the old one is held: rows stay where they are; a row's text follows
+     * its mount (by id), a vanished one is marked gone and its actions are taken away, new
+     * ones wait behind the banner until it is clicked or the pointer and focus leave. */
+    function holdMounts(mounts, hostMounts) {
+        const user = state.selected;
+        const byId = new Map(mounts.map(m => [String(m.id), m]));
+        const shown = new Set();
+        state.pending = { mounts, hostMounts };
+        for (const row of $("mounts-body").querySelectorAll("tr")) {
+            const id = row.getAttribute("data-mount-id");
+            shown.add(id);
+            const m = byId.get(id);
+            if (!m) {
+                if (!row.classList.contains("nsm-gone")) {
+                    row.classList.add("nsm-gone");
+                    row.querySelector(".nsm-mount-point").appendChild(el("span", { class: "nsm-gone-label" }, " (gone)"));
+                    for (const b of row.querySelectorAll("button")) {
+                        b.disabled = true;
+                        b.setAttribute("data-can", "gone");
+                    }
+                }
+                continue;
+            }
+            const cells = mountCells(m, user);
+            for (const td of row.querySelectorAll("td[data-label]"))
+                if (cells[td.getAttribute("data-label")] !== undefined)
+                    td.textContent = cells[td.getAttribute("data-label")];
+        }
+        const added = mounts.filter(m => !shown.has(String(m.id))).length;
+        const gone = [...shown].filter(id => !byId.has(id)).length;
+        const changes = added + gone;
+        $("mounts-banner").hidden = changes === 0;
+        $("mounts-banner-text").textContent = changes === 1 ? "1 change" : changes + " changes";
+    }
+
+    function applyPending() {
+        if (!state.pending)
+            return;
+        state.mounts = state.pending.mounts;
+        state.hostMounts = state.pending.hostMounts;
+        renderMounts();
+    }
+
+    /* Unmount, Private, Eject: a confirmation that names the very mount (path, source, id,
+     * device), then the call by its id. MountChanged (the mount went or moved meanwhile) and
+     * every other refusal show the daemon's message; the table is read again either way. */
+    function confirmAction(m, user, opener, a) {
+        const canUser = a.canUser !== undefined ? a.canUser : user;
+        const facts = [
+            ["View", viewName(user)],
+            ["Mount point", m.point],
+            ["Source", m.source],
+            ["Type", m.fstype],
+            ["Mount id", String(m.id)],
+            ["Device", deviceText(m.device) || "none"],
+        ];
+        const list = el("dl", { class: "nsm-facts" });
+        for (const [k, v] of facts)
+            list.appendChild(el("div", {}, el("dt", {}, k), el("dd", { "data-fact": k }, v)));
+        modal({
+            title: a.title,
+            ok: a.ok,
+            danger: true,
+            opener,
+            body: [el("p", {}, a.text), list],
+            submit: () => can(a.method, canUser).then(answer =>
+                managerCall(a.method, a.args, answer === "challenge" ? { flags: "i" } : undefined)).then(result => {
+                state.can.clear();
+                if (a.done)
+                    a.done(result);
+            }, err => {
+                showError(a.what + " failed", err);
+            }).finally(() => refreshMounts(true).then(refreshNamespaces)),
+        });
     }
 
     /* ---- the peer-group graph, drawn here as SVG ---- */
@@ -329,8 +506,8 @@
         const nodes = [];            /* { column, label, peer, master } */
         for (const [column, mounts] of sets)
             for (const m of mounts)
-                if (m[2] || m[3])
-                    nodes.push({ column, label: m[4], peer: m[2], master: m[3] });
+                if (m.peer || m.master)
+                    nodes.push({ column, label: m.point, peer: m.peer, master: m.master });
         for (const n of nodes)
             for (const g of [n.peer, n.master])
                 if (g && !groups.has(g))
@@ -443,7 +620,8 @@
                 managerCall("BindMount", [user, source.value, dest.value, (ro.checked ? 1 : 0) | (mkdir.checked ? 2 : 0)],
                             answer === "challenge" ? { flags: "i" } : undefined)).then(() => {
                 state.can.clear();
-                refresh();
+                /* The caller's own change: shown at once, before the dialog gives the table back. */
+                return refreshMounts(true).then(refreshNamespaces);
             }),
         });
     }
@@ -474,10 +652,12 @@
         modalState = null;
         $("modal-backdrop").hidden = true;
         $("main").removeAttribute("aria-hidden");
-        if (opener && document.body.contains(opener))
+        if (opener && document.body.contains(opener) && !opener.disabled)
             opener.focus();
         else
             $("main").focus();
+        if (!tableHeld())
+            applyPending();
     }
 
     function modalError(title, text) {
@@ -530,7 +710,7 @@
 
     function selectView(user) {
         state.selected = user;
-        refreshMounts().then(() => {
+        refreshMounts(true).then(() => {
             const title = $("view-title");
             title.setAttribute("tabindex", "-1");
             title.focus();
@@ -538,17 +718,22 @@
         renderNamespaces();
     }
 
-    function refreshMounts() {
+    /* force: show what is, held or not (a view just chosen, an action just done). */
+    function refreshMounts(force) {
         const user = state.selected;
         if (user === null) {
             renderMounts();
             return Promise.resolve();
         }
-        const host = managerCall("GetMounts", [""]).then(r => r[0]);
-        const view = user === "" ? host : managerCall("GetMounts", [user]).then(r => r[0]);
+        const host = managerCall("GetMountsEx", [""]).then(r => r[0].map(mountEntry));
+        const view = user === "" ? host : managerCall("GetMountsEx", [user]).then(r => r[0].map(mountEntry));
         return Promise.all([host, view]).then(([h, v]) => {
             if (state.selected !== user)
                 return;
+            if (!force && tableHeld() && $("mounts-body").firstChild) {
+                holdMounts(v, h);
+                return;
+            }
             state.hostMounts = h;
             state.mounts = v;
             renderMounts();
@@ -624,9 +809,29 @@
         }, err => showError("Cannot reach nsmanagerd", err));
     }
 
+    /* The pointer and the focus hold the table still; when both have left, what came meanwhile
+     * is shown. */
+    function setupHold() {
+        const table = $("mounts");
+        const release = () => {
+            if (!tableHeld())
+                applyPending();
+        };
+        table.addEventListener("mouseenter", () => {
+            state.pointerInTable = true;
+        });
+        table.addEventListener("mouseleave", () => {
+            state.pointerInTable = false;
+            release();
+        });
+        table.addEventListener("focusout", () => window.setTimeout(release, 0));
+        $("mounts-banner-button").addEventListener("click", applyPending);
+    }
+
     function init() {
         client = cockpit.dbus(BUS_NAME, { bus: "system", superuser: "try" });
         setupModal();
+        setupHold();
         $("bind-button").addEventListener("click", bindDialog);
         $("host-button").addEventListener("click", () => selectView(""));
         loadHostSummary();

@@ -31,11 +31,11 @@ _nsctl() {
         local -A opts=(
                 [list]='--json --no-legend'
                 [status]='--json'
-                [mounts]='--json --graph --no-legend --follow'
-                [propagation]='--recursive'
+                [mounts]='--json --graph --no-legend --follow --output --real --types'
+                [propagation]='--recursive --id'
                 [bind]='--read-only --mkdir'
-                [unmount]='--detach'
-                [verify]='--config'
+                [unmount]='--detach --id'
+                [verify]='--config --user'
                 [eject]='--lazy --json --no-legend'
         )
 
@@ -51,8 +51,24 @@ _nsctl() {
                 COMPREPLY=($(compgen -W "$(machinectl list --no-legend --no-pager 2>/dev/null | cut -d' ' -f1)" -- "$cur"))
                 return
                 ;;
+        --id)
+                # a mount id: nothing to offer
+                return
+                ;;
         --config)
                 COMPREPLY=($(compgen -f -- "$cur"))
+                return
+                ;;
+        --user)
+                COMPREPLY=($(compgen -u -- "$cur"))
+                return
+                ;;
+        -o|--output)
+                COMPREPLY=($(compgen -W "TARGET SOURCE FSTYPE PROPAGATION PEER MASTER PROPAGATES-TO ID PARENT" -- "${cur##*,}"))
+                return
+                ;;
+        -t|--types)
+                COMPREPLY=($(compgen -W "$(awk '{print $NF}' /proc/filesystems 2>/dev/null)" -- "${cur##*,}"))
                 return
                 ;;
         esac
@@ -73,7 +89,7 @@ _nsctl() {
                         transport+=("$w")
                         continue
                         ;;
-                --config)
+                --config|--user|-o|--output|-t|--types|--id)
                         ((i++))
                         continue
                         ;;
@@ -100,7 +116,7 @@ _nsctl() {
 
         if [[ $cur == -* ]]; then
                 if [[ -z $verb ]]; then
-                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --follow --lazy" -- "$cur"))
+                        COMPREPLY=($(compgen -W "$common --version -V --json --graph --recursive --read-only --mkdir --detach --no-legend --config --user --follow --lazy --output --real --types --id" -- "$cur"))
                 else
                         COMPREPLY=($(compgen -W "$common ${opts[$verb]}" -- "$cur"))
                 fi

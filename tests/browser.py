@@ -219,6 +219,23 @@ class CockpitSession:
         self.wait(lambda: self.driver.find_element(By.ID, "view-title").text == title and self.find("#mounts-body tr"),
                   f"the tree of {user or 'the host'}")
 
+    def dialog_open(self) -> bool:
+        return self.driver.find_element(By.ID, "modal-backdrop").is_displayed()
+
+    def wait_dialog(self):
+        self.wait(self.dialog_open, "the confirmation")
+        return self.driver.find_element(By.ID, "modal")
+
+    def dialog_facts(self) -> dict:
+        """What the confirmation names: its fact list, label → text."""
+        return {d.get_attribute("data-fact"): d.text for d in self.find("#modal dd[data-fact]")}
+
+    def confirm(self):
+        """Click the open confirmation's button and wait for it to close."""
+        self.wait_dialog()
+        self.driver.find_element(By.ID, "modal-ok").click()
+        self.wait(lambda: not self.dialog_open(), "the confirmation to close")
+
     def alerts(self) -> list[str]:
         return [a.text for a in self.find("#alerts .pf-c-alert")]
 

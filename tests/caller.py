@@ -41,22 +41,23 @@ def plain(v):
 def arg(v):
     return dbus.types.UnixFd(v["fd"]) if isinstance(v, dict) and set(v) == {"fd"} else v
 
-dest, path, iface, method, signature, args, interactive = sys.argv[1:8]
+dest, path, iface, method, signature, args, interactive, wait = sys.argv[1:9]
 msg = dbus.lowlevel.MethodCallMessage(dest, path, iface, method)
 if signature:
     msg.append(*map(arg, json.loads(args)), signature=signature)
 msg.set_allow_interactive_authorization(interactive == "yes")
 try:
-    reply = dbus.SystemBus().send_message_with_reply_and_block(msg, 60)
+    reply = dbus.SystemBus().send_message_with_reply_and_block(msg, float(wait))
     print(json.dumps({"ok": plain(reply.get_args_list())}))
 except dbus.exceptions.DBusException as e:
     print(json.dumps({"error": e.get_dbus_name(), "message": e.get_dbus_message()}))
 """
 
 
-def client_argv(method, signature="", args=(), interactive=False, path=MANAGER_PATH, iface=MANAGER_IFACE):
+def client_argv(method, signature="", args=(), interactive=False, path=MANAGER_PATH, iface=MANAGER_IFACE,
+                call_timeout=60):
     return ["/usr/bin/python3", "-c", CLIENT, BUS_NAME, path, iface, method, signature,
-            json.dumps(list(args)), "yes" if interactive else "no"]
+            json.dumps(list(args)), "yes" if interactive else "no", str(call_timeout)]
 
 
 def parse_result(p):
@@ -65,10 +66,11 @@ def parse_result(p):
 
 
 def call_as(sb, user, method, signature="", *args, interactive=False, path=MANAGER_PATH,
-            iface=MANAGER_IFACE, pass_fds=()):
+            iface=MANAGER_IFACE, pass_fds=(), call_timeout=60):
     """Call a method as `user` ("root" for root) from a separate process, which inherits
-    pass_fds; returns {"ok": [results]} or {"error": name, "message": text}."""
-    argv = client_argv(method, signature, args, interactive, path, iface)
+    pass_fds; returns {"ok": [results]} or {"error": name, "message": text} (NoReply after
+    call_timeout seconds)."""
+    argv = client_argv(method, signature, args, interactive, path, iface, call_timeout)
     if user == "root":
         return parse_result(sb.run(argv, wait=90, pass_fds=pass_fds))
     return parse_result(sb.run_as(user, argv, wait=90, pass_fds=pass_fds))

@@ -40,12 +40,15 @@ Test files, one per feature:
     test_bus_broker.py     the bus policy on dbus-broker
     test_mount_events.py   Subscribe, MountsChanged, nsctl mounts --follow
     test_eject.py          Eject() and ReleaseWithHost=
+    test_names.py          names as any bytes reach every reader whole; GetMountsEx, the
+                           id-taking methods; Eject never of the host's own devices
     test_logging.py        logs, LogControl1, audit records
     test_leaks.py          fds, mounts and children back to where they were
     test_nsctl.py          the CLI: verbs, output, refusals, attach on a terminal
     test_cockpit.py        the Cockpit page in a real browser
     test_interface.py      the checked-in XML and docs/interface.md match the daemon
     test_install.py, test_deb.py   meson install, the Debian package
+    test_host_alone.py     tools/test leaves the machine as it was: units, host keys, versions
     test_nspawn.py, test_nspawn_attach.py, test_qemu.py   Debian booted with systemd; other kernels
     test_sandbox.py        the sandbox and helpers themselves; the suite on a machine whose
                            /mnt and /media hold mounts
@@ -53,7 +56,8 @@ Test files, one per feature:
 
 Test users (sandbox.TEST_USERS; password: NAME-secret, e.g. alice-secret):
     alice 2001, bob 2002, carol 2003 (member of group nsadmin, gid 2100),
-    dave 2004, svc 500 (a system user, below MinUID). Shell /bin/bash,
+    dave 2004, erin 3000000000 (above 2^31), svc 500 (a system user, below
+    MinUID). Shell /bin/bash,
     home /home/NAME (on the sandbox's tmpfs).
 
 Fixtures
@@ -115,7 +119,7 @@ ERROR_PREFIX ("org.example.NSManager.Error.").
 
 Helpers (tests/helpers.py): the contract's error names E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE,
 E_NO_SUCH_SESSION, E_USER_EXCLUDED, E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT,
-E_LIMIT_EXCEEDED (NSM_ERRORS), E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED,
+E_LIMIT_EXCEEDED, E_MOUNT_CHANGED (NSM_ERRORS), E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED,
 E_INVALID_ARGS, E_FAILED; expect_error(call, *names) (refused with one of the names and
 a message), wait_until(predicate, what, wait=10, interval=0.02, diag=None), ns_path(user),
 create(sb, *users), processes_of(uid, comm).
@@ -154,9 +158,33 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "daemon_config(**settings): [Manager] settings (and extra_config=, files=) "
         "for the `daemon` fixture")
+    for layer in LAYERS:
+        config.addinivalue_line("markers", f"{layer}: a test of the {layer} layer (conftest.layer_of)")
+
+
+# The layers of the suite (tools/test --layer NAME, pytest -m NAME). "unit" is meson's
+# (meson test --suite unit), the C tests; the rest are pytest's, each test in one:
+#   static   reads the tree and the build, needs no sandbox (the house, the interface files)
+#   sandbox  the throwaway machine of tests/sandbox.py: bus, polkitd, daemon, PAM
+#   booted   Debian 12 booted with systemd in systemd-nspawn, and the Debian package
+#   qemu     Debian 12 booted under qemu with Debian's kernels
+#   browser  the Cockpit page in headless Chromium
+LAYERS = ("static", "sandbox", "booted", "qemu", "browser")
+LAYER_OF_FILE = {"test_qemu.py": "qemu", "test_cockpit.py": "browser", "test_deb.py": "booted"}
+
+
+def layer_of(item) -> str:
+    named = LAYER_OF_FILE.get(item.path.name)
+    if named:
+        return named
+    if "machine" in item.fixturenames:
+        return "booted"
+    return "sandbox" if "sandbox" in item.fixturenames else "static"
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(getattr(pytest.mark, layer_of(item)))
     if os.geteuid() != 0:
         skip = pytest.mark.skip(reason="nsmanager tests need root (they build a sandbox machine)")
         for item in items:

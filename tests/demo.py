@@ -92,9 +92,21 @@ def interesting_tree(sb, view, subtree_root):
         print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths + [0])).rstrip())
 
 
+def table_now(baseline: int) -> str:
+    """The last line's count, from the table as it is, against the first line's."""
+    now = sandbox.host_mountinfo()
+    if len(now) == baseline:
+        return f"the mount table is back to its {baseline} entries."
+    gone = sorted({m.target for m in sandbox.namespace_baseline()} - {m.target for m in now})
+    if not gone:
+        return f"the mount table has {len(now)} entries, {baseline} at the start."
+    return (f"the mount table has {len(now)} entries, {baseline} at the start less what the sandbox set aside "
+            f"under /mnt and /media ({', '.join(gone)}), which the machine itself keeps.")
+
+
 def main():
     if os.geteuid() != 0:
-        raise SystemExit("demo: run as root (sudo ./tools/demo)")
+        raise SystemExit("demo: run as root (a fresh Debian 12 has no sudo: log in as root, or su -)")
     binary = sandbox.daemon_binary()
     if not binary.exists():
         raise SystemExit(f"demo: {binary} is missing; build first (tools/build)")
@@ -130,7 +142,7 @@ def main():
     for p in problems:
         print(f"demo: {p}", file=sys.stderr)
     note("Namespaces removed, nsmanagerd stopped (SIGTERM), bus and polkitd stopped, every "
-         f"sandbox mount undone: the mount table is back to its {len(sandbox.host_mountinfo())} entries.")
+         f"sandbox mount undone: {table_now(baseline)}")
     return 1 if problems else return_code
 
 

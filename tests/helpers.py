@@ -14,13 +14,16 @@ open_session(manager, user, session_id) -> the session fd of OpenSession (an int
     caller's to close: the session lasts while it is open); the namespace fd is closed.
 daemon_syscalls(sb, action, syscalls, timestamps=False) -> strace's log of those syscalls by
     nsmanagerd and its children while action() ran (written to sb.instance/strace.log as it goes).
+daemon_match_rules(sb) -> the match rules the daemon's connection holds on the bus.
+extra_users(sb, n, first_uid=30000) -> a context manager: n more users (uids from first_uid)
+    in the sandbox's /etc/passwd and /etc/group for the block (the bus wants a user record).
 PamServices(pam_dir, module=None): install(service, source=None, text=None) puts a PAM
     service of the test's own (pam.d/SOURCE of the project with the built module, or
     `text`) into the sandbox's /etc/pam.d (the pam_dir fixture); restore() puts back what
     was there.
 
 Error names: E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION, E_USER_EXCLUDED,
-E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED (the project's,
+E_INVALID_PATH, E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED, E_MOUNT_CHANGED (the project's,
 org.example.NSManager.Error.*; NSM_ERRORS lists them all), and the standard
 E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, E_INVALID_ARGS and E_FAILED
 (org.freedesktop.DBus.Error.*).
@@ -28,6 +31,7 @@ E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, E_INVALID_ARGS and E_FAIL
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -50,8 +54,9 @@ E_INVALID_MODE = ERROR_PREFIX + "InvalidMode"
 E_BUSY = ERROR_PREFIX + "Busy"
 E_TIMED_OUT = ERROR_PREFIX + "TimedOut"
 E_LIMIT_EXCEEDED = ERROR_PREFIX + "LimitExceeded"
+E_MOUNT_CHANGED = ERROR_PREFIX + "MountChanged"
 NSM_ERRORS = (E_NO_SUCH_USER, E_NO_SUCH_NAMESPACE, E_NO_SUCH_SESSION, E_USER_EXCLUDED, E_INVALID_PATH,
-              E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED)
+              E_INVALID_MODE, E_BUSY, E_TIMED_OUT, E_LIMIT_EXCEEDED, E_MOUNT_CHANGED)
 
 # The standard ones the contract names, and Failed (a view that could not be built).
 E_ACCESS_DENIED = "org.freedesktop.DBus.Error.AccessDenied"
@@ -187,3 +192,35 @@ polkit.addRule(function(action, subject) {
                 return polkit.Result.NO;
 });
 """
+
+
+def daemon_match_rules(sb) -> int:
+    """How many match rules the daemon's connection holds on the bus, as dbus-daemon counts
+    them against max_match_rules_per_connection (Debug.Stats, open to root)."""
+    bus = sb.bus()
+    owner = bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                              "GetNameOwner", "s", ("org.example.NSManager",))
+    stats = bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Debug.Stats",
+                              "GetConnectionStats", "s", (owner,))
+    return int(stats["MatchRules"])
+
+
+@contextlib.contextmanager
+def extra_users(sb, n: int, first_uid: int = 30000):
+    """n more users (nsmX, uid and gid first_uid + X) in the sandbox's /etc/passwd and
+    /etc/group for the block: dbus-daemon refuses a connection whose uid has no user record.
+    Yields their uids."""
+    files = {name: sb.base / "overlays" / "etc" / name for name in ("passwd", "group")}
+    before = {name: path.read_text() for name, path in files.items()}
+    uids = [first_uid + i for i in range(n)]
+    try:
+        # Written in place: /etc/passwd is a bind mount of this very file.
+        with open(files["passwd"], "a") as f:
+            f.writelines(f"nsm{u}:x:{u}:{u}:nsmanager test:/:/usr/sbin/nologin\n" for u in uids)
+        with open(files["group"], "a") as f:
+            f.writelines(f"nsm{u}:x:{u}:\n" for u in uids)
+        yield uids
+    finally:
+        for name, path in files.items():
+            with open(path, "w") as f:
+                f.write(before[name])

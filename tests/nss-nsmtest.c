@@ -8,7 +8,7 @@
  *   - a NetBIOS prefix: "CORP\alice" (winbind).
  *
  * Each resolves to the record whose name, compared the same way, is the same: its canonical
- * name comes back in pw_name ("alice", or "erin@corp.example" for a site with fully-qualified
+ * name comes back in pw_name ("alice", or "gina@corp.example" for a site with fully-qualified
  * names). The records are the lines of /run/nsm-test-nss/passwd and group (the sandbox's /run),
  * in the files' format, which the test writes. With /run/nsm-test-nss/slow present (it holds
  * a number of seconds) a name it does not know is answered only after that long, as an

@@ -415,7 +415,8 @@ def visible_mounts(mounts: list[Mount]) -> list[Mount]:
 
 
 def host_mountinfo() -> list[Mount]:
-    return parse_mountinfo(Path("/proc/self/mountinfo").read_text())
+    # A name may be any bytes (tests/test_names.py): read them as os.fsdecode() would.
+    return parse_mountinfo(Path("/proc/self/mountinfo").read_text(errors="surrogateescape"))
 
 
 def find_mount(mounts: list[Mount], target: str) -> Mount | None:
@@ -512,6 +513,7 @@ TEST_USERS = {u.name: u for u in (
     TestUser("carol", 2003, 2003, ("nsadmin",)),
     TestUser("dave", 2004, 2004),
     TestUser("svc", 500, 500),          # a system user, below MinUID
+    TestUser("erin", 3000000000, 3000000000),   # a uid above 2^31 (sssd hands such out): printed unsigned
 )}
 TEST_GROUPS = {"nsadmin": 2100}
 
@@ -1352,6 +1354,7 @@ class Sandbox:
         whole environment)."""
         e = {} if replace_env else dict(os.environ)
         e.update(env or {})
+        kw.setdefault("errors", "surrogateescape")   # a name in the output may be any bytes
         p = subprocess.run([str(a) for a in argv], capture_output=True, text=True, input=input,
                            timeout=timeout(wait), env=e, **kw)
         if check and p.returncode != 0:

@@ -41,7 +41,10 @@ static void test_round_trips(void) {
         check(round_trip(&(BuilderCall) { .kind = BUILDER_LIST }, &e) && e.kind == BUILDER_LIST &&
               builder_call_n_fds(&e) == 0, "LIST round-trips, with no fd");
         check(round_trip(&(BuilderCall) { .kind = BUILDER_READ_MOUNTS, .with_fd = true }, &f) && f.with_fd &&
-              builder_call_n_fds(&f) == 1, "READ_MOUNTS of a view: one fd");
+              !f.with_ids && builder_call_n_fds(&f) == 1, "READ_MOUNTS of a view: one fd");
+        _cleanup_(builder_call_done) BuilderCall h = {};
+        check(round_trip(&(BuilderCall) { .kind = BUILDER_READ_MOUNTS, .with_ids = true }, &h) && !h.with_fd &&
+              h.with_ids && builder_call_n_fds(&h) == 0, "READ_MOUNTS of the host with ids (GetMountsEx)");
         check(round_trip(&(BuilderCall) { .kind = BUILDER_OPEN_MOUNTINFO }, &g) && g.with_fd && builder_call_n_fds(&g) == 1,
               "OPEN_MOUNTINFO always takes the namespace's fd");
 }

@@ -2,8 +2,12 @@
 /* The pure parsers of src/shared/mount-notify.c (fanotify mount events, statmount records). TAP
  * output. */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "mount-notify.h"
 #include "tap.h"
@@ -91,8 +95,46 @@ static void test_statmount_buffer(void) {
         check(mount_stat_from_buffer(buf, 100, false, &st) == -EBADMSG, "a short buffer is refused");
 }
 
+/* Why a machine polls, as the daemon logs it: the real fanotify_init(), by root with and without
+ * CAP_SYS_ADMIN (a container's root may lack it in the initial user namespace). */
+static void test_probe_reason(void) {
+        int r, status;
+        pid_t pid;
+
+        if (geteuid() != 0) {
+                tap_skip("mount_notify_probe(): needs root");
+                return;
+        }
+        r = mount_notify_probe();
+        check(r == 0 || mount_notify_unsupported_reason(r), "the probe succeeds, or says why not (%d)", r);
+        check(mount_notify_unsupported_reason(-ENOMEM) == NULL, "a failure is no reason");
+
+        pid = fork();
+        if (pid == 0) {
+                struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+                struct __user_cap_data_struct d[2] = {};
+                const char *why;
+
+                if (syscall(SYS_capget, &h, d) < 0)
+                        _exit(2);
+                d[CAP_SYS_ADMIN / 32].effective &= ~(1U << (CAP_SYS_ADMIN % 32));
+                if (syscall(SYS_capset, &h, d) < 0)
+                        _exit(2);
+                r = mount_notify_probe();
+                why = mount_notify_unsupported_reason(r);
+                _exit(r == -EPERM && why && strstr(why, "CAP_SYS_ADMIN") ? 0 : r == -EINVAL ? 3 : 1);
+        }
+        check(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status), "the child ran");
+        if (WEXITSTATUS(status) == 3)
+                tap_skip("this kernel has no fanotify mount events at all");
+        else
+                check(WEXITSTATUS(status) == 0, "without CAP_SYS_ADMIN: EPERM, and the reason names it (%d)",
+                      WEXITSTATUS(status));
+}
+
 int main(void) {
         test_parse_events();
         test_statmount_buffer();
+        test_probe_reason();
         return tap_finish();
 }

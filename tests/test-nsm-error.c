@@ -27,6 +27,7 @@ static const struct {
         { NSM_ERROR_BUSY, "org.example.NSManager.Error.Busy", EBUSY },
         { NSM_ERROR_TIMED_OUT, "org.example.NSManager.Error.TimedOut", ETIMEDOUT },
         { NSM_ERROR_LIMIT_EXCEEDED, "org.example.NSManager.Error.LimitExceeded", EDQUOT },
+        { NSM_ERROR_MOUNT_CHANGED, "org.example.NSManager.Error.MountChanged", ESTALE },
         /* The standard ones, with the errno sd-bus gives them too. */
         { NSM_ERROR_ACCESS_DENIED, "org.freedesktop.DBus.Error.AccessDenied", EACCES },
         { NSM_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired",

@@ -75,6 +75,14 @@ static void test_requests(void) {
               !root.op.caller && root.op.max_own_binds == 0 &&
               mount_id_lists_identical(root.op.bind_mounts, root.op.n_bind_mounts, binds, ELEMENTSOF(binds)),
               "root's Unmount: no caller, the records still");
+        _cleanup_(view_op_request_done) ViewOpRequest by_id = {}, prop_id = {};
+        check(request_round_trip(&(ViewOp) { .type = VIEW_OP_UNMOUNT, .ns_fd = 3, .path = "/mnt/x",
+                                             .expected_id = UINT64_C(2147483653) }, &by_id) &&
+              by_id.op.expected_id == UINT64_C(2147483653) && root.op.expected_id == 0,
+              "UnmountById: the mount's id comes across, and none without one");
+        check(request_round_trip(&(ViewOp) { .type = VIEW_OP_SET_PROPAGATION, .ns_fd = 3, .path = "/mnt/x",
+                                             .mode = PROPAGATION_PRIVATE, .expected_id = 42 }, &prop_id) &&
+              prop_id.op.expected_id == 42, "SetPropagationById: the mount's id comes across");
 
         char *bind_paths[] = { (char *) "-%h/src:/srv/%u:ro", NULL };
         char *tmpfs[] = { (char *) "/var/tmp:size=1m", (char *) "/scratch", NULL };

@@ -19,6 +19,9 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
+#include <linux/posix_acl.h>
+#include <linux/posix_acl_xattr.h>
 #include <linux/magic.h>
 
 #include "manager-config.h"
@@ -671,6 +674,59 @@ static void case_warnings(void) {
         CHECK(view_policy_warnings(&(ViewPolicy) { .bind_paths = bad }, &scratch_user, root, &warnings) == -EINVAL);
 }
 
+/* An access ACL set as the kernel stores it (what setfacl does): entries in the kernel's
+ * order, USER_OBJ, USER, GROUP_OBJ, GROUP, MASK, OTHER. */
+#define NOBODY_UID 3999999      /* ids no NSS of a test machine knows: printed as numbers */
+#define NOBODY_GID 3999998
+static void set_acl(const char *path, const struct posix_acl_xattr_entry *e, size_t n) {
+        char buf[sizeof(struct posix_acl_xattr_header) + 8 * sizeof(struct posix_acl_xattr_entry)];
+        struct posix_acl_xattr_header h = { .a_version = htole32(POSIX_ACL_XATTR_VERSION) };
+
+        CHECK(n <= 8);
+        memcpy(buf, &h, sizeof h);
+        for (size_t i = 0; i < n; i++) {
+                struct posix_acl_xattr_entry x = { htole16(e[i].e_tag), htole16(e[i].e_perm), htole32(e[i].e_id) };
+                memcpy(buf + sizeof h + i * sizeof x, &x, sizeof x);
+        }
+        CHECK(setxattr(path, "system.posix_acl_access", buf, sizeof h + n * sizeof(struct posix_acl_xattr_entry), 0) == 0);
+}
+#define E(tag, perm, id) { ACL_##tag, perm, id }
+
+static void case_acl_warnings(void) {
+        _cleanup_strv_free_ char **warnings = NULL;
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        const uint32_t none = ACL_UNDEFINED_ID;
+
+        for (const char *d = "user\0masked\0groupobj\0group\0"; *d; d += strlen(d) + 1) {
+                char path[64];
+                snprintf(path, sizeof path, S "/acl-%s", d);
+                CHECK(mkdir(path, 0755) == 0 && chmod(path, 0755) == 0);
+        }
+        CHECK(chown(S "/acl-groupobj", 0, NOBODY_GID) == 0);
+        set_acl(S "/acl-user", (struct posix_acl_xattr_entry[]) { E(USER_OBJ, 7, none), E(USER, 7, NOBODY_UID),
+                E(GROUP_OBJ, 5, none), E(MASK, 7, none), E(OTHER, 5, none) }, 5);
+        set_acl(S "/acl-masked", (struct posix_acl_xattr_entry[]) { E(USER_OBJ, 7, none), E(USER, 7, NOBODY_UID),
+                E(GROUP_OBJ, 5, none), E(MASK, 5, none), E(OTHER, 5, none) }, 5);
+        /* The mode's group bits show the mask (rwx); the owning group's own entry is r-x. */
+        set_acl(S "/acl-groupobj", (struct posix_acl_xattr_entry[]) { E(USER_OBJ, 7, none), E(USER, 5, NOBODY_UID),
+                E(GROUP_OBJ, 5, none), E(MASK, 7, none), E(OTHER, 5, none) }, 5);
+        set_acl(S "/acl-group", (struct posix_acl_xattr_entry[]) { E(USER_OBJ, 7, none), E(GROUP_OBJ, 5, none),
+                E(GROUP, 6, NOBODY_GID), E(MASK, 7, none), E(OTHER, 5, none) }, 5);
+        CHECK(mode_of(S "/acl-groupobj") == 0775);
+
+        char *inaccessible[] = { (char *) S "/acl-user/x", (char *) S "/acl-masked/x", (char *) S "/acl-groupobj/x",
+                                 (char *) S "/acl-group/x", NULL };
+        ViewPolicy p = { .inaccessible_paths = inaccessible };
+        CHECK(root >= 0);
+        CHECK(view_policy_warnings(&p, &scratch_user, root, &warnings) == 0);
+        for (char **w = warnings; w && *w; w++)
+                printf("# warning: %s\n", *w);
+        CHECK(warned(warnings, L("InaccessiblePaths=" S "/acl-user/x", "'" S "/acl-user' can be written by the ACL entry user:3999999:rwx")));
+        CHECK(warned(warnings, L("InaccessiblePaths=" S "/acl-group/x", "'" S "/acl-group' can be written by the ACL entry group:3999998:rw-")));
+        CHECK(!warned(warnings, L("acl-masked")) && !warned(warnings, L("acl-groupobj")));
+        CHECK(strv_length(warnings) == 2);
+}
+
 static void case_private_tmp(void) {
         ViewPolicy p = { .private_tmp = true, .tmp_size = 2 * 1024 * 1024 };
         struct statfs sf;
@@ -716,6 +772,7 @@ static int run_mounts(void) {
         run_case("another user's name in a sticky directory spoils only that entry", case_another_users_path_in_tmp);
         run_case("failures in root's directories still fail the policy", case_root_errors_still_fail);
         run_case("view_policy_warnings() names paths others may change, changes nothing", case_warnings);
+        run_case("write by POSIX ACL entries, under the mask, is someone else's", case_acl_warnings);
         return 0;
 }
 

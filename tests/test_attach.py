@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Manager.Attach in the sandbox, where systemd is not PID 1 and the daemon forks the
 command itself (docs/attach.md): who the command runs as, AttachTasksMax=, its pipes and
-pty, and its refusals (each named, before anything starts).
+pty, and its refusals (each named, before anything starts). At the end, the daemon's use of
+the bus where systemd is PID 1 (attach-unit.c), against tests/systemd-standin.c, the part of
+systemd's bus API it calls: its match rules and its calls in flight (tests/test_nspawn_attach.py
+has the real systemd).
 
 The credentials race: alice sends Attach and, while the call is on its way,
 execs the setgid unix_chkpwd (group shadow) with her bus connection still open. A daemon
@@ -14,11 +17,13 @@ client (CLIENT below) is a small D-Bus client on a raw socket, so that it can se
 what it learnt into a file. The command must get alice's groups from NSS, every time."""
 
 import grp
+import json
 import os
 import pwd
 import re
 import select
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -26,8 +31,10 @@ from pathlib import Path
 import dbus
 import pytest
 
-from helpers import E_INVALID_ARGS, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, expect_error
-from sandbox import SYSTEM_BUS_SOCKET, nsctl_binary, timeout
+from caller import call_as
+from helpers import (E_INVALID_ARGS, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, create, daemon_match_rules, expect_error,
+                     extra_users)
+from sandbox import SYSTEM_BUS_SOCKET, build_dir, nsctl_binary, timeout
 
 UNIX_CHKPWD = next((p for p in ("/usr/sbin/unix_chkpwd", "/sbin/unix_chkpwd") if Path(p).exists()), None)
 
@@ -566,3 +573,138 @@ def test_attach_refuses_a_status_fd_that_is_no_pipe(daemon, manager):
         assert "pipe or a socket" in e.get_dbus_message(), e.get_dbus_message()
     finally:
         os.close(fd)
+
+
+# ---- many attached commands, where systemd runs them --------------------------------
+
+# alice's client: N OpenAttach calls one after the other, keeping every command's fds; then,
+# once told (a line on stdin), reads each command's status.
+MANY_ATTACHES = r'''
+import json, resource, socket, sys, dbus
+n = int(sys.argv[1])
+_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))     # 4 fds a command
+m = dbus.Interface(dbus.SystemBus().get_object("org.example.NSManager", "/org/example/NSManager"),
+                   "org.example.NSManager.Manager")
+kept, errors = [], []
+for _ in range(n):
+    try:
+        pid, i, o, e, status = m.OpenAttach("alice", ["sleep", "infinity"], ["PATH=/usr/bin:/bin"], "/",
+                                            dbus.UInt64(0))
+        kept.append((i.take(), o.take(), e.take(), socket.socket(fileno=status.take())))
+    except dbus.exceptions.DBusException as ex:
+        errors.append(f"{ex.get_dbus_name()}: {ex.get_dbus_message()}")
+print(json.dumps({"started": len(kept), "errors": errors[:5]}), flush=True)
+sys.stdin.readline()
+ends = {}
+for *_, s in kept:
+    line = s.recv(64).decode().strip()
+    ends[line] = ends.get(line, 0) + 1
+print(json.dumps(ends), flush=True)
+'''
+
+MANY = 300
+
+
+@pytest.fixture
+def systemd_standin(daemon):
+    """tests/systemd-standin.c owns org.freedesktop.systemd1 on the sandbox's bus, and
+    /run/systemd/system (the sandbox's /run) makes the daemon believe systemd is PID 1:
+    Attach() goes through attach-unit.c, as on a booted machine."""
+    made_run_systemd = not os.path.exists("/run/systemd")
+    os.makedirs("/run/systemd/system")
+    p = subprocess.Popen([str(Path(build_dir()) / "tests" / "systemd-standin")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready", "systemd-standin did not start"
+        yield p
+    finally:
+        p.terminate()
+        p.wait(timeout(10))
+        os.rmdir("/run/systemd/system")
+        if made_run_systemd:
+            os.rmdir("/run/systemd")
+
+
+@pytest.mark.daemon_config(RateLimitBurst="1000")
+def test_many_attached_commands_add_no_match_rule(daemon, systemd_standin):
+    """alice attaches 300 long-running commands, one after the other, where systemd runs
+    them. Each held two match rules of the daemon's on the bus: at ~256 dbus-daemon refused
+    the next AddMatch (512 per connection), and the daemon left the bus. One JobRemoved and
+    one PropertiesChanged match serve them all: the daemon's match rules are as many after
+    the 300th as after the first, root's and bob's attaches answer meanwhile, and every
+    command's end reaches its status socket."""
+    create(daemon, "alice", "bob")
+    pid, *fds = daemon.manager().OpenAttach("alice", ["true"], [], "/", dbus.UInt64(0))
+    for fd in fds:
+        os.close(fd.take())
+    rules = daemon_match_rules(daemon)
+    pw = pwd.getpwnam("alice")
+    client = subprocess.Popen(daemon._setpriv("alice") + ["/usr/bin/python3", "-c", MANY_ATTACHES, str(MANY)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env=daemon.user_env("alice"), cwd=pw.pw_dir)
+    try:
+        started = json.loads(client.stdout.readline())
+        assert started == {"started": MANY, "errors": []}, started
+        assert daemon.daemon_running(), "the daemon left"
+        assert daemon_match_rules(daemon) == rules
+        for user, target in (("root", "alice"), ("bob", "bob")):
+            result = call_as(daemon, user, "OpenAttach", "sasasst", target, ["true"], [], "/", 0)
+            assert "ok" in result, f"{user}'s attach: {result}"
+        systemd_standin.send_signal(signal.SIGUSR1)    # every command ends
+        client.stdin.write("\n")
+        client.stdin.flush()
+        ends = json.loads(client.stdout.readline())
+        assert ends == {"EXITED 0": MANY}, ends
+    finally:
+        client.stdin.close()
+        client.wait(timeout(30))
+    assert daemon_match_rules(daemon) == rules
+
+
+def busctl_attach(sb, user: str, target: str) -> subprocess.Popen:
+    """OpenAttach(target, ["true"]) by `user` ("root" for root), from busctl, in the background."""
+    argv = ["busctl", "--system", "--timeout=60", "call", "org.example.NSManager", "/org/example/NSManager",
+            "org.example.NSManager.Manager", "OpenAttach", "sasasst", target, "1", "true", "0", "/", "0"]
+    if user != "root":
+        argv = sb._setpriv(user) + argv
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def held(standin, n: int) -> None:
+    """Until the stand-in holds n StartTransientUnit calls."""
+    while True:
+        line = standin.stdout.readline().strip()
+        assert line.startswith("held "), line
+        if int(line.split()[1]) >= n:
+            return
+
+
+def test_calls_to_systemd_in_flight_are_budgeted_per_uid_and_for_users_with_room_for_root(daemon, systemd_standin):
+    """systemd answers nothing for a while: each uid gets at most 8 of the daemon's calls in
+    flight, users together 32, the rest of the 48 is root's, far below the 128 replies
+    dbus-daemon keeps pending for a connection. A caller over a budget is refused by name
+    (which budget, whose, how many); root's attach still goes, and once systemd answers,
+    every call that went is answered."""
+    users = ["alice", "bob", "carol", "dave"]
+    with extra_users(daemon, 1) as (extra_uid,):
+        extra = f"nsm{extra_uid}"
+        create(daemon, *users, extra)
+        systemd_standin.send_signal(signal.SIGUSR2)      # hold the answers
+        going = []
+        try:
+            for i, user in enumerate(users):
+                going += [busctl_attach(daemon, user, user) for _ in range(8)]
+                held(systemd_standin, 8 * (i + 1))
+                if user == "alice":
+                    _, err = busctl_attach(daemon, "alice", "alice").communicate(timeout=timeout(30))
+                    assert "uid 2001 has 8 calls to systemd in flight (SystemdCallsPerUID=8)" in err, err
+            _, err = busctl_attach(daemon, extra, extra).communicate(timeout=timeout(30))
+            assert "Users have 32 calls to systemd in flight (SystemdCallsOfUsers=32)" in err, err
+            going.append(busctl_attach(daemon, "root", "alice"))
+            held(systemd_standin, 33)
+        finally:
+            systemd_standin.send_signal(signal.SIGUSR2)  # answer them
+            answers = [p.communicate(timeout=timeout(30)) for p in going]
+        for p, (out, err) in zip(going, answers):
+            assert p.returncode == 0 and out.startswith("uhhhh "), err
+        assert daemon.daemon_running()

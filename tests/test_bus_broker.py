@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import extra_users
 from sandbox import daemon_binary, timeout
 
 BROKER_DIR = Path("/run/nsm-test-broker")
@@ -180,3 +181,65 @@ def test_the_policy_on_dbus_broker(broker):
     assert result.get("error") == "org.freedesktop.DBus.Error.InvalidArgs", result
     result = call(sb, "root", "Attach", "fd")
     assert result.get("error") == "org.example.NSManager.Error.NoSuchNamespace", result
+
+
+# 32 subscriptions from as many bus names of one uid, held until stdin closes; prints the
+# outcomes as JSON.
+SUBSCRIBER = r"""
+import json, os, sys, dbus, dbus.bus
+conns, out = [], []
+for i in range(32):
+    c = dbus.bus.BusConnection(os.environ["DBUS_SYSTEM_BUS_ADDRESS"])
+    conns.append(c)
+    try:
+        dbus.Interface(c.get_object("org.example.NSManager", "/org/example/NSManager"),
+                       "org.example.NSManager.Manager").Subscribe()
+        out.append("ok")
+    except dbus.exceptions.DBusException as e:
+        out.append(e.get_dbus_name())
+print(json.dumps(out), flush=True)
+sys.stdin.read()
+"""
+
+
+def broker_match_rules():
+    """The daemon's match rules as dbus-broker counts them: it has no GetConnectionStats, its
+    GetStats counts each connection's ("PeerAccounting")."""
+    import dbus.bus
+    bus = dbus.bus.BusConnection(BROKER_ADDRESS)
+    try:
+        owner = bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                  "GetNameOwner", "s", ("org.example.NSManager",))
+        stats = bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Debug.Stats",
+                                  "GetStats", "", ())
+        (matches,) = [int(counts["Matches"]) for name, _creds, counts in stats["org.bus1.DBus.Debug.Stats.PeerAccounting"]
+                      if name == owner]
+        return matches
+    finally:
+        bus.close()
+
+
+def test_forty_users_subscribing_on_dbus_broker(broker):
+    """tests/test_mount_events.py's 40 uids x 32 subscriptions, on dbus-broker: the daemon
+    stays, answers, and its match rules do not grow (they grew by one per subscriber name;
+    dbus-broker allows root's connections 16,384 together)."""
+    sb = broker
+    before = broker_match_rules()
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=BROKER_ADDRESS)
+    subscribers = []
+    with extra_users(sb, 40) as uids:
+        try:
+            for uid in uids:
+                subscribers.append(subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                                                     "/usr/bin/python3", "-c", SUBSCRIBER],
+                                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env))
+            for uid, p in zip(uids, subscribers):
+                results = json.loads(p.stdout.readline())
+                assert results == ["ok"] * 32, f"uid {uid}: {results}"
+            assert broker_match_rules() == before
+            result = call(sb, "alice", "ListNamespaces")
+            assert "ok" in result, result
+        finally:
+            for p in subscribers:
+                p.stdin.close()
+                p.wait(timeout(10))

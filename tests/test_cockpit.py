@@ -8,7 +8,8 @@ page offers or refuses comes from the daemon: the tests hold what the page shows
 what the daemon says and does.
 
 Screenshots of the list and of a view's tree go to NSM_SCREENSHOT_DIR (default: the build
-directory's cockpit-screenshots/); docs/cockpit-view.png is one of them."""
+directory's cockpit-screenshots/); docs/cockpit-list.png, cockpit-view.png and
+cockpit-confirm.png are copies of docs-*.png there (test_screenshots_for_the_docs)."""
 
 import os
 from pathlib import Path
@@ -21,8 +22,9 @@ from selenium.webdriver.common.keys import Keys
 
 from browser import CockpitSession
 from caller import call_as
-from helpers import ALICE_OWN_ONLY, E_INVALID_PATH, create, ns_path, wait_until
-from sandbox import build_dir, find_mount
+from helpers import ALICE_OWN_ONLY, E_INVALID_PATH, E_MOUNT_CHANGED, create, ns_path, wait_until
+from sandbox import MS_NODEV, MS_NOSUID, build_dir, find_mount, sys_mount
+from test_eject import Usb
 
 SCREENSHOTS = Path(os.environ.get("NSM_SCREENSHOT_DIR") or build_dir() / "cockpit-screenshots")
 
@@ -105,12 +107,12 @@ def test_alice_is_offered_her_actions_and_not_bobs(daemon, page_as, polkit_rules
 
     page.show_view("alice")
     row = page.mount_row("/mnt")
-    for method in ("ShareSubtree", "EnslaveSubtree", "SetPropagation", "Unmount"):
+    for method in ("ShareSubtree", "EnslaveSubtree", "SetPropagationById", "UnmountById"):
         assert page.answered(page.button(row, method)) == "yes" and enabled(page.button(row, method)), method
     assert enabled(page.driver.find_element(By.ID, "bind-button")) or True
     page.show_view("bob")
     row = page.mount_row("/mnt")
-    for method in ("ShareSubtree", "EnslaveSubtree", "SetPropagation", "Unmount"):
+    for method in ("ShareSubtree", "EnslaveSubtree", "SetPropagationById", "UnmountById"):
         assert page.answered(page.button(row, method)) == "no" and not enabled(page.button(row, method)), method
 
     # What she is offered works: lingering in her own namespace.
@@ -123,7 +125,8 @@ def test_alice_is_offered_her_actions_and_not_bobs(daemon, page_as, polkit_rules
     page.show_view("alice")
     expected = call_as(daemon, "alice", "Unmount", "sst", "alice", "/mnt", 0)
     assert expected.get("error"), expected
-    page.button(page.mount_row("/mnt"), "Unmount").click()
+    page.button(page.mount_row("/mnt"), "UnmountById").click()
+    page.confirm()
     page.wait(lambda: page.alerts(), "an error")
     (alert,) = page.alerts()
     assert expected["message"] in alert and expected["error"] in alert, (alert, expected)
@@ -131,20 +134,30 @@ def test_alice_is_offered_her_actions_and_not_bobs(daemon, page_as, polkit_rules
 
 
 def test_an_error_shows_the_daemons_message(daemon, page_as):
+    """The mount shown was replaced before the confirmation was given: the daemon refuses
+    (MountChanged, its own message), nothing else is unmounted, and the page reads the table
+    again. The view's root offers no Unmount at all."""
     create(daemon, "alice")
-    with pytest.raises(dbus.exceptions.DBusException) as direct:
-        daemon.manager().Unmount("alice", "/", dbus.UInt64(0))
-    assert direct.value.get_dbus_name() == E_INVALID_PATH
+    daemon.mount_tmpfs("/home/alice/stick", view="alice")
     page = page_as("root")
     page.show_view("alice")
-    button = page.button(page.mount_row("/"), "Unmount")
-    assert page.answered(button) == "yes", "the page refuses nothing itself"
-    button.click()
+    assert page.button(page.mount_row("/"), "UnmountById") is None
+    row = page.mount_row("/home/alice/stick")
+    shown = row.get_attribute("data-mount-id")
+    page.button(row, "UnmountById").click()
+    page.wait_dialog()
+    daemon.in_view("alice", ["umount", "/home/alice/stick"], check=True)
+    daemon.mount_tmpfs("/home/alice/stick", view="alice", source="another")
+    page.confirm()
     page.wait(lambda: page.alerts(), "an error")
     (alert,) = page.alerts()
-    assert "Unmounting / failed" in alert
-    assert direct.value.get_dbus_message() in alert and E_INVALID_PATH in alert, alert
+    assert "Unmounting /home/alice/stick failed" in alert
+    assert E_MOUNT_CHANGED in alert and f"not mount {shown} any more" in alert, alert
     assert page.driver.find_element(By.CSS_SELECTOR, "#alerts .pf-c-alert").get_attribute("role") == "alert"
+    assert find_mount(daemon.mountinfo("alice"), "/home/alice/stick").source == "another"
+    page.wait(lambda: page.mount_row("/home/alice/stick").get_attribute("data-mount-id") != shown,
+              "the page to read the table again")
+    assert page.cells(page.mount_row("/home/alice/stick"))["Source"] == "another"
 
 
 def test_mount_points_are_text_never_markup(daemon, page_as):
@@ -157,12 +170,12 @@ def test_mount_points_are_text_never_markup(daemon, page_as):
     page.wait(lambda: page.mount_row(evil), "the mount with markup in its name")
     row = page.mount_row(evil)
     assert page.cells(row)["Mount point"] == evil
-    assert page.button(row, "Unmount").get_attribute("aria-label") == "Unmount " + evil
+    assert page.button(row, "UnmountById").get_attribute("aria-label") == "Unmount " + evil
     assert not page.find("#mounts-body img") and not page.find("#mounts-body b") and not page.find("#graph img")
     assert page.driver.execute_script("return window.nsmPwned") is None
     # Without a polkit rule (no logind session in the sandbox), her own view's changes need
     # authentication: offered, marked as such.
-    unmount = page.button(row, "Unmount")
+    unmount = page.button(row, "UnmountById")
     assert page.answered(unmount) == "challenge" and unmount.is_enabled()
 
 
@@ -250,3 +263,152 @@ def test_host_mount_appears_in_alices_tree_without_a_reload(daemon, page_as):
     daemon.umount("/mnt/cd")
     page.wait(lambda: page.mount_row("/mnt/cd") is None, "/mnt/cd to leave alice's tree", wait=10)
     assert page.driver.execute_script("return window.nsmSameDocument") == "yes"
+
+
+# ---------------------------------------------------------------------------
+# What the administrator sees is whole and true, and each click acts on what was shown
+
+
+def test_hostile_names_render_as_text_and_every_other_row_shows(daemon, page_as):
+    """Names that are not UTF-8, hold markup, right-to-left marks or run to 4 KiB: each row
+    shows the daemon's escaped text as text, and the rest of the table is there."""
+    create(daemon, "alice")
+    long_dirs = "/".join(["d" * 250] * 16)                           # a 4 KiB mount point
+    names = {
+        b"/mnt/bad\xff\x1b[2J": "/mnt/bad\\xff\\x1b[2J",
+        b"/mnt/<img src=x onerror=\"window.nsmPwned=2\">": "/mnt/<img src=x onerror=\"window.nsmPwned=2\">",
+        "/mnt/\u202eevil\u200f.txt".encode(): "/mnt/\u202eevil\u200f.txt",
+        f"/mnt/{long_dirs}".encode(): f"/mnt/{long_dirs}",
+    }
+    assert len(f"/mnt/{long_dirs}") > 4000
+    for raw in names:
+        os.makedirs(raw, exist_ok=True)
+        sys_mount(b"src\xfe<b>x</b>", raw, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
+        daemon.track_mount(os.fsdecode(raw))
+    page = page_as("root")
+    page.show_view("alice")
+    for shown in names.values():
+        page.wait(lambda: page.mount_row(shown), f"the row of {shown[:40]!r}")
+        cells = page.cells(page.mount_row(shown))
+        assert cells["Source"] == "src\\xfe<b>x</b>", cells
+    assert page.cells(page.mount_row("/mnt/bad\\xff\\x1b[2J"))["Mount point"] == "/mnt/bad\\xff\\x1b[2J"
+    for point in ("/", "/mnt", "/home"):
+        assert page.mount_row(point), point
+    assert not page.find("#mounts-body img") and not page.find("#mounts-body b") and not page.find("#graph img")
+    assert page.driver.execute_script("return window.nsmPwned") is None
+    assert not page.alerts(), page.alerts()
+
+
+def test_eject_is_offered_by_the_kernels_device_and_confirmed(daemon, page_as):
+    """A tmpfs that calls itself the loop device offers no Eject, the loop device's own file
+    system does (by its device number), the host's / offers none; the confirmation names the
+    mount, and only then is the device ejected."""
+    usb = Usb(daemon)
+    try:
+        create(daemon, "alice")
+        usb.mount_on_host()
+        os.makedirs("/mnt/fake", exist_ok=True)
+        sys_mount(usb.dev, "/mnt/fake", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
+        daemon.track_mount("/mnt/fake")
+        page = page_as("root")
+        page.show_view("")
+        page.wait(lambda: page.mount_row("/mnt/usb") and page.mount_row("/mnt/fake"), "both mounts")
+        assert page.cells(page.mount_row("/mnt/fake"))["Source"] == usb.dev
+        assert page.button(page.mount_row("/mnt/fake"), "Eject") is None
+        assert page.button(page.mount_row("/"), "Eject") is None
+        for point in ("/", "/proc", "/sys", "/dev"):
+            row = page.mount_row(point)
+            if row is not None:
+                for method in ("UnmountById", "SetPropagationById", "Eject"):
+                    assert page.button(row, method) is None, (point, method)
+        row = page.mount_row("/mnt/usb")
+        assert page.cells(row)["Device"] == usb.devno
+        eject = page.button(row, "Eject")
+        assert page.answered(eject) == "yes"
+        eject.click()
+        page.wait_dialog()
+        facts = page.dialog_facts()
+        assert facts["Mount point"] == "/mnt/usb" and facts["Source"] == usb.dev and facts["Device"] == usb.devno, facts
+        assert facts["Mount id"] == row.get_attribute("data-mount-id")
+        page.screenshot("confirm")
+        # Cancel: nothing happens.
+        page.driver.find_element(By.ID, "modal-cancel").click()
+        page.wait(lambda: not page.dialog_open(), "the dialog to close")
+        assert usb.mounts() == ["/mnt/usb"]
+        page.button(page.mount_row("/mnt/usb"), "Eject").click()
+        page.confirm()
+        wait_until(lambda: usb.mounts() == [], "the stick to be ejected")
+        assert find_mount(daemon.mountinfo(), "/mnt/fake") is not None, "the fake is no device: it stays"
+        page.wait(lambda: any("Ejected device " + usb.devno in a for a in page.alerts()), "the page to say so")
+    finally:
+        usb.close()
+
+
+def test_a_click_acts_on_the_mount_under_the_pointer(daemon, page_as):
+    """The pointer rests on the Unmount of /home/alice/usb-stick; meanwhile a mount above it
+    goes and another appears above it. No row moves: the element under the unmoved pointer is
+    still that mount's button, the confirmation names that mount, and the daemon receives its
+    id; the vanished row stays, marked gone, the new one waits behind a banner."""
+    create(daemon, "alice")
+    daemon.mount_tmpfs("/home/alice/above", view="alice", source="above")
+    daemon.mount_tmpfs("/home/alice/usb-stick", view="alice", source="stick")
+    page = page_as("root")
+    page.show_view("alice")
+    d = page.driver
+    row = page.mount_row("/home/alice/usb-stick")
+    stick_id = row.get_attribute("data-mount-id")
+    button = page.button(row, "UnmountById")
+    assert page.answered(button) == "yes"
+    ActionChains(d).move_to_element(button).perform()
+    rect = d.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]",
+                            button)
+    under = "const e = document.elementFromPoint(arguments[0], arguments[1]); " \
+            "return e && e.closest('tr') ? [e.getAttribute('data-method'), e.closest('tr').getAttribute('data-mount-id')] : null"
+    assert d.execute_script(under, *rect) == ["UnmountById", stick_id]
+
+    daemon.in_view("alice", ["umount", "/home/alice/above"], check=True)
+    daemon.mount_tmpfs("/tmp/nsm-race-new", view="alice", source="new")   # /tmp comes before /home
+    page.wait(lambda: d.find_element(By.ID, "mounts-banner").is_displayed(), "the banner of changes")
+    assert "2 changes" in d.find_element(By.ID, "mounts-banner").text
+    gone = page.mount_row("/home/alice/above")
+    assert gone is not None and "nsm-gone" in gone.get_attribute("class") and "(gone)" in gone.text
+    assert all(not b.is_enabled() for b in gone.find_elements(By.CSS_SELECTOR, "button"))
+    assert page.mount_row("/tmp/nsm-race-new") is None, "a new row moved the table under the pointer"
+    assert d.execute_script(under, *rect) == ["UnmountById", stick_id]
+
+    ActionChains(d).click().perform()                      # where the pointer is
+    page.wait_dialog()
+    facts = page.dialog_facts()
+    assert facts["Mount point"] == "/home/alice/usb-stick" and facts["Mount id"] == stick_id, facts
+    assert facts["Source"] == "stick" and facts["View"] == "alice's view", facts
+    page.confirm()
+    wait_until(lambda: find_mount(daemon.mountinfo("alice"), "/home/alice/usb-stick") is None, "the stick to go")
+    assert find_mount(daemon.mountinfo("alice"), "/tmp/nsm-race-new") is not None
+    records = [r for r in daemon.journal_records() if r.get("NSM_ACTION") == "UnmountById"]
+    assert [r.get("NSM_MOUNT_ID") for r in records] == [stick_id], records
+    # Once the pointer leaves, the table shows what is.
+    ActionChains(d).move_to_element(d.find_element(By.ID, "host-summary")).perform()
+    page.wait(lambda: page.mount_row("/tmp/nsm-race-new") and page.mount_row("/home/alice/above") is None,
+              "the table to show what is")
+
+
+def test_screenshots_for_the_docs(daemon, page_as):
+    """The list, a view and a confirmation, into the screenshot directory: docs/cockpit-list.png,
+    cockpit-view.png and cockpit-confirm.png are copies of them (README links them)."""
+    create(daemon, "alice", "bob")
+    daemon.mount_cd("/mnt/cd")
+    daemon.mount_tmpfs("/home/alice/usb-stick", view="alice", source="/dev/sdz1")
+    page = page_as("root")
+    page.wait(lambda: page.row("alice") and page.row("bob"), "both views")
+    page.screenshot("docs-list", height=700)
+    page.show_view("alice")
+    page.wait(lambda: page.mount_row("/home/alice/usb-stick"), "the stick")
+    page.screenshot("docs-view")
+    row = page.mount_row("/home/alice/usb-stick")
+    assert page.button(row, "Eject") is None, "a tmpfs named /dev/sdz1 is no device"
+    page.button(row, "UnmountById").click()
+    page.wait_dialog()
+    page.screenshot("docs-confirm", height=900)
+    page.driver.find_element(By.ID, "modal-cancel").click()
+    page.wait(lambda: not page.dialog_open(), "the dialog to close")
+    assert find_mount(daemon.mountinfo("alice"), "/home/alice/usb-stick") is not None, "Cancel changes nothing"

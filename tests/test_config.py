@@ -27,9 +27,9 @@ from pathlib import Path
 import dbus
 import pytest
 
-from helpers import E_FAILED, E_USER_EXCLUDED, expect_error, wait_until
+from helpers import E_FAILED, E_INVALID_PATH, E_USER_EXCLUDED, expect_error, wait_until
 from sandbox import (SYSTEM_BUS_ADDRESS, TEST_USERS, daemon_binary, dbus_error_name, find_mount, host_mountinfo,
-                     parse_mountinfo, timeout)
+                     parse_mountinfo, sys_umount, timeout)
 
 ALICE = TEST_USERS["alice"]
 
@@ -177,7 +177,7 @@ def test_reload_with_a_broken_file_keeps_the_old_configuration(daemon, manager):
 
 def test_verify_files(instance, nsctl):
     """nsctl verify FILE...: each file alone, every error printed, exit status 1 on any,
-    0 and no output for good files; works without root and without a daemon (no bus)."""
+    0 and one line for good files; works without root and without a daemon (no bus)."""
     tmp_path = instance.instance / "files"
     tmp_path.mkdir(mode=0o755)
     good = tmp_path / "nsmanagerd.conf"
@@ -191,7 +191,7 @@ def test_verify_files(instance, nsctl):
     nobus = {"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent"}
 
     p = nsctl("verify", str(good), as_user="alice", env=nobus)
-    assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), p.stderr
+    assert (p.returncode, p.stdout, p.stderr) == (0, "No errors in 1 file.\n", ""), p.stderr
     p = nsctl("verify", str(good), str(bad), str(user), str(tmp_path / "missing.conf"), env=nobus)
     assert p.returncode == 1 and p.stdout == "", p.stderr
     assert p.stderr.splitlines() == [
@@ -228,8 +228,9 @@ def test_verify_warns_about_each_users_policy(instance, nsctl):
     as the daemon composes it for her next view (the main file's [View], group.d/ of her groups,
     her file), and prints what the daemon warns about when it builds the view: a path that lies
     where someone other than root and the user decides what it names, a source that names the
-    user but is somebody else's; and a policy that fails for this user. Warnings: the exit
-    status stays 0; a clean policy prints nothing."""
+    user but is somebody else's (on stderr); and, on stdout, what each user's next login will
+    do: a policy that fails for this user is a refusal. Warnings: the exit status stays 0; a
+    clean policy prints no warning."""
     sb = instance
     made = []
     try:
@@ -242,7 +243,11 @@ def test_verify_warns_about_each_users_policy(instance, nsctl):
         sb.write_config(extra="[View]\nPrivateTmp=yes\n")
         sb.write_config_file("user.d/alice.conf", "[View]\nBindPaths=-%h/src:/srv/%u\nHideOtherHomes=yes\n")
         p = nsctl("verify", "--config", str(sb.config_file))
-        assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), p.stderr
+        assert (p.returncode, p.stderr) == (0, ""), p.stderr
+        assert p.stdout.splitlines() == [
+            "alice: lands with entries skipped: BindPaths=-%h/src:/srv/%u: the source '/home/alice/src' does not "
+            "exist (the entry begins with '-'): the entry is skipped.",
+            "No errors in the configuration."], p.stdout
 
         bob = sb.write_config_file("user.d/bob.conf", "[View]\nBindPaths=/tmp/scratch-%u:%h/scratch\n"
                                                       "BindPaths=/tmp/source-%u:/srv/%u\n")
@@ -250,9 +255,18 @@ def test_verify_warns_about_each_users_policy(instance, nsctl):
         sb.write_config_file("group.d/nsadmin.conf", "[View]\nTemporaryFileSystem=/tmp/cache-%u\n")
         carol = sb.write_config_file("user.d/carol.conf", "[View]\nPrivateTmp=yes\n")
         # Debian's nobody lives at /nonexistent: no homes directory to hide other than /
-        nobody = sb.write_config_file("user.d/nobody.conf", "[View]\nHideOtherHomes=yes\n")
+        sb.write_config_file("user.d/nobody.conf", "[View]\nHideOtherHomes=yes\n")
         p = nsctl("verify", "--config", str(sb.config_file))
-        assert p.returncode == 0 and p.stdout == "", p.stderr
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.splitlines() == [
+            "alice: lands with entries skipped: BindPaths=-%h/src:/srv/%u: the source '/home/alice/src' does not "
+            "exist (the entry begins with '-'): the entry is skipped.",
+            "bob: lands with entries skipped: BindPaths=/tmp/source-%u:/srv/%u: the source '/tmp/source-bob' belongs "
+            "to uid 2001, neither root nor bob: the entry is skipped.",
+            "carol: lands in a view with PrivateTmp=yes, TemporaryFileSystem=/tmp/cache-%u",
+            "nobody: will be refused: HideOtherHomes=yes: the home directory '/nonexistent' of 'nobody' has no "
+            "parent other than /: Invalid argument",
+            "No errors in the configuration."], p.stdout
         anybody = "'/tmp' can be written by anybody"
         assert sorted(p.stderr.splitlines()) == sorted([
             f"{bob}: warning: in the [View] policy of 'bob': BindPaths=/tmp/scratch-%u:%h/scratch: the source "
@@ -269,14 +283,68 @@ def test_verify_warns_about_each_users_policy(instance, nsctl):
             f"'/tmp/cache-carol' lies where someone other than root and carol decides what it names: {anybody} and "
             "has no 'cache-carol' yet (whoever creates it first decides what it is). Should it be spoiled, the "
             "entry is replaced by a cover of what is there.",
-            f"{nobody}: warning: the [View] policy of 'nobody' fails for this user: HideOtherHomes=yes: the home "
-            "directory '/nonexistent' of 'nobody' has no parent other than /: Invalid argument",
         ]), p.stderr
         # nothing was made where the policies point
         assert not Path("/home/bob/scratch").exists() and not Path("/tmp/cache-carol").exists()
     finally:
         for d in made:
             d.rmdir()
+
+
+def test_verify_says_what_each_next_login_does(instance, nsctl):
+    """Without FILE, verify says on stdout what the next login of each user of user.d/ and
+    each member of a group.d/ group will do, with the view builder's own lookups; --user=NAME
+    says it of NAME alone. A bind whose source is missing fails the view (bob will be refused,
+    as LoginWithoutView=restricted refuses a user with a policy); the same entry with '-' is
+    skipped. The daemon then does exactly that: bob's view cannot be built, and then can."""
+    sb = instance
+    sb.write_config()
+    sb.write_config_file("user.d/alice.conf", "[View]\nPrivateTmp=yes\nBindPaths=-/srv/nothere:/srv/x\nBindPaths=\n")
+    sb.write_config_file("group.d/nsadmin.conf", "[View]\nHideOtherHomes=yes\n")
+    sb.write_config_file("user.d/bob.conf", "[View]\nBindReadOnlyPaths=/srv/nothere:%h/x\n")
+    p = nsctl("verify", "--config", str(sb.config_file))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [
+        "alice: lands in a view with PrivateTmp=yes",
+        "bob: will be refused: BindReadOnlyPaths=/srv/nothere:%h/x: failed to open source '/srv/nothere': "
+        "No such file or directory",
+        "carol: lands in a view with HideOtherHomes=yes",
+        "No errors in the configuration.",
+    ], p.stdout
+
+    sb.write_config_file("user.d/bob.conf", "[View]\nBindReadOnlyPaths=-/srv/nothere:%h/x\n")
+    p = nsctl("verify", "--config", str(sb.config_file), "--user", "bob")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [
+        "bob: lands with entries skipped: BindReadOnlyPaths=-/srv/nothere:%h/x: the source '/srv/nothere' does not "
+        "exist (the entry begins with '-'): the entry is skipped.",
+        "No errors in the configuration.",
+    ], p.stdout
+    p = nsctl("verify", "--config", str(sb.config_file), "--user", "dave")
+    assert p.stdout.splitlines()[0] == "dave: lands in a view with no [View] policy", p.stdout
+    p = nsctl("verify", "--config", str(sb.config_file), "--user", "svc")
+    assert p.stdout.splitlines()[0].startswith("svc: not managed"), p.stdout
+    p = nsctl("verify", "--config", str(sb.config_file), "--user", "nsm-nosuchuser")
+    assert p.returncode == 1 and "No user 'nsm-nosuchuser'" in p.stderr, p.stderr
+
+    # LoginWithoutView=allow lets a user whose view fails in, without it
+    sb.write_config_file("user.d/bob.conf", "[View]\nBindReadOnlyPaths=/srv/nothere:%h/x\n")
+    sb.write_config(LoginWithoutView="allow")
+    p = nsctl("verify", "--config", str(sb.config_file), "--user", "bob")
+    assert p.stdout.splitlines()[0].startswith("bob: lands in the host namespace, without a view "
+                                               "(LoginWithoutView=allow): BindReadOnlyPaths="), p.stdout
+
+    # the daemon's builder agrees
+    sb.write_config()
+    sb.start_daemon()
+    manager = sb.manager()
+    e = expect_error(lambda: manager.CreateNamespace("bob"), E_INVALID_PATH, E_FAILED)
+    assert "/srv/nothere" in e.get_dbus_message(), e.get_dbus_message()
+    sb.write_config_file("user.d/bob.conf", "[View]\nBindReadOnlyPaths=-/srv/nothere:%h/x\n")
+    manager.ReloadConfig()
+    manager.CreateNamespace("bob")
+    manager.RemoveNamespace("bob")
+    assert not Path("/home/bob/x").exists()
 
 
 def test_verify_does_not_print_a_users_names_raw(instance, nsctl):
@@ -290,7 +358,7 @@ def test_verify_does_not_print_a_users_names_raw(instance, nsctl):
         sb.write_config()
         sb.write_config_file("user.d/alice.conf", "[View]\nBindPaths=-%h/nsm-esc-link:/srv/%u\n")
         p = nsctl("verify", "--config", str(sb.config_file))
-        assert p.returncode == 0 and "has no '\\x1b]0;PWNED\\ax' yet" in p.stderr, repr(p.stderr)
+        assert p.returncode == 0 and "has no '\\x1b]0;PWNED\\x07x' yet" in p.stderr, repr(p.stderr)
         assert "\x1b" not in p.stderr and "\x07" not in p.stderr, repr(p.stderr)
     finally:
         link.unlink()
@@ -459,6 +527,29 @@ def test_a_refused_configured_path_is_not_shared_as_one_shared_at_run_time(insta
     assert str(other) in shared and str(share) not in shared, shared
 
 
+def test_shared_subtree_in_a_directory_a_user_may_write_by_an_acl(instance):
+    """The directory a SharedSubtrees= path is in: root's, mode 0755, but an ACL entry lets
+    alice write it (and so swap the path for her symlink). Refused with a warning naming
+    the entry, as a directory the mode bits open is; the rest is shared, and once the
+    entry is gone a reload shares it."""
+    sb = instance
+    pub = sb.instance / "pub"
+    share = pub / "share"
+    share.mkdir(parents=True)
+    subprocess.run(["setfacl", "-m", f"u:{ALICE.uid}:rwx", str(pub)], check=True, timeout=timeout(10))
+    sb.start_daemon(SharedSubtrees=f"/mnt {share}")
+    sb.track_mount(str(share))
+    log = sb.daemon_log_text()
+    assert "can be written by someone other than root, the ACL entry user:2001:rwx" in log, log
+    assert find_mount(host_mountinfo(), str(share)) is None
+    assert find_mount(host_mountinfo(), "/mnt").shared
+    # A masked entry writes nothing: shared at the next reload.
+    subprocess.run(["setfacl", "-m", "m::r-x", str(pub)], check=True, timeout=timeout(10))
+    sb.manager().ReloadConfig()
+    m = find_mount(host_mountinfo(), str(share))
+    assert m is not None and m.shared, f"{share} was not shared once the mask took alice's write away"
+
+
 def test_a_users_directory_is_not_shared(instance):
     """A configured shared subtree that is a user's directory would share what she puts
     there with everybody, as root: refused with a warning, the rest is shared."""
@@ -523,6 +614,39 @@ def test_release_takes_the_daemons_mounts_and_nothing_else(instance):
     finally:
         inside.kill()
         inside.wait()
+
+
+def test_release_leaves_a_mount_that_reuses_the_id_of_the_daemons(instance):
+    """The daemon's bind of a shared subtree onto itself is gone (root unmounted it) and
+    root mounted his own tmpfs there, which got the same mountinfo id (the kernel hands out
+    the lowest free one). --release must know it is not the daemon's: by the unique id
+    (Linux 6.8) the daemon recorded, or else by what the mount is; it stays, named."""
+    sb = instance
+    media = sb.instance / "media"
+    media.mkdir()
+    sb.start_daemon(SharedSubtrees=f"/mnt {media}")
+    sb.stop_daemon()
+    ours = find_mount(host_mountinfo(), str(media))
+    assert ours is not None, "the daemon did not bind the shared subtree onto itself"
+    sys_umount(str(media))
+    # The lowest free id may be lower than ours: each tmpfs that gets one stays (stacked)
+    # until one gets ours.
+    for _ in range(64):
+        sb.mount_tmpfs(str(media), source="ADMIN")
+        admins = find_mount(host_mountinfo(), str(media))
+        if admins.id >= ours.id:
+            break
+    if admins.id != ours.id:
+        pytest.skip(f"the kernel gave mount id {ours.id} to another mount meanwhile, not to the administrator's tmpfs")
+    Path(media, "admin-file").write_text("root's\n")
+
+    p = run_daemon(sb, "--release")
+    assert p.returncode == 0, p.stderr
+    assert f"Leaving '{media}' alone: the mount there now is not the one nsmanagerd made" in p.stderr, p.stderr
+    m = find_mount(host_mountinfo(), str(media))
+    assert m is not None and m.id == ours.id and m.source == "ADMIN", "--release unmounted the administrator's tmpfs"
+    assert Path(media, "admin-file").read_text() == "root's\n"
+    assert find_mount(host_mountinfo(), str(sb.subtree_root)) is None, "the daemon's own mounts were not released"
 
 
 def test_a_shared_subtree_taken_out_of_the_configuration(instance):

@@ -157,6 +157,43 @@ def test_eject_busy_names_the_process_and_detaches_nothing(daemon, usb):
     wait_until(usb.free, "the device to be free once the last holder is gone")
 
 
+def test_eject_names_holders_under_the_units_capabilities(instance, monkeypatch):
+    """The holder scan reads other users' /proc/PID/cwd, root, fdinfo and maps, which the kernel
+    lets root do only with CAP_SYS_PTRACE: under the unit's CapabilityBoundingSet= (applied
+    here with setpriv, as systemd would) Eject still names bob's process, and
+    ReleaseWithHost='s log the holder of a copy it detaches lazily."""
+    import sandbox as sandbox_module
+    from test_install import unit_capabilities
+    sb = instance
+    real = sandbox_module.daemon_binary()
+    wrapper = sb.instance / "nsmanagerd-capped"
+    bounding = ",".join(["-all"] + [f"+{c}" for c in unit_capabilities()])
+    wrapper.write_text(f'#!/bin/sh\nexec setpriv --bounding-set={bounding} -- {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sandbox_module, "daemon_binary", lambda: wrapper)
+    sb.start_daemon(ReleaseWithHost=True)
+    usb = Usb(sb)
+    try:
+        create(sb, "alice", "bob")
+        usb.mount_on_host()
+        p = bob_inside(sb)
+        try:
+            e = expect_error(lambda: sb.manager().Eject("/mnt/usb", 0), E_BUSY)
+            message = e.get_dbus_message()
+            assert f"Held by: pid {p.pid} (sleep) of bob, in the view of 'bob': working directory on /mnt/usb" \
+                in message, message
+            # the host's own unmount: bob's copy goes lazily, and the log names who holds it
+            sys_umount("/mnt/usb", MNT_DETACH)
+            wait_until(lambda: f"pid {p.pid} (sleep) of bob" in sb.daemon_log_text(), "the holder in the log",
+                       diag=lambda: sb.daemon_log_text()[-2000:])
+        finally:
+            p.kill()
+            p.wait()
+        wait_until(usb.free, "the device to be free once bob's process is gone")
+    finally:
+        usb.close()
+
+
 @pytest.mark.daemon_config(ReleaseWithHost=False)
 def test_eject_holders_by_open_file_and_mapping(daemon, usb):
     """An open file (its fd's mnt_id) and a mapped one (by device) keep it busy too."""

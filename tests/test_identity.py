@@ -5,7 +5,7 @@ Sites take their users from sssd or winbind, which answer a user by other spelli
 canonical name: ALICE (case_sensitive = false), alice@CORP.EXAMPLE and longer forms (names
 with a domain), CORP\\alice (winbind). sshd, login and display managers hand PAM the name as
 it was typed (runuser and su do not: they hand PAM the pw_name NSS gave them). Here an NSS source of the tests' own (tests/nss-nsmtest.c, libnss_nsmtest.so.2)
-answers those spellings for the test users, knows erin@corp.example (a site whose canonical
+answers those spellings for the test users, knows gina@corp.example (a site whose canonical
 names are fully qualified) and the group "domain users@corp.example", and can be slow for names
 it does not know, as an unreachable directory server is. It is loaded through copies of
 /etc/nsswitch.conf and /etc/ld.so.cache bound over the sandbox's (the machine's are never
@@ -28,8 +28,8 @@ from sshd import Sshd
 from test_pam import host_ns, namespace_props, parse_ns, run_with_syslog
 
 DATA = Path("/run/nsm-test-nss")
-ERIN = ("erin@corp.example", 2005)
-FRANK = ("frank", 3000000000)          # a uid above 2^31, as directories hand out
+GINA = ("gina@corp.example", 2005)
+FRANK = ("frank", 3000000007)          # a uid above 2^31, as directories hand out
 BAD = ("bad/../name", 2006)             # a canonical name that cannot name a view
 DOMAIN_USERS = ("domain users@corp.example", 2200)
 ALICE_SPELLINGS = ["alice", "ALICE", "alice@CORP.EXAMPLE", "CORP\\alice", "Alice@CORP.EXAMPLE.LONG-SUBDOMAIN.TEST"]
@@ -81,17 +81,17 @@ def directory(sandbox):
     # No shadow entry ("*", not "x"): pam_unix's account check then asks for none, as with
     # sssd, whose pam_sss answers it.
     passwd = [f"{u.name}:*:{u.uid}:{u.gid}:{u.name}:{u.home}:{u.shell}" for u in TEST_USERS.values()]
-    passwd.append(f"{ERIN[0]}:*:{ERIN[1]}:{ERIN[1]}:Erin:/home/{ERIN[0]}:/bin/bash")
+    passwd.append(f"{GINA[0]}:*:{GINA[1]}:{GINA[1]}:Gina:/home/{GINA[0]}:/bin/bash")
     passwd.append(f"{FRANK[0]}:*:{FRANK[1]}:{FRANK[1]}:Frank:/home/{FRANK[0]}:/bin/bash")
     passwd.append(f"{BAD[0]}:*:{BAD[1]}:{BAD[1]}:Bad:/home/bad:/bin/bash")
     (DATA / "passwd").write_text("\n".join(passwd) + "\n")
-    (DATA / "group").write_text(f"{ERIN[0]}:x:{ERIN[1]}:\n{FRANK[0]}:x:{FRANK[1]}:\n"
-                                f"{DOMAIN_USERS[0]}:x:{DOMAIN_USERS[1]}:alice,{ERIN[0]}\n")
+    (DATA / "group").write_text(f"{GINA[0]}:x:{GINA[1]}:\n{FRANK[0]}:x:{FRANK[1]}:\n"
+                                f"{DOMAIN_USERS[0]}:x:{DOMAIN_USERS[1]}:alice,{GINA[0]}\n")
     for p in DATA.iterdir():
         os.chmod(p, 0o644)
-    home = Path(f"/home/{ERIN[0]}")
+    home = Path(f"/home/{GINA[0]}")
     home.mkdir(exist_ok=True)
-    os.chown(home, ERIN[1], ERIN[1])
+    os.chown(home, GINA[1], GINA[1])
     yield DATA
     shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(DATA, ignore_errors=True)
@@ -107,9 +107,9 @@ def secret(home: str, name: str = SECRET) -> Path:
 
 @pytest.fixture
 def sshd(directory):
-    """sshd with keys for alice and erin: `ssh -l SPELLING` with the key of the user NSS makes
+    """sshd with keys for alice and gina: `ssh -l SPELLING` with the key of the user NSS makes
     of it (sshd finds authorized_keys by the canonical name, and hands PAM the typed one)."""
-    with Sshd(["alice", ERIN[0]]) as server:
+    with Sshd(["alice", GINA[0]]) as server:
         yield server
 
 
@@ -203,19 +203,19 @@ def test_deny_lets_no_spelling_through_without_a_view(directory, daemon, profile
 
 # ---- fully-qualified canonical names, groups with blanks ----
 
-@pytest.mark.daemon_config(files={f"user.d/{ERIN[0]}.conf": "[View]\nInaccessiblePaths=%h/secret-%u.txt\n"})
+@pytest.mark.daemon_config(files={f"user.d/{GINA[0]}.conf": "[View]\nInaccessiblePaths=%h/secret-%u.txt\n"})
 def test_a_fully_qualified_canonical_name_gets_her_view(directory, daemon, profile, sshd):
-    home = f"/home/{ERIN[0]}"
-    secret(home, f"secret-{ERIN[0]}.txt")
-    for spelling in (ERIN[0], "ERIN", "CORP\\erin", "Erin@CORP.EXAMPLE"):
-        ns, out = login(sshd, spelling, f"cat ~/secret-{ERIN[0]}.txt 2>/dev/null || echo hidden", user=ERIN[0])
-        assert out == f"{ERIN[1]}\nhidden", f"{spelling!r}: {out!r}"
+    home = f"/home/{GINA[0]}"
+    secret(home, f"secret-{GINA[0]}.txt")
+    for spelling in (GINA[0], "GINA", "CORP\\gina", "Gina@CORP.EXAMPLE"):
+        ns, out = login(sshd, spelling, f"cat ~/secret-{GINA[0]}.txt 2>/dev/null || echo hidden", user=GINA[0])
+        assert out == f"{GINA[1]}\nhidden", f"{spelling!r}: {out!r}"
         assert ns != host_ns()
-        assert ns == int(namespace_props(daemon, ERIN[0])["MountNamespaceId"])
-    assert listed(daemon) == [ERIN]
-    props = namespace_props(daemon, ERIN[0])
-    assert props["Name"] == ERIN[0]
-    assert (daemon.subtree_root / ERIN[0]).is_dir()
+        assert ns == int(namespace_props(daemon, GINA[0])["MountNamespaceId"])
+    assert listed(daemon) == [GINA]
+    props = namespace_props(daemon, GINA[0])
+    assert props["Name"] == GINA[0]
+    assert (daemon.subtree_root / GINA[0]).is_dir()
 
 
 @pytest.mark.daemon_config(LoginWithoutView="restricted",
@@ -283,27 +283,27 @@ def test_a_users_random_names_do_not_hold_up_a_login(directory, daemon, profile,
 # ---- a rename in the directory ----
 
 def test_a_rename_in_the_directory_keeps_her_namespace(directory, daemon):
-    """The directory renames erin (uid 2005) while the daemon is stopped: her namespace is
+    """The directory renames gina (uid 2005) while the daemon is stopped: her namespace is
     restored under the name it was made with, found by her new name (by uid); her next one
     takes the new name."""
     m = daemon.manager()
-    path = str(m.CreateNamespace(ERIN[0]))
+    path = str(m.CreateNamespace(GINA[0]))
     daemon.stop_daemon()
-    renamed = "erin.new@corp.example"
-    text = (directory / "passwd").read_text().replace(f"{ERIN[0]}:", f"{renamed}:")
+    renamed = "gina.new@corp.example"
+    text = (directory / "passwd").read_text().replace(f"{GINA[0]}:", f"{renamed}:")
     (directory / "passwd").write_text(text)
     daemon.restart_daemon()
     m = daemon.manager()
-    assert listed(daemon) == [ERIN], "her namespace was not restored under its name"
-    assert str(m.GetNamespace(renamed)) == path == str(m.GetNamespace("ERIN.NEW"))
+    assert listed(daemon) == [GINA], "her namespace was not restored under its name"
+    assert str(m.GetNamespace(renamed)) == path == str(m.GetNamespace("GINA.NEW"))
     m.RemoveNamespace(renamed)
-    assert str(m.CreateNamespace("ERIN.NEW")) == path
-    assert listed(daemon) == [(renamed, ERIN[1])]
+    assert str(m.CreateNamespace("GINA.NEW")) == path
+    assert listed(daemon) == [(renamed, GINA[1])]
     assert (daemon.subtree_root / renamed).is_dir()
 
 
 def test_a_uid_above_2_to_the_31_is_printed_right(directory, daemon, nsctl):
-    """uid 3000000000 by name and by number: one namespace, printed as the number it is."""
+    """uid 3000000007 by name and by number: one namespace, printed as the number it is."""
     m = daemon.manager()
     path = str(m.CreateNamespace("FRANK"))
     assert path == f"{MANAGER_PATH}/user/_{FRANK[1]}", path

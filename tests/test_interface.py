@@ -90,3 +90,10 @@ def test_interface_md_names_every_error_and_key():
     assert not [e for e in errors if f"`{e}`" not in doc], "docs/interface.md lacks an error"
     assert not [k for k in keys if f"`{k}=`" not in doc], "docs/interface.md lacks a key"
     assert not [k for k in keys if not re.search(rf"^\.B[IR]? {k}=", man, re.M)], "nsmanagerd.conf(5) lacks a key"
+
+
+def test_the_bus_policy_raises_no_limit():
+    """The daemon lives within the bus's stock limits (docs/security.md, "Shared budgets"):
+    the shipped policy raises none of them."""
+    for conf in (SOURCE / "dbus").glob("*.conf"):
+        assert "<limit" not in conf.read_text(), f"{conf.name} raises a <limit>"

@@ -211,6 +211,8 @@ def test_audit_records_name_caller_and_arguments(daemon, manager, nsctl, polkit_
 
     r = one("BindMount", NSM_USER="bob", NSM_CALLER_UID="2003")
     assert (r["NSM_CALLER_USER"], r["NSM_SOURCE"], r["NSM_PATH"], r["NSM_FLAGS"]) == ("carol", str(src), "/mnt", "0x0")
+    # the message names the flags; the field keeps the number the catalog explains
+    assert r["MESSAGE"].endswith(f"source={src} path=/mnt flags=none: done."), r["MESSAGE"]
     assert "BindMount by carol (uid 2003" in r["MESSAGE"] and "in the view of 'bob'" in r["MESSAGE"], r["MESSAGE"]
     one("EnslaveSubtree", NSM_USER="bob", NSM_CALLER_UID="0", NSM_CALLER_USER="root", NSM_PATH="/mnt")
     one("ShareSubtree", NSM_USER="bob", NSM_CALLER_UID="0", NSM_PATH="/mnt")
@@ -224,15 +226,37 @@ def test_audit_records_name_caller_and_arguments(daemon, manager, nsctl, polkit_
     assert not any("ENV" in k for k in r), r     # never the command's environment
 
 
+def test_a_uid_above_2_31_is_printed_unsigned(daemon, manager, nsctl):
+    """erin's uid is 3000000000, as sssd hands out: the audit record of her call and nsctl
+    list show it as it is, not as a negative number."""
+    sb = daemon
+    manager.CreateNamespace("erin")
+    p = nsctl("attach", "erin", "--", "true", as_user="erin")
+    assert p.returncode == 0, p.stderr
+    recs = [r for r in audit_records(sb, "OpenAttach") if r.get("NSM_USER") == "erin"]
+    assert len(recs) == 1 and recs[0]["NSM_CALLER_UID"] == "3000000000", recs
+    assert "OpenAttach by erin (uid 3000000000, pid" in recs[0]["MESSAGE"], recs[0]["MESSAGE"]
+    rows = [line.split() for line in nsctl("list").stdout.splitlines()]
+    assert ["erin", "3000000000"] in [r[:2] for r in rows], rows
+    assert [str(u) for u, uid, *_ in manager.ListNamespaces() if int(uid) == 3000000000] == ["erin"]
+
+
 def test_audit_records_refusals(daemon, manager, nsctl):
-    """A refused change is on record too, with the error's name: alice trying bob's view."""
+    """A refused change is on record too, with the error's name: alice trying bob's view. The
+    message ends with the error's sentence and one full stop; flags are named."""
     sb = daemon
     manager.CreateNamespace("bob")
     assert nsctl("--no-ask-password", "linger", "bob", "yes", as_user="alice").returncode == 1
-    assert nsctl("unmount", "bob", "/").returncode == 1
+    assert nsctl("unmount", "bob", "/", "--detach").returncode == 1
+    assert nsctl("eject", "--lazy", "/nsm-no-such-device").returncode == 1
     recs = audit_records(sb, "SetLinger")
     assert len(recs) == 1 and recs[0]["NSM_CALLER_UID"] == "2001" and recs[0]["PRIORITY"] == "5", recs
     assert recs[0]["NSM_RESULT"] == "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired", recs
     recs = audit_records(sb, "Unmount")
     assert len(recs) == 1 and recs[0]["NSM_RESULT"] == "org.example.NSManager.Error.InvalidPath", recs
-    assert "refused:" in recs[0]["MESSAGE"]
+    assert "flags=detach: refused:" in recs[0]["MESSAGE"] and recs[0]["NSM_FLAGS"] == "0x1", recs[0]
+    recs = audit_records(sb, "Eject")
+    assert len(recs) == 1 and "what=/nsm-no-such-device flags=lazy: refused: " in recs[0]["MESSAGE"], recs
+    for action in ("SetLinger", "Unmount", "Eject"):
+        message = audit_records(sb, action)[0]["MESSAGE"]
+        assert message.endswith(".") and not message.endswith(".."), message

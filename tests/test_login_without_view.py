@@ -271,6 +271,47 @@ def test_an_unknown_user_follows_the_rule(daemon, profile):
     assert list(daemon.manager().ListNamespaces()) == []
 
 
+REFUSED_DEFAULT = "Your view of this machine could not be set up. Please contact your administrator."
+REFUSED_OWN = "Views are down for maintenance until 14:00 — ops@example.org can help."
+
+
+@pytest.mark.daemon_config(LoginWithoutView="deny")
+def test_a_refused_login_says_one_line(daemon, profile, nsctl):
+    """A refused login is told one line through the PAM conversation, as pam_nologin tells
+    it, which runuser, su and pamtester show: a neutral sentence, or the administrator's
+    LoginRefusedMessage=. Never the reason (the journal has it), nothing for a login that goes
+    on, nothing under PAM_SILENT. A text that is not one line of plain text is a
+    configuration error."""
+    def said(argv):
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout(60), stdin=subprocess.DEVNULL)
+        return p.returncode, p.stdout + p.stderr
+
+    for text, expected in ((None, REFUSED_DEFAULT), (REFUSED_OWN, REFUSED_OWN)):
+        if text:
+            daemon.write_config(LoginWithoutView="deny", LoginRefusedMessage=text)
+            daemon.manager().ReloadConfig()
+        with failing(daemon, "stopped"):
+            for argv in (["runuser", "-l", "alice", "-c", "true"], ["su", "-l", "alice", "-c", "true"],
+                         ["pamtester", "nsm-pamtester-profile", "alice", "open_session"]):
+                rc, out = said(argv)
+                assert rc != 0, (argv, out)
+                assert out.count(expected) == 1, (argv, out)
+                # the reason stays in the journal
+                for private in ("LoginWithoutView", "nsmanagerd", "org.example", "namespace"):
+                    assert private not in out, (argv, out)
+            rc, out = said(["pamtester", "nsm-pamtester-profile", "alice", "open_session(PAM_SILENT)"])
+            assert rc != 0 and expected not in out, out
+            rc, out = said(["runuser", "-l", "root", "-c", "true"])
+            assert rc == 0 and expected not in out, out
+    rc, out = said(["runuser", "-l", "bob", "-c", "true"])
+    assert rc == 0 and expected not in out, out
+
+    for bad in ("tab\there", "back\\slash", "x" * 513):
+        daemon.write_config(LoginWithoutView="deny", LoginRefusedMessage=bad)
+        p = nsctl("verify", "--config", str(daemon.config_file))
+        assert p.returncode == 1 and re.search(r"nsmanagerd\.conf:\d+: .* is not one line", p.stderr), p.stderr
+
+
 def forwarded(port: int, target: socket.socket) -> bool:
     """Whether a connection to localhost:port reaches `target` (a listening socket)."""
     try:
@@ -301,8 +342,8 @@ def free_port() -> int:
 def test_ssh_runs_nothing_for_a_refused_login(daemon, profile):
     """OpenSSH does not end the connection when the PAM session fails: it restricts the
     session and exits when a command would run. With the daemon stopped, alice (a mandatory
-    view) gets no command run and no port forwarded; bob (none) gets both, in the host's
-    namespace."""
+    view) gets no command run and no port forwarded, and is shown the module's one line;
+    bob (none) gets both, in the host's namespace."""
     with Sshd(["alice", "bob"]) as server, socket.socket() as target:
         target.bind(("127.0.0.1", 0))
         target.listen()
@@ -317,6 +358,8 @@ def test_ssh_runs_nothing_for_a_refused_login(daemon, profile):
                     assert parse_ns(p.stdout) == host_ns()
                 else:
                     assert p.returncode != 0
+                    # sshd shows the module's line with its login messages, then ends
+                    assert (p.stdout + p.stderr).count(REFUSED_DEFAULT) == 1, p.stdout + p.stderr
                 m.unlink(missing_ok=True)
                 # A tunnel: forwarding is granted after authentication, before the session's
                 # command; a restricted session refuses it.

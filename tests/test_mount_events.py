@@ -20,7 +20,8 @@ import dbus
 import pytest
 
 from caller import CLIENT
-from helpers import E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, create, expect_error, ns_path, wait_until
+from helpers import (E_LIMIT_EXCEEDED, E_NO_SUCH_NAMESPACE, create, daemon_match_rules, expect_error, extra_users, ns_path,
+                     wait_until)
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, find_mount, nsctl_binary, timeout
 
 UNIQUE_ID_MIN = 1 << 31      # the kernel's unique mount ids start above the old ones (6.8)
@@ -334,6 +335,50 @@ def test_subscriptions_are_open_to_everyone_and_capped_per_uid(daemon):
     wait_until(lambda: view_watch_fds(daemon) == [], "every watch to end with its subscribers")
 
 
+SUBSCRIBING_UIDS = 40      # x 32 subscriptions, one bus name each: 1,280 names
+
+
+def test_forty_users_subscribing_all_they_may_add_no_match_rule(daemon):
+    """40 uids (users added for the test: dbus-daemon wants a user record) each hold the 32
+    subscriptions one uid may, each from a bus name of its own. Each name was one sd_bus_track,
+    one match rule of the daemon's on the bus: 16 uids used up dbus-daemon's 512 and the
+    daemon left the bus. Names are watched through the one NameOwnerChanged match the daemon
+    holds: its match rules stay as they were, and it answers root and the others; the names
+    gone, their watches end."""
+    create(daemon, "alice")
+    before = daemon_match_rules(daemon)
+    subscribers = []
+    with extra_users(daemon, SUBSCRIBING_UIDS) as uids:
+        subscribe_from_each(daemon, uids, subscribers, before)
+    wait_until(lambda: view_watch_fds(daemon) == [], "every watch to end with its subscribers")
+    assert daemon_match_rules(daemon) == before
+
+
+def subscribe_from_each(daemon, uids, subscribers, before):
+    try:
+        for uid in uids:
+            p = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3",
+                                  "-c", SUBSCRIBER, "Manager", MANAGER_PATH, "32"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            subscribers.append(p)
+        for i, p in enumerate(subscribers):
+            results = json.loads(p.stdout.readline())
+            assert results == ["ok"] * 32, f"uid {uids[i]}: {results}"
+        assert daemon.daemon_running(), "the daemon left"
+        assert daemon_match_rules(daemon) == before
+        assert str(daemon.manager().GetNamespace("alice")) == ns_path("alice")
+        q = subprocess.Popen(["setpriv", "--reuid=2002", "--regid=2002", "--clear-groups", "/usr/bin/python3", "-c",
+                              SUBSCRIBER, "Namespace", ns_path("alice"), "1"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert json.loads(q.stdout.readline()) == ["ok"], "bob could not subscribe"
+        q.stdin.close()
+        q.wait(timeout(10))
+    finally:
+        for p in subscribers:
+            p.stdin.close()
+            p.wait(timeout(10))
+
+
 def test_subscribe_refusals(daemon):
     """A namespace that is gone; the private socket, whose connections have no bus name."""
     (path,) = create(daemon, "alice")
@@ -404,16 +449,51 @@ def test_follow_prints_a_host_mount_with_its_origin(daemon):
         assert "NSM_TEST_CD" in line and "tmpfs" in line, line
         daemon.mount_tmpfs("/home/alice/mine", view="alice")
         line = f.wait_line(lambda line: "/home/alice/mine" in line, "alice's own mount")
-        assert line.startswith("mount") and line.endswith("made in this view"), line
+        # In no peer group: made in the view, or a private copy of a host's mount; the kernel
+        # cannot tell which.
+        assert line.startswith("mount") and line.endswith("unknown (in no peer group)"), line
         daemon.umount("/mnt/cd")
         f.wait_line(lambda line: line.startswith("umount") and " /mnt/cd " in line, "unmounting /mnt/cd")
     finally:
         f.stop()
 
 
+def test_follow_labels_a_daemon_bind_and_a_view_local_peer_group(daemon):
+    """A bind nsmanagerd made says so (it is no copy of the host's /); a peer group made inside
+    the view is "made in this view", not "another view's"; a group is named by the host's mount
+    at the same mount point (the one the view's is a copy of), never by another member."""
+    create(daemon, "alice")
+    src = daemon.instance / "follow-src"
+    src.mkdir()
+    f = Follow(daemon, "alice")
+    try:
+        f.wait_line(lambda line: line.startswith("ACTION"), "the header")
+        daemon.manager().BindMount("alice", str(src), "/home/alice/bound", 0x2)
+        line = f.wait_line(lambda line: " /home/alice/bound " in line, "the daemon's bind")
+        assert line.startswith("mount") and line.endswith("bound by nsmanagerd (BindMount)"), line
+
+        daemon.in_view("alice", ["sh", "-c", "mkdir -p /home/alice/vl /home/alice/vl2 && "
+                                 "mount -t tmpfs -o size=1m vl /home/alice/vl && mount --make-shared /home/alice/vl && "
+                                 "mount --bind /home/alice/vl /home/alice/vl2"], check=True)
+        group = find_mount(daemon.mountinfo("alice"), "/home/alice/vl2").peer_group
+        assert group
+        line = f.wait_line(lambda line: " /home/alice/vl2 " in line, "the bind of the view's own shared mount")
+        assert line.endswith(f"made in this view (peer group {group})"), line
+
+        # A view's bind of a host mount elsewhere: the host has the group, but no mount there.
+        daemon.mount_cd("/mnt/cd")
+        f.wait_line(lambda line: " /mnt/cd " in line, "the host's /mnt/cd")
+        daemon.in_view("alice", ["sh", "-c", "mkdir -p /home/alice/cd && mount --bind /mnt/cd /home/alice/cd"],
+                       check=True)
+        line = f.wait_line(lambda line: " /home/alice/cd " in line, "the view's bind of /mnt/cd")
+        assert "unknown" in line and "from the host's" not in line, line
+    finally:
+        f.stop()
+
+
 def test_follow_json_and_escapes(daemon):
     """--json: one object per line. What a user names (a mount point with an ESC in it) never
-    reaches the terminal as a control character, but JSON keeps the real bytes."""
+    reaches the terminal as a control character: escaped by the daemon's rule, in JSON too."""
     create(daemon, "alice")
     nasty = "/home/alice/\x1b]0;PWNED\x07"
     f = Follow(daemon, "alice", "--json")
@@ -432,7 +512,7 @@ def test_follow_json_and_escapes(daemon):
         g.wait_line(lambda line: line.startswith("ACTION"), "the header")
         daemon.mount_tmpfs(nasty, view="alice")
         line = g.wait_line(lambda line: "PWNED" in line, "the nasty mount point")
-        assert "\x1b" not in line and "\x07" not in line and "\\x1b]0;PWNED\\a" in line, repr(line)
+        assert "\x1b" not in line and "\x07" not in line and "\\x1b]0;PWNED\\x07" in line, repr(line)
     finally:
         g.stop()
 

@@ -522,6 +522,65 @@ def test_mounts_tree(views, nsctl):
     assert "(host)" in mnt and "bob" in mnt
 
 
+def test_mounts_as_findmnt(views, nsctl):
+    """What findmnt users reach for: -o/--output picks and orders the columns, --real hides
+    the pseudo file systems (libmount's list, as findmnt --real), -t/--types keeps the types
+    listed (libmount's matching: "noproc" too), TARGET keeps that mount and what is below it
+    (as a tree rooted there), and --json keeps the same mounts; bad columns and arguments are
+    usage errors."""
+    sb = views
+    sb.mount_tmpfs("/mnt/nsm-findmnt", view="alice")
+    sb.mount_tmpfs("/mnt/nsm-findmnt/below", view="alice")
+
+    p = nsctl("mounts", "alice", "-o", "target,fstype,id")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["TARGET", "FSTYPE", "ID"], lines[0]
+
+    def targets(out):
+        return [re.sub(r"^[\s│├└─]*", "", line).split()[0] for line in out.splitlines()[1:]]
+
+    assert all(len(re.sub(r"^[\s│├└─]*", "", line).split()) == 3 for line in lines[1:]), p.stdout
+
+    all_targets = targets(nsctl("mounts", "alice").stdout)
+    assert sorted(all_targets) == sorted(m.target for m in sb.mountinfo(view="alice")), all_targets
+
+    def findmnt(*args):
+        p = sb.in_view("alice", ["findmnt", "-rn", "-o", "TARGET", *args])
+        assert p.returncode in (0, 1), p.stderr
+        return sorted(p.stdout.splitlines())
+
+    # findmnt itself, in alice's view, is the measure
+    real = targets(nsctl("mounts", "alice", "--real", "-o", "TARGET").stdout)
+    assert real and sorted(real) == findmnt("--real"), real
+    assert "/proc" not in real and "/" in real
+    for types in ("tmpfs", "notmpfs,proc", "ext4"):
+        shown = targets(nsctl("mounts", "alice", "-t", types, "-o", "TARGET").stdout)
+        assert sorted(shown) == findmnt("-t", types), (types, shown)
+
+    p = nsctl("mounts", "alice", "/mnt/nsm-findmnt", "-o", "TARGET,FSTYPE")
+    assert p.returncode == 0, p.stderr
+    assert [line.split() for line in p.stdout.splitlines()[1:]] == [["/mnt/nsm-findmnt", "tmpfs"],
+                                                                    ["└─/mnt/nsm-findmnt/below", "tmpfs"]], p.stdout
+    p = nsctl("mounts", "alice", "/mnt/nsm-findmnt/", "--json")
+    assert p.returncode == 0, p.stderr
+    assert [m["target"] for m in json.loads(p.stdout)["mounts"]] == ["/mnt/nsm-findmnt", "/mnt/nsm-findmnt/below"]
+    p = nsctl("mounts", "alice", "--real", "--json")
+    assert {m["target"] for m in json.loads(p.stdout)["mounts"]} == set(real)
+    # the host's, by TARGET alone: /mnt is shared, alice's mounts there are the host's too
+    p = nsctl("mounts", "/mnt", "-o", "TARGET")
+    assert p.returncode == 0, p.stderr
+    shown = targets(p.stdout)
+    assert shown[0] == "/mnt" and "/mnt/nsm-findmnt/below" in shown, p.stdout
+    assert all(t == "/mnt" or t.startswith("/mnt/") for t in shown), p.stdout
+
+    for bad in (["alice", "-o", "TARGET,NOPE"], ["alice", "mnt"], ["alice", "/mnt", "--graph"],
+                ["alice", "--real", "--follow"]):
+        p = nsctl("mounts", *bad)
+        assert p.returncode == 2, (bad, p.stdout, p.stderr)
+    assert "unknown column 'NOPE'" in nsctl("mounts", "alice", "-o", "TARGET,NOPE").stderr
+
+
 def test_mounts_graph_is_valid_dot(views, nsctl):
     assert shutil.which("dot"), "dot is missing: tools/deps installs graphviz"
     for args in (["mounts", "--graph"], ["mounts", "--graph", "alice"]):
@@ -537,10 +596,10 @@ def test_mounts_graph_is_valid_dot(views, nsctl):
 def test_output_escapes_control_characters(views, nsctl, made_in_home):
     """A mount point is a name anybody can choose (fusermount3 lets every user pick one, and
     -o fsname= the source). Shown raw, ESC and BEL would retitle root's terminal and clear it:
-    nsctl escapes C0, C1 and DEL in the tree, the graph and errors; --json keeps JSON's own
-    escaping of the real name."""
+    the daemon escapes C0, C1 and DEL (docs/interface.md, "Text from the kernel or a user"),
+    and nsctl shows the same in the tree, the graph, --json and errors."""
     name = "\x1b]0;PWNED\x07\x1b[2J\x7f\u009bx"
-    shown = "\\x1b]0;PWNED\\a\\x1b[2J\\x7f\\u009bx"
+    shown = "\\x1b]0;PWNED\\x07\\x1b[2J\\x7f\\xc2\\x9bx"
     target = f"/home/alice/{name}"
     made_in_home(target)
     os.mkdir(target)
@@ -565,7 +624,7 @@ def test_output_escapes_control_characters(views, nsctl, made_in_home):
     js = nsctl("mounts", "--json", "alice")
     assert js.returncode == 0, js.stderr
     no_controls(js.stdout)
-    assert target in [m["target"] for m in json.loads(js.stdout)["mounts"]]
+    assert f"/home/alice/{shown}" in [m["target"] for m in json.loads(js.stdout)["mounts"]]
 
     # the daemon's message quotes the path it refuses
     msg = one_line_error(nsctl("unmount", "alice", f"{target}/none"))
@@ -649,19 +708,21 @@ def test_unmount_refusals(views, manager, nsctl):
     one_line_error(nsctl("unmount", "alice", "/home/alice"))        # not a mount point
     one_line_error(nsctl("unmount", "alice", "home/alice"))         # relative
     one_line_error(nsctl("unmount", "alice", "/mnt/../etc"))        # not normalized
-    one_line_error(nsctl("unmount", "carol", "/mnt"))               # no namespace
+    msg = one_line_error(nsctl("unmount", "carol", "/mnt"))         # no namespace
+    assert "User 'carol' has no namespace (not logged in; 'nsctl create carol' makes one)." in msg, msg
     # a user may not take a mount of the host out of their view
     one_line_error(nsctl("unmount", "alice", "/mnt", "--detach", as_user="alice"))
     assert "/mnt" in _mount_targets(manager, "alice")
 
 
 def test_reload(views, nsctl):
-    """reload = ReloadConfig(): new settings for namespaces created afterwards."""
+    """reload = ReloadConfig(): new settings for namespaces created afterwards, and one line
+    that says so."""
     sb = views
     sb.write_config(ExcludeUsers="carol")
     p = nsctl("reload")
     assert p.returncode == 0, p.stderr
-    assert (p.stdout, p.stderr) == ("", "")
+    assert (p.stdout, p.stderr) == ("Configuration reloaded: it applies to namespaces created from now on.\n", "")
     assert "carol" in one_line_error(nsctl("create", "carol"))
     assert nsctl("status", "alice").returncode == 0    # existing namespaces stay
 

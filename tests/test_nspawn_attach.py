@@ -489,3 +489,44 @@ PATH="$PWD/bin:$PATH" exec nsctl attach alice -- "$n" 600
     journal = m.journal("-u", unit, lines=100)
     assert "Unknown key" not in journal and "nsmtest-pwned" not in journal, journal
     poll(lambda: not attach_units(m), 10, "the unit to be collected", diag=m.diag)
+
+
+LONG_RUNNING = 40
+
+
+def _daemon_match_rules(m: Machine) -> int:
+    """The daemon's match rules on the container's system bus (dbus-daemon's Debug.Stats)."""
+    (owner,) = m.busctl("call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                        "GetNameOwner", "s", "org.example.NSManager")
+    (stats,) = m.busctl("call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Debug.Stats",
+                        "GetConnectionStats", "s", owner)
+    return int(stats["MatchRules"]["data"])
+
+
+def test_long_running_attaches_hold_no_match_rule_each(machine):
+    """With the real systemd: 40 long-running commands of alice's hold the daemon's two
+    matches for all attached commands (JobRemoved, and PropertiesChanged of systemd's
+    services), not two each (dbus-daemon allows a connection 512: ~256 attaches of one user
+    made the daemon leave the bus, tests/test_attach.py). Their ends still reach the daemon
+    through them: hung up, each unit is stopped and collected."""
+    m = machine
+    m.exec(["systemctl", "start", UNIT])
+    before = _daemon_match_rules(m)
+    # One after the other (at once, all but 8 would be refused: SystemdCallsPerUID=8); each
+    # nsctl's pid (the container's) printed, to be killed by it there.
+    starts = (f"for i in $(seq {LONG_RUNNING}); do nsctl attach alice -- sleep 1000 </dev/null >/dev/null 2>&1 & "
+              "echo $!; until [ $(systemctl list-units --plain --no-legend 'nsmanager-attach-*' | wc -l) -ge $i ]; "
+              "do sleep 0.05; done; done; wait")
+    runner = m.popen(["su", "-l", ALICE.name, "-c", starts])
+    clients = [int(runner.stdout.readline()) for _ in range(LONG_RUNNING)]
+    try:
+        poll(lambda: len(attach_units(m)) >= LONG_RUNNING, 60, f"{LONG_RUNNING} attach units", diag=m.diag)
+        rules = _daemon_match_rules(m)
+        print(f"match rules: {before} before, {rules} with {LONG_RUNNING} attached commands")
+        assert rules <= before + 2, f"{rules} match rules with {LONG_RUNNING} attached commands, {before} before"
+    finally:
+        # Each nsctl hangs up: SIGHUP to its command.
+        m.exec(["sh", "-c", "kill -KILL " + " ".join(str(pid) for pid in clients)], check=False)
+        runner.wait(timeout(30))
+    poll(lambda: not attach_units(m), 60, "every attach unit to end and be collected", diag=m.diag)
+    assert _daemon_match_rules(m) <= before + 2

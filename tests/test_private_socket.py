@@ -266,3 +266,49 @@ def private_peers() -> int:
     established = subprocess.run(["ss", "-xnH", "state", "connected", "src", sb_module.NSM_PRIVATE_SOCKET],
                                  capture_output=True, text=True, check=True).stdout
     return backlog + len([line for line in established.splitlines() if line.strip()])
+
+
+# Holds N silent connections to the private socket until its stdin closes. Run with a real
+# uid of its own (setpriv --ruid) and root's effective one, as a user's stopped su is.
+HOLDER = r'''
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    socks.append(s)
+print("connected", flush=True)
+sys.stdin.read()
+'''
+
+FILLING_UIDS = 20          # 20 x (4 served + 16 waiting) = 400: more than the 64 + 256 places
+HELD_PER_UID = 4 + 16 + 4  # each uid holds more than its places
+
+
+def test_twenty_users_filling_the_waiting_list_keep_no_root_login_out(daemon, pam):
+    """Twenty users each hold as many connections to the private socket as their real uid
+    may (stopped su processes would): served 4 and waiting 16 each, 20 uids had every one of
+    the 64 places and all 256 waiting places, and root's login waited in the backlog behind
+    them. Users together have at most 48 served and 192 waiting; root's login (bob's, from
+    runuser) lands in his view."""
+    daemon.manager().CreateNamespace("bob")
+    view = daemon.view_ns_id("bob")
+    holders = []
+    try:
+        for i in range(FILLING_UIDS):
+            h = subprocess.Popen(["setpriv", f"--ruid={30000 + i}", "/usr/bin/python3", "-c", HOLDER,
+                                  NSM_PRIVATE_SOCKET, str(HELD_PER_UID)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            holders.append(h)
+            assert h.stdout.readline().strip() == "connected"
+        # Every connection accepted, or closed beyond the uid's (and now the users') places:
+        # what stays is at most the places users have in all.
+        wait_until(lambda: private_peers() <= 48 + 192, "the daemon to close the users' connections beyond their "
+                   "places", wait=30, diag=lambda: f"{private_peers()} open")
+        p = runuser("bob", "readlink /proc/self/ns/mnt")
+        assert p.returncode == 0 and parse_ns(p.stdout) == view, \
+            f"root's login did not land in bob's view: {p.stdout} {p.stderr}"
+    finally:
+        for h in holders:
+            h.stdin.close()
+            h.wait()

@@ -565,6 +565,69 @@ def test_another_users_path_in_tmp(logins, host_files):
     logins.run("carol")
 
 
+def setfacl(path, *entries):
+    subprocess.run(["setfacl", "-m", ",".join(entries), str(path)], check=True, timeout=timeout(10))
+
+
+@pytest.mark.daemon_config(extra_config=HIDING, files={"user.d/bob.conf": "[View]\nInaccessiblePaths=/srv/proj/secret\n"})
+def test_a_directory_a_user_may_write_by_an_acl(logins, nsctl):
+    """/srv/proj is root's, mode 0775, group root; setfacl gives alice write (a common way
+    to hand a project lead one directory). bob's policy hides /srv/proj/secret. The mode
+    bits say only root writes there; the kernel lets alice rename the secret away, which
+    once failed bob's every view. Now verify names her ACL entry, and after her rename his
+    login goes on under his policy, his entry hiding nothing, as for any spoiled entry."""
+    sb = logins.sb
+    proj = Path("/srv/proj")        # on the fixture's tmpfs, never the machine's /srv
+    (proj / "secret").mkdir(parents=True)
+    (proj / "secret" / "plan").write_text("bob's plan\n")
+    os.chmod(proj, 0o775)
+    setfacl(proj, "u:alice:rwx")
+
+    p = nsctl("verify", "--config", str(sb.config_file))
+    assert p.returncode == 0, p.stderr
+    assert "InaccessiblePaths=/srv/proj/secret" in p.stderr and \
+        "'/srv/proj' can be written by the ACL entry user:alice:rwx" in p.stderr, p.stderr
+
+    as_alice(sb, "mv /srv/proj/secret /srv/proj/moved")
+    assert logins.run("bob", "cat /srv/proj/moved/plan") == "bob's plan\n"
+    spoiled_note(sb, "bob", "InaccessiblePaths=/srv/proj/secret", "does not exist", "nothing is there to hide",
+                 "user:alice:rwx")
+    logins.run("bob")
+
+
+def test_verify_reads_acls(instance, nsctl):
+    """Who may write a directory, as nsctl verify tells it: a named user's entry whose write
+    the mask takes away is no writer; a named group's with write is; group root is, where
+    NSS lists members in it other than root."""
+    sb = instance
+    sb.mount_tmpfs("/srv")          # never the machine's /srv
+    for d in ("masked", "grouped", "rooted"):
+        os.makedirs(f"/srv/{d}/x")
+    setfacl("/srv/masked", "u:alice:rwx", "m::r-x")
+    setfacl("/srv/grouped", "g:nsadmin:rwx")
+    setfacl("/srv/rooted", "g:root:rwx")
+    sb.write_config()
+    bob = sb.write_config_file("user.d/bob.conf", "[View]\nInaccessiblePaths=/srv/masked/x /srv/grouped/x "
+                                                  "/srv/rooted/x\n")
+    p = nsctl("verify", "--config", str(sb.config_file))
+    assert p.returncode == 0 and p.stdout.splitlines() == [
+        "bob: lands in a view with InaccessiblePaths=/srv/masked/x, InaccessiblePaths=/srv/grouped/x, "
+        "InaccessiblePaths=/srv/rooted/x", "No errors in the configuration."], p.stdout + p.stderr
+    warned = [line for line in p.stderr.splitlines() if line.startswith(f"{bob}: warning:")]
+    assert len(warned) == 1 and "InaccessiblePaths=/srv/grouped/x" in warned[0] and \
+        "'/srv/grouped' can be written by the ACL entry group:nsadmin:rwx" in warned[0], p.stderr
+
+    group = Path("/etc/group")      # the sandbox's copy
+    before = group.read_text()
+    try:
+        group.write_text("".join("root:x:0:dave\n" if line.startswith("root:") else line
+                                 for line in before.splitlines(keepends=True)))
+        p = nsctl("verify", "--config", str(sb.config_file))
+        assert "'/srv/rooted' can be written by the ACL entry group:root:rwx" in p.stderr, p.stderr
+    finally:
+        group.write_text(before)
+
+
 @pytest.mark.daemon_config(extra_config=HIDING + "BindPaths=/srv/nsm-vp-missing:%h/nsm-x\n")
 def test_an_administrators_error_still_fails_the_view(logins, host_files):
     """A source missing from root's own directory is nobody's doing but the administrator's:

@@ -8,6 +8,7 @@
 #include "child-setup.h"
 #include "ipc-fields.h"
 #include "ipc.h"
+#include "mount-notify.h"
 #include "mount-util.h"
 #include "registry.h"
 #include "strv.h"
@@ -138,7 +139,47 @@ static int read_mountinfo(char **ret, size_t *ret_size) {
         return 0;
 }
 
-static int handle_read_mounts(BuilderProcess *p, int ns_fd, NsmError *error) {
+/* After the table in buf: a NUL and each mount's ids (builder-message.h), where the kernel has
+ * unique ids; nothing more where it does not. statmount(2) of the basic fields asks no file
+ * system anything either. */
+static int append_mount_ids(char **buf, size_t *size) {
+        uint64_t ids[256], after = 0;
+        char *b;
+
+        b = realloc(*buf, *size + 1);
+        if (!b)
+                return -ENOMEM;
+        b[(*size)++] = '\0';
+        *buf = b;
+        for (;;) {
+                ssize_t k = mount_list_ids(after, ids, ELEMENTSOF(ids));
+
+                if (k == -EOPNOTSUPP)
+                        return 0;
+                if (k < 0)
+                        return (int) k;
+                for (ssize_t i = 0; i < k; i++) {
+                        MountStat st = {};
+                        BuilderMountIds m;
+
+                        if (mount_stat(ids[i], false, &st) < 0)
+                                continue;   /* gone meanwhile */
+                        m = (BuilderMountIds) { .old = st.old_id, .unique = st.id };
+                        mount_stat_done(&st);
+                        b = realloc(*buf, *size + sizeof m);
+                        if (!b)
+                                return -ENOMEM;
+                        memcpy(b + *size, &m, sizeof m);
+                        *buf = b;
+                        *size += sizeof m;
+                }
+                if ((size_t) k < ELEMENTSOF(ids))
+                        return 0;
+                after = ids[k - 1];
+        }
+}
+
+static int handle_read_mounts(BuilderProcess *p, const BuilderCall *c, int ns_fd, NsmError *error) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
         int r;
@@ -148,6 +189,8 @@ static int handle_read_mounts(BuilderProcess *p, int ns_fd, NsmError *error) {
         if (ns_fd >= 0 && setns(ns_fd, CLONE_NEWNS) < 0)
                 return nsm_error_set_errnof(error, -errno, "Failed to enter the namespace: %m");
         r = read_mountinfo(&buf, &size);
+        if (r >= 0 && c->with_ids)
+                r = append_mount_ids(&buf, &size);
         if (ns_fd >= 0 && setns(p->host_ns_fd, CLONE_NEWNS) < 0)
                 _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
         if (r < 0)
@@ -182,7 +225,7 @@ static int builder_handle(BuilderProcess *p, const BuilderCall *c, int ns_fd, Ns
         case BUILDER_LIST:
                 return handle_list(p, error);
         case BUILDER_READ_MOUNTS:
-                return handle_read_mounts(p, ns_fd, error);
+                return handle_read_mounts(p, c, ns_fd, error);
         case BUILDER_OPEN_MOUNTINFO:
                 return handle_open_mountinfo(p, ns_fd, error);
         default:

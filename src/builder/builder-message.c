@@ -13,6 +13,7 @@ enum {
         TAG_PROPAGATION,
         TAG_SHARED_SUBTREE,
         TAG_WITH_FD,
+        TAG_WITH_IDS,
 };
 
 /* Which fields each kind requires (and allows: a field of another kind is refused). */
@@ -27,7 +28,7 @@ static const uint64_t allowed[_BUILDER_CALL_KIND_MAX] = {
         [BUILDER_OPEN_REGISTRY] = BIT(TAG_REGISTRY_PIN) | BIT(TAG_PINS_DIR),
         [BUILDER_BUILD] = BIT(TAG_NAME) | BIT(TAG_SUBTREE_ROOT) | BIT(TAG_PROPAGATION) | BIT(TAG_SHARED_SUBTREE),
         [BUILDER_UNPIN] = BIT(TAG_NAME),
-        [BUILDER_READ_MOUNTS] = BIT(TAG_WITH_FD),
+        [BUILDER_READ_MOUNTS] = BIT(TAG_WITH_FD) | BIT(TAG_WITH_IDS),
 };
 
 void builder_call_done(BuilderCall *c) {
@@ -95,6 +96,8 @@ int builder_call_encode(const BuilderCall *c, void **ret, size_t *ret_size) {
                 break;
         case BUILDER_READ_MOUNTS:
                 field_put_bool(&w, TAG_WITH_FD, c->with_fd);
+                if (c->with_ids)
+                        field_put_bool(&w, TAG_WITH_IDS, true);
                 break;
         default:
                 break;
@@ -126,6 +129,8 @@ static int decode_field(uint8_t tag, const void *v, size_t n, void *userdata) {
                 return field_strv_push(v, n, &c->shared_subtrees);
         case TAG_WITH_FD:
                 return field_get_bool(v, n, &c->with_fd);
+        case TAG_WITH_IDS:
+                return field_get_bool(v, n, &c->with_ids);
         default:
                 return -EBADMSG;
         }

@@ -16,7 +16,8 @@
  *                    SHARED_SUBTREE (absolute, repeated: none or more)
  *   UNPIN            NAME (a file name: whatever LIST named)
  *   LIST             (none)
- *   READ_MOUNTS      WITH_FD (1: the namespace's fd comes with it; 0: the host's table)
+ *   READ_MOUNTS      WITH_FD (1: the namespace's fd comes with it; 0: the host's table),
+ *                    WITH_IDS (optional; 1: after the table a NUL and the mounts' ids, see below)
  *   OPEN_MOUNTINFO   (none; the namespace's fd comes with it)
  *
  * The decoder takes nothing on trust: a name must be one path component (it becomes one under
@@ -43,7 +44,16 @@ typedef struct BuilderCall {
         ViewPropagation propagation;
         char **shared_subtrees;
         bool with_fd;                    /* READ_MOUNTS, OPEN_MOUNTINFO (always) */
+        bool with_ids;                   /* READ_MOUNTS */
 } BuilderCall;
+
+/* READ_MOUNTS WITH_IDS answers the table, a NUL (mountinfo never holds one), then per mount of
+ * the namespace one BuilderMountIds (native byte order: the two ends are the same program),
+ * where the kernel has unique mount ids (statmount(2), Linux 6.8); none where it does not. */
+typedef struct BuilderMountIds {
+        uint64_t old;            /* as /proc/PID/mountinfo numbers it */
+        uint64_t unique;         /* never reused */
+} BuilderMountIds;
 
 void builder_call_done(BuilderCall *c);
 /* The message of 'c' (malloc'ed), or -EINVAL for a call the decoder would refuse. */

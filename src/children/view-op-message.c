@@ -37,6 +37,7 @@ enum {
         TAG_USER_GID = 27,              /* u64 */
         TAG_USER_HOME = 28,             /* string */
         TAG_USER_SHELL = 29,            /* string */
+        TAG_EXPECTED_ID = 30,           /* u64: SET_PROPAGATION, UNMOUNT of the mount with this id */
         _TAG_REQUEST_MAX,
 };
 
@@ -66,11 +67,12 @@ _Static_assert(_TAG_REQUEST_MAX <= 64 && _TAG_RESULT_MAX <= 64, "a tag past 63 h
 /* Which fields each operation takes, and which it cannot do without. */
 static const uint64_t allowed[_VIEW_OP_TYPE_MAX] = {
         [VIEW_OP_SET_PROPAGATION] = BIT(TAG_TYPE) | BIT(TAG_WITH_FD) | BIT(TAG_PATH) | BIT(TAG_MODE) |
-                                    BIT(TAG_RECURSIVE) | CALLER,
+                                    BIT(TAG_RECURSIVE) | BIT(TAG_EXPECTED_ID) | CALLER,
         [VIEW_OP_JOIN] = BIT(TAG_TYPE) | BIT(TAG_WITH_FD) | BIT(TAG_PATH) | BIT(TAG_JOIN) | CALLER,
         [VIEW_OP_BIND] = BIT(TAG_TYPE) | BIT(TAG_WITH_FD) | BIT(TAG_PATH) | BIT(TAG_SOURCE) | BIT(TAG_READ_ONLY) |
                          BIT(TAG_MAKE_DIR) | BIT(TAG_HOST_PROPAGATES) | CALLER,
-        [VIEW_OP_UNMOUNT] = BIT(TAG_TYPE) | BIT(TAG_WITH_FD) | BIT(TAG_PATH) | BIT(TAG_RECURSIVE) | CALLER,
+        [VIEW_OP_UNMOUNT] = BIT(TAG_TYPE) | BIT(TAG_WITH_FD) | BIT(TAG_PATH) | BIT(TAG_RECURSIVE) |
+                            BIT(TAG_EXPECTED_ID) | CALLER,
         [VIEW_OP_HOST_SHARE] = BIT(TAG_TYPE) | BIT(TAG_WITH_FD) | BIT(TAG_PATH),
         [VIEW_OP_APPLY_POLICY] = BIT(TAG_TYPE) | BIT(TAG_WITH_FD) | POLICY,
 };
@@ -168,6 +170,8 @@ int view_op_request_encode(const ViewOp *op, void **ret, size_t *ret_size) {
         case VIEW_OP_SET_PROPAGATION:
                 field_put_u64(&w, TAG_MODE, (uint64_t) op->mode);
                 field_put_bool(&w, TAG_RECURSIVE, op->recursive);
+                if (op->expected_id != 0)
+                        field_put_u64(&w, TAG_EXPECTED_ID, op->expected_id);
                 break;
         case VIEW_OP_JOIN:
                 field_put_u64(&w, TAG_JOIN, (uint64_t) op->join);
@@ -180,6 +184,8 @@ int view_op_request_encode(const ViewOp *op, void **ret, size_t *ret_size) {
                 break;
         case VIEW_OP_UNMOUNT:
                 field_put_bool(&w, TAG_RECURSIVE, op->recursive);
+                if (op->expected_id != 0)
+                        field_put_u64(&w, TAG_EXPECTED_ID, op->expected_id);
                 break;
         case VIEW_OP_APPLY_POLICY:
                 field_put_bool(&w, TAG_PRIVATE_TMP, op->policy->private_tmp);
@@ -259,6 +265,10 @@ static int decode_request_field(uint8_t tag, const void *v, size_t n, void *user
                 return 0;
         case TAG_RECURSIVE:
                 return field_get_bool(v, n, &op->recursive);
+        case TAG_EXPECTED_ID:
+                if (field_get_u64(v, n, &op->expected_id) < 0 || op->expected_id == 0)
+                        return -EBADMSG;
+                return 0;
         case TAG_JOIN:
                 if (field_get_u64(v, n, &u) < 0 || u >= _JOIN_MODE_MAX)
                         return -EBADMSG;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/openat2.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -100,6 +101,30 @@ static int bind_onto_itself(int fd, int *ret_fd) {
         return 0;
 }
 
+static int mount_changed(NsmError *error, const ViewOp *op, const char *path) {
+        return nsm_error_setf(error, NSM_ERROR_MOUNT_CHANGED,
+                              "The mount at '%s' is not mount %" PRIu64 " any more: it is gone, or it has moved. "
+                              "Nothing was changed; read the mounts again.", path, op->expected_id);
+}
+
+/* An operation by id (UnmountById, …): the mount at 'fd' must be the one the caller was shown:
+ * by the kernel's unique id (never reused) for an id in its range, else by mountinfo's (what
+ * GetMounts shows, and all there is before Linux 6.8; the path was resolved to it, so a mount
+ * elsewhere that got the reused id does not pass). */
+static int check_expected_id(const ViewOp *op, int fd, const char *path, NsmError *error) {
+        MountId id;
+        int r;
+
+        if (op->expected_id == 0)
+                return 0;
+        r = fd_get_mount_ids(fd, "", &id);
+        if (r < 0)
+                return nsm_error_set_errnof(error, r, "Failed to identify the mount at '%s': %m.", path);
+        if (op->expected_id >= MOUNT_ID_UNIQUE_MIN ? id.unique == op->expected_id : id.old == op->expected_id)
+                return 0;
+        return mount_changed(error, op, path);
+}
+
 /* The mount at 'path' (bound onto itself first if it is none and 'bind_if_needed'). */
 static int open_mount_point(const ViewOp *op, const char *path, bool bind_if_needed, int *ret_fd, bool *ret_bound,
                             NsmError *error) {
@@ -109,12 +134,20 @@ static int open_mount_point(const ViewOp *op, const char *path, bool bind_if_nee
         if (ret_bound)
                 *ret_bound = false;
         r = resolve_as(op, path, &fd);
+        if (r < 0 && op->expected_id != 0 && (r == -ENOENT || r == -ENOTDIR))
+                return mount_changed(error, op, path);
         if (r < 0)
                 return path_failed(error, r, "Path", path);
         r = path_is_mount_point(fd, "");
         if (r < 0)
                 return nsm_error_set_path_errnof(error, r, "Cannot tell whether '%s' is a mount point: %m.", path);
-        if (r == 0) {
+        if (r == 0 && op->expected_id != 0)
+                return mount_changed(error, op, path);
+        if (r > 0) {
+                r = check_expected_id(op, fd, path, error);
+                if (r < 0)
+                        return r;
+        } else {
                 if (!bind_if_needed)
                         return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is not a mount point.", path);
                 if (op->caller)

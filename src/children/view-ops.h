@@ -50,6 +50,8 @@ typedef struct ViewOp {
         JoinMode join;                   /* JOIN */
         bool read_only, make_dir;        /* BIND */
         bool host_propagates;            /* BIND: ViewPropagation=shared, the bind is a peer of its source */
+        uint64_t expected_id;            /* SET_PROPAGATION, UNMOUNT: 0, or the id (GetMountsEx's) the mount at
+                                          * 'path' must have, else MountChanged and nothing done */
 
         /* Who: NULL for full power, else the user acting on their own view. */
         const Credentials *caller;

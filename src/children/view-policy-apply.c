@@ -336,25 +336,6 @@ static _printf_(2, 3) int policy_note(PolicyContext *c, const char *fmt, ...) {
         return 1;
 }
 
-/* What went wrong at a path, for a note ("… '/home/alice/x' %s"). */
-static const char *spoiled_reason(int r, char buf[static 128]) {
-        switch (r) {
-        case -ELOOP:
-                return "has a symbolic link on the way (not followed)";
-        case -EPERM:
-                return "goes through a symbolic link that is not root's, or one in a directory that is not root's (not followed)";
-        case -ENOTDIR:
-                return "has something other than a directory where a directory is expected";
-        case -EISDIR:
-                return "is a directory where a file is expected";
-        case -ENOENT:
-                return "does not exist";
-        default:
-                snprintf(buf, 128, "cannot be used (%s)", strerror(-r));
-                return buf;
-        }
-}
-
 /* 1 and a sentence saying who, if the failure 'r' at 'path' is a user's doing: someone other
  * than root decides what the path names (path_find_other_writer()). 0 if it is not, and for
  * failures no user causes there: out of memory, a shared mount (-EXDEV: SharedSubtrees= is
@@ -375,6 +356,7 @@ static int policy_spoiled(PolicyContext *c, const char *path, bool follow_root_l
                 .follow_root_links = follow_root_links,
                 .table = c->table,
                 .n_table = c->n_table,
+                .names = true,          /* as the warnings name them (a killable child may ask NSS) */
         };
         return path_find_other_writer(&w, path, ret_why) > 0;
 }
@@ -389,7 +371,7 @@ static int bind_skip_if_spoiled(PolicyContext *c, const BindEntry *b, const char
         if (!policy_spoiled(c, path, follow_root_links, r, &why))
                 return 0;
         return policy_note(c, "%s=%s: %s '%s' %s, and %s: the entry is skipped.", b->setting, b->entry, what, path,
-                           spoiled_reason(r, buf), why);
+                           policy_spoiled_reason(r, buf), why);
 }
 
 /* Hides what can still be hidden at a path a user spoiled: the walk that follows no symlink
@@ -461,7 +443,7 @@ static int hide_if_spoiled(PolicyContext *c, const char *setting, const char *en
 
         if (!policy_spoiled(c, path, /* follow_root_links= */ false, r, &why))
                 return 0;
-        reason = spoiled_reason(r, buf);
+        reason = policy_spoiled_reason(r, buf);
         k = cover_spoiled(c, path, &covered);
         if (k < 0)
                 return nsm_error_set_path_errnof(&c->error, k, "%s=%s: '%s' %s, and %s; covering what is there "

@@ -12,7 +12,7 @@
 static bool same(const BuilderCall *a, const BuilderCall *b) {
         if (a->kind != b->kind || !streq_ptr(a->registry_pin, b->registry_pin) || !streq_ptr(a->pins_dir, b->pins_dir) ||
             !streq_ptr(a->name, b->name) || !streq_ptr(a->subtree_root, b->subtree_root) ||
-            a->propagation != b->propagation || a->with_fd != b->with_fd)
+            a->propagation != b->propagation || a->with_fd != b->with_fd || a->with_ids != b->with_ids)
                 return false;
         return strv_equal(a->shared_subtrees, b->shared_subtrees);
 }

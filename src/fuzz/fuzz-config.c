@@ -89,6 +89,8 @@ static void check_manager_config(const ManagerConfig *c) {
         FUZZ_CHECK(view_propagation_to_string(c->view_propagation));
         FUZZ_CHECK(c->operation_timeout_usec > 0 && c->operation_timeout_usec != UINT64_MAX);
         FUZZ_CHECK(c->rate_limit_interval_usec > 0 && c->rate_limit_interval_usec != UINT64_MAX);
+        FUZZ_CHECK(c->polkit_timeout_usec > 0 && c->polkit_timeout_usec != UINT64_MAX);
+        FUZZ_CHECK(c->audit_interval_usec > 0 && c->audit_interval_usec != UINT64_MAX);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -13,6 +13,7 @@ static bool same(const ViewOpRequest *a, const ViewOpRequest *b) {
 
         if (x->type != y->type || a->with_fd != b->with_fd || !streq_ptr(x->path, y->path) ||
             !streq_ptr(x->source, y->source) || !x->caller != !y->caller || x->max_own_binds != y->max_own_binds ||
+            x->expected_id != y->expected_id ||
             !mount_id_lists_identical(x->own_mounts, x->n_own_mounts, y->own_mounts, y->n_own_mounts) ||
             !mount_id_lists_identical(x->bind_mounts, x->n_bind_mounts, y->bind_mounts, y->n_bind_mounts) ||
             !mount_id_lists_identical(x->policy_mounts, x->n_policy_mounts, y->policy_mounts, y->n_policy_mounts))

@@ -357,6 +357,64 @@ int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **
         return 0;
 }
 
+int get_mounts_ex(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        MountEntry *a = NULL;
+        size_t n = 0;
+        int r;
+
+        r = manager_call(bus, "GetMountsEx", 0, error, &reply, "s", user);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(tttttsaysaysssts)");
+        while (r >= 0) {
+                MountEntry mi = {}, *b;
+                const char *target, *source, *fstype, *options, *propagation, *origin;
+
+                r = sd_bus_message_enter_container(reply, 'r', "tttttsaysaysssts");
+                if (r <= 0)
+                        break;
+                /* The escaped strings (shown as they are), not the bytes. */
+                r = sd_bus_message_read(reply, "ttttts", &mi.id, &mi.fingerprint, &mi.parent_id, &mi.peer_group,
+                                        &mi.master_group, &target);
+                if (r >= 0)
+                        r = sd_bus_message_skip(reply, "ay");
+                if (r >= 0)
+                        r = sd_bus_message_read(reply, "s", &source);
+                if (r >= 0)
+                        r = sd_bus_message_skip(reply, "ay");
+                if (r >= 0)
+                        r = sd_bus_message_read(reply, "sssts", &fstype, &options, &propagation, &mi.dev,
+                                                &origin);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        break;
+                b = realloc(a, (n + 1) * sizeof(MountEntry));
+                if (!b) {
+                        r = -ENOMEM;
+                        break;
+                }
+                a = b;
+                mi.target = strdup(target);
+                mi.source = strdup(source);
+                mi.fstype = strdup(fstype);
+                mi.options = strdup(options);
+                mi.propagation = strdup(propagation);
+                mi.origin = strdup(origin);
+                a[n++] = mi;
+                if (!mi.target || !mi.source || !mi.fstype || !mi.options || !mi.propagation || !mi.origin)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                mount_entries_free(a, n);
+                return r;
+        }
+        *ret = a;
+        *ret_n = n;
+        return 0;
+}
+
 /* The polkit agent: as systemctl does, run pkttyagent on our terminal while a call that may
  * need authorization is under way, so that an administrator is asked for a password. */
 static pid_t agent_pid = 0;

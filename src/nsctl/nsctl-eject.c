@@ -43,7 +43,7 @@ int verb_eject(sd_bus *bus, int argc _unused_, char **argv) {
                         json_object_end(&w);
                         continue;
                 }
-                _cleanup_free_ char *p = text_escape_control(path);
+                _cleanup_free_ char *p = text_show(path);
                 if (table_add_cell(t, *user ? user : "(host)", *user ? NULL : ansi_highlight()) < 0 ||
                     table_add_cell(t, p ?: "", NULL) < 0)
                         return log_oom();

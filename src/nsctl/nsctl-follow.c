@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* nsctl mounts [USER] --follow: the changes of a view's (or the host's) mount table as they come,
- * one line each, like findmnt --poll, with where each mount came from as far as the kernel says:
- * a mount that is a peer or a slave of one of the host's is "from the host's TARGET (peer group
- * N)"; one that is in no group another namespace shares was "made in this view".
+ * one line each, like findmnt --poll, with where each mount came from as far as the daemon and
+ * the kernel say (origin_of()).
  *
  * Subscribe() makes the daemon send MountsChanged (HostMountsChanged for the host) while we are
  * on the bus; each signal says that the table changed, and a new GetMounts() is compared with
  * the last one, so that each line carries the mount's source, type and groups (which the signal
- * does not) and its mount point as the table had it. */
+ * does not) and its mount point as the table had it. GetMountsEx's: its ids are the
+ * signal's, and it says which mounts the daemon made. */
 #include <signal.h>
 
 #include "bus-errors.h"
@@ -35,10 +35,17 @@ static void follow_done(Follow *f) {
         mount_entries_free(f->host, f->n_host);
 }
 
-static const MountEntry *find_by_peer_group(const MountEntry *m, size_t n, uint64_t group) {
+/* The host's mount of peer group 'group' at 'target' (the mount a view's is a copy of), or NULL;
+ * *ret_any: whether the host has any mount in that group. */
+static const MountEntry *find_host_copy(const MountEntry *m, size_t n, uint64_t group, const char *target,
+                                        bool *ret_any) {
+        *ret_any = false;
         for (size_t i = 0; group != 0 && i < n; i++)
-                if (m[i].peer_group == group)
-                        return m + i;
+                if (m[i].peer_group == group) {
+                        *ret_any = true;
+                        if (streq_ptr(m[i].target, target))
+                                return m + i;
+                }
         return NULL;
 }
 
@@ -54,11 +61,16 @@ static bool table_has(const MountEntry *t, size_t n, const MountEntry *e) {
         return false;
 }
 
-/* "from the host's /mnt/cd (peer group 57)", or NULL with *ret_made for one made here. The
- * host's table is read again once if it does not know the group (a mount the host just made). */
+/* Where a mount came from, as far as the daemon's records and the kernel tell, never a guess:
+ * the daemon's binds and the [View] policy's mounts say so; a mount in a peer group of the
+ * host's is "from the host's TARGET" only where the host's member of that group has the same
+ * mount point (a copy of it: any other member would be a guess); a group the host does not
+ * have was "made in this view"; anything else is "unknown". The host's table is read again once
+ * if it does not know the group (a mount the host just made). */
 static int origin_of(Follow *f, const MountEntry *m, char **ret) {
         uint64_t group = m->master_group ?: m->peer_group;
         const MountEntry *h;
+        bool any;
 
         *ret = NULL;
         if (!*f->user) {
@@ -72,33 +84,43 @@ static int origin_of(Follow *f, const MountEntry *m, char **ret) {
                         return -ENOMEM;
                 return 0;
         }
+        if (streq_ptr(m->origin, "daemon"))
+                return (*ret = strdup("bound by nsmanagerd (BindMount)")) ? 0 : -ENOMEM;
+        if (streq_ptr(m->origin, "policy"))
+                return (*ret = strdup("made by the [View] policy")) ? 0 : -ENOMEM;
+        if (streq_ptr(m->origin, "user"))
+                return (*ret = strdup("the user's FUSE mount")) ? 0 : -ENOMEM;
         if (group == 0)
-                return (*ret = strdup("made in this view")) ? 0 : -ENOMEM;
-        h = find_by_peer_group(f->host, f->n_host, group);
-        if (!h) {
+                /* In no peer group: made here, or a private copy of one of the host's. */
+                return (*ret = strdup("unknown (in no peer group)")) ? 0 : -ENOMEM;
+        h = find_host_copy(f->host, f->n_host, group, m->target, &any);
+        if (!any) {
                 _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
                 MountEntry *t = NULL;
                 size_t n = 0;
 
-                if (get_mounts(f->bus, "", &error, &t, &n) >= 0) {
+                if (get_mounts_ex(f->bus, "", &error, &t, &n) >= 0) {
                         mount_entries_free(f->host, f->n_host);
                         f->host = t;
                         f->n_host = n;
-                        h = find_by_peer_group(f->host, f->n_host, group);
+                        h = find_host_copy(f->host, f->n_host, group, m->target, &any);
                 }
         }
         if (h && asprintf(ret, "from the host's %s (peer group %" PRIu64 "%s)", h->target, group,
                           m->master_group ? ", one way" : "") < 0)
                 return -ENOMEM;
-        if (!h && asprintf(ret, "%s peer group %" PRIu64 " of another view", m->master_group ? "received from" : "shared with",
-                           group) < 0)
+        if (!h && !any && asprintf(ret, "made in this view (peer group %" PRIu64 "%s)", group,
+                                   m->master_group ? ", received" : "") < 0)
+                return -ENOMEM;
+        if (!h && any && asprintf(ret, "unknown (%s peer group %" PRIu64 " of the host's)",
+                                  m->master_group ? "receives from" : "in", group) < 0)
                 return -ENOMEM;
         return 0;
 }
 
 static void print_line(const char *action, const MountEntry *m, const char *origin) {
-        _cleanup_free_ char *target = text_escape_control(m->target), *source = text_escape_control(m->source),
-                            *fstype = text_escape_control(m->fstype), *o = text_escape_control(origin);
+        _cleanup_free_ char *target = text_show(m->target), *source = text_show(m->source),
+                            *fstype = text_show(m->fstype), *o = text_show(origin);
 
         if (arg_json != JSON_OFF) {
                 JsonWriter w;
@@ -125,7 +147,7 @@ static int follow_refresh(Follow *f) {
         size_t n = 0;
         int r;
 
-        r = get_mounts(f->bus, f->user, &error, &t, &n);
+        r = get_mounts_ex(f->bus, f->user, &error, &t, &n);
         if (r < 0 && stop_requested)
                 return 0;   /* interrupted: we are done anyway */
         if (r < 0)
@@ -208,11 +230,11 @@ int verb_mounts_follow(sd_bus *bus, const char *user) {
         /* The table before the subscription, and again after it: the daemon answers Subscribe()
          * once it has read the table itself, so whatever changes from then on is signalled, and
          * whatever changed before is in the second table. */
-        r = get_mounts(bus, f.user, &error, &f.mounts, &f.n_mounts);
+        r = get_mounts_ex(bus, f.user, &error, &f.mounts, &f.n_mounts);
         if (r < 0)
                 return bus_log_error(&error, r, "Failed to read the mounts of %s", host ? "the host" : user);
         if (!host)
-                (void) get_mounts(bus, "", NULL, &f.host, &f.n_host);
+                (void) get_mounts_ex(bus, "", NULL, &f.host, &f.n_host);
         r = sd_bus_call_method(bus, NSM_BUS_NAME, path, host ? NSM_MANAGER_INTERFACE : NSM_NAMESPACE_INTERFACE,
                                "Subscribe", &error, NULL, NULL);
         if (r < 0)

@@ -1,21 +1,160 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * nsctl mounts [USER] [--json|--graph]: a view's mounts as a tree, with where each mount
- * propagates to, computed from GetMounts() of every namespace and of the host: a mount in
- * peer group P sends what is mounted on it to every mount of peer group P (the peers,
+ * nsctl mounts [USER] [TARGET] [--json|--graph]: a view's mounts as a tree, with where each
+ * mount propagates to, computed from GetMounts() of every namespace and of the host: a mount
+ * in peer group P sends what is mounted on it to every mount of peer group P (the peers,
  * which send back) and to every mount whose master group is P (the slaves, receive only).
+ * As findmnt: -o/--output picks the columns, --real hides pseudo file systems, -t/--types
+ * keeps some types, TARGET keeps that mount and what is below it; libmount says which types
+ * are pseudo file systems and matches -t's list, as it does for findmnt.
  */
 #include <errno.h>
+#include <libmount.h>
 #include <stdbool.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bus-errors.h"
 #include "nsctl.h"
 
 /* Show at most this many namespaces in the PROPAGATES TO column; JSON has them all. */
 #define PROPAGATES_TO_MAX 5
+
+char *arg_output = NULL;
+bool arg_real = false;
+char *arg_types = NULL;
+
+typedef enum Column {
+        COL_TARGET,
+        COL_SOURCE,
+        COL_FSTYPE,
+        COL_PROPAGATION,
+        COL_PEER,
+        COL_MASTER,
+        COL_PROPAGATES_TO,
+        COL_ID,
+        COL_PARENT,
+        _COL_MAX,
+} Column;
+
+/* -o's names (findmnt's where it has the column), the headers, and what is shown without -o. */
+static const struct {
+        const char *name, *header;
+        bool right;
+} columns[_COL_MAX] = {
+        [COL_TARGET] = { "TARGET", "TARGET" },
+        [COL_SOURCE] = { "SOURCE", "SOURCE" },
+        [COL_FSTYPE] = { "FSTYPE", "FSTYPE" },
+        [COL_PROPAGATION] = { "PROPAGATION", "PROPAGATION" },
+        [COL_PEER] = { "PEER", "PEER", true },
+        [COL_MASTER] = { "MASTER", "MASTER", true },
+        [COL_PROPAGATES_TO] = { "PROPAGATES-TO", "PROPAGATES TO" },
+        [COL_ID] = { "ID", "ID", true },
+        [COL_PARENT] = { "PARENT", "PARENT", true },
+};
+static const Column default_columns[] = {
+        COL_TARGET, COL_SOURCE, COL_FSTYPE, COL_PROPAGATION, COL_PEER, COL_MASTER, COL_PROPAGATES_TO,
+};
+
+/* "TARGET,OPTIONS" into the columns, in that order; -EINVAL names the first unknown one in
+ * *ret_bad (may be NULL). */
+static int parse_columns(const char *spec, Column *ret, size_t *ret_n, char **ret_bad) {
+        size_t n = 0;
+
+        for (const char *p = spec; *p; p += *p == ',') {
+                size_t len = strcspn(p, ","), i;
+
+                for (i = 0; i < _COL_MAX; i++)
+                        if (strlen(columns[i].name) == len && strncasecmp(p, columns[i].name, len) == 0)
+                                break;
+                if (i == _COL_MAX || n >= _COL_MAX) {
+                        if (ret_bad)
+                                *ret_bad = strndup(p, len);
+                        return -EINVAL;
+                }
+                if (ret)
+                        ret[n] = (Column) i;
+                n++;
+                p += len;
+        }
+        if (n == 0)
+                return -EINVAL;
+        if (ret_n)
+                *ret_n = n;
+        return 0;
+}
+
+static int check_arguments(int argc, char **argv, char **ret_message) {
+        _cleanup_free_ char *bad = NULL;
+        int r;
+
+        if (arg_output) {
+                r = parse_columns(arg_output, NULL, NULL, &bad);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        _cleanup_strv_free_ char **names = NULL;
+                        _cleanup_free_ char *list = NULL, *shown = text_escape(bad ?: arg_output);
+                        for (size_t i = 0; i < _COL_MAX; i++)
+                                if (strv_extend(&names, columns[i].name) < 0)
+                                        return -ENOMEM;
+                        list = strv_join(names, ", ");
+                        if (!shown || !list ||
+                            asprintf(ret_message, "unknown column '%s' in --output (columns: %s)", shown, list) < 0)
+                                return -ENOMEM;
+                        return -EINVAL;
+                }
+        }
+        /* TARGET is a path: USER never begins with '/'. */
+        if (argc == 3 && argv[2][0] != '/')
+                r = asprintf(ret_message, "TARGET '%s' is not an absolute path", argv[2]);
+        else if ((arg_graph || arg_follow) && (arg_output || arg_real || arg_types || (argc > 1 && argv[argc - 1][0] == '/')))
+                r = asprintf(ret_message, "--output, --real, --types and TARGET show a table: not with %s",
+                             arg_graph ? "--graph" : "--follow");
+        else
+                return 0;
+        return r < 0 ? -ENOMEM : -EINVAL;
+}
+
+int verb_mounts_check(int argc, char **argv) {
+        _cleanup_free_ char *message = NULL;
+        int r = check_arguments(argc, argv, &message);
+
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return verb_usage_error("mounts", "%s", message);
+        if (arg_json != JSON_OFF && arg_graph)
+                return verb_usage_error("mounts", "--json and --graph cannot be combined");
+        if (arg_follow && arg_graph)
+                return verb_usage_error("mounts", "--follow and --graph cannot be combined");
+        /* A stream of changes goes straight to its reader. */
+        if (arg_follow)
+                arg_no_pager = true;
+        return 0;
+}
+
+/* Whether TARGET (the argument, trailing slashes ignored) is the mount point 'path' or above it. */
+static bool path_at_or_below(const char *path, const char *target) {
+        size_t n = strlen(target);
+
+        while (n > 1 && target[n - 1] == '/')
+                n--;
+        if (n == 1 && target[0] == '/')
+                return true;
+        return strncmp(path, target, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The mounts the filters keep: --real, --types, TARGET. */
+static bool mount_wanted(const MountEntry *m, const char *target) {
+        if (arg_real && mnt_fstype_is_pseudofs(m->fstype))
+                return false;
+        if (arg_types && !mnt_match_fstype(m->fstype, arg_types))
+                return false;
+        return !target || path_at_or_below(m->target, target);
+}
 
 typedef struct View {
         char *name;      /* "" = host */
@@ -299,31 +438,54 @@ static size_t find_mount(const MountEntry *m, const size_t *by_id, size_t n, uin
         return lo < n && m[by_id[lo]].id == id ? by_id[lo] : SIZE_MAX;
 }
 
-static int add_row(Table *t, const Views *v, const MountEntry *m, const char *prefix) {
-        _cleanup_free_ char *to = propagates_to_text(v, m);
-        int r;
+typedef struct Shown {
+        Column columns[_COL_MAX];
+        size_t n_columns;
+        const char *target;      /* TARGET, or NULL */
+        bool *wanted;            /* per mount of the view: kept by the filters */
+} Shown;
 
-        if (!to)
-                return -ENOMEM;
+static int add_cell(Table *t, const Views *v, const MountEntry *m, Column c, const char *prefix) {
+        _cleanup_free_ char *to = NULL;
 
-        r = table_add_cellf(t, NULL, "%s%s", prefix, m->target);
-        if (r >= 0)
-                r = table_add_cell(t, m->source, NULL);
-        if (r >= 0)
-                r = table_add_cell(t, m->fstype, NULL);
-        if (r >= 0)
-                r = table_add_cell(t, m->propagation, strstr(m->propagation, "shared") ? ansi_green() : NULL);
-        if (r >= 0)
-                r = m->peer_group ? table_add_cellf(t, NULL, "%" PRIu64, m->peer_group) : table_add_cell(t, "-", NULL);
-        if (r >= 0)
-                r = m->master_group ? table_add_cellf(t, NULL, "%" PRIu64, m->master_group) : table_add_cell(t, "-", NULL);
-        if (r >= 0)
-                r = table_add_cell(t, to, m->peer_group && !streq(to, "-") ? ansi_highlight() : NULL);
+        switch (c) {
+        case COL_TARGET:
+                return table_add_cellf(t, NULL, "%s%s", prefix, m->target);
+        case COL_SOURCE:
+                return table_add_cell(t, m->source, NULL);
+        case COL_FSTYPE:
+                return table_add_cell(t, m->fstype, NULL);
+        case COL_PROPAGATION:
+                return table_add_cell(t, m->propagation, strstr(m->propagation, "shared") ? ansi_green() : NULL);
+        case COL_PEER:
+                return m->peer_group ? table_add_cellf(t, NULL, "%" PRIu64, m->peer_group) : table_add_cell(t, "-", NULL);
+        case COL_MASTER:
+                return m->master_group ? table_add_cellf(t, NULL, "%" PRIu64, m->master_group) : table_add_cell(t, "-", NULL);
+        case COL_PROPAGATES_TO:
+                to = propagates_to_text(v, m);
+                if (!to)
+                        return -ENOMEM;
+                return table_add_cell(t, to, m->peer_group && !streq(to, "-") ? ansi_highlight() : NULL);
+        case COL_ID:
+                return table_add_cellf(t, NULL, "%" PRIu64, m->id);
+        case COL_PARENT:
+                return table_add_cellf(t, NULL, "%" PRIu64, m->parent_id);
+        default:
+                return -EINVAL;
+        }
+}
+
+static int add_row(Table *t, const Shown *s, const Views *v, const MountEntry *m, const char *prefix) {
+        int r = 0;
+
+        /* The tree is drawn in TARGET's column, wherever -o puts it. */
+        for (size_t i = 0; r >= 0 && i < s->n_columns; i++)
+                r = add_cell(t, v, m, s->columns[i], prefix);
         return r;
 }
 
 /* 'indent' holds "│ " / "  " for every ancestor level below the root. */
-static int add_subtree(Table *t, const Views *v, const MountEntry *m, TreeNode *nodes, size_t i,
+static int add_subtree(Table *t, const Shown *s, const Views *v, const MountEntry *m, TreeNode *nodes, size_t i,
                        char **indent, size_t *indent_len) {
         for (size_t c = nodes[i].first_child; c != SIZE_MAX; c = nodes[c].next_sibling) {
                 bool last = nodes[c].next_sibling == SIZE_MAX;
@@ -338,7 +500,7 @@ static int add_subtree(Table *t, const Views *v, const MountEntry *m, TreeNode *
 
                 if (asprintf(&prefix, "%s%s", *indent, last ? "\u2514\u2500" : "\u251C\u2500") < 0)
                         return -ENOMEM;
-                r = add_row(t, v, m + c, prefix);
+                r = add_row(t, s, v, m + c, prefix);
                 if (r < 0)
                         return r;
 
@@ -352,7 +514,7 @@ static int add_subtree(Table *t, const Views *v, const MountEntry *m, TreeNode *
                 strcpy(*indent + saved, last ? "  " : "\u2502 ");
                 *indent_len = strlen(*indent);
 
-                r = add_subtree(t, v, m, nodes, c, indent, indent_len);
+                r = add_subtree(t, s, v, m, nodes, c, indent, indent_len);
                 if (r < 0)
                         return r;
                 (*indent)[saved] = '\0';
@@ -361,10 +523,8 @@ static int add_subtree(Table *t, const Views *v, const MountEntry *m, TreeNode *
         return 0;
 }
 
-static int print_tree(const Views *v) {
-        static const char *const headers[] = {
-                "TARGET", "SOURCE", "FSTYPE", "PROPAGATION", "PEER", "MASTER", "PROPAGATES TO"
-        };
+static int print_tree(const Views *v, const Shown *s) {
+        const char *headers[_COL_MAX];
         const View *self = v->views + v->self;
         const MountEntry *m = self->mounts;
         size_t n = self->n_mounts;
@@ -375,15 +535,17 @@ static int print_tree(const Views *v) {
         size_t indent_len = 0;
         int r;
 
-        t = table_new(ELEMENTSOF(headers), headers);
+        for (size_t i = 0; i < s->n_columns; i++)
+                headers[i] = columns[s->columns[i]].header;
+        t = table_new(s->n_columns, headers);
         nodes = calloc(n ?: 1, sizeof(TreeNode));
         by_id = calloc(n ?: 1, sizeof(size_t));
         last_child = calloc(n ?: 1, sizeof(size_t));
         indent = strdup("");
         if (!t || !nodes || !by_id || !last_child || !indent)
                 return log_oom();
-        table_set_align_right(t, 4, true);
-        table_set_align_right(t, 5, true);
+        for (size_t i = 0; i < s->n_columns; i++)
+                table_set_align_right(t, i, columns[s->columns[i]].right);
 
         for (size_t i = 0; i < n; i++) {
                 by_id[i] = i;
@@ -392,11 +554,13 @@ static int print_tree(const Views *v) {
         }
         qsort_r(by_id, n, sizeof(size_t), mount_id_index_cmp, (void *) m);
 
-        /* Link children in the daemon's order (mountinfo order, as findmnt shows them). */
+        /* Link children in the daemon's order (mountinfo order, as findmnt shows them); what the
+         * filters leave out is left out with its links, and a mount whose parent they left out
+         * is a root of its own. */
         for (size_t i = 0; i < n; i++) {
                 size_t p = m[i].parent_id == m[i].id ? SIZE_MAX : find_mount(m, by_id, n, m[i].parent_id);
 
-                if (p == SIZE_MAX)
+                if (p == SIZE_MAX || !s->wanted[i] || !s->wanted[p])
                         continue;
                 if (last_child[p] == SIZE_MAX)
                         nodes[p].first_child = i;
@@ -405,16 +569,16 @@ static int print_tree(const Views *v) {
                 last_child[p] = i;
         }
 
-        /* Roots: mounts whose parent is not in the view (the view's "/"). */
+        /* Roots: mounts whose parent is not in the view (the view's "/"), or not shown. */
         for (size_t i = 0; i < n; i++) {
                 size_t p = m[i].parent_id == m[i].id ? SIZE_MAX : find_mount(m, by_id, n, m[i].parent_id);
 
-                if (p != SIZE_MAX)
+                if (!s->wanted[i] || (p != SIZE_MAX && s->wanted[p]))
                         continue;
                 nodes[i].visited = true;
-                r = add_row(t, v, m + i, "");
+                r = add_row(t, s, v, m + i, "");
                 if (r >= 0)
-                        r = add_subtree(t, v, m, nodes, i, &indent, &indent_len);
+                        r = add_subtree(t, s, v, m, nodes, i, &indent, &indent_len);
                 if (r < 0)
                         return log_oom();
         }
@@ -441,7 +605,7 @@ static void json_sender(const Views *v, size_t view, LinkKind kind _unused_, voi
         json_string(userdata, v->views[view].name);
 }
 
-static int print_json(const Views *v) {
+static int print_json(const Views *v, const Shown *s) {
         const View *self = v->views + v->self;
         JsonWriter w;
 
@@ -454,6 +618,8 @@ static int print_json(const Views *v) {
         for (size_t i = 0; i < self->n_mounts; i++) {
                 const MountEntry *m = self->mounts + i;
 
+                if (!s->wanted[i])
+                        continue;
                 json_object_begin(&w);
                 json_mount_entry(&w, m);
                 json_key(&w, "propagates_to");
@@ -480,7 +646,7 @@ static int print_json(const Views *v) {
 static int dot_quote_lines(FILE *f, const char *const *lines) {
         fputc('"', f);
         for (size_t i = 0; lines[i]; i++) {
-                _cleanup_free_ char *e = text_escape_control(lines[i]);
+                _cleanup_free_ char *e = text_show(lines[i]);
 
                 if (!e)
                         return log_oom();
@@ -616,22 +782,43 @@ static int print_graph(const Views *v, bool filter) {
 }
 
 int verb_mounts(sd_bus *bus, int argc, char **argv) {
-        const char *user = argc > 1 ? argv[1] : NULL;
+        /* [USER] [TARGET]: a lone argument that begins with '/' is the host's TARGET. */
+        const char *target = argc > 1 && argv[argc - 1][0] == '/' ? argv[argc - 1] : NULL;
+        const char *user = argc > (target ? 2 : 1) ? argv[1] : NULL;
+        _cleanup_free_ bool *wanted = NULL;
+        Shown s = { .target = target };
         Views v = {};
         int r;
 
         if (arg_follow)
                 return verb_mounts_follow(bus, user);
+        if (arg_output) {
+                r = parse_columns(arg_output, s.columns, &s.n_columns, NULL);
+                if (r < 0)
+                        return r == -ENOMEM ? log_oom() : r;
+        } else {
+                memcpy(s.columns, default_columns, sizeof default_columns);
+                s.n_columns = ELEMENTSOF(default_columns);
+        }
         r = views_load(bus, user, &v);
         if (r < 0)
                 return r;
 
+        wanted = calloc(v.views[v.self].n_mounts ?: 1, sizeof(bool));
+        if (!wanted) {
+                views_done(&v);
+                return log_oom();
+        }
+        for (size_t i = 0; i < v.views[v.self].n_mounts; i++)
+                wanted[i] = mount_wanted(v.views[v.self].mounts + i, target);
+        s.wanted = wanted;
+
         if (arg_graph)
                 r = print_graph(&v, user != NULL);
         else if (arg_json != JSON_OFF)
-                r = print_json(&v);
+                r = print_json(&v, &s);
         else
-                r = print_tree(&v);
+                r = print_tree(&v, &s);
 
         views_done(&v);
         return r;

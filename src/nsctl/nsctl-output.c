@@ -248,7 +248,7 @@ int table_add_cell(Table *t, const char *text, const char *color) {
         }
         /* Cells hold what the daemon sent (mount points, sources: a user's choice): escaped. */
         t->cells[t->n_cells] = (Cell) {
-                .text = text_escape_control(text),
+                .text = text_show(text),
                 .color = color,
         };
         if (!t->cells[t->n_cells].text)

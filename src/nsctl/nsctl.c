@@ -38,6 +38,7 @@ static bool arg_recursive = false;
 static bool arg_read_only = false;
 static bool arg_mkdir = false;
 static bool arg_detach = false;
+static uint64_t arg_id = 0;     /* --id: act by the mount's id (UnmountById, SetPropagationById) */
 bool arg_follow = false;
 bool arg_lazy = false;
 static bool arg_help = false;
@@ -95,18 +96,17 @@ int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
 
         if (error && error->message && error->message[0] &&
             !(error->name && strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0)) {
-                _cleanup_free_ char *line = strdup(error->message), *message = NULL;
+                _cleanup_free_ char *message = NULL;
 
-                if (!line)
-                        return log_oom();
-                /* One line, whatever the daemon wrote; and a message may quote a user's mount
-                 * point or file name, so no control character of it reaches the terminal. */
-                for (char *p = line; *p; p++)
-                        if (*p == '\n')
-                                *p = ' ';
-                message = text_escape_control(line);
-                if (!message)
-                        return log_oom();
+                /* The daemon escaped the sentence (text-escape.h); the log escapes what it prints
+                 * by the same rule, so it gets the bytes back first and the text comes out as the
+                 * daemon sent it, escaped once. A message that is not an escape is passed on as
+                 * it came, and escaped there. */
+                if (text_unescape(error->message, &message) < 0) {
+                        message = strdup(error->message);
+                        if (!message)
+                                return log_oom();
+                }
                 return log_error_errno(r, "%s", message);
         }
 
@@ -146,6 +146,8 @@ int verb_usage_error(const char *verb, const char *fmt, ...) {
 static int check_verify(int argc, char **argv _unused_) {
         if (argc > 1 && arg_config)
                 return verb_usage_error("verify", "--config and FILE arguments cannot be combined");
+        if (argc > 1 && arg_verify_user)
+                return verb_usage_error("verify", "--user and FILE arguments cannot be combined");
         return 0;
 }
 
@@ -287,11 +289,11 @@ static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
         }
 
         /* What the daemon sent is shown escaped (text-escape.h), as everywhere in nsctl. */
-        user = text_escape_control(i.user);
-        state = text_escape_control(i.state);
-        root = text_escape_control(i.root ?: "n/a");
-        shown_sessions = text_escape_control(sessions);
-        object = text_escape_control(i.object);
+        user = text_show(i.user);
+        state = text_show(i.state);
+        root = text_show(i.root ?: "n/a");
+        shown_sessions = text_show(sessions);
+        object = text_show(i.object);
         if (!user || !state || !root || !shown_sessions || !object) {
                 namespace_info_done(&i);
                 return log_oom();
@@ -360,10 +362,58 @@ static int check_propagation(int argc, char **argv) {
         return 0;
 }
 
+/* UnmountById and SetPropagationById (mode NULL: the former): the mount with id arg_id at
+ * 'shown', a path as nsctl shows it (escaped by the daemon's rule: text-escape.h), whose bytes
+ * go as the kernel has them. */
+static int call_by_id(sd_bus *bus, const char *member, const char *what, const char *user, const char *shown,
+                      const char *mode, uint64_t flags) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = text_unescape(shown, &path);
+        if (r < 0)
+                return log_error_errno(r, "'%s' is not a path as nsctl shows it (a '\\' starts \\xNN).", shown);
+        r = sd_bus_message_new_method_call(bus, &m, NSM_BUS_NAME, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, member);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "st", user, arg_id);
+        if (r >= 0)
+                r = sd_bus_message_append_array(m, 'y', path, strlen(path));
+        if (r >= 0 && mode)
+                r = sd_bus_message_append(m, "s", mode);
+        if (r >= 0)
+                r = sd_bus_message_append(m, "t", flags);
+        if (r >= 0)
+                r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the call: %m");
+        polkit_agent_open_if_enabled();
+        r = sd_bus_call(bus, m, call_timeout(), &error, NULL);
+        polkit_agent_close();
+        if (r < 0)
+                return bus_log_error(&error, r, "Failed to %s", what);
+        return 0;
+}
+
+static int parse_id(const char *arg) {
+        char *end;
+
+        errno = 0;
+        unsigned long long v = strtoull(arg, &end, 10);
+        if (errno != 0 || end == arg || *end || v == 0 || arg[0] == '-')
+                return -EINVAL;
+        arg_id = v;
+        return 0;
+}
+
 static int verb_propagation(sd_bus *bus, int argc, char **argv) {
         const char *user = argc == 4 ? argv[1] : "";
         const char *path = argv[argc - 2], *mode = argv[argc - 1];
 
+        if (arg_id != 0)
+                return call_by_id(bus, "SetPropagationById", "change the propagation", user, path, mode,
+                                  arg_recursive ? NSM_PROPAGATION_RECURSIVE : UINT64_C(0));
         return simple_call(bus, "SetPropagation", "change the propagation", "ssst", user, path, mode,
                            arg_recursive ? NSM_PROPAGATION_RECURSIVE : UINT64_C(0));
 }
@@ -387,24 +437,20 @@ static int verb_linger(sd_bus *bus, int argc _unused_, char **argv) {
 }
 
 static int verb_unmount(sd_bus *bus, int argc _unused_, char **argv) {
+        if (arg_id != 0)
+                return call_by_id(bus, "UnmountById", "unmount", argv[1], argv[2], NULL,
+                                  arg_detach ? NSM_UNMOUNT_DETACH : UINT64_C(0));
         return simple_call(bus, "Unmount", "unmount", "sst", argv[1], argv[2],
                            arg_detach ? NSM_UNMOUNT_DETACH : UINT64_C(0));
 }
 
 static int verb_reload(sd_bus *bus, int argc _unused_, char **argv _unused_) {
-        return simple_call(bus, "ReloadConfig", "reload the configuration", NULL);
+        int r = simple_call(bus, "ReloadConfig", "reload the configuration", NULL);
+        if (r >= 0)
+                printf("Configuration reloaded: it applies to namespaces created from now on.\n");
+        return r;
 }
 
-static int check_mounts(int argc _unused_, char **argv _unused_) {
-        if (arg_json != JSON_OFF && arg_graph)
-                return verb_usage_error("mounts", "--json and --graph cannot be combined");
-        if (arg_follow && arg_graph)
-                return verb_usage_error("mounts", "--follow and --graph cannot be combined");
-        /* A stream of changes goes straight to its reader. */
-        if (arg_follow)
-                arg_no_pager = true;
-        return 0;
-}
 
 /* ---- options ---- */
 
@@ -465,6 +511,27 @@ static int parse_config(const char *arg) {
         return 0;
 }
 
+static int parse_output(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_output = (char *) arg;
+        return 0;
+}
+
+static int parse_types(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_types = (char *) arg;
+        return 0;
+}
+
+static int parse_verify_user(const char *arg) {
+        if (!arg[0])
+                return -EINVAL;
+        arg_verify_user = arg;
+        return 0;
+}
+
 static const Option options[] = {
         { "host", 'H', required_argument, "[USER@]HOST", true,
           "operate on the daemon of HOST, over ssh", .parse = parse_host },
@@ -496,10 +563,21 @@ static const Option options[] = {
           "detach the mount even if busy, with everything below it", .flag = &arg_detach },
         { "config", 0, required_argument, "FILE", false,
           "the configuration nsmanagerd --config=FILE reads", .parse = parse_config },
+        { "output", 'o', required_argument, "COLUMNS", false,
+          "the columns to show, comma-separated (as findmnt -o)", .parse = parse_output },
+        { "real", 0, no_argument, NULL, false,
+          "hide pseudo file systems (proc, sysfs, cgroup2, tmpfs, ...), as findmnt --real", .flag = &arg_real },
+        { "types", 't', required_argument, "TYPES", false,
+          "only file systems of these types (e.g. ext4,vfat or noproc), as findmnt -t", .parse = parse_types },
+        { "user", 0, required_argument, "NAME", false,
+          "only what the next login of user NAME will do", .parse = parse_verify_user },
         { "follow", 'f', no_argument, NULL, false,
           "print the changes as they come, until interrupted", .flag = &arg_follow },
         { "lazy", 0, no_argument, NULL, false,
           "detach what is in use too (it goes once its processes let go)", .flag = &arg_lazy },
+        { "id", 0, required_argument, "ID", false,
+          "only the mount with this id (as mounts --json and --follow show it), PATH as shown",
+          .parse = parse_id },
 };
 
 static const Option *find_option(const char *name) {
@@ -553,8 +631,8 @@ static const Verb verbs[] = {
           .description =
           "Show the state of USER's namespace: sessions, lingering, mount namespace id,\n"
           "creation time, number of mounts." },
-        { "mounts", "[USER]", 0, 1, .options = OPTIONS("json", "graph", "no-legend", "follow"),
-          .check = check_mounts, .run = verb_mounts,
+        { "mounts", "[USER] [TARGET]", 0, 2, .options = OPTIONS("json", "graph", "no-legend", "follow", "output", "real", "types"),
+          .check = verb_mounts_check, .run = verb_mounts,
           .summary = "show a view's mounts and where they propagate",
           .description =
           "Show the mounts of USER's view (without USER: of the host namespace) as a tree,\n"
@@ -565,7 +643,10 @@ static const Verb verbs[] = {
           "With --follow, print each mount and unmount as it happens instead (like\n"
           "findmnt --poll), with where the mount came from: \"from the host's /mnt/cd (peer\n"
           "group 57)\" for a copy of a host mount, \"made in this view\"; --json: one object\n"
-          "per line. Runs until interrupted." },
+          "per line. Runs until interrupted. As findmnt: -o/--output picks the columns (TARGET,\n"
+          "SOURCE, FSTYPE, PROPAGATION, PEER, MASTER, PROPAGATES-TO, ID, PARENT), --real hides\n"
+          "pseudo file systems, -t/--types keeps only the types listed, and TARGET (a path)\n"
+          "keeps the mount there and those below it; --json keeps the same mounts." },
         { "create", "USER", 1, 1, .run = verb_create,
           .summary = "create USER's namespace",
           .description = "Create USER's namespace (nothing happens if it exists)." },
@@ -597,23 +678,25 @@ static const Verb verbs[] = {
           "Make USER's PATH a slave: it still receives the mounts of the host and of other\n"
           "users, and its own mounts propagate nowhere." },
         { "propagation", "[USER] PATH shared|slave|private|unbindable", 2, 3, VERB_EMPTY_USER_IS_HOST,
-          .options = OPTIONS("recursive"), .check = check_propagation, .run = verb_propagation,
+          .options = OPTIONS("recursive", "id"), .check = check_propagation, .run = verb_propagation,
           .summary = "change the propagation of a mount",
           .description =
           "Change the propagation type of the mount at PATH in USER's view (without USER:\n"
-          "on the host)." },
+          "on the host). With --id, only the mount with that id, PATH as nsctl shows it." },
         { "bind", "USER SOURCE DEST", 3, 3, .options = OPTIONS("read-only", "mkdir"), .run = verb_bind,
           .summary = "bind a host path into a running view",
           .description =
           "Bind the host's SOURCE onto DEST inside USER's running view. The bound tree\n"
           "follows its source one way." },
-        { "unmount", "USER PATH", 2, 2, .options = OPTIONS("detach"), .run = verb_unmount,
+        { "unmount", "USER PATH", 2, 2, .options = OPTIONS("detach", "id"), .run = verb_unmount,
           .summary = "unmount PATH in a running view",
           .description =
           "Unmount the mount at PATH inside USER's running view (a bind mount, or what was\n"
           "mounted there). A mount that is in use or has mounts below it is refused as busy,\n"
           "unless --detach is given: then it is detached with everything below it and goes\n"
-          "away once no longer in use. A user may unmount only what was bound for them." },
+          "away once no longer in use. A user may unmount only what was bound for them.\n"
+          "With --id, only the mount with that id, PATH as nsctl shows it: if another is\n"
+          "there now, nothing is done." },
         { "linger", "USER yes|no", 2, 2, .check = check_linger, .run = verb_linger,
           .summary = "keep USER's namespace without sessions",
           .description = "Enable or disable lingering: a lingering namespace survives its last session." },
@@ -633,7 +716,7 @@ static const Verb verbs[] = {
           "A file with an error is refused and the old configuration stays: every file is\n"
           "read first (nsmanagerd.conf, its drop-ins, group.d/, user.d/), and any error or\n"
           "unknown setting fails the reload with FILE:LINE. 'nsctl verify' checks first." },
-        { "verify", "[FILE...]", 0, UINT_MAX, VERB_NO_BUS, .options = OPTIONS("config"),
+        { "verify", "[FILE...]", 0, UINT_MAX, VERB_NO_BUS, .options = OPTIONS("config", "user"),
           .local_only = "it reads this machine's files", .check = check_verify, .run = verb_verify,
           .summary = "check the configuration files",
           .description =
@@ -644,7 +727,10 @@ static const Verb verbs[] = {
           "FILE, FILE.d/ and FILE's directory, as nsmanagerd --config=FILE). Prints each error\n"
           "as FILE:LINE: reason, an unknown section or setting included, and exits with 1 if\n"
           "there is any. Warns (exit status 0) of user.d/ and group.d/ files for names the\n"
-          "system does not know." },
+          "system does not know. Without FILE, also says what the next login of each user of\n"
+          "user.d/ and each member of a group.d/ group will do (--user=NAME: of NAME alone):\n"
+          "'lands in a view with ...', 'lands with entries skipped: ...' or 'will be refused:\n"
+          "...', from the files and the host's tree as they are now." },
 };
 
 static const Verb *find_verb(const char *name) {
@@ -810,11 +896,14 @@ static int parse_argv(int argc, char *argv[], bool *seen) {
 }
 
 /* Where v's command line has a USER: 1, or 0 for none (an optional "[USER]" is given when
- * all the verb's arguments are). */
-static unsigned verb_user_index(const Verb *v, unsigned n_args) {
+ * all the verb's arguments are; before optional paths, "[USER] [TARGET]", when the first
+ * argument is not a path: no user name begins with '/'). */
+static unsigned verb_user_index(const Verb *v, unsigned n_args, char **args) {
         if (strncmp(v->args, "USER", 4) == 0)
                 return 1;
         if (strncmp(v->args, "[USER]", 6) == 0 && n_args - 1 == v->max_args)
+                return 1;
+        if (strncmp(v->args, "[USER] [", 8) == 0 && n_args > 1 && args[1][0] != '/')
                 return 1;
         return 0;
 }
@@ -824,7 +913,7 @@ static unsigned verb_user_index(const Verb *v, unsigned n_args) {
  * user without a namespace (a typo reads differently). On another machine (-H, -M) its own
  * daemon knows: a UID is looked up among its namespaces. The name replaces args[i]. */
 static int resolve_user_argument(sd_bus *bus, const Verb *v, unsigned n_args, char **args, char **ret) {
-        unsigned i = verb_user_index(v, n_args);
+        unsigned i = verb_user_index(v, n_args, args);
         _cleanup_free_ char *name = NULL;
         const char *arg;
         uid_t uid;

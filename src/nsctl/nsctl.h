@@ -94,6 +94,9 @@ int namespace_name_by_uid(sd_bus *bus, uid_t uid, char **ret);
 /* GetMounts(user), user "" = host: one MountEntry (mount-entry.h) per mount, in the daemon's
  * order. The error is left in 'error' and not printed. */
 int get_mounts(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n);
+/* GetMountsEx: ids those of MountsChanged, 'dev' the block device (major << 32 | minor, 0 for
+ * none), 'origin' set. */
+int get_mounts_ex(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry **ret, size_t *ret_n);
 
 /* Spawns pkttyagent for the duration of a call that may ask for authorization, when stdin is
  * a terminal and --no-ask-password was not given. */
@@ -156,12 +159,19 @@ void json_mount_entry(JsonWriter *w, const MountEntry *m);
 
 /* Verbs */
 int verb_mounts(sd_bus *bus, int argc, char **argv);
+/* nsctl mounts as findmnt: -o/--output, --real, -t/--types (nsctl-mounts.c) */
+extern char *arg_output;
+extern bool arg_real;
+extern char *arg_types;
+/* The usage of mounts' arguments and options, checked before any connection (exit status 2). */
+int verb_mounts_check(int argc, char **argv);
 /* nsctl mounts [USER] --follow (nsctl-follow.c); user NULL: the host. */
 int verb_mounts_follow(sd_bus *bus, const char *user);
 int verb_eject(sd_bus *bus, int argc, char **argv);
 int verb_attach(sd_bus *bus, int argc, char **argv);
 /* nsctl-verify.c: reads files, never connects (bus is NULL). */
 extern const char *arg_config; /* --config=FILE, as nsmanagerd's */
+extern const char *arg_verify_user; /* --user=NAME: only that user's next login */
 int verb_verify(sd_bus *bus, int argc, char **argv);
 
 /* helpers for the verbs */

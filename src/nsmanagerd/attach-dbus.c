@@ -369,6 +369,14 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         if (r < 0)
                 return r;
 
+        /* Charged before polkit is asked, refused calls included; once (a call that waited for
+         * polkit is dispatched twice). */
+        if (!polkit_registry_knows(m->polkit_registry, message)) {
+                r = bus_rate_limit_uid(m, uid, error);
+                if (r < 0)
+                        return r;
+        }
+
         /* Authorize */
         details[1] = a.user;
         r = bus_verify_polkit_async(message,
@@ -379,10 +387,6 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         if (r == 0)
                 return 1; /* polkit is asking; we are called again */
         r = check_limit(m, uid, error);
-        if (r < 0)
-                return r;
-        /* Counted once authorized: a call that waited for polkit is dispatched twice. */
-        r = bus_rate_limit_uid(m, uid, error);
         if (r < 0)
                 return r;
 

@@ -72,8 +72,12 @@ struct AttachProcess {
         char *job_result;              /* from JobRemoved: "done", "failed", … */
         char *cgroup;                  /* the unit's control group, once it runs */
         char *env_file;                /* the environment, until systemd has read it */
-        sd_bus_slot *start_slot, *job_slot, *properties_slot, *call_slot;
+        sd_bus_slot *start_slot, *call_slot;
         bool refresh_again;            /* something changed while properties were read */
+        sd_bus_message *start_message; /* StartTransientUnit, until the matches are in place */
+        unsigned n_calls;              /* calls to systemd in flight that expect a reply */
+        bool refresh_deferred;         /* properties to read once a call to systemd may go */
+        void (*forget)(AttachProcess *p); /* attach-unit.c lets go of it, when it is freed */
 };
 
 /* Allocates the process record of a command about to start and links it into the Manager's

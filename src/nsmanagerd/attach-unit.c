@@ -13,8 +13,11 @@
  *   - none of the daemon's hardening (seccomp, NoNewPrivileges, bounding set) is inherited.
  *
  * Everything is asynchronous: the event loop never waits for systemd. The steps:
- *   1. subscribe to JobRemoved and to PropertiesChanged of the unit's object, then
- *      StartTransientUnit (Type=simple: the start job is done once systemd forked);
+ *   1. StartTransientUnit (Type=simple: the start job is done once systemd forked), once the
+ *      daemon's two matches are in place: one JobRemoved and one PropertiesChanged (of every
+ *      service under systemd's unit path) for all attached commands, dispatched by unit name.
+ *      A match per command made 256 commands of one user use up the 512 match rules
+ *      dbus-daemon allows a connection; the refused AddMatch then closed the connection;
  *   2. the job is removed: read the service's properties (ExecMainPID, …) and have the call
  *      answered with the PID, or with an error if the job failed (the AttachStartedFunc of
  *      the bus glue, attach-dbus.c, which holds the call: nothing here calls up into it);
@@ -54,6 +57,7 @@
 #include "attach-unit.h"
 #include "config.h"
 #include "bus-util.h"
+#include "hashmap.h"
 #include "log.h"
 
 #define SYSTEMD_BUS_NAME "org.freedesktop.systemd1"
@@ -220,11 +224,22 @@ unsigned attach_unit_tasks(AttachProcess *p) {
 
 /* --- talking to systemd ------------------------------------------------------------- */
 
+/* The Manager's: both matches, and the commands they dispatch to. */
+struct AttachUnits {
+        Manager *manager;
+        sd_bus_slot *job_match, *properties_match;
+        unsigned n_installing;          /* AddMatch calls not answered yet */
+        bool installed;                 /* both answered, and taken */
+        Hashmap *units;                 /* unit name → AttachProcess */
+        unsigned n_calls, n_user_calls; /* in flight: all, and of callers other than root */
+};
+
 static void unit_call_async(AttachProcess *p, const char *method, const char *types, ...) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         va_list ap;
         int r;
 
+        /* No reply expected: nothing the bus keeps pending for us. */
         r = sd_bus_message_new_method_call(p->manager->bus, &m, SYSTEMD_BUS_NAME, SYSTEMD_PATH,
                                            SYSTEMD_MANAGER_INTERFACE, method);
         if (r >= 0) {
@@ -238,6 +253,79 @@ static void unit_call_async(AttachProcess *p, const char *method, const char *ty
                 r = sd_bus_send(p->manager->bus, m, NULL);
         if (r < 0)
                 log_warning_errno(r, "Failed to call %s for %s, ignoring: %m", method, p->unit);
+}
+
+/* --- calls in flight --- */
+
+static unsigned calls_of_uid(Manager *m, uid_t uid) {
+        unsigned n = 0;
+
+        for (AttachProcess *p = m->attach_processes; p; p = p->next)
+                if (p->uid == uid)
+                        n += p->n_calls;
+        return n;
+}
+
+/* Whether a call for a command of 'uid' may go now; if not, and 'error' is given, which
+ * budget it would exceed. */
+static bool may_call(AttachUnits *u, uid_t uid, NsmError *error) {
+        unsigned n;
+
+        if (u->n_calls >= SYSTEMD_CALLS_MAX) {
+                if (error)
+                        (void) nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "The daemon has %u calls to systemd in "
+                                              "flight (SystemdCalls=%u); try again once they are answered.",
+                                              u->n_calls, SYSTEMD_CALLS_MAX);
+                return false;
+        }
+        if (uid == 0)
+                return true;
+        if (u->n_user_calls >= SYSTEMD_CALLS_OF_USERS_MAX) {
+                if (error)
+                        (void) nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "Users have %u calls to systemd in "
+                                              "flight (SystemdCallsOfUsers=%u); try again once they are answered.",
+                                              u->n_user_calls, SYSTEMD_CALLS_OF_USERS_MAX);
+                return false;
+        }
+        n = calls_of_uid(u->manager, uid);
+        if (n >= SYSTEMD_CALLS_PER_UID_MAX) {
+                if (error)
+                        (void) nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "uid %u has %u calls to systemd in "
+                                              "flight (SystemdCallsPerUID=%u); try again once its commands started.",
+                                              (unsigned) uid, n, SYSTEMD_CALLS_PER_UID_MAX);
+                return false;
+        }
+        return true;
+}
+
+static void call_begin(AttachProcess *p) {
+        AttachUnits *u = p->manager->attach_units;
+
+        p->n_calls++;
+        u->n_calls++;
+        u->n_user_calls += p->uid != 0;
+}
+
+static void call_end(AttachProcess *p) {
+        AttachUnits *u = p->manager->attach_units;
+
+        if (p->n_calls == 0)
+                return;
+        p->n_calls--;
+        u->n_calls--;
+        u->n_user_calls -= p->uid != 0;
+}
+
+static void refresh(AttachProcess *p);
+
+/* A call was answered: the properties that waited for one are read now, as far as the
+ * budgets allow. */
+static void run_deferred(AttachUnits *u) {
+        for (AttachProcess *p = u->manager->attach_processes; p && u->n_calls < SYSTEMD_CALLS_MAX; p = p->next)
+                if (p->refresh_deferred && may_call(u, p->uid, NULL)) {
+                        p->refresh_deferred = false;
+                        refresh(p);
+                }
 }
 
 /* The client hung up: SIGHUP to the command, as a terminal hangup would. Only to the main
@@ -302,8 +390,6 @@ static int read_service_property(sd_bus_message *m, const char *name, void *user
         return r < 0 ? r : 1;
 }
 
-static void refresh(AttachProcess *p);
-
 /* Where the unit is now: started (answer the call), ended (report the status). Returns 0 if
  * 'p' is gone, 1 if it waits for more. */
 static int advance(AttachProcess *p, const ServiceState *st) {
@@ -324,10 +410,12 @@ static int advance(AttachProcess *p, const ServiceState *st) {
 
 static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         AttachProcess *p = userdata;
+        AttachUnits *u = p->manager->attach_units;
         ServiceState st = {};
         int r;
 
         p->call_slot = sd_bus_slot_unref(p->call_slot);
+        call_end(p);
         r = sd_bus_message_get_errno(reply);
         if (r == 0)
                 r = bus_message_read_dict(reply, read_service_property, &st);
@@ -340,19 +428,20 @@ static int on_service_state(sd_bus_message *reply, void *userdata, sd_bus_error 
                 } else
                         log_warning_errno(r, "Failed to read the state of %s, no longer watching it: %m", p->unit);
                 finish(p);
-                return 0;
+        } else {
+                if (st.control_group && st.control_group[0] && !p->cgroup)
+                        p->cgroup = strdup(st.control_group);      /* without it, it counts 1 */
+                if (advance(p, &st) > 0 && p->refresh_again)
+                        refresh(p);
         }
-
-        if (st.control_group && st.control_group[0] && !p->cgroup)
-                p->cgroup = strdup(st.control_group);      /* without it, it counts 1 */
-
-        if (advance(p, &st) > 0 && p->refresh_again)
-                refresh(p);
+        run_deferred(u);
         return 0;
 }
 
-/* Reads the service's properties, one request at a time; a change meanwhile reads again. */
+/* Reads the service's properties, one request at a time; a change meanwhile reads again. A
+ * read that would exceed a budget waits for a call to be answered (run_deferred()). */
 static void refresh(AttachProcess *p) {
+        AttachUnits *u = p->manager->attach_units;
         _cleanup_free_ char *path = NULL;
         int r;
 
@@ -361,24 +450,33 @@ static void refresh(AttachProcess *p) {
                 return;
         }
         p->refresh_again = false;
+        if (!may_call(u, p->uid, NULL)) {
+                p->refresh_deferred = true;
+                return;
+        }
 
         r = sd_bus_path_encode(SYSTEMD_UNIT_PATH_PREFIX, p->unit, &path);
         if (r >= 0)
                 r = sd_bus_call_method_async(p->manager->bus, &p->call_slot, SYSTEMD_BUS_NAME, path,
                                              "org.freedesktop.DBus.Properties", "GetAll", on_service_state, p,
                                              "s", SYSTEMD_SERVICE_INTERFACE);
-        if (r < 0)
+        if (r < 0) {
                 log_warning_errno(r, "Failed to ask systemd about %s, ignoring: %m", p->unit);
+                return;
+        }
+        call_begin(p);
 }
 
 static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
-        AttachProcess *p = userdata;
+        AttachUnits *u = userdata;
         const char *job, *unit, *result;
+        AttachProcess *p;
         uint32_t id;
 
-        if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) < 0 || !streq(unit, p->unit))
+        if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) < 0)
                 return 0;
-        if (p->job && !streq(job, p->job))
+        p = hashmap_get(u->units, unit);
+        if (!p || (p->job && !streq(job, p->job)))
                 return 0;
         free(p->job_result);
         p->job_result = strdup(result);
@@ -389,16 +487,26 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
 }
 
 static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
-        refresh(userdata);
+        AttachUnits *u = userdata;
+        _cleanup_free_ char *unit = NULL;
+        AttachProcess *p;
+
+        if (sd_bus_path_decode(sd_bus_message_get_path(m), SYSTEMD_UNIT_PATH_PREFIX, &unit) <= 0)
+                return 0;
+        p = hashmap_get(u->units, unit);
+        if (p)
+                refresh(p);
         return 0;
 }
 
 static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         AttachProcess *p = userdata;
+        AttachUnits *u = p->manager->attach_units;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
         const char *job;
 
         p->start_slot = sd_bus_slot_unref(p->start_slot);
+        call_end(p);
         if (e) {
                 /* systemd's refusal keeps its name where it is one of ours (AccessDenied,
                  * InvalidArgs, …); any other (systemd's own) is Failed, and named in the sentence. */
@@ -409,11 +517,147 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
                                       code >= 0 ? "" : e->name, code >= 0 ? "" : ")");
                 p->on_started(p, &refused);
                 attach_process_free(p);
-                return 0;
-        }
-        if (sd_bus_message_read(reply, "o", &job) >= 0 && !(p->job = strdup(job)))
-                return log_oom();
+        } else if (sd_bus_message_read(reply, "o", &job) >= 0 && !(p->job = strdup(job)))
+                log_oom();
+        run_deferred(u);
         return 0;
+}
+
+/* Sends the StartTransientUnit a start was kept with (it was charged to the budgets then). */
+static void send_start(AttachProcess *p) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = TAKE_PTR(p->start_message);
+        int r;
+
+        r = sd_bus_call_async(p->manager->bus, &p->start_slot, m, on_start_reply, p, 0);
+        if (r < 0) {
+                _cleanup_(nsm_error_done) NsmError e = {};
+                call_end(p);
+                (void) nsm_error_set_errnof(&e, r, "Failed to call StartTransientUnit: %m");
+                p->on_started(p, &e);
+                attach_process_free(p);
+        }
+}
+
+/* --- the matches --- */
+
+/* Both matches answered: the starts that waited for them go, or fail, each alone; the
+ * connection stays whatever the bus said (sd-bus closes it when an AddMatch without install
+ * callback is refused). A refused match is asked for again at the next start. */
+static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        AttachUnits *u = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+        _cleanup_free_ char *why = NULL;
+
+        if (e) {
+                log_error("The bus refused a match for systemd's units (%s: %s); the attached commands waiting for "
+                          "it fail.", e->name, e->message ?: "");
+                if (asprintf(&why, "%s: %s", e->name, e->message ?: "") < 0)
+                        why = NULL;
+                /* Both go (the other's answer with it); the next start asks again. */
+                u->job_match = sd_bus_slot_unref(u->job_match);
+                u->properties_match = sd_bus_slot_unref(u->properties_match);
+                u->n_installing = 0;
+        } else {
+                if (u->n_installing > 0)
+                        u->n_installing--;
+                if (u->n_installing > 0)
+                        return 0;              /* the other one's answer is still to come */
+                u->installed = true;
+        }
+
+        for (AttachProcess *p = u->manager->attach_processes, *next; p; p = next) {
+                next = p->next;
+                if (!p->start_message)
+                        continue;
+                if (u->installed)
+                        send_start(p);
+                else {
+                        _cleanup_(nsm_error_done) NsmError refused = {};
+                        (void) nsm_error_setf(&refused, NSM_ERROR_FAILED, "The bus refused the daemon's watch of "
+                                              "systemd's units (%s); try again.", why ?: "?");
+                        call_end(p);
+                        p->on_started(p, &refused);
+                        attach_process_free(p);
+                }
+        }
+        return 0;
+}
+
+static int install_matches(AttachUnits *u) {
+        int r;
+
+        if (u->installed || u->n_installing > 0)
+                return 0;
+        /* Every JobRemoved: an arg2='UNIT' match would do on the bus, but sd-bus (252) counts
+         * only string arguments when it checks argN itself, and "uoss" has its unit third among
+         * those. on_job_removed() picks ours by name. */
+        r = sd_bus_add_match_async(u->manager->bus, &u->job_match,
+                                   "type='signal',sender='" SYSTEMD_BUS_NAME "',path='" SYSTEMD_PATH "',"
+                                   "interface='" SYSTEMD_MANAGER_INTERFACE "',member='JobRemoved'",
+                                   on_job_removed, on_match_installed, u);
+        if (r < 0)
+                return r;
+        u->n_installing++;
+        /* Every service's: systemd sends them for units of the whole system, and
+         * on_properties_changed() picks ours by the object's path. */
+        r = sd_bus_add_match_async(u->manager->bus, &u->properties_match,
+                                   "type='signal',sender='" SYSTEMD_BUS_NAME "',"
+                                   "path_namespace='" SYSTEMD_UNIT_PATH_PREFIX "',"
+                                   "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                                   "arg0='" SYSTEMD_SERVICE_INTERFACE "'",
+                                   on_properties_changed, on_match_installed, u);
+        if (r < 0) {
+                u->job_match = sd_bus_slot_unref(u->job_match);
+                u->n_installing = 0;
+                return r;
+        }
+        u->n_installing++;
+        return 0;
+}
+
+static void forget(AttachProcess *p) {
+        AttachUnits *u = p->manager->attach_units;
+
+        if (!u)
+                return;
+        if (p->unit && hashmap_get(u->units, p->unit) == p)
+                (void) hashmap_remove(u->units, p->unit);
+        while (p->n_calls > 0)
+                call_end(p);
+}
+
+static int attach_units_get(Manager *m, AttachUnits **ret) {
+        AttachUnits *u = m->attach_units;
+
+        if (!u) {
+                u = calloc(1, sizeof(AttachUnits));
+                if (!u)
+                        return -ENOMEM;
+                u->manager = m;
+                u->units = hashmap_new();
+                if (!u->units) {
+                        free(u);
+                        return -ENOMEM;
+                }
+                m->attach_units = u;
+        }
+        *ret = u;
+        return 0;
+}
+
+void attach_unit_done(Manager *m) {
+        AttachUnits *u = m->attach_units;
+
+        if (!u)
+                return;
+        for (AttachProcess *p = m->attach_processes; p; p = p->next)
+                if (p->forget == forget)
+                        p->forget = NULL;
+        sd_bus_slot_unref(u->job_match);
+        sd_bus_slot_unref(u->properties_match);
+        hashmap_free(u->units);
+        free(u);
+        m->attach_units = NULL;
 }
 
 /* --- the transient unit -------------------------------------------------------------- */
@@ -479,46 +723,27 @@ static int unit_name(uid_t uid, char **ret) {
         return asprintf(ret, "nsmanager-attach-%u-%016" PRIx64 ".service", (unsigned) uid, random) < 0 ? -ENOMEM : 0;
 }
 
-static int subscribe(AttachProcess *p) {
-        _cleanup_free_ char *path = NULL, *job_match = NULL, *properties_match = NULL;
-        int r;
-
-        r = sd_bus_path_encode(SYSTEMD_UNIT_PATH_PREFIX, p->unit, &path);
-        if (r < 0)
-                return r;
-        /* Every JobRemoved: an arg2='UNIT' match would do on the bus, but sd-bus (252) counts
-         * only string arguments when it checks argN itself, and "uoss" has its unit third among
-         * those. on_job_removed() picks ours. */
-        job_match = strdup("type='signal',sender='" SYSTEMD_BUS_NAME "',path='" SYSTEMD_PATH "',"
-                           "interface='" SYSTEMD_MANAGER_INTERFACE "',member='JobRemoved'");
-        if (!job_match ||
-            asprintf(&properties_match,
-                     "type='signal',sender='" SYSTEMD_BUS_NAME "',path='%s',"
-                     "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'", path) < 0)
-                return -ENOMEM;
-
-        /* Asynchronously, but sent before the start: the bus applies them first. */
-        r = sd_bus_add_match_async(p->manager->bus, &p->job_slot, job_match, on_job_removed, NULL, p);
-        if (r < 0)
-                return r;
-        return sd_bus_add_match_async(p->manager->bus, &p->properties_slot, properties_match, on_properties_changed,
-                                      NULL, p);
-}
-
 int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message *message,
                       AttachStartedFunc on_started, NsmError *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        AttachUnits *u;
         int r;
 
+        r = attach_units_get(p->manager, &u);
+        if (r < 0)
+                return nsm_error_set_errnof(error, r, "Failed to keep track of systemd's units: %m");
+        /* Before anything is written: a refusal leaves nothing behind. */
+        if (!may_call(u, req->uid, error))
+                return -EDQUOT;
         r = unit_name(req->uid, &p->unit);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Failed to name the unit: %m");
         r = environment_file_create(p, req);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Failed to write the environment for systemd: %m");
-        r = subscribe(p);
+        r = install_matches(u);
         if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to watch the unit: %m");
+                return nsm_error_set_errnof(error, r, "Failed to watch systemd's units: %m");
 
         r = sd_bus_message_new_method_call(p->manager->bus, &m, SYSTEMD_BUS_NAME, SYSTEMD_PATH,
                                            SYSTEMD_MANAGER_INTERFACE, "StartTransientUnit");
@@ -530,10 +755,20 @@ int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message
                 r = sd_bus_message_append(m, "a(sa(sv))", 0);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Failed to build the StartTransientUnit call: %m");
-
-        r = sd_bus_call_async(p->manager->bus, &p->start_slot, m, on_start_reply, p, 0);
+        r = hashmap_put(u->units, p->unit, p);
         if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to call StartTransientUnit: %m");
+                return nsm_error_set_errnof(error, r, "Failed to keep track of %s: %m", p->unit);
+        p->forget = forget;
+
+        /* Sent once the matches are in place (at once if they are): the bus applies them
+         * before the start, so no signal of the unit's is missed. */
+        if (u->installed) {
+                r = sd_bus_call_async(p->manager->bus, &p->start_slot, m, on_start_reply, p, 0);
+                if (r < 0)
+                        return nsm_error_set_errnof(error, r, "Failed to call StartTransientUnit: %m");
+        } else
+                p->start_message = TAKE_PTR(m);
+        call_begin(p);
 
         p->call = sd_bus_message_ref(message);
         p->on_started = on_started;

@@ -20,3 +20,14 @@ int attach_unit_start(AttachProcess *p, const AttachRequest *req, sd_bus_message
 
 /* Tasks in the unit's control group (1 while it starts). */
 unsigned attach_unit_tasks(AttachProcess *p);
+
+/* The matches and what they dispatch to go, after every attached command (attach_done()). */
+void attach_unit_done(Manager *m);
+
+/* The calls to systemd that expect a reply, in flight at once: each one is a reply dbus-daemon
+ * keeps pending for the daemon's connection (max_replies_per_connection, 128 on the system
+ * bus), which polkit's questions share. Users together have fewer than all of them: the rest
+ * is root's. docs/security.md, "Shared budgets". */
+#define SYSTEMD_CALLS_MAX 48U
+#define SYSTEMD_CALLS_OF_USERS_MAX 32U
+#define SYSTEMD_CALLS_PER_UID_MAX 8U

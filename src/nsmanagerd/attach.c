@@ -58,12 +58,13 @@ AttachProcess *attach_process_free(AttachProcess *p) {
                         break;
                 }
 
+        if (p->forget)
+                p->forget(p);
         sd_event_source_disable_unref(p->child_source);
         sd_event_source_disable_unref(p->hangup_source);
         sd_bus_slot_unref(p->start_slot);
-        sd_bus_slot_unref(p->job_slot);
-        sd_bus_slot_unref(p->properties_slot);
         sd_bus_slot_unref(p->call_slot);
+        sd_bus_message_unref(p->start_message);
         sd_bus_message_unref(p->call);
         attach_process_release_fds(p);
         if (p->env_file)

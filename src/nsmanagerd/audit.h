@@ -27,10 +27,19 @@
  *   NSM_RESULT=       "done", or the D-Bus error's name
  *
  * 'call' is the method call (read again from its start); 'error' NULL for success. Methods
- * that change nothing are ignored. */
+ * that change nothing are ignored.
+ *
+ * The journal drops a unit's records beyond its burst (journald: 10,000 per 30 s), root's
+ * among them, so callers other than root are held to budgets: at most AuditRateLimitBurst=
+ * records per uid and AuditRateLimitBurstAll= of all of them together per
+ * AuditRateLimitIntervalSec=. What a uid's budget kept out is summed up in one record when its
+ * interval ends ("N calls of uid U (bob) not recorded"), or when the daemon stops. Root's
+ * records (logins' included: those are root's calls) are never held back. */
 void audit_call(Manager *m, sd_bus_message *call, const sd_bus_error *error);
 /* The same for a method that returned 'r' to sd-bus: 'error' if it is set, else what sd-bus
  * makes of r (< 0), or success. */
 void audit_call_result(Manager *m, sd_bus_message *call, const sd_bus_error *error, int r);
 /* The same, for an attached command that started as PID 'pid'. */
 void audit_call_pid(Manager *m, sd_bus_message *call, const sd_bus_error *error, pid_t pid);
+/* Logs the summaries still due, and frees the budgets (at exit, with the bus glue). */
+void audit_limits_free(Manager *m);

@@ -456,9 +456,11 @@ int builder_list(Builder *b, uint64_t deadline, BuilderDoneFunc done, void *user
         return builder_enqueue(b, false, &(BuilderCall) { .kind = BUILDER_LIST }, -EBADF, deadline, done, userdata);
 }
 
-int builder_read_mounts(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
-        return builder_enqueue(b, false, &(BuilderCall) { .kind = BUILDER_READ_MOUNTS, .with_fd = ns_fd >= 0 }, ns_fd,
-                               deadline, done, userdata);
+int builder_read_mounts(Builder *b, int ns_fd, bool with_ids, uint64_t deadline, BuilderDoneFunc done,
+                        void *userdata) {
+        return builder_enqueue(b, false,
+                               &(BuilderCall) { .kind = BUILDER_READ_MOUNTS, .with_fd = ns_fd >= 0, .with_ids = with_ids },
+                               ns_fd, deadline, done, userdata);
 }
 
 int builder_open_mountinfo(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata) {

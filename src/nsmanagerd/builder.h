@@ -50,8 +50,10 @@ int builder_build(Builder *b, const ViewSpec *spec, uint64_t deadline, BuilderDo
 int builder_unpin(Builder *b, const char *name, uint64_t deadline, BuilderDoneFunc done, void *userdata);
 /* Every pin in the registry: reply->items. */
 int builder_list(Builder *b, uint64_t deadline, BuilderDoneFunc done, void *userdata);
-/* /proc/self/mountinfo of the namespace ns_fd (< 0: the host): reply->data. */
-int builder_read_mounts(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata);
+/* /proc/self/mountinfo of the namespace ns_fd (< 0: the host): reply->data; with_ids: followed
+ * by a NUL and the mounts' ids (BuilderMountIds, builder-message.h), reply->size counting them. */
+int builder_read_mounts(Builder *b, int ns_fd, bool with_ids, uint64_t deadline, BuilderDoneFunc done,
+                        void *userdata);
 /* /proc/self/mountinfo opened in the namespace ns_fd, unread: reply->fd. */
 int builder_open_mountinfo(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata);
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+
 #include "audit.h"
 #include "bus-creds.h"
 #include "bus-errors.h"
@@ -9,6 +11,7 @@
 #include "namespace.h"
 #include "parse-util.h"
 #include "user-lookup.h"
+#include "text-escape.h"
 
 static BusRequest *bus_request_free(BusRequest *req) {
         if (!req)
@@ -81,9 +84,8 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
 
                         (void) bus_creds_sender_uid(m->creds, message, &uid);
                         (void) bus_creds_sender_pid(m->creds, message, &pid);
-                        log_debug("%s() from %s, uid %u, pid %d.", sd_bus_message_get_member(message),
-                                  sd_bus_message_get_sender(message) ?: "a private connection", (unsigned) uid,
-                                  (int) pid);
+                        log_debug("%s() from %s, uid %" PRIu32 ", pid %d.", sd_bus_message_get_member(message),
+                                  sd_bus_message_get_sender(message) ?: "a private connection", (uint32_t) uid, (int) pid);
                 }
         }
         r = bus_request_step(req, step, error);
@@ -172,8 +174,9 @@ int bus_rate_limit_uid(Manager *m, uid_t uid, sd_bus_error *error) {
 int bus_request_rate_limit(BusRequest *req, sd_bus_error *error) {
         uid_t uid;
 
-        if (req->dispatched || bus_request_caller_uid(req, &uid) < 0)
+        if (req->charged || bus_request_caller_uid(req, &uid) < 0)
                 return 0;
+        req->charged = true;
         return bus_rate_limit_uid(req->manager, uid, error);
 }
 
@@ -250,14 +253,21 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
                 return r;
         if (uid == 0)
                 return 1;
+        /* Before polkit is asked: each question costs polkitd's time and a reply the bus counts. */
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
         r = bus_verify_polkit_async(req->message, action, details, &m->polkit_registry, error);
         if (r == 0) {
                 req->pending = true;
                 return 0;
         }
         if (r < 0 && req->rule) {
-                /* The rule is what the caller can act on; polkit's answer is the detail. */
-                _cleanup_free_ char *answer = strdup(error->message ?: error->name);
+                /* The rule is what the caller can act on; polkit's answer is the detail (its
+                 * sentence was escaped for the bus: back to its bytes, escaped once below). */
+                _cleanup_free_ char *answer = NULL;
+                if (!error->message || text_unescape(error->message, &answer) < 0)
+                        answer = strdup(error->message ?: error->name);
                 sd_bus_error_free(error);
                 return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED, "%s This needs %s, which polkit refused: %s",
                                       req->rule, action, answer ?: "?");
@@ -369,7 +379,11 @@ static const struct {
         { "SetPropagation",     NEED_MANAGE,     NEED_MANAGE_OWN, NEED_MANAGE },
         { "BindMount",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
         { "Unmount",            NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "UnmountById",        NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
+        { "SetPropagationById", NEED_MANAGE,     NEED_MANAGE_OWN, NEED_MANAGE },
         { "GetMounts",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "GetMountsEx",        NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "CanMount",           NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "SetLinger",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
         { "Attach",             NEED_IMPOSSIBLE, NEED_ROOT,       NEED_ROOT },   /* takes fds: root's */
         { "OpenAttach",         NEED_IMPOSSIBLE, NEED_ATTACH_OWN, NEED_ATTACH },

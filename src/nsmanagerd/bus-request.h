@@ -28,6 +28,7 @@ struct BusRequest {
         bool finished;           /* replied while its step function still ran */
         bool dispatched;         /* the method ran for it once already (polkit re-dispatch) */
         bool escalated;          /* the rules asked for manage: ask polkit for it */
+        bool charged;            /* counted against the caller's RateLimitBurst= */
         bool own;                /* acting for a user on their own view, held to the rules */
         char *rule;              /* the rule that asked for manage, for a refusal */
         Credentials caller;      /* NSS credentials of the caller, when 'own' */
@@ -69,8 +70,9 @@ int bus_request_caller_uid(BusRequest *req, uid_t *ret);
 int bus_message_caller_uid(Manager *m, sd_bus_message *message, uid_t *ret, sd_bus_error *error);
 /* AccessDenied ("'what' is only available to root") unless the caller is root. */
 int bus_message_require_root(Manager *m, sd_bus_message *message, const char *what, sd_bus_error *error);
-/* Unprivileged callers' calls that make the daemon work are rate-limited per uid (at the
- * first dispatch only): LimitExceeded (manager_rate_limit()). */
+/* Unprivileged callers' calls that make the daemon work are rate-limited per uid (once per
+ * call, whatever it is dispatched again for): LimitExceeded (manager_rate_limit()). Every call
+ * that asks polkit is charged before it asks (bus_request_authorize()), refused ones included. */
 int bus_request_rate_limit(BusRequest *req, sd_bus_error *error);
 /* The same for a call without a BusRequest (Attach): counts the call of 'uid' (root is not
  * limited) and sets LimitExceeded beyond the burst. */
@@ -86,8 +88,9 @@ int bus_resolve_user(Manager *m, sd_bus_message *message, const char *user, uint
 /* The same for a request (its deadline); 0 sets req->pending. */
 int bus_request_resolve_user(BusRequest *req, const char *user, UserRecord *ret, sd_bus_error *error);
 
-/* polkit for 'action' (details: key, value, …, NULL). 1: go on; 0: waiting (req->pending
- * set); < 0: refused (error set). Root is always allowed. */
+/* polkit for 'action' (details: key, value, …, NULL), the call charged to the caller's rate
+ * limit first. 1: go on; 0: waiting (req->pending set); < 0: refused (error set). Root is
+ * always allowed. */
 int bus_request_authorize(BusRequest *req, const char *action, const char **details, sd_bus_error *error);
 
 /* For a change to a user's view: root goes on; a user acting on their own view needs

@@ -131,40 +131,102 @@ static int scan_all(const EjectOp *op, int host_fd, dev_t dev, Scan *s) {
         return enter(op, host_fd, -1);
 }
 
-/* The device 'what' names: a block device, or the file system mounted at a host path. */
+/* The host's own: the file systems of /, /usr, /boot, /boot/efi, /var and /home and the devices
+ * of its swap are never ejected, whoever asks (docs/interface.md: the one exception to root's
+ * full power). Ejecting them takes the machine down with them; no click should. */
+static const char *const host_paths_kept[] = { "/", "/usr", "/boot", "/boot/efi", "/var", "/home" };
+
+/* The first of host_paths_kept whose file system is 'dev', or "swap" if the machine swaps on
+ * it (a partition, or a file on it), or NULL. */
+static const char *device_is_kept(const MountEntry *e, size_t n, dev_t dev) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[4096];
+
+        for (size_t k = 0; k < ELEMENTSOF(host_paths_kept); k++)
+                for (size_t i = n; i > 0; i--)   /* the last is the one on top */
+                        if (streq_ptr(e[i - 1].target, host_paths_kept[k])) {
+                                if (e[i - 1].dev == (uint64_t) dev)
+                                        return host_paths_kept[k];
+                                break;
+                        }
+
+        f = fopen("/proc/swaps", "re");
+        while (f && fgets(line, sizeof line, f)) {
+                struct stat st;
+
+                line[strcspn(line, " \t\n")] = 0;
+                if (line[0] != '/' || stat(line, &st) < 0)
+                        continue;
+                if ((S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev) == dev)
+                        return "swap";
+        }
+        return NULL;
+}
+
+/* "/dev/block/MAJ:MIN" names a device by its number, as the kernel does (sysfs's
+ * /sys/dev/block/MAJ:MIN), whether or not a node of that name exists: what a client read from
+ * GetMountsEx's device number. 1 and the device if 'what' is one, 0 if it is not that form. */
+static int parse_dev_block(const char *what, dev_t *ret) {
+        unsigned maj, min;
+        int n = 0;
+        char sys[64];
+
+        if (strncmp(what, "/dev/block/", strlen("/dev/block/")) != 0)
+                return 0;
+        if (sscanf(what + strlen("/dev/block/"), "%u:%u%n", &maj, &min, &n) != 2 ||
+            what[strlen("/dev/block/") + n] != '\0')
+                return 0;
+        snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", maj, min);
+        if (access(sys, F_OK) < 0)
+                return -errno;
+        *ret = makedev(maj, min);
+        return 1;
+}
+
+/* The device 'what' names: a block device (a node, or /dev/block/MAJ:MIN), or the file system
+ * mounted at a host path. */
 static int resolve_what(const char *what, dev_t *ret, NsmError *error) {
         MountEntry *e = NULL;
         size_t n = 0;
-        dev_t dev = 0, root = 0;
+        dev_t dev = 0;
+        const char *kept;
         struct stat st;
         int r;
 
         r = mount_table_read_self(&e, &n);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Failed to read the host's mount table: %m.");
-        for (size_t i = 0; i < n; i++) {
-                if (streq_ptr(e[i].target, "/"))
-                        root = e[i].dev;
+        for (size_t i = 0; i < n; i++)
                 if (streq_ptr(e[i].target, what))
                         dev = e[i].dev;   /* the last is the one on top */
-        }
-        mount_entries_free(e, n);
+        r = 0;
         if (dev == 0) {
+                r = parse_dev_block(what, &dev);
+                if (r < 0)
+                        r = nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' names no block device of this machine.",
+                                           what);
+        }
+        if (r == 0 && dev == 0) {
                 /* Not a mount point: a device node (/dev/sdb1, /dev/disk/by-label/X → sdb1). */
                 if (stat(what, &st) < 0)
-                        return nsm_error_setf(error, NSM_ERROR_INVALID_PATH,
-                                              "'%s' is neither a mount point on the host nor a block device: %s.", what,
-                                              strerror(errno));
-                if (!S_ISBLK(st.st_mode))
-                        return nsm_error_setf(error, NSM_ERROR_INVALID_PATH,
-                                              "'%s' is neither a mount point on the host nor a block device.", what);
-                dev = st.st_rdev;
-        } else if (major(dev) == 0)
-                return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is not a file system on a block device "
-                                      "(there is no device to eject).", what);
-        if (dev == root)
-                return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is the root file system, which is never "
-                                      "ejected.", what);
+                        r = nsm_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                           "'%s' is neither a mount point on the host nor a block device: %s.", what,
+                                           strerror(errno));
+                else if (!S_ISBLK(st.st_mode))
+                        r = nsm_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                           "'%s' is neither a mount point on the host nor a block device.", what);
+                else
+                        dev = st.st_rdev;
+        } else if (r >= 0 && major(dev) == 0)
+                r = nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is not a file system on a block device "
+                                   "(there is no device to eject).", what);
+        if (r >= 0 && (kept = device_is_kept(e, n, dev)))
+                r = nsm_error_setf(error, NSM_ERROR_INVALID_PATH,
+                                   "'%s' holds the host's %s, which is never ejected, not even by root.", what,
+                                   streq(kept, "/") ? "root file system" : kept);
+        mount_entries_free(e, n);
+        if (r < 0)
+                return r;
         *ret = dev;
         return 0;
 }

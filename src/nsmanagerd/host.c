@@ -15,6 +15,8 @@
 #include "mount-util.h"
 #include "path-util.h"
 #include "strv.h"
+#include "text-escape.h"
+#include "write-access.h"
 
 /* ---- what a start changed, and undoing it ---- */
 
@@ -238,27 +240,35 @@ int host_share_root(char *const *reserved, const char *registry, NsmError *error
  * a directory on the way can change without mounting anything (a symlink swapped in, a
  * RENAME_EXCHANGE). -EREMOTE: below a FUSE mount. */
 /* Whether someone other than root can write directory 'fd' (create, rename or remove what is
- * in it). Its cached attributes only: a FUSE server is not asked. */
-static int writable_by_others(int fd, struct statx *ret) {
+ * in it): its owner, the mode, its ACL's named users and groups (under the mask), group root's
+ * members. Its cached attributes and its ACL only (the caller made sure it is on no FUSE
+ * mount); who in ret_who. */
+static int writable_by_others(int fd, struct statx *ret, char **ret_who) {
         struct statx sx = {};
 
         if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_UID | STATX_GID | STATX_MODE, &sx) < 0)
                 return -errno;
         if (ret)
                 *ret = sx;
-        return sx.stx_uid != 0 || (sx.stx_mode & S_IWOTH) || ((sx.stx_mode & S_IWGRP) && sx.stx_gid != 0);
+        if (sx.stx_uid != 0) {
+                if (asprintf(ret_who, "its owner, uid %" PRIu32, (uint32_t) sx.stx_uid) < 0)
+                        return -ENOMEM;
+                return 1;
+        }
+        return fd_find_other_writer(fd, &sx, (uid_t) -1, (gid_t) -1, /* names= */ false, ret_who);
 }
 
 static int refuse_parent(int parent, const char *path, NsmError *error) {
+        _cleanup_free_ char *who = NULL;
         struct statx sx;
-        int r = writable_by_others(parent, &sx);
+        int r = writable_by_others(parent, &sx, &who);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Cannot tell who may write the directory '%s' is in: %m.", path);
         if (r > 0)
                 return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' is not shared: the directory it is in can "
-                                      "be written by someone other than root (owner uid %u, group gid %u, mode %04o), "
-                                      "who could put a symlink or a directory of theirs in its place.", path,
-                                      sx.stx_uid, sx.stx_gid, sx.stx_mode & 07777);
+                                      "be written by someone other than root, %s (owner uid %u, group gid %u, mode "
+                                      "%04o), who could put a symlink or a directory of theirs in its place.", path,
+                                      who, sx.stx_uid, sx.stx_gid, sx.stx_mode & 07777);
         return 0;
 }
 
@@ -333,7 +343,8 @@ static int share_path(const char *path, bool only_root, HostChanges *changes, Ns
         if (only_root) {
                 /* A configured path a user can swap, or whose directory is hers, would share what
                  * she chooses with everybody: the administrator fixes it, a reload retries. */
-                r = writable_by_others(fd, &sx);
+                _cleanup_free_ char *who = NULL;
+                r = writable_by_others(fd, &sx, &who);
                 if (r < 0)
                         return nsm_error_set_errnof(error, r, "Cannot tell who owns '%s': %m.", path);
                 if (sx.stx_uid != 0)
@@ -439,11 +450,20 @@ static void host_mounts_free(HostMount *m, size_t n) {
 }
 
 /* Whether the recorded mount is still there: by the host's mount table, never by looking the
- * path up (a user's FUSE mount may cover it, and its server may never answer). */
-static const MountEntry *still_mounted(const MountEntry *table, size_t n, const HostMount *m) {
+ * path up (a user's FUSE mount may cover it, and its server may never answer). The old id is
+ * reused by the next mount once ours is gone (an administrator's tmpfs at the same path gets
+ * it): the unique id (Linux 6.8), or before it what the mount is (device, root, mount point),
+ * must still be there too. A record that matches but for that sets *ret_reused. */
+static const MountEntry *still_mounted(const MountEntry *table, size_t n, const HostMount *m, bool *ret_reused) {
         for (size_t i = 0; i < n; i++)
-                if (table[i].id == m->id.old && streq(table[i].target, m->path))
+                if (table[i].id == m->id.old && streq(table[i].target, m->path)) {
+                        if (mount_id_is_mounted(m->id) == 0) {
+                                if (ret_reused)
+                                        *ret_reused = true;
+                                return NULL;
+                        }
                         return &table[i];
+                }
         return NULL;
 }
 
@@ -464,7 +484,7 @@ static int host_mounts_read(HostMount **ret, size_t *ret_n) {
 
                 if (line[0] == '#' ||
                     sscanf(line, "%15s %" SCNu64 " %" SCNu64 " %8191s", kind, &m.id.unique, &m.id.old, word) != 4 ||
-                    !STR_IN_SET(kind, "pin", "bind") || unescape_word(word, &m.path) < 0)
+                    !STR_IN_SET(kind, "pin", "bind") || text_unescape(word, &m.path) < 0)
                         continue;
                 if (!path_is_absolute_normalized(m.path)) {
                         free(m.path);
@@ -496,7 +516,7 @@ static int host_mounts_write(const HostMount *m, size_t n) {
                 return -ENOMEM;
         fputs("# The mounts nsmanagerd made on the host, for nsmanagerd --release: KIND UNIQUE-ID ID PATH\n", f);
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *e = escape_word(m[i].path);
+                _cleanup_free_ char *e = text_escape_word(m[i].path);
                 if (e)
                         fprintf(f, "%s %" PRIu64 " %" PRIu64 " %s\n", m[i].kind, m[i].id.unique, m[i].id.old, e);
         }
@@ -528,7 +548,7 @@ static int host_mounts_add(const char *kind, const char *path, MountId id) {
         }
         /* Entries no longer mounted (unmounted by hand, or from before a reboot) go. */
         for (size_t i = 0; i < n; i++)
-                if (still_mounted(table, n_table, &list[i]) && !mount_id_equal(list[i].id, id))
+                if (still_mounted(table, n_table, &list[i], NULL) && !mount_id_equal(list[i].id, id))
                         list[k++] = list[i];
                 else
                         free(list[i].path);
@@ -586,7 +606,7 @@ static int mounts_below(const MountEntry *table, size_t n, uint64_t id, char ***
 static int release_one(const HostMount *m) {
         _cleanup_close_ int root = -EBADF, fd = -EBADF;
         MountEntry *table = NULL;
-        uint64_t id = 0;
+        MountId id = {};
         size_t n = 0;
         int r;
 
@@ -608,9 +628,10 @@ static int release_one(const HostMount *m) {
         mount_entries_free(table, n);
         if (r == -EREMOTE)
                 return log_warning_errno(r, "Keeping the bind of '%s' onto itself: it lies below a FUSE mount.", m->path);
+        /* The very mount recorded: by its unique id where the record has one (or by what it is). */
         if (r >= 0)
-                r = fd_get_mount_id(fd, "", &id);
-        if (r >= 0 && id != m->id.old)
+                r = fd_get_mount_ids(fd, "", &id);
+        if (r >= 0 && !mount_id_equal(id, m->id))
                 r = -ESTALE;
         if (r >= 0)
                 r = umount2_fd(fd);
@@ -647,9 +668,13 @@ int host_release(void) {
                         if (streq(m->kind, pass == 0 ? "bind" : "pin"))
                                 continue;
                         /* Read again for each: what went before changed it. */
+                        bool reused = false;
                         r = mount_table_read_self(&table, &n_table);
-                        if (r >= 0 && !still_mounted(table, n_table, m)) {
+                        if (r >= 0 && !still_mounted(table, n_table, m, &reused)) {
                                 mount_entries_free(table, n_table);
+                                if (reused)
+                                        log_notice("Leaving '%s' alone: the mount there now is not the one nsmanagerd "
+                                                   "made (that one is gone, and another has its id).", m->path);
                                 continue;
                         }
                         if (r >= 0)

@@ -5,8 +5,8 @@
 #include "fs-util.h"
 #include "log.h"
 #include "login-rule.h"
-#include "path-util.h"
 #include "strv.h"
+#include "text-escape.h"
 
 /* The lists of ViewPolicy, in the order of the effect's characters 2 to 5 (login-filter.h);
  * characters 0 and 1 are PrivateTmp= and HideOtherHomes=. A setting that can make a policy
@@ -112,6 +112,8 @@ int login_rule_compile(const ManagerConfig *c, LoginFilter *ret) {
                 r = -ENOMEM;
         for (char **u = c->exclude_users; r >= 0 && u && *u; u++)
                 r = strv_extend(&f.exclude_users, *u);
+        if (c->login_refused_message && !(f.refused_message = strdup(c->login_refused_message)))
+                r = -ENOMEM;
         if (r >= 0 && f.login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED) {
                 r = file_effect(&c->view, f.view_main);
                 if (r >= 0)
@@ -127,10 +129,10 @@ int login_rule_compile(const ManagerConfig *c, LoginFilter *ret) {
         return 0;
 }
 
-/* One word per name (escape_word()): a group's name may hold blanks. */
+/* One word per name (text_escape_word()): a group's name may hold blanks. */
 static int fprint_effects(FILE *s, const char *key, const ViewEffect *list, size_t n) {
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *word = escape_word(list[i].name);
+                _cleanup_free_ char *word = text_escape_word(list[i].name);
                 if (!word)
                         return -ENOMEM;
                 fprintf(s, "%s=%s %s\n", key, word, list[i].effect);
@@ -147,7 +149,7 @@ int login_filter_format(const LoginFilter *f, char **ret) {
 
         words = strv_split_whitespace("");
         for (char **u = f->exclude_users; words && u && *u; u++) {
-                char *w = escape_word(*u);
+                char *w = text_escape_word(*u);
                 if (!w || strv_consume(&words, w) < 0)
                         return -ENOMEM;
         }
@@ -167,6 +169,8 @@ int login_filter_format(const LoginFilter *f, char **ret) {
                 if (r >= 0)
                         r = fprint_effects(s, "VIEW_USER", f->view_users, f->n_view_users);
         }
+        if (f->refused_message)
+                fprintf(s, "LOGIN_REFUSED_MESSAGE=%s\n", f->refused_message);
         if (fclose(s) != 0 || r < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(buf);

@@ -21,6 +21,11 @@ void manager_config_init(ManagerConfig *c) {
                 .rate_limit_interval_usec = 10 * USEC_PER_SEC,
                 .rate_limit_burst = 200,
                 .attach_tasks_max = 4096,
+                .polkit_questions_per_uid = 4,
+                .polkit_timeout_usec = 20 * USEC_PER_SEC,
+                .audit_burst = 100,
+                .audit_burst_all = 2000,
+                .audit_interval_usec = 30 * USEC_PER_SEC,
                 .release_with_host = true,
         };
         c->subtree_root = strdup("/subtree");
@@ -42,6 +47,7 @@ void manager_config_done(ManagerConfig *c) {
         free(c->state_directory);
         strv_free(c->shared_subtrees);
         strv_free(c->exclude_users);
+        free(c->login_refused_message);
         config_assignments_done(&c->view);
         policy_files_free(c->group_policies, c->n_group_policies);
         policy_files_free(c->user_policies, c->n_user_policies);
@@ -75,6 +81,24 @@ static int config_parse_login_without_view(const char *value, void *data, char *
         if (v < 0)
                 return config_message(ret_message, "'%s' is not one of restricted, allow, deny", value);
         *(LoginWithoutView *) data = v;
+        return 0;
+}
+
+/* Shown on the terminal of every login the module refuses: one line of plain text. Empty: the
+ * module's own sentence. */
+static int config_parse_refused_message(const char *value, void *data, char **ret_message) {
+        char **s = data, *copy = NULL;
+
+        if (value[0]) {
+                if (!login_refused_message_valid(value))
+                        return config_message(ret_message, "'%s' is not one line of at most %d bytes of text without "
+                                              "control characters or '\\'", value, LOGIN_REFUSED_MESSAGE_MAX);
+                copy = strdup(value);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        free(*s);
+        *s = copy;
         return 0;
 }
 
@@ -254,12 +278,18 @@ static const ConfigItem config_items[] = {
         { "Manager", "StateDirectory",       config_parse_absolute_path,      offsetof(ManagerConfig, state_directory) },
         { "Manager", "ViewPropagation",      config_parse_view_propagation,   offsetof(ManagerConfig, view_propagation) },
         { "Manager", "LoginWithoutView",     config_parse_login_without_view, offsetof(ManagerConfig, login_without_view) },
+        { "Manager", "LoginRefusedMessage",  config_parse_refused_message,    offsetof(ManagerConfig, login_refused_message) },
         { "Manager", "OperationTimeoutSec",  config_parse_timeout,            offsetof(ManagerConfig, operation_timeout_usec) },
         { "Manager", "MaxStuckOperations",   config_parse_unsigned,           offsetof(ManagerConfig, max_stuck_operations) },
         { "Manager", "MaxUserMounts",        config_parse_unsigned,           offsetof(ManagerConfig, max_user_mounts) },
         { "Manager", "RateLimitIntervalSec", config_parse_timeout,            offsetof(ManagerConfig, rate_limit_interval_usec) },
         { "Manager", "RateLimitBurst",       config_parse_unsigned,           offsetof(ManagerConfig, rate_limit_burst) },
         { "Manager", "AttachTasksMax",       config_parse_unsigned,           offsetof(ManagerConfig, attach_tasks_max) },
+        { "Manager", "PolkitQuestionsPerUID", config_parse_unsigned,          offsetof(ManagerConfig, polkit_questions_per_uid) },
+        { "Manager", "PolkitTimeoutSec",     config_parse_timeout,            offsetof(ManagerConfig, polkit_timeout_usec) },
+        { "Manager", "AuditRateLimitIntervalSec", config_parse_timeout,       offsetof(ManagerConfig, audit_interval_usec) },
+        { "Manager", "AuditRateLimitBurst",  config_parse_unsigned,           offsetof(ManagerConfig, audit_burst) },
+        { "Manager", "AuditRateLimitBurstAll", config_parse_unsigned,         offsetof(ManagerConfig, audit_burst_all) },
         { "Manager", "ReleaseWithHost",      config_parse_bool,               offsetof(ManagerConfig, release_with_host) },
         { "View",    "PrivateTmp",           config_parse_bool,               offsetof(ViewPolicy, private_tmp) },
         { "View",    "TmpSize",              config_parse_size,               offsetof(ViewPolicy, tmp_size) },

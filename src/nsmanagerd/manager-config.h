@@ -43,6 +43,7 @@ typedef struct ManagerConfig {
         char *state_directory;         /* StateDirectory= (/run/nsmanager) */
         ViewPropagation view_propagation; /* ViewPropagation= (slave) */
         LoginWithoutView login_without_view; /* LoginWithoutView= (restricted), for pam_nsmanager (login-filter.h) */
+        char *login_refused_message;   /* LoginRefusedMessage= (NULL: the module's own sentence), ditto */
 
         /* Limits: whatever one user's view holds, or however one user calls, nobody else waits. */
         uint64_t operation_timeout_usec; /* OperationTimeoutSec= (5s): deadline of every mount operation */
@@ -52,6 +53,14 @@ typedef struct ManagerConfig {
         uint64_t rate_limit_interval_usec; /* RateLimitIntervalSec= (10s) … */
         unsigned rate_limit_burst;     /* RateLimitBurst= (200): calls per interval per unprivileged caller */
         unsigned attach_tasks_max;     /* AttachTasksMax= (4096): tasks of one uid's attached commands */
+        unsigned polkit_questions_per_uid; /* PolkitQuestionsPerUID= (4): interactive polkit questions of one
+                                        * uid waiting or in flight; 0: no limit */
+        uint64_t polkit_timeout_usec;  /* PolkitTimeoutSec= (20s): a polkit question not answered by then is
+                                        * withdrawn, its caller answered TimedOut */
+        unsigned audit_burst;          /* AuditRateLimitBurst= (100): refusal records per uid other than root … */
+        unsigned audit_burst_all;      /* AuditRateLimitBurstAll= (2000): … and of all of them together, per
+                                        * AuditRateLimitIntervalSec= (30s); 0: no limit */
+        uint64_t audit_interval_usec;
 
         /* The [View] assignments of every file, checked (view_policy_load() composes them). */
         ConfigAssignments view;        /* the main file and its drop-ins */

@@ -14,11 +14,13 @@
 #include "manager-dbus.h"
 #include "manager.h"
 #include "mount-events-dbus.h"
+#include "mount-list-dbus.h"
 #include "namespace-dbus.h"
 #include "namespace-session.h"
 #include "namespace.h"
 #include "path-util.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "view-job.h"
 
 /* Every method: read, validate, authorize, act, reply. Arguments are checked before polkit is
@@ -47,7 +49,8 @@ static int get_namespace_or_error(BusRequest *req, const char *user, Namespace *
                 return r;
         ns = manager_get_namespace_by_uid(req->manager, u.uid);
         if (!ns || !ns->ready)
-                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace.", u.name);
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_NAMESPACE, "User '%s' has no namespace (not logged in; "
+                                      "'nsctl create %s' makes one).", u.name, u.name);
         *ret = ns;
         return 1;
 }
@@ -547,16 +550,37 @@ static int method_enslave_subtree(sd_bus_message *message, void *userdata, sd_bu
         return bus_request_run(message, userdata, error, enslave_subtree_step);
 }
 
-static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
-        const char *user, *path, *mode;
+/* An "ay" path of the id-taking methods: the kernel's bytes, any but NUL. */
+static int read_path_bytes(sd_bus_message *message, char **ret, sd_bus_error *error) {
+        const void *p;
+        size_t n;
+        int r;
+
+        r = sd_bus_message_read_array(message, 'y', &p, &n);
+        if (r < 0)
+                return r;
+        if (n > 0 && memchr(p, 0, n))
+                return bus_error_setf(error, NSM_ERROR_INVALID_PATH, "A path cannot hold a NUL byte.");
+        *ret = strndup(n > 0 ? p : "", n);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The mount id of the id-taking methods: GetMountsEx's. */
+static int check_mount_id(uint64_t id, sd_bus_error *error) {
+        if (id == 0)
+                return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "0 is no mount's id.");
+        return 0;
+}
+
+/* SetPropagation and SetPropagationById (expected_id ≠ 0: of the mount with that id, else
+ * MountChanged). Polkit's details are strings: the path escaped. */
+static int set_propagation_common(BusRequest *req, const char *user, const char *path, const char *mode,
+                                  uint64_t flags, uint64_t expected_id, sd_bus_error *error) {
+        _cleanup_free_ char *shown = NULL;
         PropagationMode pm;
-        uint64_t flags;
         Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(req->message, "ssst", &user, &path, &mode, &flags);
-        if (r < 0)
-                return r;
         if (flags & ~NSM_PROPAGATION_RECURSIVE)
                 return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
                                       flags & ~NSM_PROPAGATION_RECURSIVE);
@@ -575,10 +599,48 @@ static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
         if (!ns && streq(path, "/") && pm == PROPAGATION_UNBINDABLE)
                 return bus_error_setf(error, NSM_ERROR_INVALID_PATH,
                                       "The host's '/' cannot be unbindable: every view is a copy of it.");
+        shown = text_escape(path);
+        if (!shown)
+                return -ENOMEM;
         ViewOp op = { .type = VIEW_OP_SET_PROPAGATION, .path = path, .mode = pm,
-                      .recursive = flags & NSM_PROPAGATION_RECURSIVE };
+                      .recursive = flags & NSM_PROPAGATION_RECURSIVE, .expected_id = expected_id };
         return authorize_and_start_view_op(req, ns, user, OWN_VIEW_SET_PROPAGATION,
-                                           (const char *[]) { "user", user, "path", path, "mode", mode, NULL }, &op, error);
+                                           (const char *[]) { "user", user, "path", shown, "mode", mode, NULL }, &op,
+                                           error);
+}
+
+static int set_propagation_step(BusRequest *req, sd_bus_error *error) {
+        const char *user, *path, *mode;
+        uint64_t flags;
+        int r;
+
+        r = sd_bus_message_read(req->message, "ssst", &user, &path, &mode, &flags);
+        if (r < 0)
+                return r;
+        return set_propagation_common(req, user, path, mode, flags, 0, error);
+}
+
+static int set_propagation_by_id_step(BusRequest *req, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        const char *user, *mode;
+        uint64_t id, flags;
+        int r;
+
+        r = sd_bus_message_read(req->message, "st", &user, &id);
+        if (r >= 0)
+                r = read_path_bytes(req->message, &path, error);
+        if (r >= 0)
+                r = sd_bus_message_read(req->message, "st", &mode, &flags);
+        if (r < 0)
+                return r;
+        r = check_mount_id(id, error);
+        if (r < 0)
+                return r;
+        return set_propagation_common(req, user, path, mode, flags, id, error);
+}
+
+static int method_set_propagation_by_id(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, set_propagation_by_id_step);
 }
 
 static int method_set_propagation(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -624,15 +686,13 @@ static int method_bind_mount(sd_bus_message *message, void *userdata, sd_bus_err
         return bus_request_run(message, userdata, error, bind_mount_step);
 }
 
-static int unmount_step(BusRequest *req, sd_bus_error *error) {
-        const char *user, *path;
-        uint64_t flags;
+/* Unmount and UnmountById (expected_id ≠ 0). */
+static int unmount_common(BusRequest *req, const char *user, const char *path, uint64_t flags, uint64_t expected_id,
+                          sd_bus_error *error) {
+        _cleanup_free_ char *shown = NULL;
         Namespace *ns = NULL;
         int r;
 
-        r = sd_bus_message_read(req->message, "sst", &user, &path, &flags);
-        if (r < 0)
-                return r;
         if (flags & ~NSM_UNMOUNT_DETACH)
                 return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
                                       flags & ~NSM_UNMOUNT_DETACH);
@@ -646,9 +706,47 @@ static int unmount_step(BusRequest *req, sd_bus_error *error) {
         if (r <= 0)
                 return r;
         user = ns->name;
-        ViewOp op = { .type = VIEW_OP_UNMOUNT, .path = path, .recursive = flags & NSM_UNMOUNT_DETACH };
+        shown = text_escape(path);
+        if (!shown)
+                return -ENOMEM;
+        ViewOp op = { .type = VIEW_OP_UNMOUNT, .path = path, .recursive = flags & NSM_UNMOUNT_DETACH,
+                      .expected_id = expected_id };
         return authorize_and_start_view_op(req, ns, user, OWN_VIEW_UNMOUNT,
-                                           (const char *[]) { "user", user, "path", path, NULL }, &op, error);
+                                           (const char *[]) { "user", user, "path", shown, NULL }, &op, error);
+}
+
+static int unmount_step(BusRequest *req, sd_bus_error *error) {
+        const char *user, *path;
+        uint64_t flags;
+        int r;
+
+        r = sd_bus_message_read(req->message, "sst", &user, &path, &flags);
+        if (r < 0)
+                return r;
+        return unmount_common(req, user, path, flags, 0, error);
+}
+
+static int unmount_by_id_step(BusRequest *req, sd_bus_error *error) {
+        _cleanup_free_ char *path = NULL;
+        const char *user;
+        uint64_t id, flags;
+        int r;
+
+        r = sd_bus_message_read(req->message, "st", &user, &id);
+        if (r >= 0)
+                r = read_path_bytes(req->message, &path, error);
+        if (r >= 0)
+                r = sd_bus_message_read(req->message, "t", &flags);
+        if (r < 0)
+                return r;
+        r = check_mount_id(id, error);
+        if (r < 0)
+                return r;
+        return unmount_common(req, user, path, flags, id, error);
+}
+
+static int method_unmount_by_id(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, unmount_by_id_step);
 }
 
 static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -656,6 +754,10 @@ static int method_unmount(sd_bus_message *message, void *userdata, sd_bus_error 
 }
 
 /* ---- GetMounts, SetLinger, ReloadConfig ---- */
+
+static void unref_namespace(void *p) {
+        namespace_unref(p);
+}
 
 static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
         const char *user;
@@ -671,11 +773,70 @@ static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
         r = bus_request_rate_limit(req, error);
         if (r < 0)
                 return r;
+        /* As Namespace.GetMounts: the table read updates the namespace's count (NMounts, where
+         * listmount(2) cannot count it), and the request holds the namespace meanwhile. */
+        if (ns && !req->data) {
+                req->data = namespace_ref(ns);
+                req->free_data = unref_namespace;
+        }
         return bus_request_reply_mounts(req, ns, error);
 }
 
 static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         return bus_request_run(message, userdata, error, get_mounts_step);
+}
+
+static int get_mounts_ex_step(BusRequest *req, sd_bus_error *error) {
+        const char *user;
+        Namespace *ns = NULL;
+        int r;
+
+        r = sd_bus_message_read(req->message, "s", &user);
+        if (r < 0)
+                return r;
+        r = target_namespace(req, user, &ns, error);
+        if (r <= 0)
+                return r;
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
+        return bus_request_reply_mounts_ex(req, ns, error);
+}
+
+static int method_get_mounts_ex(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, get_mounts_ex_step);
+}
+
+static int can_mount_step(BusRequest *req, sd_bus_error *error) {
+        const char *user;
+        Namespace *ns = NULL;
+        uint64_t id;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_message_read(req->message, "st", &user, &id);
+        if (r < 0)
+                return r;
+        r = check_mount_id(id, error);
+        if (r < 0)
+                return r;
+        r = target_namespace(req, user, &ns, error);
+        if (r <= 0)
+                return r;
+        /* Once per call: it comes back here after the table is read and after polkit answers. */
+        if (!req->dispatched) {
+                r = bus_request_rate_limit(req, error);
+                if (r < 0)
+                        return r;
+        }
+        r = bus_message_caller_uid(req->manager, req->message, &uid, error);
+        if (r < 0)
+                return r;
+        return bus_request_reply_can_mount(req, ns, id, uid, error);
+}
+
+static int method_can_mount(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, can_mount_step);
 }
 
 static int set_linger_step(BusRequest *req, sd_bus_error *error) {
@@ -781,6 +942,15 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_NO_RESULT, method_bind_mount, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Unmount", SD_BUS_ARGS("s", user, "s", path, "t", flags), SD_BUS_NO_RESULT,
                                 method_unmount, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("UnmountById", SD_BUS_ARGS("s", user, "t", id, "ay", path, "t", flags),
+                                SD_BUS_NO_RESULT, method_unmount_by_id, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetPropagationById",
+                                SD_BUS_ARGS("s", user, "t", id, "ay", path, "s", mode, "t", flags), SD_BUS_NO_RESULT,
+                                method_set_propagation_by_id, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CanMount", SD_BUS_ARGS("s", user, "t", id), SD_BUS_RESULT("a{ss}", answers),
+                                method_can_mount, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetMountsEx", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a" MOUNTS_EX_SIGNATURE, mounts),
+                                method_get_mounts_ex, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetMounts", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a(ttttssss)", mounts),
                                 method_get_mounts, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetLinger", SD_BUS_ARGS("s", user, "b", enable), SD_BUS_NO_RESULT,
@@ -832,6 +1002,11 @@ int manager_bus_add_objects(Manager *m, sd_bus *bus) {
         return 0;
 }
 
+static void manager_bus_done(Manager *m) {
+        bus_requests_free(m);
+        audit_limits_free(m);
+}
+
 int manager_connect_bus(Manager *m) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -860,19 +1035,23 @@ int manager_connect_bus(Manager *m) {
         r = polkit_registry_new(m->creds, &m->polkit_registry);
         if (r < 0)
                 return log_oom();
+        /* The budgets follow the configuration in force (ReloadConfig replaces it in place). */
+        polkit_registry_set_limits(m->polkit_registry, &m->config.polkit_questions_per_uid,
+                                   &m->config.polkit_timeout_usec);
         r = manager_bus_add_objects(m, m->bus);
         if (r < 0)
                 return r;
         r = log_control_add(m->bus, m->creds);
         if (r < 0)
                 return r;
-        /* Losing the bus ends the daemon cleanly, as systemd's daemons do: the namespaces stay
-         * pinned, and the next start (D-Bus activation, at the next call) finds them. */
+        /* Losing the bus ends the daemon, with failure (nsmanagerd.c): the namespaces stay
+         * pinned, and the next start (Restart=on-failure, or D-Bus activation) finds them. */
         r = sd_bus_set_exit_on_disconnect(m->bus, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to configure the bus connection: %m");
-        /* The calls in flight are ours: dropped once the Manager answered its work in flight. */
-        m->bus_done = bus_requests_free;
+        /* The calls in flight are ours: dropped once the Manager answered its work in flight;
+         * then the audit records' summaries still due. */
+        m->bus_done = manager_bus_done;
         return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -26,6 +27,7 @@
 #include "path-util.h"
 #include "private-bus.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "time-util.h"
 #include "user-util.h"
 #include "view-job.h"
@@ -267,7 +269,7 @@ int manager_save_shared(Manager *m) {
         if (!f)
                 return -ENOMEM;
         for (char **p = m->shared_at_runtime; p && *p; p++) {
-                _cleanup_free_ char *e = escape_word(*p);
+                _cleanup_free_ char *e = text_escape_word(*p);
                 if (e)
                         fprintf(f, "%s\n", e);
         }
@@ -298,7 +300,7 @@ static void manager_load_shared(Manager *m, char *const *configured) {
                 line[strcspn(line, "\n")] = 0;
                 /* A configured path is the configuration's (and its checks'), also where it
                  * was left out now. */
-                if (unescape_word(line, &path) < 0 || !path_is_absolute_normalized(path) || streq(path, "/") ||
+                if (text_unescape(line, &path) < 0 || !path_is_absolute_normalized(path) || streq(path, "/") ||
                     strv_contains((const char *const *) m->shared_at_runtime, path))
                         continue;
                 if (strv_extend(&m->shared_at_runtime, path) < 0)
@@ -384,6 +386,36 @@ static void remove_strays(Manager *m) {
 }
 
 /* Logs its own failure: the builder's message says more than an errno. */
+static void on_restored_count_read(BuilderReply *reply, void *userdata) {
+        Namespace *ns = userdata;
+        uint32_t n = 0;
+
+        if (!reply->error) {
+                for (size_t i = 0; i < reply->size; i++)
+                        n += reply->data[i] == '\n';
+                ns->n_mounts = n;
+        }
+        namespace_unref(ns);
+}
+
+/* NMounts of a restored namespace: where listmount(2) cannot count it (Linux 6.18 finds only
+ * namespaces a process is in, and nobody may be logged in), the count is the last table read,
+ * and a new daemon has read none. One read each, from the builder, in the background. */
+static void manager_count_restored(Manager *m) {
+        Namespace *ns;
+        size_t n;
+
+        for (HashmapIterator i = {}; hashmap_iterate(m->namespaces.by_name, &i, (void **) &ns, NULL);) {
+                if (mntns_count_mounts(ns->mntns_id, &n) >= 0) {
+                        ns->n_mounts = (uint32_t) n;
+                        continue;
+                }
+                if (builder_read_mounts(m->builder, ns->mntns_fd, false, manager_deadline(m), on_restored_count_read,
+                                        namespace_ref(ns)) < 0)
+                        namespace_unref(ns);
+        }
+}
+
 static int manager_restore_namespaces(Manager *m) {
         BuilderSync s = { .fd = -EBADF };
         int r;
@@ -409,6 +441,8 @@ static int manager_restore_namespaces(Manager *m) {
         }
         builder_sync_done_free(&s);
         remove_strays(m);
+        if (r >= 0)
+                manager_count_restored(m);
         return r;
 }
 
@@ -700,9 +734,12 @@ int manager_rate_limit(Manager *m, uid_t uid, NsmError *error) {
                 rl->count = 0;
         }
         if (rl->count >= m->config.rate_limit_burst)
-                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "Too many calls from UID %u (RateLimitBurst=%u "
-                                      "per RateLimitIntervalSec=); try again later.", (unsigned) uid,
-                                      m->config.rate_limit_burst);
+                return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "uid %" PRIu32 " made %u calls within "
+                                      "RateLimitIntervalSec=%" PRIu64 "s (RateLimitBurst=%u); try again in %" PRIu64 "s.",
+                                      (uint32_t) uid, rl->count, (uint64_t) (m->config.rate_limit_interval_usec / USEC_PER_SEC),
+                                      m->config.rate_limit_burst,
+                                      (uint64_t) ((rl->begin + m->config.rate_limit_interval_usec - now + USEC_PER_SEC - 1) /
+                                                  USEC_PER_SEC));
         rl->count++;
         return 0;
 }

@@ -25,6 +25,7 @@ typedef struct Namespace Namespace;
 typedef struct OpQueue OpQueue;
 typedef struct PolkitRegistry PolkitRegistry;
 typedef struct AttachProcess AttachProcess;
+typedef struct AttachUnits AttachUnits;
 typedef struct BusRequest BusRequest;
 typedef struct PrivateServer PrivateServer;
 typedef struct StoredFds StoredFds;
@@ -61,8 +62,10 @@ typedef struct Manager {
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
         UserLookups *user_lookups; /* NSS lookups of the names callers send, off the loop (user-lookup.h) */
+        IdMap *audit_limits;     /* uid_key(caller uid) → its audit records' window (audit.c) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
+        AttachUnits *attach_units;       /* systemd's: the two matches, calls in flight (attach-unit.c) */
         MountEvents *mount_events;       /* subscribers' signals, ReleaseWithHost= (mount-events.c) */
         const MountEventsBus *mount_events_bus; /* what the bus glue does for them (mount-events-dbus.c) */
         Ejector *ejector;                /* Eject(), ReleaseWithHost= (eject.c) */

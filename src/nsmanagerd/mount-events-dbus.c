@@ -2,6 +2,7 @@
 #include "bus-creds.h"
 #include "bus-errors.h"
 #include "bus-request.h"
+#include "bus-util.h"
 #include "eject.h"
 #include "list.h"
 #include "log.h"
@@ -10,8 +11,9 @@
 #include "namespace-dbus.h"
 #include "path-util.h"
 
-/* One bus name and what it watches: everything, and views one by one. One sd_bus_track (one
- * match rule in dbus-daemon) per name, however many views it watches. */
+/* One bus name and what it watches: everything, and views one by one. The name is watched
+ * through the daemon's one NameOwnerChanged match (bus-creds.h), not a match rule per name:
+ * subscribers never add to the daemon's match rules on the bus. */
 typedef struct Subscriber Subscriber;
 struct Subscriber {
         Manager *manager;
@@ -20,7 +22,7 @@ struct Subscriber {
         bool all;                /* Manager.Subscribe() */
         Namespace **views;       /* references: Namespace.Subscribe() of each */
         size_t n_views;
-        sd_bus_track *track;     /* the name: when it leaves the bus, its watches end */
+        BusNameWatch *watch;     /* the name: when it leaves the bus, its watches end */
         Subscriber *prev, *next;
 };
 
@@ -46,7 +48,7 @@ static Subscriber *subscriber_free(Subscriber *s, bool unwatch) {
         if (unwatch && m->mount_events && s->all)
                 mount_events_unwatch(m->mount_events, NULL);
         free(s->views);
-        s->track = sd_bus_track_unref(s->track);
+        s->watch = bus_name_watch_free(s->watch);
         free(s->name);
         free(s);
         return NULL;
@@ -89,12 +91,19 @@ static unsigned subscriptions_of(Manager *m, uid_t uid) {
         return n;
 }
 
-static int on_name_gone(sd_bus_track *track, void *userdata) {
+static unsigned subscriptions_of_users(Manager *m) {
+        unsigned n = 0;
+        for (Subscriber *s = *subscribers(m); s; s = s->next)
+                if (s->uid != 0)
+                        n += subscriber_count(s);
+        return n;
+}
+
+static void on_name_gone(void *userdata) {
         Subscriber *s = userdata;
 
         log_debug("Subscriber '%s' left the bus; its %u watches end.", s->name, subscriber_count(s));
         subscriber_free(s, true);
-        return 0;
 }
 
 static void mount_events_dbus_namespace_gone(Namespace *ns, void *userdata) {
@@ -138,9 +147,7 @@ static int subscriber_new(Manager *m, sd_bus *bus, const char *name, uid_t uid, 
                 subscriber_free(s, false);
                 return -ENOMEM;
         }
-        r = sd_bus_track_new(bus, &s->track, on_name_gone, s);
-        if (r >= 0)
-                r = sd_bus_track_add_name(s->track, name);
+        r = bus_creds_watch_name(m->creds, bus, name, on_name_gone, s, &s->watch);
         if (r < 0) {
                 subscriber_free(s, false);
                 return r;
@@ -176,9 +183,13 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
                 return r;
         if (uid != 0 && subscriptions_of(m, uid) >= SUBSCRIPTIONS_PER_UID_MAX)
                 return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
-                                      "UID %u has %u subscriptions already, the most a user may hold; end one "
+                                      "uid %u has %u subscriptions already (SubscriptionsPerUID=%u); end one "
                                       "(Unsubscribe(), or close its bus connection).",
-                                      (unsigned) uid, SUBSCRIPTIONS_PER_UID_MAX);
+                                      (unsigned) uid, SUBSCRIPTIONS_PER_UID_MAX, SUBSCRIPTIONS_PER_UID_MAX);
+        if (uid != 0 && subscriptions_of_users(m) >= SUBSCRIPTIONS_OF_USERS_MAX)
+                return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                      "Users have %u subscriptions (SubscriptionsOfUsers=%u); try again once some "
+                                      "have ended.", SUBSCRIPTIONS_OF_USERS_MAX, SUBSCRIPTIONS_OF_USERS_MAX);
         if (!s) {
                 r = subscriber_new(m, bus, sender, uid, &s);
                 if (r < 0)
@@ -286,8 +297,15 @@ static void mount_events_dbus_emit(Namespace *ns, const MountChange *attached, s
                                       ns ? "MountsChanged" : "HostMountsChanged");
         if (r >= 0)
                 r = sd_bus_message_open_container(msg, 'a', "(tts)");
-        for (size_t i = 0; r >= 0 && i < n_attached; i++)
-                r = sd_bus_message_append(msg, "(tts)", attached[i].id, attached[i].parent_id, attached[i].path);
+        for (size_t i = 0; r >= 0 && i < n_attached; i++) {
+                r = sd_bus_message_open_container(msg, 'r', "tts");
+                if (r >= 0)
+                        r = sd_bus_message_append(msg, "tt", attached[i].id, attached[i].parent_id);
+                if (r >= 0)
+                        r = bus_message_append_text(msg, attached[i].path);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(msg);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
         if (r >= 0)
@@ -312,8 +330,15 @@ static void on_ejected(const EjectResult *res, void *userdata) {
         r = sd_bus_message_new_method_return(req->message, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(ss)");
-        for (size_t i = 0; r >= 0 && i < res->n_detached; i++)
-                r = sd_bus_message_append(reply, "(ss)", res->detached[i].user ?: "", res->detached[i].path ?: "");
+        for (size_t i = 0; r >= 0 && i < res->n_detached; i++) {
+                r = sd_bus_message_open_container(reply, 'r', "ss");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "s", res->detached[i].user ?: "");
+                if (r >= 0)
+                        r = bus_message_append_text(reply, res->detached[i].path);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0) {

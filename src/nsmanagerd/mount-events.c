@@ -362,7 +362,7 @@ void mount_events_config_changed(MountEvents *e) {
 static MountEventsMode choose_mode(void) {
         const char *knob = getenv("NSM_MOUNT_EVENTS");
         MountEventsMode mode;
-        int fd = -EBADF, r;
+        int r;
 
         /* A test knob: the fallback, or nothing, on a kernel that has fanotify mount events. */
         if (knob && *knob) {
@@ -373,11 +373,14 @@ static MountEventsMode choose_mode(void) {
                 if (mode < 0)
                         log_warning("NSM_MOUNT_EVENTS='%s' is not one of poll, poll-mountinfo, none; ignoring it.", knob);
         }
-        r = mount_notify_open(&fd);
-        safe_close(fd);
+        r = mount_notify_probe();
         if (r >= 0)
                 return MOUNT_EVENTS_FANOTIFY;
-        if (r != -EOPNOTSUPP)
+        /* Said once, at the start: why this machine polls where another has events. */
+        if (mount_notify_unsupported_reason(r))
+                log_info("No fanotify mount events: %s. Reading the watched mount tables when the kernel flags a "
+                         "change instead.", mount_notify_unsupported_reason(r));
+        else
                 log_warning_errno(r, "fanotify mount events fail (%m); reading the watched mount tables instead.");
         return MOUNT_EVENTS_POLL;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "builder.h"
 #include "bus-errors.h"
+#include "bus-util.h"
 #include "log.h"
 #include "bus-path.h"
+#include "mount-list-dbus.h"
 #include "namespace-dbus.h"
 #include "namespace-session.h"
 #include "parse-util.h"
@@ -49,9 +51,22 @@ static void on_mounts_read(BuilderReply *reply, void *userdata) {
                 r = sd_bus_message_new_method_return(req->message, &m);
         if (r >= 0)
                 r = sd_bus_message_open_container(m, 'a', "(ttttssss)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(m, "(ttttssss)", e[i].id, e[i].parent_id, e[i].peer_group, e[i].master_group,
-                                          e[i].target, e[i].source, e[i].fstype, e[i].propagation);
+        /* Names as the kernel has them are any bytes a user chose: escaped (text-escape.h). */
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                r = sd_bus_message_open_container(m, 'r', "ttttssss");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "tttt", e[i].id, e[i].parent_id, e[i].peer_group, e[i].master_group);
+                if (r >= 0)
+                        r = bus_message_append_text(m, e[i].target);
+                if (r >= 0)
+                        r = bus_message_append_text(m, e[i].source);
+                if (r >= 0)
+                        r = bus_message_append_text(m, e[i].fstype);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", e[i].propagation);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         mount_entries_free(e, n);
@@ -69,7 +84,7 @@ int bus_request_reply_mounts(BusRequest *req, Namespace *ns, sd_bus_error *error
         int r;
 
         /* The builder reads it: no fork per call, and no file system is asked anything. */
-        r = builder_read_mounts(m->builder, ns ? ns->mntns_fd : -EBADF, req->deadline, on_mounts_read, req);
+        r = builder_read_mounts(m->builder, ns ? ns->mntns_fd : -EBADF, false, req->deadline, on_mounts_read, req);
         if (r < 0)
                 return bus_error_set_errnof(error, r, "Failed to read the mount table: %m");
         req->pending = true;
@@ -81,6 +96,13 @@ static int get_mounts_step(BusRequest *req, sd_bus_error *error) {
         if (r < 0)
                 return r;
         return bus_request_reply_mounts(req, req->data, error);
+}
+
+static int get_mounts_ex_step(BusRequest *req, sd_bus_error *error) {
+        int r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
+        return bus_request_reply_mounts_ex(req, req->data, error);
 }
 
 static int remove_step(BusRequest *req, sd_bus_error *error) {
@@ -102,6 +124,10 @@ static int run_on_namespace(sd_bus_message *message, Namespace *ns, sd_bus_error
 
 static int method_get_mounts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         return run_on_namespace(message, userdata, error, get_mounts_step);
+}
+
+static int method_get_mounts_ex(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return run_on_namespace(message, userdata, error, get_mounts_ex_step);
 }
 
 static int method_remove(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -169,6 +195,8 @@ static const sd_bus_vtable namespace_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("Remove", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_remove, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetMounts", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ttttssss)", mounts), method_get_mounts,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetMountsEx", SD_BUS_NO_ARGS, SD_BUS_RESULT("a" MOUNTS_EX_SIGNATURE, mounts),
+                                method_get_mounts_ex, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 

@@ -4,13 +4,14 @@
 #include "namespace-state.h"
 #include "path-util.h"
 #include "strv.h"
+#include "text-escape.h"
 
 static int write_records(FILE *f, Namespace *ns) {
         for (Session *s = ns->sessions; s; s = s->next)
                 fprintf(f, "SESSION=%s %d %" PRIu64 " %s\n", s->id, (int) s->leader, s->leader_start,
                         s->fdname ?: "-");
         for (size_t i = 0; i < ns->n_binds; i++) {
-                _cleanup_free_ char *d = escape_word(ns->binds[i].destination);
+                _cleanup_free_ char *d = text_escape_word(ns->binds[i].destination);
                 if (!d)
                         return -ENOMEM;
                 fprintf(f, "BIND=%" PRIu64 " %" PRIu64 " %s %s\n", ns->binds[i].id.unique, ns->binds[i].id.old,
@@ -19,13 +20,13 @@ static int write_records(FILE *f, Namespace *ns) {
         for (size_t i = 0; i < ns->n_policy_mounts; i++)
                 fprintf(f, "POLICY_MOUNT=%" PRIu64 " %" PRIu64 "\n", ns->policy_mounts[i].unique, ns->policy_mounts[i].old);
         for (size_t i = 0; i < ns->n_choices; i++) {
-                _cleanup_free_ char *p = escape_word(ns->choices[i].path);
+                _cleanup_free_ char *p = text_escape_word(ns->choices[i].path);
                 if (!p)
                         return -ENOMEM;
                 fprintf(f, "CHOICE=%s %s %s\n", ns->choices[i].mode, ns->choices[i].recursive ? "recursive" : "-", p);
         }
         for (char **j = ns->pending_joins; j && *j; j++) {
-                _cleanup_free_ char *p = escape_word(*j);
+                _cleanup_free_ char *p = text_escape_word(*j);
                 if (!p)
                         return -ENOMEM;
                 fprintf(f, "PENDING_JOIN=%s\n", p);
@@ -122,7 +123,7 @@ static int load_bind(Namespace *ns, const char *value) {
         int n = 0;
 
         if (parse_mount_id(value, &id, &rest) < 0 || sscanf(rest, "%7s %n", who, &n) != 1 || n == 0 ||
-            unescape_word(rest + n, &dest) < 0)
+            text_unescape(rest + n, &dest) < 0)
                 return -EINVAL;
         return namespace_record_bind(ns, id, dest, streq(who, "user"), (MountId) {});
 }
@@ -146,14 +147,14 @@ static int load_choice(Namespace *ns, const char *value) {
         char mode[16], rec[16];
         int n = 0;
 
-        if (sscanf(value, "%15s %15s %n", mode, rec, &n) != 2 || n == 0 || unescape_word(value + n, &path) < 0)
+        if (sscanf(value, "%15s %15s %n", mode, rec, &n) != 2 || n == 0 || text_unescape(value + n, &path) < 0)
                 return -EINVAL;
         return namespace_record_choice(ns, path, mode, streq(rec, "recursive"));
 }
 
 static int load_pending(Namespace *ns, const char *value) {
         _cleanup_free_ char *path = NULL;
-        if (unescape_word(value, &path) < 0)
+        if (text_unescape(value, &path) < 0)
                 return -EINVAL;
         return namespace_set_pending_join(ns, path, true);
 }

@@ -5,6 +5,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "attach.h"
+#include "attach-unit.h"
 #include "bus-errors.h"
 #include "bus-request.h"
 #include "private-bus.h"
@@ -217,15 +218,21 @@ int main(int argc, char *argv[]) {
 
         r = sd_event_loop(m->event);
         (void) sd_notify(false, "STOPPING=1");
-        /* sd-bus ends the loop when the bus goes (exit-on-disconnect): that, or a signal. */
+        /* sd-bus ends the loop when the bus goes (exit-on-disconnect): that, or a signal. Losing
+         * the bus is a failure, whoever made us lose it: Restart=on-failure starts us again
+         * (the next call would only activate a daemon that lost every subscription and every
+         * attached command's status meanwhile). */
         if (!asked_to_exit)
-                log_warning("Lost the connection to the system bus; exiting (the namespaces stay pinned).");
+                log_error("Lost the connection to the system bus; exiting with failure (the namespaces stay pinned).");
         attach_done(m);
+        attach_unit_done(m);
         manager_shutdown(m);
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");
                 return EXIT_FAILURE;
         }
+        if (!asked_to_exit)
+                return EXIT_FAILURE;
         log_info("Exiting; namespaces stay pinned under %s.", m->state.root);
         return EXIT_SUCCESS;
 }

@@ -28,6 +28,12 @@
 #define PRIVATE_BUS_WAITING_PER_UID_MAX 16U
 /* Waiting connections of all uids: beyond this, new ones stay in the listen backlog. */
 #define PRIVATE_BUS_WAITING_MAX 256U
+/* Every per-uid cap has a global one below the limit it protects, with a reserve for root:
+ * users other than root together are served at most 48 at a time and have at most 192
+ * waiting, beyond that their connections are closed at once. 12 users (or 16 waiting lists)
+ * would fill the places otherwise, and root's logins would wait in the backlog behind them. */
+#define PRIVATE_BUS_USERS_MAX (PRIVATE_BUS_CONNECTIONS_MAX - 16U)
+#define PRIVATE_BUS_USERS_WAITING_MAX (PRIVATE_BUS_WAITING_MAX - 64U)
 
 /* A login's connection lives for one call, answered by its deadline (OperationTimeoutSec=,
  * from the call's arrival, right after connecting). One still open after that and this much
@@ -56,6 +62,7 @@ struct PrivateServer {
         unsigned n_served;
         PrivateBus *waiting, *waiting_tail; /* accepted, waiting for a place, oldest first */
         unsigned n_waiting;
+        unsigned n_served_users, n_waiting_users; /* of those, real uid other than root */
 };
 
 struct PrivateBus {
@@ -78,7 +85,8 @@ static unsigned count_uid(PrivateBus *list, uid_t ruid) {
 
 static bool may_serve(PrivateServer *m, uid_t ruid) {
         return m->n_served < PRIVATE_BUS_CONNECTIONS_MAX &&
-               (ruid == 0 || count_uid(m->served, ruid) < PRIVATE_BUS_PER_UID_MAX);
+               (ruid == 0 || (m->n_served_users < PRIVATE_BUS_USERS_MAX &&
+                              count_uid(m->served, ruid) < PRIVATE_BUS_PER_UID_MAX));
 }
 
 static void accept_more(PrivateServer *m) {
@@ -99,6 +107,7 @@ static void waiting_remove(PrivateServer *m, PrivateBus *p) {
                 m->waiting = p->next;
         p->prev = p->next = NULL;
         m->n_waiting--;
+        m->n_waiting_users -= p->ruid != 0;
 }
 
 static void waiting_append(PrivateServer *m, PrivateBus *p) {
@@ -110,6 +119,7 @@ static void waiting_append(PrivateServer *m, PrivateBus *p) {
                 m->waiting = p;
         m->waiting_tail = p;
         m->n_waiting++;
+        m->n_waiting_users += p->ruid != 0;
 }
 
 static PrivateBus *private_bus_free(PrivateBus *p) {
@@ -118,6 +128,7 @@ static PrivateBus *private_bus_free(PrivateBus *p) {
         if (p->served) {
                 LIST_REMOVE(p->server->served, p);
                 p->server->n_served--;
+                p->server->n_served_users -= p->ruid != 0;
         } else
                 waiting_remove(p->server, p);
         sd_event_source_disable_unref(p->free_source);
@@ -191,6 +202,7 @@ static int private_bus_start(PrivateBus *p) {
 
         LIST_PREPEND(m->served, p);
         m->n_served++;
+        m->n_served_users += p->ruid != 0;
         p->served = true;
         r = sd_bus_new(&p->bus);
         if (r < 0)
@@ -205,6 +217,8 @@ static int private_bus_start(PrivateBus *p) {
             (r = sd_bus_set_server(p->bus, true, m->id)) < 0 ||
             (r = sd_bus_negotiate_fds(p->bus, true)) < 0 ||
             (r = sd_bus_start(p->bus)) < 0 ||
+            /* A local match: on a peer-to-peer connection sd-bus sends no AddMatch, so there is
+             * nothing to install and nothing the bus could refuse. */
             (r = sd_bus_match_signal_async(p->bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
                                            "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, NULL, p)) < 0 ||
             (r = m->add_objects(p->bus, m->userdata)) < 0 ||
@@ -224,8 +238,14 @@ static int private_bus_new(PrivateServer *m, int fd, uid_t ruid) {
         int r;
 
         if (!serve && ruid != 0 && count_uid(m->waiting, ruid) >= PRIVATE_BUS_WAITING_PER_UID_MAX) {
-                log_debug("Real uid %u has %u private connections served and %u waiting; closing its next.",
-                          (unsigned) ruid, PRIVATE_BUS_PER_UID_MAX, PRIVATE_BUS_WAITING_PER_UID_MAX);
+                log_debug("Real uid %u has %u private connections waiting (%u per uid); closing its next.",
+                          (unsigned) ruid, PRIVATE_BUS_WAITING_PER_UID_MAX, PRIVATE_BUS_WAITING_PER_UID_MAX);
+                safe_close(fd);
+                return 0;
+        }
+        if (!serve && ruid != 0 && m->n_waiting_users >= PRIVATE_BUS_USERS_WAITING_MAX) {
+                log_debug("Users other than root have %u private connections waiting (%u in all); closing real uid "
+                          "%u's next.", m->n_waiting_users, PRIVATE_BUS_USERS_WAITING_MAX, (unsigned) ruid);
                 safe_close(fd);
                 return 0;
         }

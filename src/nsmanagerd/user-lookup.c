@@ -128,7 +128,7 @@ static int lookup_child_run(int sock, void *userdata, NsmError *error) {
 
         r = parse_uid(k->name, &uid) >= 0 ? user_record_by_uid(uid, &u) : user_record_by_name(k->name, &u);
         if (r < 0) {
-                shown = text_escape_control(k->name);
+                shown = text_escape(k->name);
                 if (r == -ESRCH)
                         return nsm_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.",
                                               shown ?: "?");
@@ -218,7 +218,7 @@ static void on_lookup_done(const NsmError *error, IpcMessage *final, const char 
                                 e->failed = true;
                                 (void) nsm_error_set_errnof(&e->error, r, "Malformed answer of the lookup of a user.");
                         } else if (!valid_user_name(e->user.name)) {
-                                _cleanup_free_ char *shown = text_escape_control(e->user.name);
+                                _cleanup_free_ char *shown = text_escape(e->user.name);
                                 /* Logged: the administrator's directory holds a name we cannot serve. */
                                 log_warning("NSS names UID %u '%s', which cannot name a view (a '/', '.' or '..', "
                                             "control characters, invalid UTF-8, or longer than NAME_MAX).",

@@ -65,6 +65,7 @@ typedef struct PathWalk {
         bool follow_root_links;  /* as open_path_safe() (bind sources); else none (destinations) */
         const MountEntry *table; /* the mounts, for telling FUSE ones */
         size_t n_table;
+        bool names;              /* ACL entries in messages named through NSS (else by id) */
 } PathWalk;
 
 /* Walks 'path' from w->root_fd as the policy's own lookups go, and stops at the first place
@@ -72,6 +73,9 @@ typedef struct PathWalk {
  * sentence saying where and who; 0 if the walk ends before any such place; negative errno if
  * the walk fails. Changes nothing, logs nothing. */
 int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why);
+
+/* What went wrong at a path, for a note ("… '/home/alice/x' %s"). */
+const char *policy_spoiled_reason(int r, char buf[static 128]);
 
 /* "alice (uid 2001)" for the user whose view it is, "uid 2002" for others. */
 const char *policy_format_who(const PathWalk *w, uid_t uid, char buf[static 64]);

@@ -11,6 +11,7 @@
 #include "strv.h"
 #include "view-policy-plan.h"
 #include "view-policy.h"
+#include "write-access.h"
 
 /* The [View] policy, read: specifiers, every entry parsed and checked (the plan that
  * view-policy-apply.c mounts), and the walk that tells who decides what a policy path names,
@@ -19,8 +20,9 @@
  *
  * Nothing here mounts, creates or logs: the daemon's killable child uses it before it applies
  * a policy, and nsctl verify links it to check a policy against the machine as it is. Paths
- * are only opened (O_PATH) and looked at without asking their file system (AT_STATX_DONT_SYNC),
- * never followed through a symlink a policy would not follow. */
+ * are only opened (O_PATH) and looked at without asking their file system (AT_STATX_DONT_SYNC;
+ * the ACL of a directory only where it is on no FUSE or network file system), never followed
+ * through a symlink a policy would not follow. */
 
 /* ---- specifiers ---- */
 
@@ -323,11 +325,13 @@ static _printf_(2, 3) int walk_found(char **ret_why, const char *fmt, ...) {
 /* Walks 'path' from w->root_fd as the policy's own lookups go, and stops at the first place
  * where someone other than root (and w->uid, w->gid) decides what the path names:
  *   - a directory they own: they may rename, remove and replace anything in it;
- *   - a directory a group other than root's, or everybody, may write; where it is sticky
+ *   - a directory a group other than root's (root's too where NSS lists members in it), a
+ *     user by an ACL entry (under the mask), or everybody, may write; where it is sticky
  *     (/tmp), unless the next name is there and root's: a free name is whoever's creates it
  *     first, after every reboot too, and a name of a user's is theirs to replace;
  *   - a symbolic link they own;
- *   - a FUSE file system, whose server says what it likes about owners.
+ *   - a FUSE or network file system (NFS, CIFS, 9p, …), whose server says what it likes
+ *     about owners and who may write.
  * 1 and a sentence saying where and who; 0 if the walk ends before any (at the path's end, a
  * name missing from root's directory, root's link where none is followed, a non-directory on
  * the way): what goes wrong there is root's doing. Negative errno if the walk fails. Changes
@@ -336,7 +340,8 @@ int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why) 
         _cleanup_free_ char *todo = strdup(path_skip_root(path)), *shown = strdup("");
         _cleanup_close_ int dir = fcntl(w->root_fd, F_DUPFD_CLOEXEC, 3);
         unsigned links = 0;
-        char who[64], writers[80];
+        _cleanup_free_ char *writers = NULL;
+        char who[64];
         int r;
 
         if (!todo || !shown)
@@ -347,8 +352,8 @@ int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why) 
                 _cleanup_close_ int fd = -EBADF;
                 char name[NAME_MAX + 1];
                 struct statx d, st = {};
-                const char *here;
-                bool open_to_others = false;
+                const char *here, *fstype;
+                bool open_to_others;
 
                 r = path_next_name((const char **) &p, name);
                 if (r <= 0)
@@ -359,15 +364,17 @@ int path_find_other_writer(const PathWalk *w, const char *path, char **ret_why) 
                         return r;
                 if (w->table && mount_fd_outside_fuse(dir, w->table, w->n_table, /* by_id= */ false) == -EREMOTE)
                         return walk_found(ret_why, "'%s' is on a FUSE file system, whose server says who owns what", here);
+                if (w->table && mount_fd_network_fstype(dir, w->table, w->n_table, &fstype) > 0)
+                        return walk_found(ret_why, "'%s' is on a network file system (%s), whose server says who owns "
+                                          "and may write what", here, fstype);
                 if (d.stx_uid != 0 && d.stx_uid != w->uid)
                         return walk_found(ret_why, "'%s' belongs to %s", here, policy_format_who(w, d.stx_uid, who));
-                if (d.stx_mode & S_IWOTH) {
-                        open_to_others = true;
-                        snprintf(writers, sizeof writers, "anybody");
-                } else if ((d.stx_mode & S_IWGRP) && d.stx_gid != 0 && d.stx_gid != w->gid) {
-                        open_to_others = true;
-                        snprintf(writers, sizeof writers, "the members of group %u", (unsigned) d.stx_gid);
-                }
+                /* As the kernel decides: the mode, and the ACL's named users and groups. */
+                writers = mfree(writers);
+                r = fd_find_other_writer(dir, &d, w->uid, w->gid, w->names, &writers);
+                if (r < 0)
+                        return r;
+                open_to_others = r > 0;
 
                 fd = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0 && errno != ENOENT)
@@ -431,6 +438,162 @@ int view_policy_check(const ViewPolicy *p, const UserRecord *u, NsmError *error)
         return policy_plan_build(p, u, &plan, error);
 }
 
+const char *policy_spoiled_reason(int r, char buf[static 128]) {
+        switch (r) {
+        case -ELOOP:
+                return "has a symbolic link on the way (not followed)";
+        case -EPERM:
+                return "goes through a symbolic link that is not root's, or one in a directory that is not root's (not followed)";
+        case -ENOTDIR:
+                return "has something other than a directory where a directory is expected";
+        case -EISDIR:
+                return "is a directory where a file is expected";
+        case -ENOENT:
+                return "does not exist";
+        default:
+                snprintf(buf, 128, "cannot be used (%s)", strerror(-r));
+                return buf;
+        }
+}
+
+/* ---- forecast ---- */
+
+static _printf_(2, 3) int forecast_note(char ***notes, const char *fmt, ...) {
+        _cleanup_free_ char *note = NULL;
+        va_list ap;
+        int k;
+
+        va_start(ap, fmt);
+        k = vasprintf(&note, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return -ENOMEM;
+        return strv_extend(notes, note);
+}
+
+/* Whether a failure 'r' at 'path' is a user's doing, as view-policy-apply.c's policy_spoiled()
+ * decides it: 1 and who in *ret_why. */
+static int forecast_spoiled(const PathWalk *base, const char *path, bool follow_root_links, int r, char **ret_why) {
+        PathWalk w = *base;
+
+        if (r == -ENOMEM || r == -EXDEV)
+                return 0;
+        w.uid = (uid_t) -1;
+        w.gid = (gid_t) -1;
+        w.follow_root_links = follow_root_links;
+        return path_find_other_writer(&w, path, ret_why) > 0;
+}
+
+int view_policy_forecast(const ViewPolicy *p, const UserRecord *u, int root_fd, char ***ret_skipped, NsmError *error) {
+        _cleanup_(policy_plan_done) PolicyPlan plan = {};
+        _cleanup_strv_free_ char **notes = NULL;
+        MountEntry *table = NULL;
+        size_t n_table = 0;
+        char buf[128];
+        int r;
+
+        if (!p || !u || !u->name || !ret_skipped)
+                return -EINVAL;
+        r = policy_plan_build(p, u, &plan, error);
+        if (r < 0)
+                return r;
+        (void) mount_table_read_self(&table, &n_table);
+        PathWalk w = { .root_fd = root_fd, .user = u, .table = table, .n_table = n_table };
+
+        /* The binds as clone_bind_sources() and apply_binds() take them. */
+        for (size_t i = 0; r >= 0 && i < plan.n_binds; i++) {
+                const BindEntry *b = &plan.binds[i];
+                _cleanup_close_ int src_fd = -EBADF, dest_fd = -EBADF;
+                _cleanup_free_ char *why = NULL;
+                struct statx st, dst;
+                char who[64];
+                int k;
+
+                r = open_path_safe(root_fd, b->source, &src_fd);
+                if (r == -ENOENT && b->ignore_missing) {
+                        r = forecast_note(&notes, "%s=%s: the source '%s' does not exist (the entry begins with '-'): the "
+                                          "entry is skipped.", b->setting, b->entry, b->source);
+                        continue;
+                }
+                if (r < 0) {
+                        k = forecast_spoiled(&w, b->source, /* follow_root_links= */ true, r, &why);
+                        if (k > 0) {
+                                r = forecast_note(&notes, "%s=%s: the source '%s' %s, and %s: the entry is skipped.",
+                                                  b->setting, b->entry, b->source, policy_spoiled_reason(r, buf), why);
+                                continue;
+                        }
+                        if (r == -EPERM)
+                                r = nsm_error_set_path_errnof(error, r, "%s=%s: source '%s' goes through a symbolic link "
+                                                              "that is not owned by root, or lies in a directory that is "
+                                                              "not; such links are not followed", b->setting, b->entry,
+                                                              b->source);
+                        else
+                                r = nsm_error_set_path_errnof(error, r, "%s=%s: failed to open source '%s': %m",
+                                                              b->setting, b->entry, b->source);
+                        break;
+                }
+                r = policy_stat_cached(src_fd, &st);
+                if (r < 0) {
+                        r = nsm_error_set_path_errnof(error, r, "%s=%s: failed to stat source '%s': %m", b->setting,
+                                                      b->entry, b->source);
+                        break;
+                }
+                if (b->user_specific && st.stx_uid != 0 && st.stx_uid != u->uid) {
+                        r = forecast_note(&notes, "%s=%s: the source '%s' belongs to %s, neither root nor %s: the entry is "
+                                          "skipped.", b->setting, b->entry, b->source, policy_format_who(&w, st.stx_uid, who),
+                                          u->name);
+                        continue;
+                }
+                /* The destination is created where it is missing; what is there must be of the
+                 * source's kind, reached without a symlink. */
+                r = open_path_creating(root_fd, b->dest, PATH_EXISTING, NULL, &dest_fd);
+                if (r >= 0) {
+                        r = policy_stat_cached(dest_fd, &dst);
+                        if (r >= 0 && S_ISDIR(dst.stx_mode) != S_ISDIR(st.stx_mode))
+                                r = S_ISDIR(st.stx_mode) ? -ENOTDIR : -EISDIR;
+                }
+                if (r == -ENOENT)
+                        r = 0;
+                if (r >= 0)
+                        continue;
+                k = forecast_spoiled(&w, b->dest, /* follow_root_links= */ false, r, &why);
+                if (k > 0) {
+                        r = forecast_note(&notes, "%s=%s: the destination '%s' %s, and %s: the entry is skipped.",
+                                          b->setting, b->entry, b->dest, policy_spoiled_reason(r, buf), why);
+                        continue;
+                }
+                r = nsm_error_set_path_errnof(error, r, "%s=%s: the destination '%s' %s", b->setting, b->entry, b->dest,
+                                              policy_spoiled_reason(r, buf));
+        }
+
+        /* InaccessiblePaths= as apply_inaccessible() takes it. */
+        for (size_t i = 0; r >= 0 && i < plan.n_inaccessible; i++) {
+                const InaccessibleEntry *e = &plan.inaccessible[i];
+                _cleanup_close_ int fd = -EBADF;
+                _cleanup_free_ char *why = NULL;
+
+                r = open_path_creating(root_fd, e->path, PATH_EXISTING, NULL, &fd);
+                if (r == -ENOENT && e->ignore_missing) {
+                        r = forecast_note(&notes, "InaccessiblePaths=%s: '%s' does not exist (the entry begins with '-'): "
+                                          "nothing to hide.", e->entry, e->path);
+                        continue;
+                }
+                if (r >= 0)
+                        continue;
+                if (forecast_spoiled(&w, e->path, /* follow_root_links= */ false, r, &why) > 0) {
+                        r = forecast_note(&notes, "InaccessiblePaths=%s: '%s' %s, and %s: what is there is covered "
+                                          "instead.", e->entry, e->path, policy_spoiled_reason(r, buf), why);
+                        continue;
+                }
+                r = nsm_error_set_path_errnof(error, r, "InaccessiblePaths=%s: failed to open '%s': %m", e->entry, e->path);
+        }
+        mount_entries_free(table, n_table);
+        if (r < 0)
+                return r;
+        *ret_skipped = TAKE_PTR(notes);
+        return 0;
+}
+
 /* ---- warnings ---- */
 
 static int warn_path(const PathWalk *w, const char *setting, const char *entry, const char *what, const char *path,
@@ -466,7 +629,7 @@ int view_policy_warnings(const ViewPolicy *p, const UserRecord *u, int root_fd, 
 
         /* The user's own group counts as theirs where it is theirs alone by name (a user
          * private group, as useradd makes them); a shared primary group ("users") does not. */
-        PathWalk w = { .root_fd = root_fd, .uid = u->uid, .gid = (gid_t) -1, .user = u };
+        PathWalk w = { .root_fd = root_fd, .uid = u->uid, .gid = (gid_t) -1, .user = u, .names = true };
         if (group_name_by_gid(u->gid, &group) >= 0 && streq(group, u->name))
                 w.gid = u->gid;
         (void) mount_table_read_self(&table, &n_table);

@@ -25,5 +25,15 @@ int view_policy_check(const ViewPolicy *p, const UserRecord *u, NsmError *error)
  * malformed entry (view_policy_check() says which). */
 int view_policy_warnings(const ViewPolicy *p, const UserRecord *u, int root_fd, char ***ret);
 
+/* What building the view of 'u' will do with the policy, as far as can be told without mounting,
+ * from the tree at 'root_fd' (the host's "/", which a view copies): the same plan as
+ * view_policy_check(), then the lookups the view builder makes (view-policy-apply.c) of each
+ * bind's source and destination and of each InaccessiblePaths= entry, with the same rule for
+ * what a user spoiled. 0 and in *ret_skipped a sentence for each entry that will be skipped or
+ * covered instead (NULL: none); or the negative errno with 'error' set as the build would fail.
+ * Not seen here: what only mounting finds (a TemporaryFileSystem= option the kernel refuses, a
+ * shared mount at a destination). Changes nothing, logs nothing. */
+int view_policy_forecast(const ViewPolicy *p, const UserRecord *u, int root_fd, char ***ret_skipped, NsmError *error);
+
 /* Expands %u %U %h %g %G %% in s for user u (pure; unit-tested). -EINVAL on an unknown specifier. */
 int view_policy_expand_specifiers(const char *s, const UserRecord *u, char **ret);

@@ -29,9 +29,10 @@
  * PAM_IGNORE. The module returns nothing else from open_session but PAM_SUCCESS, so that a
  * stack's other controls (default=ignore) never meet an answer they did not expect.
  *
- * Nothing it does may reach the login's terminal: it reports through pam_syslog() only, never
- * through the conversation function, stdio or the shared code's log functions (log.c, which
- * writes to stderr, is not linked in: tests/test_pam.py checks the module's imports).
+ * Nothing it does may reach the login's terminal but one line when it refuses a login
+ * (say_refused(), through the conversation as pam_nologin, not under PAM_SILENT): it reports
+ * through pam_syslog() only, never through stdio or the shared code's log functions (log.c,
+ * which writes to stderr, is not linked in: tests/test_pam.py checks the module's imports).
  *
  * A login never waits for the daemon longer than timeout= (10 s by default): one deadline,
  * taken when open_session starts, bounds connecting, authenticating, Hello and the call.
@@ -82,6 +83,7 @@ typedef struct ModuleOptions {
         bool debug;
         uint64_t timeout_usec;
         bool attach;
+        bool silent;                    /* PAM_SILENT: not even the refusal's line */
 } ModuleOptions;
 
 /* The session open_session opened, for close_session (and for the end of the handle). */
@@ -188,6 +190,18 @@ static bool user_is_managed(pam_handle_t *handle, const ModuleOptions *opts, con
         return true;
 }
 
+/* The one line a refused login is told, through the PAM conversation (su, login and display
+ * managers show it; sshd and user@.service have nowhere to: docs/pam.md): the administrator's
+ * LoginRefusedMessage= as published, else a neutral sentence. Never the reason, which may be
+ * another's business (the journal has it). */
+static void say_refused(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter) {
+        const char *text = filter && filter->refused_message ? filter->refused_message : LOGIN_REFUSED_MESSAGE_DEFAULT;
+
+        if (opts->silent)
+                return;
+        (void) pam_error(handle, "%s", text);
+}
+
 /* The answer for a login that does not get its view: LoginWithoutView= as the daemon last
  * published it (none: allow). 'record' is the user's, NULL where NSS did not say; under
  * `restricted` her groups are looked up where a group has a [View] policy, and a failed lookup
@@ -219,6 +233,7 @@ static int without_view(pam_handle_t *handle, const ModuleOptions *opts, const L
                    user ?: "(unknown)", rule,
                    filter && filter->login_without_view == LOGIN_WITHOUT_VIEW_RESTRICTED ?
                    ": a [View] policy applies, or cannot be ruled out" : "");
+        say_refused(handle, opts, filter);
         return PAM_SESSION_ERR;
 }
 
@@ -413,7 +428,7 @@ static int call_open_session(sd_bus *bus, const char *user, const char *id, uint
  * directory resolves to a managed user walk past her view. */
 static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const LoginFilter *filter, const char *user,
                         UserRecord *ret_record) {
-        _cleanup_free_ char *shown = text_escape_control(user);
+        _cleanup_free_ char *shown = text_escape(user);
         int r;
 
         r = user_record_by_name(user, ret_record);
@@ -431,7 +446,7 @@ static int resolve_user(pam_handle_t *handle, const ModuleOptions *opts, const L
         if (!user_is_managed(handle, opts, filter, ret_record->name, ret_record->uid))
                 return PAM_IGNORE;
         if (!valid_user_name(ret_record->name)) {
-                _cleanup_free_ char *canonical = text_escape_control(ret_record->name);
+                _cleanup_free_ char *canonical = text_escape(ret_record->name);
                 pam_syslog(handle, LOG_ERR, "NSS names the user of '%s' (UID %u) '%s', which cannot name a view (a '/', "
                            "'.' or '..', control characters, invalid UTF-8, or longer than NAME_MAX).", shown ?: "?",
                            (unsigned) ret_record->uid, canonical ?: "?");
@@ -460,7 +475,7 @@ static int resolve_target(pam_handle_t *handle, const ModuleOptions *opts, const
         if (opts->attach) {
                 r = user_record_by_name(user, &caller);
                 if (r < 0) {
-                        _cleanup_free_ char *shown = text_escape_control(user);
+                        _cleanup_free_ char *shown = text_escape(user);
                         pam_syslog(handle, LOG_ERR, "Failed to look up user '%s': %s", shown ?: "?", strerror(-r));
                         return PAM_SESSION_ERR;
                 }
@@ -544,7 +559,7 @@ static int open_with_daemon(pam_handle_t *handle, const ModuleOptions *opts, Ses
         return PAM_SUCCESS;
 }
 
-_public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unused_, int argc, const char **argv) {
+_public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags, int argc, const char **argv) {
         _cleanup_(session_data_freep) SessionData *data = NULL;
         _cleanup_(user_record_done) UserRecord record = {};
         _cleanup_(login_filter_done) LoginFilter filter_data = {};
@@ -557,6 +572,7 @@ _public_ PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags _unu
         int r;
 
         parse_argv(handle, argc, argv, &opts);
+        opts.silent = flags & PAM_SILENT;
         deadline = now_usec(CLOCK_MONOTONIC) + opts.timeout_usec;
         filter = read_login_filter(handle, &opts, &filter_data) > 0 ? &filter_data : NULL;
 

@@ -8,6 +8,7 @@
 #include "bus-errors.h"
 #include "bus-util.h"
 #include "hashmap.h"
+#include "log.h"
 #include "macros.h"
 
 /* A storm of short connections (1,000 logins) must not grow it without bound: past this it is
@@ -35,9 +36,19 @@ typedef struct HeldSender {
         size_t n, next;
 } HeldSender;
 
+/* A unique name watched until it leaves the bus (bus_creds_watch_name()). */
+struct BusNameWatch {
+        BusCreds *owner;                /* NULL once fired, or once the BusCreds is gone */
+        char *name;                     /* the key */
+        BusNameGoneFunc on_gone;
+        void *userdata;
+        sd_bus_slot *check;             /* GetNameOwner: the name had not left already */
+};
+
 struct BusCreds {
         Hashmap *cache;                 /* unique name → SenderCreds */
         Hashmap *held;                  /* unique name → HeldSender */
+        Hashmap *watches;               /* unique name → BusNameWatch */
         sd_bus_slot *match;             /* NameOwnerChanged: a connection gone */
         sd_bus_slot *filter;            /* every incoming message */
 };
@@ -67,9 +78,18 @@ static void bus_creds_flush(BusCreds *b) {
         b->cache = hashmap_new();
 }
 
+/* The watch leaves the map and its owner, then its owner's callback runs (which may free it). */
+static void name_watch_fire(BusNameWatch *w) {
+        (void) hashmap_remove(w->owner->watches, w->name);
+        w->owner = NULL;
+        w->check = sd_bus_slot_unref(w->check);
+        w->on_gone(w->userdata);
+}
+
 static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         BusCreds *b = userdata;
         const char *name, *old_owner, *new_owner;
+        BusNameWatch *w;
         SenderCreds *c;
 
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
@@ -78,6 +98,21 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
                 return 0;
         c = hashmap_remove(b->cache, name);
         sender_creds_free(c);
+        w = hashmap_get(b->watches, name);
+        if (w)
+                name_watch_fire(w);
+        return 0;
+}
+
+/* The match is the daemon's one view of names leaving: refused, it is logged, never the end
+ * of the connection (sd-bus closes it when an AddMatch without install callback fails). The
+ * cache then only misses the chance to forget; watches fire at their GetNameOwner check. */
+static int on_match_installed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+
+        if (e)
+                log_error("The bus refused to tell us of connections that leave (%s: %s); subscribers that leave "
+                          "are noticed no more.", e->name, e->message ?: "");
         return 0;
 }
 
@@ -338,12 +373,13 @@ int bus_creds_new(sd_bus *bus, BusCreds **ret) {
                 return -ENOMEM;
         b->cache = hashmap_new();
         b->held = hashmap_new();
-        if (!b->cache || !b->held) {
+        b->watches = hashmap_new();
+        if (!b->cache || !b->held || !b->watches) {
                 bus_creds_free(b);
                 return -ENOMEM;
         }
         r = sd_bus_match_signal_async(bus, &b->match, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                      "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, NULL, b);
+                                      "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, on_match_installed, b);
         if (r >= 0)
                 r = sd_bus_add_filter(bus, &b->filter, on_incoming, b);
         if (r < 0) {
@@ -356,6 +392,7 @@ int bus_creds_new(sd_bus *bus, BusCreds **ret) {
 
 BusCreds *bus_creds_free(BusCreds *b) {
         HashmapIterator i = {};
+        BusNameWatch *w;
         HeldSender *h;
 
         if (!b)
@@ -365,9 +402,73 @@ BusCreds *bus_creds_free(BusCreds *b) {
                 i = (HashmapIterator) {};
         }
         hashmap_free(b->held);
+        /* The watches are their owners' to free: they only forget us. */
+        i = (HashmapIterator) {};
+        while (b->watches && hashmap_iterate(b->watches, &i, (void **) &w, NULL)) {
+                w->owner = NULL;
+                w->check = sd_bus_slot_unref(w->check);
+        }
+        hashmap_free(b->watches);
         b->filter = sd_bus_slot_unref(b->filter);
         b->match = sd_bus_slot_unref(b->match);
         bus_creds_drop_cache(b);
         free(b);
+        return NULL;
+}
+
+static int on_name_owner(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        BusNameWatch *w = userdata;
+
+        w->check = sd_bus_slot_unref(w->check);
+        if (sd_bus_message_is_method_error(reply, NULL))
+                name_watch_fire(w);          /* NameHasNoOwner: it left before we watched */
+        return 0;
+}
+
+int bus_creds_watch_name(BusCreds *b, sd_bus *bus, const char *name, BusNameGoneFunc on_gone, void *userdata,
+                         BusNameWatch **ret) {
+        BusNameWatch *w;
+        int r;
+
+        if (!b || name[0] != ':')
+                return -EINVAL;
+        w = calloc(1, sizeof(BusNameWatch));
+        if (!w)
+                return -ENOMEM;
+        *w = (BusNameWatch) { .owner = b, .on_gone = on_gone, .userdata = userdata, .name = strdup(name) };
+        if (!w->name) {
+                free(w);
+                return -ENOMEM;
+        }
+        r = hashmap_put(b->watches, w->name, w);
+        if (r < 0) {
+                w->owner = NULL;
+                bus_name_watch_free(w);
+                return r;
+        }
+        /* In the cache, the name's NameOwnerChanged has not been dispatched yet (it empties the
+         * entry, and a unique name never comes back): it will be. Otherwise (a full cache was
+         * emptied) the bus says whether it is still there; its answer and the signal come in
+         * the bus's order. */
+        if (!hashmap_get(b->cache, name)) {
+                r = sd_bus_call_method_async(bus, &w->check, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                             "org.freedesktop.DBus", "GetNameOwner", on_name_owner, w, "s", name);
+                if (r < 0) {
+                        bus_name_watch_free(w);
+                        return r;
+                }
+        }
+        *ret = w;
+        return 0;
+}
+
+BusNameWatch *bus_name_watch_free(BusNameWatch *w) {
+        if (!w)
+                return NULL;
+        if (w->owner)
+                (void) hashmap_remove(w->owner->watches, w->name);
+        sd_bus_slot_unref(w->check);
+        free(w->name);
+        free(w);
         return NULL;
 }

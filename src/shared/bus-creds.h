@@ -25,3 +25,15 @@ BusCreds *bus_creds_free(BusCreds *b);
 /* The sender of 'm' ('b' may be NULL): on a direct connection the peer, as the socket says. */
 int bus_creds_sender_uid(BusCreds *b, sd_bus_message *m, uid_t *ret);
 int bus_creds_sender_pid(BusCreds *b, sd_bus_message *m, pid_t *ret);
+
+/* A unique name watched until it leaves the bus, through the NameOwnerChanged match the cache
+ * holds already: no match rule per name (sd_bus_track adds one per name, and a caller with
+ * many names would use up the connection's match rules, 512 on dbus-daemon's system bus).
+ * on_gone() runs once, when the name left (or had left already); it may free the watch. One
+ * watch per name (-EEXIST). Freed by its owner, before or after the BusCreds. */
+typedef struct BusNameWatch BusNameWatch;
+typedef void (*BusNameGoneFunc)(void *userdata);
+
+int bus_creds_watch_name(BusCreds *b, sd_bus *bus, const char *name, BusNameGoneFunc on_gone, void *userdata,
+                         BusNameWatch **ret);
+BusNameWatch *bus_name_watch_free(BusNameWatch *w);

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 
 #include "bus-errors.h"
+#include "text-escape.h"
 
 int bus_error_add_map(void) {
         /* Made from the table once; sd-bus keeps the pointer for the life of the process. */
@@ -20,12 +21,18 @@ int bus_error_add_map(void) {
 }
 
 int bus_error_set_nsm(sd_bus_error *error, const NsmError *e) {
+        _cleanup_free_ char *message = NULL;
+
         if (!nsm_error_is_set(e))
                 return sd_bus_error_set_errnof(error, EIO, "A failure without a name (a bug of nsmanagerd).");
+        /* The sentence may quote a user's path or a process's comm: escaped (text-escape.h), or
+         * the bus refuses a reply that is not UTF-8 and the caller gets no answer at all. */
+        message = text_escape(nsm_error_message(e));
+        if (!message)
+                return sd_bus_error_set_errno(error, ENOMEM);
         if (e->code == NSM_ERROR_SYSTEM)
-                return sd_bus_error_set_errnof(error, e->errno_value > 0 ? e->errno_value : EIO, "%s",
-                                               nsm_error_message(e));
-        return sd_bus_error_set(error, nsm_error_code_to_name(e->code), nsm_error_message(e));
+                return sd_bus_error_set_errnof(error, e->errno_value > 0 ? e->errno_value : EIO, "%s", message);
+        return sd_bus_error_set(error, nsm_error_code_to_name(e->code), message);
 }
 
 _printf_(4, 0)

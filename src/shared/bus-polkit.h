@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <systemd/sd-bus.h>
 
 #include "bus-creds.h"
@@ -26,6 +28,16 @@ typedef struct PolkitRegistry PolkitRegistry;
 /* A registry that learns who sent a message from 'creds' (the owner's, which outlives it). One
  * made on first use by the calls below asks the bus driver each time. */
 int polkit_registry_new(BusCreds *creds, PolkitRegistry **ret);
+/* The budgets of the questions, read at each question (they point into the owner's configuration,
+ * which may change between questions): at most *questions_per_uid interactive questions of one
+ * uid waiting or in flight (0: no limit), and a question not answered after *timeout_usec is
+ * cancelled and its caller answered TimedOut. Unset (NULL): 4 and 20 s. */
+void polkit_registry_set_limits(PolkitRegistry *r, const unsigned *questions_per_uid, const uint64_t *timeout_usec);
+
+/* Whether 'm' was asked about already (it is being dispatched again with polkit's answer): for a
+ * handler that charges each call once, before polkit is asked. */
+bool polkit_registry_knows(const PolkitRegistry *r, sd_bus_message *m);
+
 /* NULL-safe; drops every query, pending ones included (their callers never get a reply from us). */
 PolkitRegistry *polkit_registry_free(PolkitRegistry *r);
 static inline void polkit_registry_freep(PolkitRegistry **r) {
@@ -36,8 +48,10 @@ static inline void polkit_registry_freep(PolkitRegistry **r) {
 /* 'details': NULL-terminated key, value, key, value, … list handed to polkit rules (may be NULL).
  * Returns 1 if the caller may proceed now (the sender's EUID is 0, or polkit said yes for this very
  * message), 0 if a query was started (return 1 from the handler and wait to be called again), or a
- * negative errno with 'error' set to org.freedesktop.DBus.Error.AccessDenied or
- * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired. The registry is created on first use. */
+ * negative errno with 'error' set to org.freedesktop.DBus.Error.AccessDenied,
+ * org.freedesktop.DBus.Error.InteractiveAuthorizationRequired, LimitExceeded (the caller's uid has
+ * its interactive questions' worth waiting) or TimedOut (polkit did not answer in time). The
+ * registry is created on first use. */
 int bus_verify_polkit_async(
                 sd_bus_message *m,
                 const char *action,

@@ -9,3 +9,7 @@
  * which ends the reading. */
 int bus_message_read_dict(sd_bus_message *m, int (*read_entry)(sd_bus_message *m, const char *key, void *userdata),
                           void *userdata);
+
+/* Appends 's' (text from the kernel or a user: any bytes) as an "s", escaped by the project's
+ * one rule (text-escape.h), so that one odd name never fails a reply or a signal. */
+int bus_message_append_text(sd_bus_message *m, const char *s);

@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "string-table.h"
+#include "text-escape.h"
 
 static int max_level = LOG_INFO;
 static LogTarget log_target = LOG_TARGET_AUTO;
@@ -210,6 +211,7 @@ static void log_dispatch(int level, int error, char *const *fields, const char *
 _printf_(4, 0)
 static int log_format(int level, int error, char *const *fields, const char *fmt, va_list ap) {
         int saved_errno = errno, e = error < 0 ? -error : error;
+        _cleanup_free_ char *escaped = NULL;
         char buf[2048];
 
         if (level > max_level)
@@ -217,13 +219,12 @@ static int log_format(int level, int error, char *const *fields, const char *fmt
 
         errno = e;
         (void) vsnprintf(buf, sizeof buf, fmt, ap);
-        /* One message, one line: a newline in something a user named (a path, a command) would
-         * start a line of theirs, with a "<N>" priority of their choice. */
-        for (char *c = buf; *c; c++)
-                if ((unsigned char) *c < ' ' && *c != '\t')
-                        *c = '?';
+        /* One message, one line, valid UTF-8 (text-escape.h): a newline in something a user named
+         * (a path, a command) would start a line of theirs, with a "<N>" priority of their
+         * choice, and an escape sequence would reach the terminal of whoever reads the log. */
+        escaped = text_escape(buf);
 
-        log_dispatch(level, error, fields, buf);
+        log_dispatch(level, error, fields, escaped ?: "(out of memory)");
         errno = saved_errno;
         return error < 0 ? error : -e;
 }

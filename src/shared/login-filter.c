@@ -6,9 +6,9 @@
 #include "login-filter.h"
 #include "macros.h"
 #include "parse-util.h"
-#include "path-util.h"
 #include "string-table.h"
 #include "strv.h"
+#include "text-escape.h"
 
 static const char *const login_without_view_table[_LOGIN_WITHOUT_VIEW_MAX] = {
         [LOGIN_WITHOUT_VIEW_RESTRICTED] = "restricted",
@@ -30,6 +30,17 @@ void login_filter_done(LoginFilter *f) {
         view_effects_free(f->view_users, f->n_view_users);
         f->view_groups = f->view_users = NULL;
         f->n_view_groups = f->n_view_users = 0;
+        f->refused_message = mfree(f->refused_message);
+}
+
+bool login_refused_message_valid(const char *text) {
+        _cleanup_free_ char *escaped = NULL;
+
+        if (!text || !text[0] || strlen(text) > LOGIN_REFUSED_MESSAGE_MAX)
+                return false;
+        /* Escaping changes nothing only in text without controls or invalid UTF-8 (and '\'). */
+        escaped = text_escape(text);
+        return escaped && streq(escaped, text);
 }
 
 static bool valid_effect(const char *s) {
@@ -41,7 +52,7 @@ static bool valid_effect(const char *s) {
         return true;
 }
 
-/* "NAME EFFECT", appended to *list; NAME escaped (escape_word()). */
+/* "NAME EFFECT", appended to *list; NAME escaped (text_escape_word()). */
 static int parse_view_entry(const char *value, ViewEffect **list, size_t *n) {
         const char *space = strchr(value, ' ');
         _cleanup_free_ char *word = NULL;
@@ -57,7 +68,7 @@ static int parse_view_entry(const char *value, ViewEffect **list, size_t *n) {
         if (!l)
                 return -ENOMEM;
         *list = l;
-        r = unescape_word(word, &l[*n].name);
+        r = text_unescape(word, &l[*n].name);
         if (r < 0)
                 return r;
         strcpy(l[*n].effect, space + 1);
@@ -86,7 +97,7 @@ int login_filter_parse(FILE *f, LoginFilter *ret) {
                                 r = -ENOMEM;
                         for (char **u = lf.exclude_users; r >= 0 && u && *u; u++) {
                                 char *plain = NULL;
-                                r = unescape_word(*u, &plain);
+                                r = text_unescape(*u, &plain);
                                 if (r >= 0) {
                                         free(*u);
                                         *u = plain;
@@ -105,6 +116,14 @@ int login_filter_parse(FILE *f, LoginFilter *ret) {
                         r = parse_view_entry(line + 11, &lf.view_groups, &lf.n_view_groups);
                 else if (strncmp(line, "VIEW_USER=", 10) == 0)
                         r = parse_view_entry(line + 10, &lf.view_users, &lf.n_view_users);
+                else if (strncmp(line, "LOGIN_REFUSED_MESSAGE=", 22) == 0) {
+                        free(lf.refused_message);
+                        lf.refused_message = NULL;
+                        if (!login_refused_message_valid(line + 22))
+                                r = -EINVAL;
+                        else if (!(lf.refused_message = strdup(line + 22)))
+                                r = -ENOMEM;
+                }
         }
         /* Without MIN_UID the file says nothing we can rely on. */
         if (r >= 0 && lf.min_uid == (uid_t) -1)

@@ -28,10 +28,11 @@
  *   VIEW_MAIN=y-----
  *   VIEW_GROUP=students --y---
  *   VIEW_USER=bob n-----
+ *   LOGIN_REFUSED_MESSAGE=Your login is refused: call the help desk.
  *   VIEW_GROUP=domain\x20users@corp.example --y---
  *
- * Names, of users and groups, are the canonical ones NSS gives, written as escape_word()
- * (path-util.h) does, so that one with a blank (AD's "domain users") stays one word; the module
+ * Names, of users and groups, are the canonical ones NSS gives, written as text_escape_word()
+ * (text-escape.h) does, so that one with a blank (AD's "domain users") stays one word; the module
  * matches them with the canonical name of the user who logs in, never with what was typed.
  *
  * A VIEW_* effect has one character per setting, in the order of VIEW_SETTINGS below: 'y' the
@@ -39,11 +40,22 @@
  * '-' it does not touch it. VIEW_MAIN is the main file with its drop-ins; the group.d and
  * user.d files that touch nothing are not listed. A user's effective policy is the main file's,
  * then her groups' in the order user_group_names() gives them (as the daemon reads them when it
- * builds her view), then her own: empty where no setting is left 'y'. */
+ * builds her view), then her own: empty where no setting is left 'y'.
+ *
+ * LOGIN_REFUSED_MESSAGE (LoginRefusedMessage=) is the line the module shows a login it refuses;
+ * without it, LOGIN_REFUSED_MESSAGE_DEFAULT. One line of text with no control character (the
+ * daemon's parser refuses any, and so does login_filter_parse()). */
 
 #define NSM_LOGIN_FILTER_FILE "/run/nsmanager/login-filter"
 /* The copy that survives a reboot. */
 #define NSM_LOGIN_FILTER_PERSISTENT_FILE "/var/lib/nsmanager/login-filter"
+
+/* What a refused login is told: neutral, nothing of the reason (that goes to the journal). Not
+ * "refused": under `optional` (which the module cannot see) the login goes on regardless. */
+#define LOGIN_REFUSED_MESSAGE_DEFAULT \
+        "Your view of this machine could not be set up. Please contact your administrator."
+/* LoginRefusedMessage= in bytes */
+#define LOGIN_REFUSED_MESSAGE_MAX 512
 
 typedef enum LoginWithoutView {
         LOGIN_WITHOUT_VIEW_RESTRICTED,   /* deny users whose effective [View] policy is not empty */
@@ -74,6 +86,7 @@ typedef struct LoginFilter {
         size_t n_view_groups;
         ViewEffect *view_users;
         size_t n_view_users;
+        char *refused_message;            /* LOGIN_REFUSED_MESSAGE, NULL: the default */
 } LoginFilter;
 
 void login_filter_done(LoginFilter *f);
@@ -82,6 +95,9 @@ int login_filter_parse(FILE *f, LoginFilter *ret);
 /* -ENOENT if the daemon has not published one. */
 int login_filter_read(const char *path, LoginFilter *ret);
 /* True if the daemon would refuse a namespace to this user (root always). */
+/* Whether 'text' may be LoginRefusedMessage=: not empty, at most LOGIN_REFUSED_MESSAGE_MAX
+ * bytes, valid UTF-8 without a control character (it is written to the user's terminal). */
+bool login_refused_message_valid(const char *text);
 bool login_filter_excludes(const LoginFilter *f, const char *user, uid_t uid);
 
 /* Whether deciding about a login without its view needs the user's groups. */

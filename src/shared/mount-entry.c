@@ -9,6 +9,8 @@ void mount_entries_free(MountEntry *e, size_t n) {
                 free(e[i].source);
                 free(e[i].fstype);
                 free(e[i].propagation);
+                free(e[i].options);
+                free(e[i].origin);
         }
         free(e);
 }

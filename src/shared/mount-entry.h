@@ -18,6 +18,8 @@ typedef struct MountEntry {
         char *source;
         char *fstype;
         char *propagation;       /* findmnt's words: "shared", "private,slave", "private,unbindable" … */
+        char *options;           /* the mount's and its file system's options, as findmnt's OPTIONS (GetMountsEx) */
+        char *origin;            /* GetMountsEx's: host, policy, daemon, user, unknown; NULL from GetMounts */
 } MountEntry;
 
 void mount_entries_free(MountEntry *e, size_t n);

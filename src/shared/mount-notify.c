@@ -3,17 +3,45 @@
 #include <stddef.h>
 #include <sys/fanotify.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "macros.h"
 #include "mount-notify.h"
 
-int mount_notify_open(int *ret_fd) {
+static int notify_init(void) {
         int fd = fanotify_init(FAN_CLASS_NOTIF | NSM_FAN_REPORT_MNT | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE,
                                O_RDONLY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+int mount_notify_open(int *ret_fd) {
+        int fd = notify_init();
         if (fd < 0)
-                return errno == EINVAL || errno == ENOSYS || errno == EPERM ? -EOPNOTSUPP : -errno;
+                return fd == -EINVAL || fd == -ENOSYS || fd == -EPERM ? -EOPNOTSUPP : fd;
         *ret_fd = fd;
         return 0;
+}
+
+int mount_notify_probe(void) {
+        int fd = notify_init();
+        if (fd < 0)
+                return fd;
+        close(fd);
+        return 0;
+}
+
+const char *mount_notify_unsupported_reason(int r) {
+        switch (r) {
+        case -EINVAL:
+                return "this kernel has no fanotify mount events (Linux 6.15 and later have them)";
+        case -EPERM:
+                return "fanotify_init() was refused (EPERM): it needs CAP_SYS_ADMIN in the initial user namespace, "
+                       "which a container's root may lack, or a seccomp filter refuses it";
+        case -ENOSYS:
+                return "fanotify_init() is filtered out (ENOSYS: a seccomp filter)";
+        default:
+                return NULL;
+        }
 }
 
 int mount_notify_mark(int group_fd, int ns_fd, bool add) {

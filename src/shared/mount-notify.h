@@ -30,6 +30,11 @@
  * unlimited queue (root only: a storm of mounts is read late rather than lost). -EOPNOTSUPP
  * where the kernel lacks mount events (EINVAL before 6.15) or a filter refuses the call. */
 int mount_notify_open(int *ret_fd);
+/* Whether a group can be made here: 0, or fanotify_init()'s own -errno. */
+int mount_notify_probe(void);
+/* Why mount events are not available, for the log, from mount_notify_probe()'s answer; NULL
+ * for an answer that is a failure rather than an absence (ENOMEM, EMFILE, …). */
+const char *mount_notify_unsupported_reason(int r);
 /* Adds (or removes) a mark of the mount namespace ns_fd (an nsfs fd): its mounts attached and
  * detached are reported to the group from then on. */
 int mount_notify_mark(int group_fd, int ns_fd, bool add);

@@ -13,6 +13,7 @@
 #include "fs-util.h"
 #include "mount-util.h"
 #include "string-table.h"
+#include "strv.h"
 
 static const char *const propagation_mode_table[_PROPAGATION_MODE_MAX] = {
         [PROPAGATION_SHARED] = "shared",
@@ -107,9 +108,11 @@ int mount_table_read(FILE *f, MountEntry **ret, size_t *ret_n) {
                         .source = strdup(mnt_fs_get_source(fs) ?: "none"),
                         .fstype = strdup(mnt_fs_get_fstype(fs) ?: ""),
                         .propagation = propagation_words(fl),
+                        .options = mnt_fs_strdup_options(fs) ?: strdup(""),
                 };
                 n++;
-                if (!e[n - 1].target || !e[n - 1].source || !e[n - 1].fstype || !e[n - 1].propagation) {
+                if (!e[n - 1].target || !e[n - 1].source || !e[n - 1].fstype || !e[n - 1].propagation ||
+                    !e[n - 1].options) {
                         mount_entries_free(e, n);
                         return -ENOMEM;
                 }
@@ -152,6 +155,28 @@ int mount_fd_outside_fuse(int dir, const MountEntry *table, size_t n, bool by_id
                 if (fstype_is_fuse(table[i].fstype) &&
                     table[i].dev == (uint64_t) makedev(sx.stx_dev_major, sx.stx_dev_minor))
                         return -EREMOTE;
+        return 0;
+}
+
+/* File systems whose server, not this kernel, decides who owns and may write what: what the
+ * inode says here is the server's word, and others write there from other machines. */
+static bool fstype_is_network(const char *type) {
+        return STR_IN_SET(type, "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "afs", "lustre", "gfs2",
+                          "ocfs2", "glusterfs");
+}
+
+int mount_fd_network_fstype(int dir, const MountEntry *table, size_t n, const char **ret_fstype) {
+        struct statx sx = {};
+
+        if (statx(dir, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, 0, &sx) < 0)
+                return -errno;
+        for (size_t i = 0; i < n; i++)
+                if (fstype_is_network(table[i].fstype) &&
+                    table[i].dev == (uint64_t) makedev(sx.stx_dev_major, sx.stx_dev_minor)) {
+                        if (ret_fstype)
+                                *ret_fstype = table[i].fstype;
+                        return 1;
+                }
         return 0;
 }
 

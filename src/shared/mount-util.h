@@ -53,7 +53,9 @@ typedef struct MountId {
         uint64_t old;
 } MountId;
 
-/* Kernel unique ids start at 2^31 and count up: they never reach this bit. */
+/* Kernel unique ids start at 2^31 (above every mountinfo id) and count up: they never reach
+ * the fingerprint's bit. */
+#define MOUNT_ID_UNIQUE_MIN (UINT64_C(1) << 31)
 #define MOUNT_ID_FINGERPRINT (UINT64_C(1) << 63)
 
 /* A hash of a mount's device, its root inside the file system and its mount point, tagged
@@ -115,6 +117,10 @@ int open_path_outside_fuse(int dirfd, const char *path, const MountEntry *table,
  * lookup in it asks no FUSE server, -EREMOTE if it would, -ESTALE (by_id) if 'table' does not
  * know its mount. */
 int mount_fd_outside_fuse(int dir, const MountEntry *table, size_t n, bool by_id);
+/* 1 if directory 'dir' lies on a network file system of 'table' (NFS, CIFS, 9p, …: by its
+ * device), whose server decides who may write there; its type in ret_fstype (pointing into
+ * 'table'). 0 if not. Nothing is asked of the file system. */
+int mount_fd_network_fstype(int dir, const MountEntry *table, size_t n, const char **ret_fstype);
 
 /* A namespace's mount table, read again only when it changed. The kernel flags an open
  * /proc/self/mountinfo (POLLPRI) after any mount or unmount in the namespace it was opened

@@ -45,6 +45,9 @@ static const NsmErrorInfo nsm_error_table[_NSM_ERROR_CODE_MAX] = {
         [NSM_ERROR_LIMIT_EXCEEDED] = {
                 NSM_ERROR_PREFIX "LimitExceeded", EDQUOT,
                 "A per-user limit of the configuration was reached." },
+        [NSM_ERROR_MOUNT_CHANGED] = {
+                NSM_ERROR_PREFIX "MountChanged", ESTALE,
+                "The mount at that path is not the one the caller named by its id: it is gone or has moved." },
         [NSM_ERROR_ACCESS_DENIED] = { DBUS_ERROR_PREFIX "AccessDenied", EACCES, "Access denied." },
         [NSM_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED] = {
                 DBUS_ERROR_PREFIX "InteractiveAuthorizationRequired", EACCES,

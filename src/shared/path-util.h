@@ -9,8 +9,3 @@ bool path_is_absolute_normalized(const char *p);
 bool filename_is_valid(const char *s);
 /* Returns the path without its leading slashes ("" for "/"), for *at() calls relative to a root fd. */
 const char *path_skip_root(const char *p);
-
-/* For line-based state files: bytes that are blanks, controls, non-ASCII or '\' become \xHH,
- * so any path is one word. NULL on OOM; unescape returns -EINVAL for a malformed escape. */
-char *escape_word(const char *s);
-int unescape_word(const char *s, char **ret);

@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <stdbool.h>
+#include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "text-escape.h"
 
-/* The length of the valid UTF-8 sequence at 's' (1–4), or 0 if it is not one: overlong
- * forms, surrogates and code points above U+10FFFF are not valid. */
-static size_t utf8_sequence_length(const unsigned char *s, uint32_t *ret_codepoint) {
+/* The length of the valid UTF-8 sequence at 's' (1–4) within 'left' bytes, or 0 if it is not
+ * one: overlong forms, surrogates and code points above U+10FFFF are not valid. */
+static size_t utf8_sequence_length(const unsigned char *s, size_t left, uint32_t *ret_codepoint) {
         uint32_t c;
         size_t n;
 
@@ -28,9 +27,11 @@ static size_t utf8_sequence_length(const unsigned char *s, uint32_t *ret_codepoi
                 c = s[0] & 0x07;
         } else
                 return 0;
+        if (n > left)
+                return 0;
 
         for (size_t i = 1; i < n; i++) {
-                if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
+                if ((s[i] & 0xc0) != 0x80)
                         return 0;
                 c = (c << 6) | (s[i] & 0x3f);
         }
@@ -40,64 +41,121 @@ static size_t utf8_sequence_length(const unsigned char *s, uint32_t *ret_codepoi
         return n;
 }
 
-bool text_is_clean(const char *s) {
-        const unsigned char *p = (const unsigned char *) s;
-
-        while (*p) {
-                uint32_t c;
-                size_t n = utf8_sequence_length(p, &c);
-
-                if (n == 0 || c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f))
-                        return false;
-                p += n;
-        }
-        return true;
+static bool codepoint_is_control(uint32_t c) {
+        return c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0x9f);
 }
 
-char *text_escape_control(const char *s) {
-        const unsigned char *p = (const unsigned char *) (s ?: "");
-        size_t len = strlen((const char *) p);
+static char *hex_byte(char *o, unsigned char b) {
+        static const char hex[] = "0123456789abcdef";
+
+        *o++ = '\\';
+        *o++ = 'x';
+        *o++ = hex[b >> 4];
+        *o++ = hex[b & 15];
+        return o;
+}
+
+static char *escape(const unsigned char *p, size_t len, bool word) {
         char *out, *o;
 
-        /* At most 6 bytes out ("\u009b") per 2 in, 4 ("\xff") per 1 in. */
+        /* At most 4 bytes out ("\xff") per byte in. */
+        if (len > (SIZE_MAX - 1) / 4)
+                return NULL;
         out = malloc(len * 4 + 1);
         if (!out)
                 return NULL;
 
-        for (o = out; *p;) {
+        for (o = out; len > 0;) {
                 uint32_t c;
-                size_t n = utf8_sequence_length(p, &c);
+                size_t n = utf8_sequence_length(p, len, &c);
 
-                if (n == 0) {
-                        o += sprintf(o, "\\x%02x", *p);
-                        p++;
-                        continue;
-                }
-                if (n == 1) {
-                        static const char named[] = { ['\a'] = 'a', ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n',
-                                                      ['\v'] = 'v', ['\f'] = 'f', ['\r'] = 'r' };
-
-                        if (c == '\\') {
-                                *o++ = '\\';
-                                *o++ = '\\';
-                        } else if (c < sizeof named && named[c]) {
-                                *o++ = '\\';
-                                *o++ = named[c];
-                        } else if (c < 0x20 || c == 0x7f)
-                                o += sprintf(o, "\\x%02x", (unsigned) c);
-                        else
-                                *o++ = (char) c;
-                        p++;
-                        continue;
-                }
-                if (c >= 0x80 && c <= 0x9f)
-                        o += sprintf(o, "\\u%04x", (unsigned) c);
-                else {
+                if (n == 0 || codepoint_is_control(c) || c == '\\' || (word && (n > 1 || c == ' '))) {
+                        /* Each byte of it, so that the reverse needs to know nothing of UTF-8. */
+                        n = n ?: 1;
+                        for (size_t i = 0; i < n; i++)
+                                o = hex_byte(o, p[i]);
+                } else {
                         memcpy(o, p, n);
                         o += n;
                 }
                 p += n;
+                len -= n;
         }
         *o = '\0';
         return out;
+}
+
+char *text_escape(const char *s) {
+        s = s ?: "";
+        return escape((const unsigned char *) s, strlen(s), false);
+}
+
+char *text_escape_bytes(const void *p, size_t n) {
+        return escape(p ?: "", p ? n : 0, false);
+}
+
+char *text_escape_word(const char *s) {
+        s = s ?: "";
+        return escape((const unsigned char *) s, strlen(s), true);
+}
+
+static int hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int text_unescape(const char *s, char **ret) {
+        char *r, *p;
+
+        if (!s)
+                return -EINVAL;
+        r = p = malloc(strlen(s) + 1);
+        if (!r)
+                return -ENOMEM;
+        while (*s) {
+                int hi, lo;
+
+                if (*s != '\\') {
+                        *p++ = *s++;
+                        continue;
+                }
+                hi = s[1] == 'x' ? hex_digit(s[2]) : -1;
+                lo = hi >= 0 ? hex_digit(s[3]) : -1;
+                if (lo < 0 || (hi == 0 && lo == 0)) {
+                        free(r);
+                        return -EINVAL;
+                }
+                *p++ = (char) (hi * 16 + lo);
+                s += 4;
+        }
+        *p = '\0';
+        *ret = r;
+        return 0;
+}
+
+bool text_is_clean(const char *s) {
+        const unsigned char *p = (const unsigned char *) (s ?: "");
+        size_t len = strlen((const char *) p);
+
+        while (len > 0) {
+                uint32_t c;
+                size_t n = utf8_sequence_length(p, len, &c);
+
+                if (n == 0 || codepoint_is_control(c))
+                        return false;
+                p += n;
+                len -= n;
+        }
+        return true;
+}
+
+char *text_show(const char *s) {
+        if (text_is_clean(s))
+                return strdup(s ?: "");
+        return text_escape(s);
 }
