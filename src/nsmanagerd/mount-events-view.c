@@ -52,6 +52,8 @@ void watched_view_clear(WatchedView *v) {
                 free(v->attached[i].path);
         v->attached = mfree(v->attached);
         v->n_attached = 0;
+        for (size_t i = 0; i < v->n_detached; i++)
+                free(v->detached[i].path);
         v->detached = mfree(v->detached);
         v->n_detached = 0;
 }
@@ -73,8 +75,9 @@ void watched_view_note_attach(WatchedView *v, uint64_t id, uint64_t parent_id, c
         a[v->n_attached++] = (MountChange) { .id = id, .parent_id = parent_id, .path = p };
 }
 
-void watched_view_note_detach(WatchedView *v, uint64_t id) {
-        uint64_t *d;
+void watched_view_note_detach(WatchedView *v, uint64_t id, const char *path) {
+        MountChange *d;
+        char *p = NULL;
 
         if (!watched_view_collects(v))
                 return;
@@ -86,13 +89,18 @@ void watched_view_note_detach(WatchedView *v, uint64_t id) {
                         v->attached[i] = v->attached[--v->n_attached];
                         return;
                 }
-        d = realloc(v->detached, (v->n_detached + 1) * sizeof(uint64_t));
+        if (path && !(p = strdup(path))) {
+                log_oom();
+                return;
+        }
+        d = realloc(v->detached, (v->n_detached + 1) * sizeof(MountChange));
         if (!d) {
+                free(p);
                 log_oom();
                 return;
         }
         v->detached = d;
-        d[v->n_detached++] = id;
+        d[v->n_detached++] = (MountChange) { .id = id, .path = p };
 }
 
 void watched_view_emit(WatchedView *v) {
@@ -110,12 +118,14 @@ void watched_view_emit(WatchedView *v) {
         v->last_emit = now_usec(CLOCK_MONOTONIC);
         for (size_t i = 0; i < na; i++)
                 free(v->attached[i].path);
+        for (size_t i = 0; i < nd; i++)
+                free(v->detached[i].path);
         /* (Only what is left: a list never allocated is NULL, and memmove() wants pointers.) */
         if (v->n_attached > na)
                 memmove(v->attached, v->attached + na, (v->n_attached - na) * sizeof(MountChange));
         v->n_attached -= na;
         if (v->n_detached > nd)
-                memmove(v->detached, v->detached + nd, (v->n_detached - nd) * sizeof(uint64_t));
+                memmove(v->detached, v->detached + nd, (v->n_detached - nd) * sizeof(MountChange));
         v->n_detached -= nd;
         if (v->n_attached == 0 && v->n_detached == 0)
                 watched_view_clear(v);
@@ -480,14 +490,14 @@ static void view_diff(WatchedView *v, MountSnapshotEntry *s, size_t n) {
                 while (i < v->n_snapshot || j < n) {
                         const MountSnapshotEntry *o = i < v->n_snapshot ? v->snapshot + i : NULL, *c = j < n ? s + j : NULL;
                         if (o && (!c || o->id < c->id)) {
-                                watched_view_note_detach(v, o->id);
+                                watched_view_note_detach(v, o->id, o->path);
                                 i++;
                         } else if (c && (!o || c->id < o->id)) {
                                 watched_view_note_attach(v, c->id, c->parent_id, c->path);
                                 j++;
                         } else {
                                 if (!same_mount(o, c)) {
-                                        watched_view_note_detach(v, o->id);
+                                        watched_view_note_detach(v, o->id, o->path);
                                         watched_view_note_attach(v, c->id, c->parent_id, c->path);
                                 }
                                 i++, j++;

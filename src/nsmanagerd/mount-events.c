@@ -85,7 +85,7 @@ static void on_host_event(const MountEvent *ev, void *userdata) {
                 if (e->release)
                         host_blocks_remove(e, ev->mnt_id);
                 if (collects) {
-                        watched_view_note_detach(h, ev->mnt_id);
+                        watched_view_note_detach(h, ev->mnt_id, NULL);
                         watched_view_schedule_emit(h);
                 }
                 return;
