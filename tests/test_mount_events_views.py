@@ -216,3 +216,44 @@ def test_every_subscriber_hears_each_mount_once(sandbox, request, mode):
         assert per_view(everything, paths[u])[0] == attached or \
             sorted(per_view(everything, paths[u])[0]) == sorted(attached), state()
     assert aggregated(agg)[0] == expected, state()
+
+
+STORM = 8500      # mounts and unmounts: 17,000 events, past the kernel's default queue of 16,384
+
+
+@pytest.mark.daemon_config(env={"NSM_FANOTIFY_QUEUE": "bounded"})
+def test_an_overflow_of_the_kernels_queue_is_read_again(daemon):
+    """The daemon asks for an unlimited fanotify queue; with the kernel's default one (the test
+    knob NSM_FANOTIFY_QUEUE=bounded) 8,500 host mounts and unmounts while the daemon is
+    stopped overflow it, and the events of what came last are lost. The daemon reads the host's
+    table again: a Manager subscriber still hears of the mount that went meanwhile and of the
+    one that stayed, each once."""
+    import os
+    import signal
+    from sandbox import sys_mount, sys_umount
+    assert daemon.properties()["MountEvents"] == "fanotify"
+    rec = subscriber(daemon, "all")
+
+    def host(point):
+        sigs = [s for s in rec.received if s[1] == "HostMountsChanged"]
+        return ([int(i) for s in sigs for (i, _, m) in s[3][0] if str(m) == point], [int(i) for s in sigs for i in s[3][1]])
+
+    daemon.mount_tmpfs("/mnt/before")
+    drain_until([rec], lambda: host("/mnt/before")[0], "/mnt/before attached")
+    [before] = host("/mnt/before")[0]
+    storm = daemon.subtree_root.parent / "storm"
+    storm.mkdir()
+    os.kill(daemon.daemon.pid, signal.SIGSTOP)
+    try:
+        for _ in range(STORM):
+            sys_mount("storm", str(storm), "tmpfs", 0, "size=16k")
+            sys_umount(str(storm))
+        daemon.umount("/mnt/before")
+        daemon.mount_tmpfs("/mnt/kept")
+    finally:
+        os.kill(daemon.daemon.pid, signal.SIGCONT)
+    drain_until([rec], lambda: host("/mnt/kept")[0] and before in host("/mnt/kept")[1], "/mnt/kept attached and "
+                "/mnt/before detached after the overflow", wait=30)
+    assert "dropped mount events" in daemon.daemon_log.read_text(), "the queue did not overflow"
+    rec.drain(0.3)
+    assert len(host("/mnt/kept")[0]) == 1 and host("/mnt/kept")[1].count(before) == 1, host("/mnt/kept")

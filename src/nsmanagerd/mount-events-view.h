@@ -127,6 +127,7 @@ struct MountEvents {
         /* fanotify: the host's mount events */
         int host_fd;
         sd_event_source *host_source;
+        IdMap *host_mounts;      /* while the host's changes are told: id → HostMount, to reread after an overflow */
 
         /* ReleaseWithHost= */
         IdMap *host_blocks;      /* host mount id → its block device (dev_t) */
