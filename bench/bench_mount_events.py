@@ -224,7 +224,14 @@ def main() -> int:
     # Towards the unit's LimitNOFILE=524288: every namespace is an fd of the daemon, every watched
     # one two. Without CAP_SYS_RESOURCE only up to the hard limit (watching N views needs 2N).
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    # As root (CAP_SYS_RESOURCE) the hard limit itself may rise, up to fs.nr_open: 10,000
+    # watched views need 20,100. The daemon inherits it.
+    want = max(hard, 2 * max(counts) + 1000)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+        hard = want
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if "cost" in stages and 2 * max(counts) + 100 > hard:
         sys.exit(f"watching {max(counts)} views needs {2 * max(counts) + 100} fds; the limit here is {hard}")
     sb = sbx.Sandbox(polkit=False)
