@@ -257,3 +257,27 @@ def test_an_overflow_of_the_kernels_queue_is_read_again(daemon):
     assert "dropped mount events" in daemon.daemon_log.read_text(), "the queue did not overflow"
     rec.drain(0.3)
     assert len(host("/mnt/kept")[0]) == 1 and host("/mnt/kept")[1].count(before) == 1, host("/mnt/kept")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_follow_prints_a_bind_made_right_after_a_host_mount(sandbox, request, mode):
+    """A host mount and, right after it, a bind in alice's view come in one MountsChanged and
+    nsctl --follow prints both lines at once. The tests' reader of its output used to read a
+    buffered line and then wait on the pipe: the second line sat in the buffer and the bind
+    looked lost (now it reads the pipe itself, tests/test_mount_events.py's Follow)."""
+    from test_mount_events import Follow
+    request.applymarker(pytest.mark.daemon_config(**MODES[mode]))
+    sb = request.getfixturevalue("daemon")
+    create(sb, "alice")
+    f = Follow(sb, "alice")
+    try:
+        f.wait_line(lambda line: line.startswith("ACTION"), "the header")
+        for i in range(20):
+            sb.mount_tmpfs(f"/mnt/r{i}")
+            sb.in_view("alice", ["sh", "-c", f"mkdir -p /home/alice/b{i} && mount --bind /home/alice/b{i} /home/alice/b{i}"],
+                       check=True)
+            f.wait_line(lambda line, i=i: line.startswith("mount") and f" /mnt/r{i} " in line, f"mounting /mnt/r{i}")
+            f.wait_line(lambda line, i=i: line.startswith("mount") and f" /home/alice/b{i} " in line,
+                        f"binding /home/alice/b{i}")
+    finally:
+        f.stop()
