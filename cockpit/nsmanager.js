@@ -708,8 +708,30 @@
 
     /* ---- loading and live updates ---- */
 
+    /* The view shown, subscribed to alone: its MountsChanged refresh the table. The list of
+     * views hears of every view through one ViewsMountsChanged per interval. */
+    let shown = null;            /* { path, signal } */
+    let mountsChanged = () => {};
+
+    function watchShown() {
+        const ns = state.namespaces.find(n => n.user === state.selected);
+        const path = ns ? ns.path : null;
+        if (shown && shown.path === path)
+            return;
+        if (shown) {
+            shown.signal.remove();
+            call(shown.path, NAMESPACE_IFACE, "Unsubscribe", []).catch(() => {});
+            shown = null;
+        }
+        if (!path)
+            return;
+        shown = { path, signal: client.subscribe({ interface: NAMESPACE_IFACE, member: "MountsChanged", path }, () => mountsChanged()) };
+        call(path, NAMESPACE_IFACE, "Subscribe", []).catch(() => {});
+    }
+
     function selectView(user) {
         state.selected = user;
+        watchShown();
         refreshMounts(true).then(() => {
             const title = $("view-title");
             title.setAttribute("tabindex", "-1");
@@ -756,6 +778,7 @@
                 state.selected = null;
                 renderMounts();
             }
+            watchShown();
             renderNamespaces();
         }, err => showError("Cannot list the namespaces", err));
     }
@@ -778,21 +801,37 @@
 
     function setupLive() {
         const namespacesChanged = debounce(refreshNamespaces, 100);
-        const mountsChanged = debounce(() => {
-            refreshMounts();
-            refreshNamespaces();     /* NMounts */
-        }, 100);
+        const listChanged = debounce(renderNamespaces, 100);
+        mountsChanged = debounce(() => refreshMounts(), 100);
+        /* Every view's changes in one signal: the mount counts are kept from it, nothing is read. */
+        const viewsMountsChanged = (path, iface, signal, [attached, detached]) => {
+            const delta = new Map();
+            for (const [list, sign] of [[attached, 1], [detached, -1]])
+                for (const [, views] of list)
+                    for (const v of views)
+                        delta.set(v, (delta.get(v) || 0) + sign);
+            for (const ns of state.namespaces) {
+                const d = delta.get(ns.path);
+                if (d && ns.props.NMounts)
+                    ns.props.NMounts = { t: "u", v: Math.max(0, ns.props.NMounts.v + d) };
+            }
+            listChanged();
+        };
         client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceNew" }, namespacesChanged);
         client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceRemoved" }, namespacesChanged);
         client.subscribe({ interface: PROPERTIES_IFACE, member: "PropertiesChanged", path_namespace: MANAGER_PATH },
                          namespacesChanged);
-        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "HostMountsChanged" }, mountsChanged);
-        client.subscribe({ interface: NAMESPACE_IFACE, member: "MountsChanged", path_namespace: MANAGER_PATH },
-                         mountsChanged);
+        /* The host's table gives every view's mounts their origins: a change there is shown. */
+        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "HostMountsChanged" }, () => {
+            if (state.selected !== null)
+                mountsChanged();
+        });
+        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "ViewsMountsChanged" },
+                         viewsMountsChanged);
 
         /* Mount signals are sent only while somebody is subscribed; the daemon drops the
-         * subscription when this page's connection goes. */
-        managerCall("Subscribe", []).then(() =>
+         * subscriptions when this page's connection goes. */
+        managerCall("SubscribeViews", []).then(() =>
             call(MANAGER_PATH, PROPERTIES_IFACE, "Get", [MANAGER_IFACE, "MountEvents"]).then(([v]) => v.v, () => "")
         ).then(how => {
             $("live-status").textContent = "Live mount updates" + (how ? " (" + how + ")" : "") + ".";

@@ -24,6 +24,7 @@ ROOT_ANSWERS = {
     "SetLinger": ("no", "yes"), "Attach": ("no", "yes"), "OpenAttach": ("no", "yes"),
     "ReloadConfig": ("yes", "no"),
     "Eject": ("yes", "no"), "Subscribe": ("yes", "yes"), "Unsubscribe": ("yes", "yes"), "Can": ("yes", "yes"),
+    "SubscribeViews": ("yes", "yes"), "UnsubscribeViews": ("yes", "yes"),
 }
 
 CHANGES_OF_A_VIEW = ("ShareSubtree", "EnslaveSubtree", "SetPropagation", "BindMount", "Unmount", "SetLinger")

@@ -240,10 +240,12 @@ def test_keyboard_and_the_bind_dialog(daemon, page_as):
 
 
 def test_host_mount_appears_in_alices_tree_without_a_reload(daemon, page_as):
-    """Live: the page subscribes (Manager.Subscribe) and follows MountsChanged and
+    """Live: the page subscribes to every view in one signal (Manager.SubscribeViews) and to
+    the view it shows alone (Namespace.Subscribe), and follows MountsChanged and
     HostMountsChanged. A tmpfs the host mounts on /mnt/cd appears in alice's tree (her /mnt
-    is a peer of the host's) while the page stays loaded."""
-    create(daemon, "alice")
+    is a peer of the host's) while the page stays loaded; a mount in bob's view, not shown,
+    counts in his row of the list, from ViewsMountsChanged alone."""
+    create(daemon, "alice", "bob")
     page = page_as("alice")
     page.show_view("alice")
     page.wait(lambda: page.driver.find_element(By.ID, "live-status").text, "the live status")
@@ -262,6 +264,13 @@ def test_host_mount_appears_in_alices_tree_without_a_reload(daemon, page_as):
 
     daemon.umount("/mnt/cd")
     page.wait(lambda: page.mount_row("/mnt/cd") is None, "/mnt/cd to leave alice's tree", wait=10)
+    assert page.driver.execute_script("return window.nsmSameDocument") == "yes"
+
+    def bobs_count():
+        return int(page.driver.find_element(By.CSS_SELECTOR, 'tr[data-user="bob"] td[data-label="Mounts"]').text or -1)
+    before = bobs_count()
+    daemon.mount_tmpfs("/home/bob/own", view="bob")
+    page.wait(lambda: bobs_count() == before + 1, "bob's count of mounts to grow", wait=10)
     assert page.driver.execute_script("return window.nsmSameDocument") == "yes"
 
 

@@ -391,6 +391,8 @@ static const struct {
         { "Eject",              NEED_MANAGE,     NEED_IMPOSSIBLE, NEED_IMPOSSIBLE },
         { "Subscribe",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "Unsubscribe",        NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "SubscribeViews",     NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "UnsubscribeViews",   NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "Can",                NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
 };
 
