@@ -581,6 +581,36 @@ def test_mounts_as_findmnt(views, nsctl):
     assert "unknown column 'NOPE'" in nsctl("mounts", "alice", "-o", "TARGET,NOPE").stderr
 
 
+def test_mounts_options_and_from(views, nsctl, manager):
+    """-o OPTIONS,FROM and --json's "options" and "from" are GetMountsEx's options and origin
+    of each mount (GetMounts has neither; the ids shown stay GetMounts's): a tmpfs made nosuid
+    and nodev in the view says so, a host mount is "host", a BindMount "daemon"."""
+    sb = views
+    sb.mount_tmpfs("/mnt/nsm-opts", view="alice")
+    src = sb.instance / "opts-src"
+    src.mkdir()
+    manager.BindMount("alice", str(src), "/home/alice/opts-bind", 0x2)
+    ex = {str(m[5]): (str(m[10]), str(m[13])) for m in manager.GetMountsEx("alice")}
+    assert ex["/home/alice/opts-bind"][1] == "daemon" and ex["/"][1] == "host", ex
+
+    p = nsctl("mounts", "alice", "-o", "TARGET,OPTIONS,FROM")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["TARGET", "OPTIONS", "FROM"], lines[0]
+    rows = {}
+    for line in lines[1:]:
+        target, options, origin = re.sub(r"^[\s│├└─]*", "", line).split()
+        rows[target] = (options, origin)
+    assert set(rows) == set(ex), p.stdout
+    assert rows == ex, p.stdout
+    assert {"nosuid", "nodev"} <= set(rows["/mnt/nsm-opts"][0].split(",")), rows["/mnt/nsm-opts"]
+
+    doc = json.loads(nsctl("mounts", "alice", "--json").stdout)
+    assert {m["target"]: (m["options"], m["from"]) for m in doc["mounts"]} == ex
+    want_ids = sorted(int(m[0]) for m in manager.GetMounts("alice"))
+    assert sorted(m["mount_id"] for m in doc["mounts"]) == want_ids
+
+
 def test_mounts_graph_is_valid_dot(views, nsctl):
     assert shutil.which("dot"), "dot is missing: tools/deps installs graphviz"
     for args in (["mounts", "--graph"], ["mounts", "--graph", "alice"]):
