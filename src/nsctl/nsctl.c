@@ -313,9 +313,10 @@ static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
         printf("  Namespace: mnt:[%" PRIu64 "]\n", i.mntns_id);
         printf("     Mounts: %" PRIu32 "\n", i.n_mounts);
         printf("     Object: %s\n", object);
+        r = print_view_processes(bus, i.user);
 
         namespace_info_done(&i);
-        return 0;
+        return r;
 }
 
 /* ---- verbs that change something ---- */

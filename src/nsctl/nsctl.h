@@ -103,6 +103,10 @@ int get_mounts_ex(sd_bus *bus, const char *user, sd_bus_error *error, MountEntry
 void polkit_agent_open_if_enabled(void);
 void polkit_agent_close(void);
 
+/* nsctl status USER's "Processes:" lines (nsctl-processes.c); nothing where ListProcesses is
+ * refused. */
+int print_view_processes(sd_bus *bus, const char *user);
+
 /* Output (nsctl-output.c) */
 bool colors_enabled(void);
 const char *ansi_highlight(void);
