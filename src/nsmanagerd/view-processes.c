@@ -88,15 +88,20 @@ static char *read_comm(int dir_fd) {
 }
 
 int view_processes_list(int mntns_fd, ViewProcess **ret, size_t *ret_n) {
-        _cleanup_(closedirp) DIR *proc = NULL;
-        ViewProcess *a = NULL;
-        size_t n = 0;
         struct stat ns;
-        struct dirent *de;
-        int r = 0;
 
         if (fstat(mntns_fd, &ns) < 0)
                 return -errno;
+        return view_processes_list_by_id(ns.st_dev, ns.st_ino, ret, ret_n);
+}
+
+int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *ret_n) {
+        _cleanup_(closedirp) DIR *proc = NULL;
+        ViewProcess *a = NULL;
+        size_t n = 0;
+        struct dirent *de;
+        int r = 0;
+
         proc = opendir("/proc");
         if (!proc)
                 return -errno;
@@ -116,7 +121,7 @@ int view_processes_list(int mntns_fd, ViewProcess **ret, size_t *ret_n) {
                 if (dir_fd < 0)
                         continue;
                 /* stat() of the nsfs link, not its text: the device too, as nsfs inodes are per device. */
-                if (fstatat(dir_fd, "ns/mnt", &st, 0) < 0 || st.st_dev != ns.st_dev || st.st_ino != ns.st_ino)
+                if (fstatat(dir_fd, "ns/mnt", &st, 0) < 0 || st.st_dev != dev || st.st_ino != ino)
                         continue;
                 if (read_real_uid(dir_fd, &p.uid) < 0)
                         continue; /* gone meanwhile */

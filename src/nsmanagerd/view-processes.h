@@ -24,3 +24,5 @@ void view_processes_free(ViewProcess *p, size_t n);
  * only procfs files (ns/mnt, status, comm, cgroup): no user's file system is asked anything.
  * Processes that exit meanwhile are skipped. */
 int view_processes_list(int mntns_fd, ViewProcess **ret, size_t *ret_n);
+/* The same for the nsfs file of device 'dev' and inode 'ino' (MNTNS_ID of a state file). */
+int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *ret_n);
