@@ -732,6 +732,7 @@
     function selectView(user) {
         state.selected = user;
         watchShown();
+        refreshProcesses();
         refreshMounts(true).then(() => {
             const title = $("view-title");
             title.setAttribute("tabindex", "-1");
@@ -771,6 +772,48 @@
         });
     }
 
+    /* Who runs what in the shown view (ListProcesses): root, the view's user and holders of
+     * manage may see it; for anybody else the card stays hidden. Command names are the
+     * daemon's escaped text, shown as text. */
+    function refreshProcesses() {
+        const user = state.selected;
+        const card = $("processes-card");
+        if (user === null || user === "") {
+            card.hidden = true;
+            return Promise.resolve();
+        }
+        /* Only where Can() says yes: never a password prompt for a list. */
+        return can("ListProcesses", user).then(answer => answer === "yes" ? managerCall("ListProcesses", [user]) : null).then(reply => {
+            if (state.selected !== user)
+                return;
+            if (reply === null) {
+                card.hidden = true;
+                return;
+            }
+            const list = reply[0];
+            const names = new Map(state.namespaces.map(ns => [ns.uid, ns.user]));
+            const body = $("processes-body");
+            clear(body);
+            for (const [pid, uid, comm, session] of list)
+                body.appendChild(el("tr", { "data-pid": pid },
+                                    el("td", { "data-label": "PID" }, pid),
+                                    el("td", { "data-label": "User" }, names.get(uid) || String(uid)),
+                                    el("td", { "data-label": "Command" }, comm),
+                                    el("td", { "data-label": "Session" }, session || "-")));
+            $("processes-empty").hidden = list.length > 0;
+            card.hidden = false;
+        }, err => {
+            if (state.selected !== user)
+                return;
+            card.hidden = true;
+            const name = errorName(err);
+            if (name !== "org.freedesktop.DBus.Error.AccessDenied" &&
+                name !== "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired" &&
+                name !== "org.example.NSManager.Error.NoSuchNamespace")
+                showError("Cannot list the processes of " + viewName(user), err);
+        });
+    }
+
     function refreshNamespaces() {
         return loadNamespaces().then(list => {
             state.namespaces = list;
@@ -784,7 +827,7 @@
     }
 
     function refresh() {
-        return Promise.all([refreshNamespaces(), refreshMounts()]);
+        return Promise.all([refreshNamespaces(), refreshMounts(), refreshProcesses()]);
     }
 
     /* Signals come in bursts (an automount storm, a view being built): one refresh for each. */

@@ -401,6 +401,37 @@ def test_a_click_acts_on_the_mount_under_the_pointer(daemon, page_as):
               "the table to show what is")
 
 
+def test_the_view_shows_its_processes_to_its_user_and_not_to_bob(daemon, page_as):
+    """The card "Processes in the view" lists ListProcesses for the view's user (and root);
+    bob, whom Can() does not answer yes, sees alice's tree but not who runs what in it."""
+    create(daemon, "alice", "bob")
+    p = daemon.in_view("alice", ["sh", "-c", "sleep 120 >/dev/null 2>&1 </dev/null & echo $!"], as_user="alice")
+    assert p.returncode == 0, p.stderr
+    pid = p.stdout.strip()
+    try:
+        page = page_as("alice")
+        page.show_view("alice")
+
+        def row():
+            rows = [r for r in page.find("#processes-body tr") if r.get_attribute("data-pid") == pid]
+            return rows[0] if rows else None
+
+        page.wait(row, "alice's sleep in the processes of her view")
+        assert page.cells(row()) == {"PID": pid, "User": "alice", "Command": "sleep", "Session": "-"}
+
+        bob = page_as("bob")
+        bob.show_view("alice")
+        # Can(ListProcesses) went out before the tree's buttons asked theirs: once those answered,
+        # it has too.
+        assert call_as(daemon, "bob", "Can", "ss", "ListProcesses", "alice")["ok"][0] != "yes"
+        bob.wait(lambda: any(b.get_attribute("data-can") not in (None, "pending") for b in bob.find("#mounts-body [data-can]")),
+                 "Can() to answer for the tree's buttons")
+        assert not bob.driver.find_element(By.ID, "processes-card").is_displayed()
+        assert not [r for r in bob.find("#processes-body tr")], "bob was shown alice's processes"
+    finally:
+        os.kill(int(pid), 9)
+
+
 def test_screenshots_for_the_docs(daemon, page_as):
     """The list, a view and a confirmation, into the screenshot directory: docs/cockpit-list.png,
     cockpit-view.png and cockpit-confirm.png are copies of them (README links them)."""
