@@ -162,11 +162,12 @@ def test_the_policy_on_dbus_broker(broker):
     version = subprocess.run(["dbus-broker", "--version"], capture_output=True, text=True).stdout.split()
     print(f"dbus-broker {version[1] if len(version) > 1 else version}")
 
-    # Without fds, a user's calls reach the daemon: its answers, its errors.
+    # Without fds, a user's calls reach the daemon: its answers, its errors (a user NSS does not know:
+    # NoSuchUser, whoever asks).
     result = call(sb, "alice", "ListNamespaces")
     assert result == {"ok": "[dbus.Array([], signature=dbus.Signature('(suso)'))]"}, result
     result = call(sb, "alice", "OpenAttach")
-    assert result.get("error") == "org.example.NSManager.Error.NoSuchNamespace", result
+    assert result.get("error") == "org.example.NSManager.Error.NoSuchUser", result
 
     # With fds, the broker refuses a user's message, whatever it is.
     for method in ("ListNamespaces", "Attach"):
@@ -180,7 +181,7 @@ def test_the_policy_on_dbus_broker(broker):
     result = call(sb, "root", "ListNamespaces", "fd")
     assert result.get("error") == "org.freedesktop.DBus.Error.InvalidArgs", result
     result = call(sb, "root", "Attach", "fd")
-    assert result.get("error") == "org.example.NSManager.Error.NoSuchNamespace", result
+    assert result.get("error") == "org.example.NSManager.Error.NoSuchUser", result
 
 
 # 32 subscriptions from as many bus names of one uid, held until stdin closes; prints the

@@ -18,8 +18,8 @@ import subprocess
 import dbus
 import pytest
 
-from helpers import (E_BUSY, E_INVALID_ARGS, E_INVALID_MODE, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, create,
-                     expect_error, wait_until)
+from helpers import (E_BUSY, E_INVALID_ARGS, E_INVALID_MODE, E_INVALID_PATH, E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER,
+                     create, expect_error, wait_until)
 from sandbox import MANAGER_PATH, TEST_USERS, find_mount, timeout
 
 BIND_READ_ONLY = 0x1
@@ -520,7 +520,7 @@ def test_bind_refusals(daemon):
     for flags in (0x4, 0x8, 1 << 63, 0x7):
         expect_error(lambda: m.BindMount("alice", src, "/home/alice/d", flags), E_INVALID_ARGS)
     expect_error(lambda: m.BindMount("carol", src, "/home/carol/d", BIND_MKDIR), E_NO_SUCH_NAMESPACE)
-    expect_error(lambda: m.BindMount("", src, "/home/alice/d", BIND_MKDIR), E_NO_SUCH_NAMESPACE, E_INVALID_ARGS)
+    expect_error(lambda: m.BindMount("", src, "/home/alice/d", BIND_MKDIR), E_NO_SUCH_USER, E_INVALID_ARGS)
     assert not os.path.exists("/home/alice/d") and not os.path.exists("/home/alice/missing")
     assert not os.path.exists("/home/carol/d")
 

@@ -34,17 +34,43 @@ typedef struct CacheEntry {
 struct UserLookups {
         ChildSet *children;
         Hashmap *cache;          /* name as asked → CacheEntry */
+        Hashmap *pending;        /* name as asked → the Lookup in flight for it */
         IdMap *in_flight;        /* uid_key(caller) → count, as a pointer */
         unsigned users_in_flight; /* all callers' but root's */
 };
 
+typedef struct Waiter {
+        UserLookupDone done;
+        void *userdata;
+} Waiter;
+
+/* One lookup in flight, and every call that asked for the same name meanwhile: a burst of calls
+ * naming one user is one lookup, charged to the caller who started it. */
 typedef struct Lookup {
         UserLookups *lookups;
         char *name;
         uid_t caller;
-        UserLookupDone done;
-        void *userdata;
+        Waiter *waiters;
+        size_t n_waiters;
 } Lookup;
+
+static int lookup_add_waiter(Lookup *k, UserLookupDone done, void *userdata) {
+        Waiter *w = reallocarray(k->waiters, k->n_waiters + 1, sizeof(Waiter));
+
+        if (!w)
+                return -ENOMEM;
+        k->waiters = w;
+        k->waiters[k->n_waiters++] = (Waiter) { .done = done, .userdata = userdata };
+        return 0;
+}
+
+static void lookup_free(Lookup *k) {
+        if (!k)
+                return;
+        free(k->waiters);
+        free(k->name);
+        free(k);
+}
 
 static void cache_entry_free(CacheEntry *e) {
         if (!e)
@@ -78,8 +104,9 @@ int user_lookups_new(ChildSet *children, UserLookups **ret) {
 
         if (!l)
                 return -ENOMEM;
-        *l = (UserLookups) { .children = children, .cache = hashmap_new(), .in_flight = id_map_new() };
-        if (!l->cache || !l->in_flight) {
+        *l = (UserLookups) { .children = children, .cache = hashmap_new(), .pending = hashmap_new(),
+                             .in_flight = id_map_new() };
+        if (!l->cache || !l->pending || !l->in_flight) {
                 user_lookups_free(l);
                 return -ENOMEM;
         }
@@ -93,6 +120,7 @@ UserLookups *user_lookups_free(UserLookups *l) {
         if (l->cache)
                 cache_clear(l, true);
         hashmap_free(l->cache);
+        hashmap_free(l->pending);       /* the lookups themselves end with their children */
         id_map_free(l->in_flight);
         free(l);
         return NULL;
@@ -207,6 +235,8 @@ static void on_lookup_done(const NsmError *error, IpcMessage *final, const char 
         CacheEntry *e = calloc(1, sizeof(CacheEntry));
 
         (void) charge(l, k->caller, -1);
+        if (hashmap_get(l->pending, k->name) == k)
+                (void) hashmap_remove(l->pending, k->name);
         if (e && (e->key = strdup(k->name))) {
                 e->until = now_usec(CLOCK_MONOTONIC) + USER_LOOKUP_CACHE_USEC;
                 if (error) {
@@ -234,9 +264,9 @@ static void on_lookup_done(const NsmError *error, IpcMessage *final, const char 
                 cache_entry_free(e);
                 log_oom();
         }
-        k->done(k->userdata);
-        free(k->name);
-        free(k);
+        for (size_t i = 0; i < k->n_waiters; i++)
+                k->waiters[i].done(k->waiters[i].userdata);
+        lookup_free(k);
 }
 
 static int cache_answer(const CacheEntry *e, UserRecord *ret, NsmError *error) {
@@ -264,6 +294,12 @@ int user_lookup(UserLookups *l, const char *name, uid_t caller, uint64_t deadlin
         if (e && e->until > now_usec(CLOCK_MONOTONIC))
                 return cache_answer(e, ret, error);
 
+        k = hashmap_get(l->pending, name);
+        if (k) {
+                r = lookup_add_waiter(k, done, userdata);
+                return r < 0 ? nsm_error_set_errnof(error, r, NULL) : 0;
+        }
+
         if (caller != 0 && in_flight(l, caller) >= USER_LOOKUPS_PER_UID_MAX)
                 return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "UID %u has %u user lookups in flight already, "
                                       "the most one caller may; try again when they are answered.", (unsigned) caller,
@@ -273,11 +309,12 @@ int user_lookup(UserLookups *l, const char *name, uid_t caller, uint64_t deadlin
                                       "already, the most there may be; try again later.", USER_LOOKUPS_USERS_MAX);
 
         k = calloc(1, sizeof(Lookup));
-        if (!k || !(k->name = strdup(name))) {
-                free(k);
+        if (!k || !(k->name = strdup(name)) || lookup_add_waiter(k, done, userdata) < 0) {
+                lookup_free(k);
                 return nsm_error_set_errnof(error, -ENOMEM, NULL);
         }
-        *k = (Lookup) { .lookups = l, .name = k->name, .caller = caller, .done = done, .userdata = userdata };
+        k->lookups = l;
+        k->caller = caller;
         if (asprintf(&description, "Looking up a user for UID %u", (unsigned) caller) < 0)
                 description = NULL;
         ChildSpec spec = {
@@ -291,11 +328,11 @@ int user_lookup(UserLookups *l, const char *name, uid_t caller, uint64_t deadlin
         };
         r = child_start(l->children, &spec);
         if (r < 0) {
-                free(k->name);
-                free(k);
+                lookup_free(k);
                 return nsm_error_set_errnof(error, r, "Failed to start looking up a user: %m");
         }
         (void) charge(l, caller, +1);
+        (void) hashmap_put(l->pending, k->name, k);     /* without it, later callers look up again */
         return 0;
 }
 

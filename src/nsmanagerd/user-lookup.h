@@ -16,7 +16,8 @@
  * users' together, in flight; root's (the logins: OpenSession from pam_nsmanager) are never
  * refused nor queued behind them. Every answer, a failure too, is kept USER_LOOKUP_CACHE_USEC,
  * so that the call it was made for finds it when it runs again, and a name asked twice in a row
- * costs one lookup. */
+ * costs one lookup; a name asked again while its lookup is in flight waits for that lookup
+ * (200 calls at once naming three users are three lookups, not 200 refused past the cap). */
 
 #define USER_LOOKUPS_PER_UID_MAX 4U
 #define USER_LOOKUPS_USERS_MAX 32U
