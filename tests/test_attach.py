@@ -485,7 +485,7 @@ def test_attach_exec_takes_the_command_from_its_environment(tmp_path):
     NSMANAGER_ATTACH_* variable, NSMANAGER_ATTACH_NAMESPACE included, and says why, exit
     127, when the command is not there."""
     from sandbox import build_dir
-    binary = build_dir() / "src/nsmanagerd/nsmanager-attach-exec"
+    binary = build_dir() / "src/attach-exec/nsmanager-attach-exec"
     where = tmp_path / "a\nb"
     where.mkdir()
     script = 'printf "%s|" "$PWD" "$X" "$0" "${NSMANAGER_ATTACH_NAMESPACE-unset}"; env | grep -c "^NSMANAGER_ATTACH_"'
