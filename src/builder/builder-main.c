@@ -3,7 +3,6 @@
 #include <sched.h>
 #include <sys/stat.h>
 
-#include "builder-main.h"
 #include "builder-message.h"
 #include "child-setup.h"
 #include "ipc-fields.h"

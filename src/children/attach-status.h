@@ -25,5 +25,5 @@ int attach_status_request_encode(const char *line, void **ret, size_t *ret_size)
 /* The line (malloc'ed), or -EBADMSG. */
 int attach_status_request_decode(const void *data, size_t size, char **ret_line);
 
-/* The child's function (ChildRequestFunc, child-main.h). */
+/* The child's function (ChildRequestFunc, child-main.h), in src/children/attach-status-writer.c. */
 int attach_status_child_run(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error);
