@@ -134,7 +134,7 @@ int registry_open(const char *registry_pin, const char *pins_dir, int host_ns_fd
         return 1;
 }
 
-int registry_pin(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name, int ns_fd) {
+int registry_pin_view(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name, int ns_fd) {
         _cleanup_free_ char *pin = NULL;
         int r;
 

@@ -17,7 +17,7 @@ int registry_open(const char *registry_pin, const char *pins_dir, int host_ns_fd
 
 /* Pins the mount namespace ns_fd as pins_dir/name inside the registry. -EINVAL can mean that
  * the namespace looks older than the registry (see namespace_ids_pass() below). */
-int registry_pin(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name, int ns_fd);
+int registry_pin_view(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name, int ns_fd);
 int registry_unpin(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name);
 
 /* Calls cb(name, fd) for every pin; fd is an nsfs fd owned by the callee, or -ENOENT for a
