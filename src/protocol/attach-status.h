@@ -5,7 +5,7 @@
 
 #include "nsm-error.h"
 
-/* The status writer of an attached command (attach.c, docs/attach.md): a killable child that
+/* The status writer of an attached command (attach-process.c, docs/attach.md): a killable child that
  * writes the command's status line ("EXITED 0\n") into the caller's status fd. Writing to a
  * pipe or a socket takes its lock, which a user can hold as long as she likes: the daemon
  * never writes it itself.
