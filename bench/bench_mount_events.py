@@ -11,7 +11,8 @@ MountsChanged of each watched view, unmounts, waits again, and waits out the dae
   latency   with 1, 100 and 1,000 views watched (Namespace.Subscribe of each, N views there):
             from the host's mount(2) to the first signal and to the last (every watched view's)
   cost      at N views (default 1,000 and 10,000), in one run, alternating: the host's mount(2)
-            and umount(2) with nobody watching, and with every view watched (Manager.Subscribe):
+            and umount(2) with nobody watching, and with every view watched (--kinds: Manager.Subscribe,
+            the aggregated SubscribeViews, the Cockpit page's pattern, Namespace.Subscribe of each):
             what watching adds to the system calls, and the CPU the daemon (its helpers
             included) and dbus-daemon spend per mount and unmount; against the kernel's own
             fan-out (mount(2) at N views less at none, bench_fanout's measure)
@@ -22,7 +23,7 @@ MountsChanged of each watched view, unmounts, waits again, and waits out the dae
             until the device is free (open O_EXCL), and the daemon's CPU for it
 
 Usage: sudo bench/bench_mount_events.py [--stages latency,cost,quiet,release] [--views N,...]
-       [--iterations N] [--release-views N]
+       [--iterations N] [--release-views N] [--kinds all,views,page,each]
 """
 
 import argparse
@@ -45,6 +46,12 @@ def cpu_seconds(pid: int) -> float:
     """utime + stime of pid and of its children it has reaped (the daemon's helpers)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK_TCK
+
+
+def helper_seconds(pid: int) -> float:
+    """cutime + cstime: the daemon's helpers (its reader children) alone."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(fields[i]) for i in (13, 14)) / CLK_TCK
 
 
 def wakeups(pid: int) -> int:
@@ -85,35 +92,54 @@ def stage_latency(sb, mgr, users, created, counts, iterations):
     return rows
 
 
-def stage_cost(sb, mgr, users, created, counts, iterations, base):
+KINDS = {
+    # what nsm-events subscribes as, at n views
+    "all": lambda users, paths, n: ["all"],                      # Manager.Subscribe()
+    "views": lambda users, paths, n: ["views"],                  # Manager.SubscribeViews()
+    "page": lambda users, paths, n: ["page", users[0], paths[0]],  # the Cockpit page, one view shown
+    "each": lambda users, paths, n: paths[:n],                   # Namespace.Subscribe() of every view
+}
+
+
+def stage_cost(sb, mgr, users, created, counts, iterations, base, kinds):
     daemon, bus = sb.daemon.pid, sb.process("dbus-daemon").pid
     base_mount = bl.median([r[0] for r in base])
-    print(f"\ncost: what watching every view adds to a host mount ({iterations} mounts per round, medians)")
+    print(f"\ncost: what watching adds to a host mount ({iterations} mounts per round, medians); CPU per mount "
+          f"and umount of the daemon with its helpers and of dbus-daemon, against the two system calls with "
+          f"nobody watching (same run)")
     print(f"no views (at the start): mount {base_mount:.0f} µs, umount {bl.median([r[1] for r in base]):.0f} µs")
-    print(f"{'views':>6} {'mount µs':>9} {'watched':>8} {'umount µs':>10} {'watched':>8} {'fan-out':>8} "
-          f"{'daemon ms':>10} {'bus ms':>7} {'last sig ms':>12}")
+    print(f"{'views':>6} {'kind':>6} {'mount µs':>9} {'watched':>8} {'umount µs':>10} {'watched':>8} {'fan-out':>8} "
+          f"{'daemon ms':>10} {'(helpers)':>9} {'bus ms':>7} {'ratio':>6} {'first ms':>9} {'last ms':>8} {'last p99':>9}")
     for n in counts:
         ensure_views(sb, mgr, users, created, n)
-        plain, watched = [], []
-        cpu_d = cpu_b = 0.0
-        for _round in range(2):
-            plain += run_events(["none"], iterations)
-            d0, b0 = cpu_seconds(daemon), cpu_seconds(bus)
-            watched += run_events(["all"], iterations, views=n)
-            cpu_d += cpu_seconds(daemon) - d0
-            cpu_b += cpu_seconds(bus) - b0
-        # The subscription itself (every view's first read) is in the CPU too: a run without
-        # mounts measures it, to be taken off.
-        d0, b0 = cpu_seconds(daemon), cpu_seconds(bus)
-        for _round in range(2):
-            run_events(["all"], 0, views=n)
-        sub_d, sub_b = cpu_seconds(daemon) - d0, cpu_seconds(bus) - b0
-        per = 2 * iterations
-        m_plain, m_watch = bl.median([r[0] for r in plain]), bl.median([r[0] for r in watched])
-        u_plain, u_watch = bl.median([r[1] for r in plain]), bl.median([r[1] for r in watched])
-        print(f"{n:>6} {m_plain:>9.0f} {m_watch:>8.0f} {u_plain:>10.0f} {u_watch:>8.0f} {m_plain - base_mount:>8.0f} "
-              f"{(cpu_d - sub_d) / per * 1000:>10.1f} {(cpu_b - sub_b) / per * 1000:>7.1f} "
-              f"{ms(bl.median([r[3] for r in watched])):>12}", flush=True)
+        paths = [str(mgr.GetNamespace(u)) for u in users[:n]]
+        for kind in kinds:
+            sub = KINDS[kind](users, paths, n)
+            plain, watched = [], []
+            cpu_d = cpu_b = cpu_h = 0.0
+            for _round in range(2):
+                plain += run_events(["none"], iterations)
+                d0, b0, h0 = cpu_seconds(daemon), cpu_seconds(bus), helper_seconds(daemon)
+                watched += run_events(sub, iterations, views=n)
+                cpu_d += cpu_seconds(daemon) - d0
+                cpu_b += cpu_seconds(bus) - b0
+                cpu_h += helper_seconds(daemon) - h0
+            # The subscription itself (every view's first read) is in the CPU too: a run without
+            # mounts measures it, to be taken off.
+            d0, b0, h0 = cpu_seconds(daemon), cpu_seconds(bus), helper_seconds(daemon)
+            for _round in range(2):
+                run_events(sub, 0, views=n)
+            sub_d, sub_b, sub_h = cpu_seconds(daemon) - d0, cpu_seconds(bus) - b0, helper_seconds(daemon) - h0
+            per = 2 * iterations
+            m_plain, m_watch = bl.median([r[0] for r in plain]), bl.median([r[0] for r in watched])
+            u_plain, u_watch = bl.median([r[1] for r in plain]), bl.median([r[1] for r in watched])
+            d_ms, b_ms = (cpu_d - sub_d) / per * 1000, (cpu_b - sub_b) / per * 1000
+            h_ms = (cpu_h - sub_h) / per * 1000
+            ratio = (d_ms + b_ms) * 1000 / (m_plain + u_plain)
+            print(f"{n:>6} {kind:>6} {m_plain:>9.0f} {m_watch:>8.0f} {u_plain:>10.0f} {u_watch:>8.0f} "
+                  f"{m_plain - base_mount:>8.0f} {d_ms:>10.2f} {h_ms:>9.2f} {b_ms:>7.2f} {ratio:>6.1f} "
+                  f"{ms(bl.median([r[2] for r in watched])):>9} {ms(bl.median([r[3] for r in watched])):>8} "
+                  f"{ms(bl.percentile([r[3] for r in watched], 99)):>9}", flush=True)
 
 
 def stage_quiet(sb):
@@ -185,6 +211,9 @@ def main() -> int:
     ap.add_argument("--views", default="1000,10000", help="views for the cost (default 1000,10000)")
     ap.add_argument("--iterations", type=int, default=50, help="mounts per measurement (default 50)")
     ap.add_argument("--release-views", type=int, default=10000)
+    ap.add_argument("--kinds", default="all", help="subscriptions for the cost: all (Manager.Subscribe), views "
+                    "(SubscribeViews), page (the Cockpit page's), each (Namespace.Subscribe of every view); "
+                    "default all")
     args = ap.parse_args()
     stages = args.stages.split(",")
     watched = [int(v) for v in args.watched.split(",")]
@@ -195,7 +224,14 @@ def main() -> int:
     # Towards the unit's LimitNOFILE=524288: every namespace is an fd of the daemon, every watched
     # one two. Without CAP_SYS_RESOURCE only up to the hard limit (watching N views needs 2N).
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    # As root (CAP_SYS_RESOURCE) the hard limit itself may rise, up to fs.nr_open: 10,000
+    # watched views need 20,100. The daemon inherits it.
+    want = max(hard, 2 * max(counts) + 1000)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
+        hard = want
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if "cost" in stages and 2 * max(counts) + 100 > hard:
         sys.exit(f"watching {max(counts)} views needs {2 * max(counts) + 100} fds; the limit here is {hard}")
     sb = sbx.Sandbox(polkit=False)
@@ -221,7 +257,7 @@ def main() -> int:
         if "latency" in stages:
             stage_latency(sb, mgr, users, created, watched, args.iterations)
         if "cost" in stages:
-            stage_cost(sb, mgr, users, created, counts, args.iterations, base)
+            stage_cost(sb, mgr, users, created, counts, args.iterations, base, args.kinds.split(","))
         if "release" in stages:
             stage_release(sb, mgr, users, created, args.release_views, max(3, args.iterations // 10))
         os.rmdir(TARGET)

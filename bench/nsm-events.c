@@ -2,10 +2,15 @@
 /* A subscriber that mounts: how long from the host's mount(2) to the signals, and what the
  * mount and its unmount cost the host while views are watched (bench/bench_mount_events.py).
  *
- *   nsm-events TARGET ITERATIONS all|none|PATH...
+ *   nsm-events TARGET ITERATIONS all|views|none|PATH...
+ *   nsm-events TARGET ITERATIONS page USER PATH
  *
- * subscribes to every view and the host (all: Manager.Subscribe), to nothing (none), or to
- * the Namespace objects PATH... (Namespace.Subscribe), then ITERATIONS times: mounts a small
+ * subscribes to every view and the host (all: Manager.Subscribe; views: the aggregated
+ * Manager.SubscribeViews, each view named in a ViewsMountsChanged counting as heard), to
+ * nothing (none), or to the Namespace objects PATH... (Namespace.Subscribe); page does what
+ * the Cockpit page does (SubscribeViews, and Namespace.Subscribe of the view it shows, whose
+ * MountsChanged makes it read GetMountsEx of that view and of the host; the browser's and
+ * cockpit-bridge's own work is not there), then ITERATIONS times: mounts a small
  * tmpfs on TARGET (an empty directory of the host whose mounts every view receives), waits
  * for the MountsChanged of every watched view that lists it (none: for nothing), unmounts it,
  * waits for the signals of the unmount, and waits out the daemon's coalescing interval.
@@ -34,6 +39,48 @@ typedef struct State {
         double first, last;
 } State;
 
+static void heard_one(State *s, size_t n) {
+        double t = now_us();
+        if (s->heard == 0)
+                s->first = t;
+        s->last = t;
+        s->heard += n;
+}
+
+/* ViewsMountsChanged: each view named in an entry of our mount point (attached), or in any
+ * entry (detached: only ours come and go meanwhile). */
+static int on_views_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        State *s = userdata;
+        size_t n = 0;
+        int r;
+
+        for (int list = 0; list < 2; list++) {
+                r = sd_bus_message_enter_container(m, 'a', "(sao)");
+                while (r > 0 && (r = sd_bus_message_enter_container(m, 'r', "sao")) > 0) {
+                        const char *point, *view;
+                        bool ours;
+                        r = sd_bus_message_read(m, "s", &point);
+                        if (r < 0)
+                                return 0;
+                        ours = list == 0 ? s->attach && strcmp(point, s->mount_point) == 0 : !s->attach;
+                        r = sd_bus_message_enter_container(m, 'a', "o");
+                        while (r > 0 && (r = sd_bus_message_read(m, "o", &view)) > 0)
+                                if (ours)
+                                        n++;
+                        if (r < 0)
+                                return 0;
+                        (void) sd_bus_message_exit_container(m);
+                        (void) sd_bus_message_exit_container(m);
+                }
+                if (r < 0)
+                        return 0;
+                (void) sd_bus_message_exit_container(m);
+        }
+        if (n > 0)
+                heard_one(s, n);
+        return 0;
+}
+
 static int on_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         State *s = userdata;
         uint64_t id, parent;
@@ -57,12 +104,22 @@ static int on_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         }
         if (!ours)
                 return 0;
-        double t = now_us();
-        if (s->heard == 0)
-                s->first = t;
-        s->last = t;
-        s->heard++;
+        heard_one(s, 1);
         return 0;
+}
+
+static int call_simple(sd_bus *bus, const char *path, const char *iface, const char *method, const char *arg,
+                       sd_bus_error *error) {
+        sd_bus_message *reply = NULL, *call = NULL;
+        int r = sd_bus_message_new_method_call(bus, &call, BUS_NAME, path, iface, method);
+        if (r >= 0 && arg)
+                r = sd_bus_message_append(call, "s", arg);
+        /* Answered once every view was read: give it time. */
+        if (r >= 0)
+                r = sd_bus_call(bus, call, 600 * 1000000ULL, error, &reply);
+        sd_bus_message_unref(call);
+        sd_bus_message_unref(reply);
+        return r;
 }
 
 static int wait_heard(sd_bus *bus, State *s) {
@@ -92,10 +149,21 @@ static void drain(sd_bus *bus, double us) {
         }
 }
 
+/* What the page reads when the view it shows changed: that view's table and the host's. */
+static int page_reads(sd_bus *bus, const char *user, sd_bus_error *error) {
+        int r = call_simple(bus, "/org/example/NSManager", "org.example.NSManager.Manager", "GetMountsEx", user, error);
+        if (r >= 0)
+                r = call_simple(bus, "/org/example/NSManager", "org.example.NSManager.Manager", "GetMountsEx", "", error);
+        if (r < 0)
+                fprintf(stderr, "GetMountsEx: %s\n", error->message ?: strerror(-r));
+        return r;
+}
+
 int main(int argc, char *argv[]) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus *bus = NULL;
         State s = {};
+        const char *page_user = NULL;
         int n, r;
 
         if (argc < 4) {
@@ -114,26 +182,30 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "match: %s\n", strerror(-r));
                 return 1;
         }
-        if (strcmp(argv[3], "all") == 0) {
-                sd_bus_message *reply = NULL, *call = NULL;
-                /* Answered once every view was read: give it time. */
-                r = sd_bus_message_new_method_call(bus, &call, BUS_NAME, "/org/example/NSManager",
-                                                   "org.example.NSManager.Manager", "Subscribe");
-                if (r >= 0)
-                        r = sd_bus_call(bus, call, 600 * 1000000ULL, &error, &reply);
-                sd_bus_message_unref(call);
-                sd_bus_message_unref(reply);
+        r = sd_bus_match_signal(bus, NULL, BUS_NAME, "/org/example/NSManager", "org.example.NSManager.Manager",
+                                "ViewsMountsChanged", on_views_changed, &s);
+        if (r < 0) {
+                fprintf(stderr, "match: %s\n", strerror(-r));
+                return 1;
+        }
+        if (strcmp(argv[3], "all") == 0 || strcmp(argv[3], "views") == 0) {
+                r = call_simple(bus, "/org/example/NSManager", "org.example.NSManager.Manager",
+                                strcmp(argv[3], "all") == 0 ? "Subscribe" : "SubscribeViews", NULL, &error);
                 s.want = (size_t) atoi(getenv("NSM_EVENTS_VIEWS") ?: "0");
-        } else if (strcmp(argv[3], "none") != 0) {
-                for (int i = 3; i < argc && r >= 0; i++) {
-                        sd_bus_message *reply = NULL, *call = NULL;
-                        r = sd_bus_message_new_method_call(bus, &call, BUS_NAME, argv[i], "org.example.NSManager.Namespace",
-                                                           "Subscribe");
-                        if (r >= 0)
-                                r = sd_bus_call(bus, call, 600 * 1000000ULL, &error, &reply);
-                        sd_bus_message_unref(call);
-                        sd_bus_message_unref(reply);
+        } else if (strcmp(argv[3], "page") == 0) {
+                if (argc != 6) {
+                        fprintf(stderr, "usage: nsm-events TARGET ITERATIONS page USER PATH\n");
+                        return 2;
                 }
+                page_user = argv[4];
+                r = call_simple(bus, "/org/example/NSManager", "org.example.NSManager.Manager", "SubscribeViews", NULL, &error);
+                if (r >= 0)
+                        r = call_simple(bus, argv[5], "org.example.NSManager.Namespace", "Subscribe", NULL, &error);
+                /* Every view in ViewsMountsChanged, and the shown one's MountsChanged. */
+                s.want = (size_t) atoi(getenv("NSM_EVENTS_VIEWS") ?: "0") + 1;
+        } else if (strcmp(argv[3], "none") != 0) {
+                for (int i = 3; i < argc && r >= 0; i++)
+                        r = call_simple(bus, argv[i], "org.example.NSManager.Namespace", "Subscribe", NULL, &error);
                 s.want = (size_t) (argc - 3);
         }
         if (r < 0) {
@@ -160,6 +232,8 @@ int main(int argc, char *argv[]) {
                         first = s.first - t0;
                         last = s.last - t0;
                 }
+                if (page_user && page_reads(bus, page_user, &error) < 0)
+                        return 1;
                 drain(bus, INTERVAL_US);
                 s = (State) { .mount_point = s.mount_point, .want = s.want, .attach = false };
                 t2 = now_us();
@@ -173,6 +247,8 @@ int main(int argc, char *argv[]) {
                         fprintf(stderr, "waiting for the unmount's signals: %s\n", strerror(-r));
                         return 1;
                 }
+                if (page_user && page_reads(bus, page_user, &error) < 0)
+                        return 1;
                 drain(bus, INTERVAL_US);
                 printf("%.1f %.1f %.1f %.1f\n", t1 - t0, t3 - t2, first, last);
                 fflush(stdout);

@@ -708,8 +708,31 @@
 
     /* ---- loading and live updates ---- */
 
+    /* The view shown, subscribed to alone: its MountsChanged refresh the table. The list of
+     * views hears of every view through one ViewsMountsChanged per interval. */
+    let shown = null;            /* { path, signal } */
+    let mountsChanged = () => {};
+
+    function watchShown() {
+        const ns = state.namespaces.find(n => n.user === state.selected);
+        const path = ns ? ns.path : null;
+        if (shown && shown.path === path)
+            return;
+        if (shown) {
+            shown.signal.remove();
+            call(shown.path, NAMESPACE_IFACE, "Unsubscribe", []).catch(() => {});
+            shown = null;
+        }
+        if (!path)
+            return;
+        shown = { path, signal: client.subscribe({ interface: NAMESPACE_IFACE, member: "MountsChanged", path }, () => mountsChanged()) };
+        call(path, NAMESPACE_IFACE, "Subscribe", []).catch(() => {});
+    }
+
     function selectView(user) {
         state.selected = user;
+        watchShown();
+        refreshProcesses();
         refreshMounts(true).then(() => {
             const title = $("view-title");
             title.setAttribute("tabindex", "-1");
@@ -749,6 +772,48 @@
         });
     }
 
+    /* Who runs what in the shown view (ListProcesses): root, the view's user and holders of
+     * manage may see it; for anybody else the card stays hidden. Command names are the
+     * daemon's escaped text, shown as text. */
+    function refreshProcesses() {
+        const user = state.selected;
+        const card = $("processes-card");
+        if (user === null || user === "") {
+            card.hidden = true;
+            return Promise.resolve();
+        }
+        /* Only where Can() says yes: never a password prompt for a list. */
+        return can("ListProcesses", user).then(answer => answer === "yes" ? managerCall("ListProcesses", [user]) : null).then(reply => {
+            if (state.selected !== user)
+                return;
+            if (reply === null) {
+                card.hidden = true;
+                return;
+            }
+            const list = reply[0];
+            const names = new Map(state.namespaces.map(ns => [ns.uid, ns.user]));
+            const body = $("processes-body");
+            clear(body);
+            for (const [pid, uid, comm, session] of list)
+                body.appendChild(el("tr", { "data-pid": pid },
+                                    el("td", { "data-label": "PID" }, pid),
+                                    el("td", { "data-label": "User" }, names.get(uid) || String(uid)),
+                                    el("td", { "data-label": "Command" }, comm),
+                                    el("td", { "data-label": "Session" }, session || "-")));
+            $("processes-empty").hidden = list.length > 0;
+            card.hidden = false;
+        }, err => {
+            if (state.selected !== user)
+                return;
+            card.hidden = true;
+            const name = errorName(err);
+            if (name !== "org.freedesktop.DBus.Error.AccessDenied" &&
+                name !== "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired" &&
+                name !== "org.example.NSManager.Error.NoSuchNamespace")
+                showError("Cannot list the processes of " + viewName(user), err);
+        });
+    }
+
     function refreshNamespaces() {
         return loadNamespaces().then(list => {
             state.namespaces = list;
@@ -756,12 +821,13 @@
                 state.selected = null;
                 renderMounts();
             }
+            watchShown();
             renderNamespaces();
         }, err => showError("Cannot list the namespaces", err));
     }
 
     function refresh() {
-        return Promise.all([refreshNamespaces(), refreshMounts()]);
+        return Promise.all([refreshNamespaces(), refreshMounts(), refreshProcesses()]);
     }
 
     /* Signals come in bursts (an automount storm, a view being built): one refresh for each. */
@@ -778,21 +844,37 @@
 
     function setupLive() {
         const namespacesChanged = debounce(refreshNamespaces, 100);
-        const mountsChanged = debounce(() => {
-            refreshMounts();
-            refreshNamespaces();     /* NMounts */
-        }, 100);
+        const listChanged = debounce(renderNamespaces, 100);
+        mountsChanged = debounce(() => refreshMounts(), 100);
+        /* Every view's changes in one signal: the mount counts are kept from it, nothing is read. */
+        const viewsMountsChanged = (path, iface, signal, [attached, detached]) => {
+            const delta = new Map();
+            for (const [list, sign] of [[attached, 1], [detached, -1]])
+                for (const [, views] of list)
+                    for (const v of views)
+                        delta.set(v, (delta.get(v) || 0) + sign);
+            for (const ns of state.namespaces) {
+                const d = delta.get(ns.path);
+                if (d && ns.props.NMounts)
+                    ns.props.NMounts = { t: "u", v: Math.max(0, ns.props.NMounts.v + d) };
+            }
+            listChanged();
+        };
         client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceNew" }, namespacesChanged);
         client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceRemoved" }, namespacesChanged);
         client.subscribe({ interface: PROPERTIES_IFACE, member: "PropertiesChanged", path_namespace: MANAGER_PATH },
                          namespacesChanged);
-        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "HostMountsChanged" }, mountsChanged);
-        client.subscribe({ interface: NAMESPACE_IFACE, member: "MountsChanged", path_namespace: MANAGER_PATH },
-                         mountsChanged);
+        /* The host's table gives every view's mounts their origins: a change there is shown. */
+        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "HostMountsChanged" }, () => {
+            if (state.selected !== null)
+                mountsChanged();
+        });
+        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "ViewsMountsChanged" },
+                         viewsMountsChanged);
 
         /* Mount signals are sent only while somebody is subscribed; the daemon drops the
-         * subscription when this page's connection goes. */
-        managerCall("Subscribe", []).then(() =>
+         * subscriptions when this page's connection goes. */
+        managerCall("SubscribeViews", []).then(() =>
             call(MANAGER_PATH, PROPERTIES_IFACE, "Get", [MANAGER_IFACE, "MountEvents"]).then(([v]) => v.v, () => "")
         ).then(how => {
             $("live-status").textContent = "Live mount updates" + (how ? " (" + how + ")" : "") + ".";

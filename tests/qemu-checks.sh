@@ -439,6 +439,16 @@ check_mount_events() {
         kernel_at_least 6 15 && expected=fanotify || expected=poll
         log "MountEvents: $mode (kernel $KERNEL)"
         [[ "$mode" == "$expected" ]] || { fail "MountEvents is '$mode' on $KERNEL, expected '$expected'"; return 1; }
+        # How the installed daemon reads tables, under the shipped unit: listmount(2) from 6.8 on
+        # (the unit's deny-list leaves the syscalls its libseccomp does not know alone).
+        local tables
+        tables=$(journalctl --no-pager -b -u "$UNIT" -o cat -g 'Mount tables are read' | tail -n 1)
+        log "$tables"
+        if kernel_at_least 6 8; then
+                [[ "$tables" == *listmount* ]] || { fail "the daemon does not use listmount(2) on $KERNEL: '$tables'"; return 1; }
+        else
+                [[ "$tables" == *mountinfo* ]] || { fail "the daemon does not say it reads mountinfo on $KERNEL: '$tables'"; return 1; }
+        fi
         rm -f /run/nsmtest-follow
         nsctl mounts "$ALICE" --follow >/run/nsmtest-follow 2>&1 &
         local follower=$!

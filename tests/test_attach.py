@@ -662,8 +662,10 @@ def test_many_attached_commands_add_no_match_rule(daemon, systemd_standin):
 
 
 def busctl_attach(sb, user: str, target: str) -> subprocess.Popen:
-    """OpenAttach(target, ["true"]) by `user` ("root" for root), from busctl, in the background."""
-    argv = ["busctl", "--system", "--timeout=60", "call", "org.example.NSManager", "/org/example/NSManager",
+    """OpenAttach(target, ["true"]) by `user` ("root" for root), from busctl, in the background.
+    Without interactive authorization (busctl allows it by default): these calls test the
+    budgets of calls to systemd, not PolkitQuestionsPerUID= (test_budgets.py)."""
+    argv = ["busctl", "--system", "--timeout=60", "--allow-interactive-authorization=no", "call", "org.example.NSManager", "/org/example/NSManager",
             "org.example.NSManager.Manager", "OpenAttach", "sasasst", target, "1", "true", "0", "/", "0"]
     if user != "root":
         argv = sb._setpriv(user) + argv

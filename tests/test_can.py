@@ -21,9 +21,10 @@ ROOT_ANSWERS = {
     "OpenSession": ("no", "yes"), "CloseSession": ("no", "yes"), "OpenMountNamespace": ("no", "yes"),
     "ShareSubtree": ("yes", "yes"), "EnslaveSubtree": ("no", "yes"), "SetPropagation": ("yes", "yes"),
     "BindMount": ("no", "yes"), "Unmount": ("no", "yes"), "GetMounts": ("yes", "yes"),
-    "SetLinger": ("no", "yes"), "Attach": ("no", "yes"), "OpenAttach": ("no", "yes"),
+    "ListProcesses": ("no", "yes"), "SetLinger": ("no", "yes"), "Attach": ("no", "yes"), "OpenAttach": ("no", "yes"),
     "ReloadConfig": ("yes", "no"),
     "Eject": ("yes", "no"), "Subscribe": ("yes", "yes"), "Unsubscribe": ("yes", "yes"), "Can": ("yes", "yes"),
+    "SubscribeViews": ("yes", "yes"), "UnsubscribeViews": ("yes", "yes"),
 }
 
 CHANGES_OF_A_VIEW = ("ShareSubtree", "EnslaveSubtree", "SetPropagation", "BindMount", "Unmount", "SetLinger")
@@ -57,6 +58,9 @@ def test_polkit_defaults_without_a_session(daemon):
     assert can(daemon, "alice", "ReloadConfig", "") == "challenge"
     # Reads and subscriptions are open; root's methods are not, and impossible calls are no.
     assert can(daemon, "alice", "GetMounts", "bob") == "yes"
+    # Who runs what is not public: one's own view's processes, another's with manage.
+    assert can(daemon, "alice", "ListProcesses", "alice") == "yes"
+    assert can(daemon, "alice", "ListProcesses", "bob") == "challenge"
     assert can(daemon, "alice", "Subscribe", "") == "yes"
     assert can(daemon, "alice", "OpenMountNamespace", "alice") == "no"
     assert can(daemon, "alice", "OpenSession", "alice") == "no"

@@ -240,10 +240,12 @@ def test_keyboard_and_the_bind_dialog(daemon, page_as):
 
 
 def test_host_mount_appears_in_alices_tree_without_a_reload(daemon, page_as):
-    """Live: the page subscribes (Manager.Subscribe) and follows MountsChanged and
+    """Live: the page subscribes to every view in one signal (Manager.SubscribeViews) and to
+    the view it shows alone (Namespace.Subscribe), and follows MountsChanged and
     HostMountsChanged. A tmpfs the host mounts on /mnt/cd appears in alice's tree (her /mnt
-    is a peer of the host's) while the page stays loaded."""
-    create(daemon, "alice")
+    is a peer of the host's) while the page stays loaded; a mount in bob's view, not shown,
+    counts in his row of the list, from ViewsMountsChanged alone."""
+    create(daemon, "alice", "bob")
     page = page_as("alice")
     page.show_view("alice")
     page.wait(lambda: page.driver.find_element(By.ID, "live-status").text, "the live status")
@@ -262,6 +264,13 @@ def test_host_mount_appears_in_alices_tree_without_a_reload(daemon, page_as):
 
     daemon.umount("/mnt/cd")
     page.wait(lambda: page.mount_row("/mnt/cd") is None, "/mnt/cd to leave alice's tree", wait=10)
+    assert page.driver.execute_script("return window.nsmSameDocument") == "yes"
+
+    def bobs_count():
+        return int(page.driver.find_element(By.CSS_SELECTOR, 'tr[data-user="bob"] td[data-label="Mounts"]').text or -1)
+    before = bobs_count()
+    daemon.mount_tmpfs("/home/bob/own", view="bob")
+    page.wait(lambda: bobs_count() == before + 1, "bob's count of mounts to grow", wait=10)
     assert page.driver.execute_script("return window.nsmSameDocument") == "yes"
 
 
@@ -390,6 +399,37 @@ def test_a_click_acts_on_the_mount_under_the_pointer(daemon, page_as):
     ActionChains(d).move_to_element(d.find_element(By.ID, "host-summary")).perform()
     page.wait(lambda: page.mount_row("/tmp/nsm-race-new") and page.mount_row("/home/alice/above") is None,
               "the table to show what is")
+
+
+def test_the_view_shows_its_processes_to_its_user_and_not_to_bob(daemon, page_as):
+    """The card "Processes in the view" lists ListProcesses for the view's user (and root);
+    bob, whom Can() does not answer yes, sees alice's tree but not who runs what in it."""
+    create(daemon, "alice", "bob")
+    p = daemon.in_view("alice", ["sh", "-c", "sleep 120 >/dev/null 2>&1 </dev/null & echo $!"], as_user="alice")
+    assert p.returncode == 0, p.stderr
+    pid = p.stdout.strip()
+    try:
+        page = page_as("alice")
+        page.show_view("alice")
+
+        def row():
+            rows = [r for r in page.find("#processes-body tr") if r.get_attribute("data-pid") == pid]
+            return rows[0] if rows else None
+
+        page.wait(row, "alice's sleep in the processes of her view")
+        assert page.cells(row()) == {"PID": pid, "User": "alice", "Command": "sleep", "Session": "-"}
+
+        bob = page_as("bob")
+        bob.show_view("alice")
+        # Can(ListProcesses) went out before the tree's buttons asked theirs: once those answered,
+        # it has too.
+        assert call_as(daemon, "bob", "Can", "ss", "ListProcesses", "alice")["ok"][0] != "yes"
+        bob.wait(lambda: any(b.get_attribute("data-can") not in (None, "pending") for b in bob.find("#mounts-body [data-can]")),
+                 "Can() to answer for the tree's buttons")
+        assert not bob.driver.find_element(By.ID, "processes-card").is_displayed()
+        assert not [r for r in bob.find("#processes-body tr")], "bob was shown alice's processes"
+    finally:
+        os.kill(int(pid), 9)
 
 
 def test_screenshots_for_the_docs(daemon, page_as):

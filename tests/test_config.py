@@ -616,6 +616,47 @@ def test_release_takes_the_daemons_mounts_and_nothing_else(instance):
         inside.wait()
 
 
+def test_release_and_a_reinstall_name_the_users_left_in_views(instance):
+    """Removing the package while alice has a process in her view: --release (prerm) names
+    her, how many processes, and `loginctl kill-user alice`; bob, whose view nothing is in,
+    is not named. --orphans (the postinst of a reinstall) says her view is orphaned; with the
+    registry still pinned (an upgrade: the next daemon finds the views again) it says nothing,
+    and nothing once her process has ended."""
+    sb = instance
+    sb.start_daemon()
+    manager = sb.manager()
+    manager.CreateNamespace("alice")
+    manager.CreateNamespace("bob")
+    manager.SetLinger("bob", True)
+    fd = sb.open_view_fd("alice")
+    inside = subprocess.Popen(["nsenter", f"--mount=/proc/self/fd/{fd}", "--", "sleep", "600"], pass_fds=(fd,))
+    os.close(fd)
+    config = f"--config={sb.config_file}"
+    try:
+        sb.stop_daemon()
+        p = run_daemon(sb, config, "--orphans")
+        assert p.returncode == 0 and p.stderr == "", p.stderr     # an upgrade: nothing is orphaned
+
+        p = run_daemon(sb, config, "--release")
+        assert p.returncode == 0, p.stderr
+        assert "Users still have processes in their views: alice (1 process)." in p.stderr, p.stderr
+        assert "orphaned" in p.stderr and "End them with: loginctl kill-user alice" in p.stderr, p.stderr
+        assert "bob" not in p.stderr, p.stderr
+
+        p = run_daemon(sb, config, "--orphans")
+        assert p.returncode == 0, p.stderr
+        assert "Orphaned views, left from before nsmanager was removed: alice (1 process)." in p.stderr, p.stderr
+        assert "End them with: loginctl kill-user alice" in p.stderr and "bob" not in p.stderr, p.stderr
+
+        inside.kill()
+        inside.wait()
+        p = run_daemon(sb, config, "--orphans")
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+    finally:
+        inside.kill()
+        inside.wait()
+
+
 def test_release_leaves_a_mount_that_reuses_the_id_of_the_daemons(instance):
     """The daemon's bind of a shared subtree onto itself is gone (root unmounted it) and
     root mounted his own tmpfs there, which got the same mountinfo id (the kernel hands out

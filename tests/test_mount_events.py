@@ -414,9 +414,11 @@ class Follow:
         self.p = sb.run_popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/run/dbus/system_bus_socket"))
         self.lines = []
+        self._partial = b""
 
     def wait_line(self, predicate, what, wait=10):
         deadline = time.monotonic() + timeout(wait)
+        fd = self.p.stdout.fileno()
         while True:
             for line in self.lines:
                 if predicate(line):
@@ -425,10 +427,13 @@ class Follow:
             if left <= 0 or self.p.poll() is not None:
                 raise AssertionError(f"nsctl --follow: no line {what} in {self.lines}; "
                                      f"stderr {self.p.stderr.read() if self.p.poll() is not None else ''}")
-            if select.select([self.p.stdout], [], [], left)[0]:
-                line = self.p.stdout.readline()
-                if line:
-                    self.lines.append(line.rstrip("\n"))
+            # From the pipe itself: a buffered readline() would keep the second of two lines
+            # that came in one read where select() cannot see it (a bind made right after a
+            # host mount, both in one MountsChanged, looked lost).
+            if select.select([fd], [], [], left)[0]:
+                chunk = os.read(fd, 65536)
+                *done, self._partial = (self._partial + chunk).split(b"\n")
+                self.lines += [line.decode(errors="replace") for line in done]
 
     def stop(self):
         self.p.terminate()

@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -579,6 +580,86 @@ def test_mounts_as_findmnt(views, nsctl):
         p = nsctl("mounts", *bad)
         assert p.returncode == 2, (bad, p.stdout, p.stderr)
     assert "unknown column 'NOPE'" in nsctl("mounts", "alice", "-o", "TARGET,NOPE").stderr
+
+
+def test_mounts_options_and_from(views, nsctl, manager):
+    """-o OPTIONS,FROM and --json's "options" and "from" are GetMountsEx's options and origin
+    of each mount (GetMounts has neither; the ids shown stay GetMounts's): a tmpfs made nosuid
+    and nodev in the view says so, a host mount is "host", a BindMount "daemon"."""
+    sb = views
+    sb.mount_tmpfs("/mnt/nsm-opts", view="alice")
+    src = sb.instance / "opts-src"
+    src.mkdir()
+    manager.BindMount("alice", str(src), "/home/alice/opts-bind", 0x2)
+    ex = {str(m[5]): (str(m[10]), str(m[13])) for m in manager.GetMountsEx("alice")}
+    assert ex["/home/alice/opts-bind"][1] == "daemon" and ex["/"][1] == "host", ex
+
+    p = nsctl("mounts", "alice", "-o", "TARGET,OPTIONS,FROM")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["TARGET", "OPTIONS", "FROM"], lines[0]
+    rows = {}
+    for line in lines[1:]:
+        target, options, origin = re.sub(r"^[\s│├└─]*", "", line).split()
+        rows[target] = (options, origin)
+    assert set(rows) == set(ex), p.stdout
+    assert rows == ex, p.stdout
+    assert {"nosuid", "nodev"} <= set(rows["/mnt/nsm-opts"][0].split(",")), rows["/mnt/nsm-opts"]
+
+    doc = json.loads(nsctl("mounts", "alice", "--json").stdout)
+    assert {m["target"]: (m["options"], m["from"]) for m in doc["mounts"]} == ex
+    want_ids = sorted(int(m[0]) for m in manager.GetMounts("alice"))
+    assert sorted(m["mount_id"] for m in doc["mounts"]) == want_ids
+
+
+def test_status_lists_the_processes_of_the_view(views, nsctl):
+    """nsctl status USER lists the processes in the view (ListProcesses: those whose ns/mnt is
+    the view's), for root and the view's user; bob is refused alice's list, and his status
+    of alice leaves the processes out. A command name is text the process chose: escaped."""
+    sb = views
+    hostile = "import os,time; open('/proc/self/comm','wb').write(b'\\x1b]0;pwn\\x07'); time.sleep(120)"
+    start = ("sleep 120 >/dev/null 2>&1 </dev/null & echo $!; "
+             "python3 -c \"$1\" >/dev/null 2>&1 </dev/null & echo $!")
+    p = sb.in_view("alice", ["sh", "-c", start, "sh", hostile], as_user="alice")
+    assert p.returncode == 0, p.stderr
+    pids = [int(x) for x in p.stdout.split()]
+    try:
+        alice_uid = TEST_USERS["alice"].uid
+        wanted = {pids[0]: "sleep", pids[1]: "\\x1b]0;pwn\\x07"}
+        # the python one sets its name once it runs
+        deadline = time.monotonic() + timeout(30)
+        while True:
+            listed = call_as(sb, "root", "ListProcesses", "s", "alice")
+            assert "ok" in listed, listed
+            got = {int(pid): (int(uid), str(comm)) for pid, uid, comm, _ in listed["ok"][0]}
+            if all(got.get(pid, (0, ""))[1] == comm for pid, comm in wanted.items()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        for pid, comm in wanted.items():
+            assert got.get(pid) == (alice_uid, comm), (pid, got)
+        assert os.getpid() not in got    # the test runs on the host, not in the view
+
+        own = call_as(sb, "alice", "ListProcesses", "s", "alice")
+        assert "ok" in own, own
+        assert {int(x[0]) for x in own["ok"][0]} >= set(pids)
+        refused = call_as(sb, "bob", "ListProcesses", "s", "alice")
+        assert refused.get("error") in ("org.freedesktop.DBus.Error.AccessDenied",
+                                        E_INTERACTIVE_AUTHORIZATION_REQUIRED), refused
+
+        for who in ("root", "alice"):
+            p = nsctl("status", "alice") if who == "root" else nsctl_as(sb, "alice", ["status", "alice"])
+            assert p.returncode == 0, p.stderr
+            assert "Processes:" in p.stdout, p.stdout
+            line = next(x for x in p.stdout.splitlines() if re.search(rf"\b{pids[1]}\b", x))
+            assert "\x1b" not in line and "\\x1b]0;pwn\\x07" in line and "alice" in line, line
+            assert re.search(rf"\b{pids[0]} +alice +sleep\b", p.stdout), p.stdout
+        p = nsctl_as(sb, "bob", ["status", "alice"])
+        assert p.returncode == 0, p.stderr
+        assert "Processes:" not in p.stdout and str(pids[0]) not in p.stdout, p.stdout
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_mounts_graph_is_valid_dot(views, nsctl):

@@ -86,6 +86,31 @@ def test_dbus_activation_and_hardening(machine):
 
 
 
+def test_mount_events_path_under_the_unit(machine):
+    """Which way the installed daemon sees mount changes (MountEvents) and reads mount tables
+    (listmount(2)/statmount(2) or mountinfo) under the shipped unit, printed (pytest -s). The
+    unit's SystemCallFilter= is a deny-list: listmount, statmount and fanotify_init, unknown
+    to Debian 12's libseccomp, are allowed by it (an allow-list gave them ENOSYS); what is
+    left is the kernel's, and the container's own filter (systemd-nspawn's allow-list)."""
+    machine.busctl("call", BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListNamespaces", what="busctl call ListNamespaces")
+    mode = machine.busctl("get-property", BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "MountEvents",
+                          what="busctl get-property MountEvents")
+    log = machine.journal("-u", UNIT, "--grep", "Mount changes are seen|Mount tables are read|No fanotify mount events")
+    seen = [line for line in log.splitlines() if "Mount changes are seen" in line]
+    tables = [line for line in log.splitlines() if "Mount tables are read" in line]
+    why = [line for line in log.splitlines() if "No fanotify mount events" in line]
+    release = subprocess.run(["uname", "-r"], capture_output=True, text=True, check=True).stdout.strip()
+    print(f"\nbooted (systemd-nspawn), kernel {release}: MountEvents={mode}\n  {seen[-1] if seen else '?'}\n  "
+          f"{tables[-1] if tables else '?'}" + (f"\n  {why[-1]}" if why else ""))
+    assert mode in ("fanotify", "poll"), mode
+    assert seen and tables, f"the daemon did not say how it sees mount changes:\n{log}"
+    assert ("fanotify" in seen[-1]) == (mode == "fanotify"), seen[-1]
+    syscall_filter = machine.systemctl_value("SystemCallFilter")
+    assert syscall_filter.startswith("~"), f"the unit's SystemCallFilter= is an allow-list: {syscall_filter[:200]}"
+    denied = set(syscall_filter[1:].split())
+    assert not denied & {"listmount", "statmount", "fanotify_init", "fanotify_mark"}, denied
+
+
 def test_su_login_enters_namespace(machine, alice_session):
     """su -l alice (pam_systemd, then pam_nsmanager) lands in alice's namespace: the
     MountNamespaceId of her namespace object."""

@@ -6,7 +6,8 @@
  * which send back) and to every mount whose master group is P (the slaves, receive only).
  * As findmnt: -o/--output picks the columns, --real hides pseudo file systems, -t/--types
  * keeps some types, TARGET keeps that mount and what is below it; libmount says which types
- * are pseudo file systems and matches -t's list, as it does for findmnt.
+ * are pseudo file systems and matches -t's list, as it does for findmnt. OPTIONS and FROM
+ * (where a mount came from: host, policy, daemon, user, unknown) come from GetMountsEx.
  */
 #include <errno.h>
 #include <libmount.h>
@@ -36,6 +37,8 @@ typedef enum Column {
         COL_PROPAGATES_TO,
         COL_ID,
         COL_PARENT,
+        COL_OPTIONS,
+        COL_FROM,
         _COL_MAX,
 } Column;
 
@@ -53,6 +56,8 @@ static const struct {
         [COL_PROPAGATES_TO] = { "PROPAGATES-TO", "PROPAGATES TO" },
         [COL_ID] = { "ID", "ID", true },
         [COL_PARENT] = { "PARENT", "PARENT", true },
+        [COL_OPTIONS] = { "OPTIONS", "OPTIONS" },
+        [COL_FROM] = { "FROM", "FROM" },
 };
 static const Column default_columns[] = {
         COL_TARGET, COL_SOURCE, COL_FSTYPE, COL_PROPAGATION, COL_PEER, COL_MASTER, COL_PROPAGATES_TO,
@@ -470,6 +475,10 @@ static int add_cell(Table *t, const Views *v, const MountEntry *m, Column c, con
                 return table_add_cellf(t, NULL, "%" PRIu64, m->id);
         case COL_PARENT:
                 return table_add_cellf(t, NULL, "%" PRIu64, m->parent_id);
+        case COL_OPTIONS:
+                return table_add_cell(t, m->options ?: "-", NULL);
+        case COL_FROM:
+                return table_add_cell(t, m->origin ?: "-", m->origin && !streq(m->origin, "host") ? ansi_highlight() : NULL);
         default:
                 return -EINVAL;
         }
@@ -622,6 +631,16 @@ static int print_json(const Views *v, const Shown *s) {
                         continue;
                 json_object_begin(&w);
                 json_mount_entry(&w, m);
+                json_key(&w, "options");
+                if (m->options)
+                        json_string(&w, m->options);
+                else
+                        json_null(&w);
+                json_key(&w, "from");
+                if (m->origin)
+                        json_string(&w, m->origin);
+                else
+                        json_null(&w);
                 json_key(&w, "propagates_to");
                 json_array_begin(&w);
                 views_foreach_receiver(v, v->self, m->peer_group, json_receiver, &w);
@@ -781,6 +800,49 @@ static int print_graph(const Views *v, bool filter) {
         return 0;
 }
 
+/* Whether two lines of one table, one from GetMounts and one from GetMountsEx, are the same
+ * mount: their ids are of two spaces, so compare what both carry. */
+static bool mount_entry_same(const MountEntry *a, const MountEntry *b) {
+        return a->peer_group == b->peer_group && a->master_group == b->master_group &&
+                streq(a->target, b->target) && streq(a->source, b->source) &&
+                streq(a->fstype, b->fstype) && streq(a->propagation, b->propagation);
+}
+
+/* OPTIONS and FROM come from GetMountsEx, whose ids are not GetMounts's (the ones shown, as
+ * findmnt's): both list the kernel's table in its order, so walk them side by side. A mount
+ * that came or went between the two calls keeps no options or origin (shown as "-", null). */
+static int view_add_options(sd_bus *bus, View *w) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        MountEntry *ex = NULL;
+        size_t n_ex = 0, j = 0;
+        int r;
+
+        r = get_mounts_ex(bus, w->name, &error, &ex, &n_ex);
+        if (r < 0)
+                return bus_log_error(&error, r, "Failed to get the mount options of %s", view_display_name(w));
+        for (size_t i = 0; i < w->n_mounts; i++) {
+                MountEntry *m = w->mounts + i;
+
+                for (size_t k = j; k < n_ex; k++)
+                        if (mount_entry_same(m, ex + k)) {
+                                m->options = ex[k].options;
+                                m->origin = ex[k].origin;
+                                ex[k].options = ex[k].origin = NULL;
+                                j = k + 1;
+                                break;
+                        }
+        }
+        mount_entries_free(ex, n_ex);
+        return 0;
+}
+
+static bool columns_need_options(const Shown *s) {
+        for (size_t i = 0; i < s->n_columns; i++)
+                if (s->columns[i] == COL_OPTIONS || s->columns[i] == COL_FROM)
+                        return true;
+        return false;
+}
+
 int verb_mounts(sd_bus *bus, int argc, char **argv) {
         /* [USER] [TARGET]: a lone argument that begins with '/' is the host's TARGET. */
         const char *target = argc > 1 && argv[argc - 1][0] == '/' ? argv[argc - 1] : NULL;
@@ -803,6 +865,14 @@ int verb_mounts(sd_bus *bus, int argc, char **argv) {
         r = views_load(bus, user, &v);
         if (r < 0)
                 return r;
+
+        if (!arg_graph && (arg_json != JSON_OFF || columns_need_options(&s))) {
+                r = view_add_options(bus, v.views + v.self);
+                if (r < 0) {
+                        views_done(&v);
+                        return r;
+                }
+        }
 
         wanted = calloc(v.views[v.self].n_mounts ?: 1, sizeof(bool));
         if (!wanted) {

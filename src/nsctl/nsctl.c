@@ -83,7 +83,7 @@ static uint64_t call_timeout(void) {
 
 /* ---- list / status ---- */
 
-static const char *state_color(const char *state) {
+const char *state_color(const char *state) {
         if (streq_ptr(state, "active"))
                 return ansi_green();
         if (streq_ptr(state, "closing"))
@@ -91,7 +91,7 @@ static const char *state_color(const char *state) {
         return NULL;
 }
 
-static void json_namespace(JsonWriter *w, const NamespaceInfo *i) {
+void json_namespace(JsonWriter *w, const NamespaceInfo *i) {
         json_object_begin(w);
         json_key(w, "user");
         json_string(w, i->user);
@@ -180,65 +180,6 @@ static int verb_list(sd_bus *bus, int argc _unused_, char **argv _unused_) {
         (void) table_print(t, stdout);
         if (!arg_no_legend)
                 printf("\n%zu namespace%s listed.\n", n, n == 1 ? "" : "s");
-        return 0;
-}
-
-static int verb_status(sd_bus *bus, int argc _unused_, char **argv) {
-        _cleanup_free_ char *created = NULL, *ago = NULL, *sessions = NULL, *user = NULL, *state = NULL,
-                *root = NULL, *shown_sessions = NULL, *object = NULL;
-        NamespaceInfo i = {};
-        const char *dot_color;
-        int r;
-
-        r = get_namespace(bus, argv[1], &i);
-        if (r < 0)
-                return r;
-
-        if (arg_json != JSON_OFF) {
-                JsonWriter w;
-
-                json_begin(&w, stdout, arg_json);
-                json_namespace(&w, &i);
-                json_end(&w);
-                namespace_info_done(&i);
-                return 0;
-        }
-
-        created = format_timestamp(i.timestamp);
-        ago = format_timestamp_relative(i.timestamp);
-        sessions = i.sessions && i.sessions[0] ? strv_join(i.sessions, " ") : strdup("none");
-        if (!created || !ago || !sessions) {
-                namespace_info_done(&i);
-                return log_oom();
-        }
-
-        /* What the daemon sent is shown escaped (text-escape.h), as everywhere in nsctl. */
-        user = text_show(i.user);
-        state = text_show(i.state);
-        root = text_show(i.root ?: "n/a");
-        shown_sessions = text_show(sessions);
-        object = text_show(i.object);
-        if (!user || !state || !root || !shown_sessions || !object) {
-                namespace_info_done(&i);
-                return log_oom();
-        }
-
-        dot_color = state_color(i.state) ?: "";
-        pager_open();
-        printf("%s\u25CF%s %s%s%s (%" PRIu32 ")\n", dot_color, ansi_normal(),
-               ansi_highlight(), user, ansi_normal(), i.uid);
-        printf("      State: %s%s%s\n", dot_color, state, ansi_normal());
-        printf("        UID: %" PRIu32 "\n", i.uid);
-        printf("        GID: %" PRIu32 "\n", i.gid);
-        printf("       Root: %s\n", root);
-        printf("   Sessions: %s\n", shown_sessions);
-        printf("     Linger: %s\n", i.linger ? "yes" : "no");
-        printf("    Created: %s; %s\n", created, ago);
-        printf("  Namespace: mnt:[%" PRIu64 "]\n", i.mntns_id);
-        printf("     Mounts: %" PRIu32 "\n", i.n_mounts);
-        printf("     Object: %s\n", object);
-
-        namespace_info_done(&i);
         return 0;
 }
 

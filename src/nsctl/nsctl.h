@@ -102,6 +102,10 @@ int verb_mounts_check(int argc, char **argv);
 /* nsctl mounts [USER] --follow (nsctl-follow.c); user NULL: the host. */
 int verb_mounts_follow(sd_bus *bus, const char *user);
 int verb_eject(sd_bus *bus, int argc, char **argv);
+/* nsctl status USER (nsctl-status.c), with list's helpers of nsctl.c. */
+int verb_status(sd_bus *bus, int argc, char **argv);
+const char *state_color(const char *state);
+void json_namespace(JsonWriter *w, const NamespaceInfo *i);
 int verb_attach(sd_bus *bus, int argc, char **argv);
 /* nsctl-verify.c: reads files, never connects (bus is NULL). */
 extern const char *arg_config; /* --config=FILE, as nsmanagerd's */

@@ -384,6 +384,7 @@ static const struct {
         { "GetMounts",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "GetMountsEx",        NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "CanMount",           NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "ListProcesses",      NEED_IMPOSSIBLE, NEED_NOTHING,    NEED_MANAGE },
         { "SetLinger",          NEED_IMPOSSIBLE, NEED_MANAGE_OWN, NEED_MANAGE },
         { "Attach",             NEED_IMPOSSIBLE, NEED_ROOT,       NEED_ROOT },   /* takes fds: root's */
         { "OpenAttach",         NEED_IMPOSSIBLE, NEED_ATTACH_OWN, NEED_ATTACH },
@@ -391,6 +392,8 @@ static const struct {
         { "Eject",              NEED_MANAGE,     NEED_IMPOSSIBLE, NEED_IMPOSSIBLE },
         { "Subscribe",          NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "Unsubscribe",        NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "SubscribeViews",     NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "UnsubscribeViews",   NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "Can",                NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
 };
 

@@ -22,6 +22,7 @@
 #include "strv.h"
 #include "text-escape.h"
 #include "view-job.h"
+#include "view-processes.h"
 
 /* Every method: read, validate, authorize, act, reply. Arguments are checked before polkit is
  * asked, so invalid requests never prompt anybody; mount work runs asynchronously (view-job.h,
@@ -807,6 +808,55 @@ static int method_get_mounts_ex(sd_bus_message *message, void *userdata, sd_bus_
         return bus_request_run(message, userdata, error, get_mounts_ex_step);
 }
 
+static int list_processes_step(BusRequest *req, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        ViewProcess *p = NULL;
+        const char *user;
+        Namespace *ns = NULL;
+        size_t n = 0;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_message_read(req->message, "s", &user);
+        if (r < 0)
+                return r;
+        r = get_namespace_or_error(req, user, &ns, error);
+        if (r <= 0)
+                return r;
+        r = bus_message_caller_uid(req->manager, req->message, &uid, error);
+        if (r < 0)
+                return r;
+        /* Who runs what is not public: root, the view's user, and whom polkit grants manage. */
+        if (uid != 0 && uid != ns->uid) {
+                r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", ns->name, NULL }, error);
+                if (r <= 0)
+                        return r;
+        } else {
+                r = bus_request_rate_limit(req, error);
+                if (r < 0)
+                        return r;
+        }
+        r = view_processes_list(ns->mntns_fd, &p, &n);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(req->message, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(uuss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(uuss)", (uint32_t) p[i].pid, (uint32_t) p[i].uid, p[i].comm,
+                                          p[i].session);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        view_processes_free(p, n);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_processes(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, list_processes_step);
+}
+
 static int can_mount_step(BusRequest *req, sd_bus_error *error) {
         const char *user;
         Namespace *ns = NULL;
@@ -953,6 +1003,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_get_mounts_ex, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetMounts", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a(ttttssss)", mounts),
                                 method_get_mounts, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListProcesses", SD_BUS_ARGS("s", user), SD_BUS_RESULT("a(uuss)", processes),
+                                method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("SetLinger", SD_BUS_ARGS("s", user, "b", enable), SD_BUS_NO_RESULT,
                                 method_set_linger, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Attach",

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "bus-creds.h"
+#include "bus-path.h"
 #include "bus-errors.h"
 #include "bus-request.h"
 #include "bus-util.h"
@@ -10,6 +11,7 @@
 #include "mount-events-view.h"
 #include "namespace-dbus.h"
 #include "path-util.h"
+#include "time-util.h"
 
 /* One bus name and what it watches: everything, and views one by one. The name is watched
  * through the daemon's one NameOwnerChanged match (bus-creds.h), not a match rule per name:
@@ -20,6 +22,7 @@ struct Subscriber {
         char *name;
         uid_t uid;
         bool all;                /* Manager.Subscribe() */
+        bool aggregate;          /* Manager.SubscribeViews() */
         Namespace **views;       /* references: Namespace.Subscribe() of each */
         size_t n_views;
         BusNameWatch *watch;     /* the name: when it leaves the bus, its watches end */
@@ -30,9 +33,19 @@ static Subscriber **subscribers(Manager *m) {
         return (Subscriber **) &m->mount_events->subscriptions;
 }
 
+/* What a subscription is of: one view, every view one signal each (Subscribe()), every view in
+ * one signal (SubscribeViews()). */
+typedef enum SubscriptionKind {
+        SUBSCRIPTION_VIEW,
+        SUBSCRIPTION_ALL,
+        SUBSCRIPTION_AGGREGATE,
+} SubscriptionKind;
+
 static unsigned subscriber_count(const Subscriber *s) {
-        return (unsigned) s->n_views + s->all;
+        return (unsigned) s->n_views + s->all + s->aggregate;
 }
+
+static void aggregate_free(Manager *m);
 
 /* unwatch: the watches end (false: the mount events go themselves, at exit). */
 static Subscriber *subscriber_free(Subscriber *s, bool unwatch) {
@@ -45,7 +58,13 @@ static Subscriber *subscriber_free(Subscriber *s, bool unwatch) {
                         mount_events_unwatch(m->mount_events, s->views[i]);
                 namespace_unref(s->views[i]);
         }
+        if (m->mount_events && s->all)
+                m->mount_events->n_signal_all--;
+        if (m->mount_events && s->aggregate)
+                m->mount_events->n_aggregate--;
         if (unwatch && m->mount_events && s->all)
+                mount_events_unwatch(m->mount_events, NULL);
+        if (unwatch && m->mount_events && s->aggregate)
                 mount_events_unwatch(m->mount_events, NULL);
         free(s->views);
         s->watch = bus_name_watch_free(s->watch);
@@ -61,18 +80,30 @@ static Subscriber *subscriber_find(Manager *m, const char *name) {
         return NULL;
 }
 
-static bool subscriber_has(const Subscriber *s, Namespace *ns) {
-        if (!ns)
+static bool subscriber_has(const Subscriber *s, SubscriptionKind kind, Namespace *ns) {
+        if (kind == SUBSCRIPTION_ALL)
                 return s->all;
+        if (kind == SUBSCRIPTION_AGGREGATE)
+                return s->aggregate;
         for (size_t i = 0; i < s->n_views; i++)
                 if (s->views[i] == ns)
                         return true;
         return false;
 }
 
-static void subscriber_forget(Subscriber *s, Namespace *ns) {
-        if (!ns) {
+static void subscriber_forget(Subscriber *s, SubscriptionKind kind, Namespace *ns) {
+        MountEvents *e = s->manager->mount_events;
+
+        if (kind == SUBSCRIPTION_ALL) {
+                if (s->all && e)
+                        e->n_signal_all--;
                 s->all = false;
+                return;
+        }
+        if (kind == SUBSCRIPTION_AGGREGATE) {
+                if (s->aggregate && e)
+                        e->n_aggregate--;
+                s->aggregate = false;
                 return;
         }
         for (size_t i = 0; i < s->n_views; i++)
@@ -114,7 +145,7 @@ static void mount_events_dbus_namespace_gone(Namespace *ns, void *userdata) {
         /* The view's watch goes with the view: nothing to unwatch. */
         for (Subscriber *s = *subscribers(m), *next; s; s = next) {
                 next = s->next;
-                subscriber_forget(s, ns);
+                subscriber_forget(s, SUBSCRIPTION_VIEW, ns);
                 if (subscriber_count(s) == 0)
                         subscriber_free(s, false);
         }
@@ -127,6 +158,7 @@ static void mount_events_dbus_free(void *userdata) {
                 return;
         while (*subscribers(m))
                 subscriber_free(*subscribers(m), false);
+        aggregate_free(m);
 }
 
 /* ---- Subscribe(), Unsubscribe() ---- */
@@ -156,7 +188,7 @@ static int subscriber_new(Manager *m, sd_bus *bus, const char *name, uid_t uid, 
         return 0;
 }
 
-static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
+static int subscribe(BusRequest *req, SubscriptionKind kind, Namespace *ns, sd_bus_error *error) {
         Manager *m = req->manager;
         sd_bus *bus = sd_bus_message_get_bus(req->message);
         const char *sender = sd_bus_message_get_sender(req->message);
@@ -176,7 +208,7 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         if (r < 0)
                 return r;
         s = subscriber_find(m, sender);
-        if (s && subscriber_has(s, ns))
+        if (s && subscriber_has(s, kind, ns))
                 return sd_bus_reply_method_return(req->message, NULL);
         r = bus_request_rate_limit(req, error);
         if (r < 0)
@@ -195,7 +227,7 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
                 if (r < 0)
                         return bus_error_set_errnof(error, r, "Failed to track the subscriber: %m");
         }
-        if (ns) {
+        if (kind == SUBSCRIPTION_VIEW) {
                 Namespace **v = realloc(s->views, (s->n_views + 1) * sizeof(Namespace *));
                 if (!v) {
                         if (subscriber_count(s) == 0)
@@ -204,14 +236,19 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
                 }
                 s->views = v;
                 v[s->n_views++] = namespace_ref(ns);
-        } else
+        } else if (kind == SUBSCRIPTION_ALL) {
                 s->all = true;
+                m->mount_events->n_signal_all++;
+        } else {
+                s->aggregate = true;
+                m->mount_events->n_aggregate++;
+        }
 
         /* Answered once the watched tables were read: whatever changes after the answer is
          * signalled. */
         r = mount_events_watch(m->mount_events, ns, on_watch_ready, req);
         if (r < 0) {
-                subscriber_forget(s, ns);
+                subscriber_forget(s, kind, ns);
                 if (subscriber_count(s) == 0)
                         subscriber_free(s, false);
                 return bus_error_set_errnof(error, r, "Failed to watch the mounts of %s: %m",
@@ -223,12 +260,12 @@ static int subscribe(BusRequest *req, Namespace *ns, sd_bus_error *error) {
         return 1;
 }
 
-static int unsubscribe(sd_bus_message *message, Manager *m, Namespace *ns) {
+static int unsubscribe(sd_bus_message *message, Manager *m, SubscriptionKind kind, Namespace *ns) {
         const char *sender = sd_bus_message_get_sender(message);
         Subscriber *s = sender && m->mount_events ? subscriber_find(m, sender) : NULL;
 
-        if (s && subscriber_has(s, ns)) {
-                subscriber_forget(s, ns);
+        if (s && subscriber_has(s, kind, ns)) {
+                subscriber_forget(s, kind, ns);
                 mount_events_unwatch(m->mount_events, ns);
                 if (subscriber_count(s) == 0)
                         subscriber_free(s, false);
@@ -237,7 +274,19 @@ static int unsubscribe(sd_bus_message *message, Manager *m, Namespace *ns) {
 }
 
 static int manager_subscribe_step(BusRequest *req, sd_bus_error *error) {
-        return subscribe(req, NULL, error);
+        return subscribe(req, SUBSCRIPTION_ALL, NULL, error);
+}
+
+static int manager_subscribe_views_step(BusRequest *req, sd_bus_error *error) {
+        return subscribe(req, SUBSCRIPTION_AGGREGATE, NULL, error);
+}
+
+static int method_manager_subscribe_views(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, manager_subscribe_views_step);
+}
+
+static int method_manager_unsubscribe_views(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return unsubscribe(message, userdata, SUBSCRIPTION_AGGREGATE, NULL);
 }
 
 static int method_manager_subscribe(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -245,11 +294,11 @@ static int method_manager_subscribe(sd_bus_message *message, void *userdata, sd_
 }
 
 static int method_manager_unsubscribe(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        return unsubscribe(message, userdata, NULL);
+        return unsubscribe(message, userdata, SUBSCRIPTION_ALL, NULL);
 }
 
 static int namespace_subscribe_step(BusRequest *req, sd_bus_error *error) {
-        return subscribe(req, req->data, error);
+        return subscribe(req, SUBSCRIPTION_VIEW, req->data, error);
 }
 
 static void unref_namespace(void *p) {
@@ -271,20 +320,17 @@ static int method_namespace_unsubscribe(sd_bus_message *message, void *userdata,
 
         if (!m)
                 return sd_bus_reply_method_return(message, NULL);
-        return unsubscribe(message, m, ns);
+        return unsubscribe(message, m, SUBSCRIPTION_VIEW, ns);
 }
 
 /* ---- the signals ---- */
 
-static void mount_events_dbus_emit(Namespace *ns, const MountChange *attached, size_t n_attached,
-                                   const uint64_t *detached, size_t n_detached, void *userdata) {
-        Manager *m = userdata;
+static void send_mounts_changed(Manager *m, Namespace *ns, const MountChange *attached, size_t n_attached,
+                                const MountChange *detached, size_t n_detached) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         _cleanup_free_ char *path = NULL;
         int r;
 
-        if (!m->bus)
-                return;
         if (ns) {
                 path = namespace_bus_path(ns);
                 if (!path) {
@@ -309,11 +355,249 @@ static void mount_events_dbus_emit(Namespace *ns, const MountChange *attached, s
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
         if (r >= 0)
-                r = sd_bus_message_append_array(msg, 't', detached, n_detached * sizeof(uint64_t));
+                r = sd_bus_message_open_container(msg, 'a', "t");
+        for (size_t i = 0; r >= 0 && i < n_detached; i++)
+                r = sd_bus_message_append(msg, "t", detached[i].id);
+        if (r >= 0)
+                r = sd_bus_message_close_container(msg);
         if (r >= 0)
                 r = sd_bus_send(m->bus, msg, NULL);
         if (r < 0)
                 log_warning_errno(r, "Failed to send %s, ignoring: %m", ns ? "MountsChanged" : "HostMountsChanged");
+}
+
+/* ViewsMountsChanged: the changes of every view in one signal per interval, a mount point
+ * attached (or detached) in many views listed once with the views. */
+typedef struct AggregateEntry {
+        char *key;               /* '+' or '-', then the mount point: the Hashmap's key */
+        char **views;            /* object paths, one per mount */
+        size_t n_views;
+} AggregateEntry;
+
+typedef struct Aggregate {
+        Manager *manager;
+        Hashmap *by_key;
+        AggregateEntry **entries;        /* in the order they came */
+        size_t n_entries;
+        size_t n_pairs;                  /* views named, over all entries */
+        uint64_t first;                  /* CLOCK_MONOTONIC µs of the oldest change not sent */
+        uint64_t last_sent;
+        sd_event_source *timer;
+} Aggregate;
+
+/* A signal's size is bounded: past this many (mount point, view) pairs it goes at once. */
+#define AGGREGATE_PAIRS_MAX 65536U
+/* While readers run, their views' changes are waited for this long at most. */
+#define AGGREGATE_RECHECK_USEC (5 * USEC_PER_MSEC)
+
+static void aggregate_clear(Aggregate *a) {
+        for (size_t i = 0; i < a->n_entries; i++) {
+                AggregateEntry *x = a->entries[i];
+                hashmap_remove(a->by_key, x->key);
+                for (size_t k = 0; k < x->n_views; k++)
+                        free(x->views[k]);
+                free(x->views);
+                free(x->key);
+                free(x);
+        }
+        a->entries = mfree(a->entries);
+        a->n_entries = 0;
+        a->n_pairs = 0;
+}
+
+static void aggregate_free(Manager *m) {
+        Aggregate *a = m->mount_events ? m->mount_events->aggregate : NULL;
+
+        if (!a)
+                return;
+        aggregate_clear(a);
+        hashmap_free(a->by_key);
+        sd_event_source_disable_unref(a->timer);
+        free(a);
+        m->mount_events->aggregate = NULL;
+}
+
+static int append_entries(sd_bus_message *msg, Aggregate *a, char sign) {
+        int r = sd_bus_message_open_container(msg, 'a', "(sao)");
+
+        for (size_t i = 0; r >= 0 && i < a->n_entries; i++) {
+                AggregateEntry *x = a->entries[i];
+                if (x->key[0] != sign)
+                        continue;
+                r = sd_bus_message_open_container(msg, 'r', "sao");
+                if (r >= 0)
+                        r = bus_message_append_text(msg, x->key + 1);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(msg, 'a', "o");
+                for (size_t k = 0; r >= 0 && k < x->n_views; k++)
+                        r = sd_bus_message_append(msg, "o", x->views[k]);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(msg);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(msg);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(msg);
+        return r;
+}
+
+static void aggregate_send(Aggregate *a) {
+        Manager *m = a->manager;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
+        int r;
+
+        if (a->n_entries == 0)
+                return;
+        r = sd_bus_message_new_signal(m->bus, &msg, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "ViewsMountsChanged");
+        if (r >= 0)
+                r = append_entries(msg, a, '+');
+        if (r >= 0)
+                r = append_entries(msg, a, '-');
+        if (r >= 0)
+                r = sd_bus_send(m->bus, msg, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to send ViewsMountsChanged, ignoring: %m");
+        aggregate_clear(a);
+        a->last_sent = now_usec(CLOCK_MONOTONIC);
+}
+
+static int on_aggregate_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Aggregate *a = userdata;
+        MountEvents *e = a->manager->mount_events;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        /* Readers still at work: what they find joins this signal, up to an interval late. (A
+         * host mount reaching thousands of views is read by several children.) */
+        if (e && e->batches_running > 0 && now < a->first + MOUNT_EVENTS_INTERVAL_USEC) {
+                if (sd_event_source_set_time(source, MIN(now + AGGREGATE_RECHECK_USEC, a->first + MOUNT_EVENTS_INTERVAL_USEC)) >= 0 &&
+                    sd_event_source_set_enabled(source, SD_EVENT_ONESHOT) >= 0)
+                        return 0;
+        }
+        aggregate_send(a);
+        return 0;
+}
+
+static Aggregate *aggregate_get(Manager *m) {
+        MountEvents *e = m->mount_events;
+        Aggregate *a;
+
+        if (e->aggregate)
+                return e->aggregate;
+        a = calloc(1, sizeof(Aggregate));
+        if (!a)
+                return NULL;
+        a->manager = m;
+        a->by_key = hashmap_new();
+        if (!a->by_key) {
+                free(a);
+                return NULL;
+        }
+        e->aggregate = a;
+        return a;
+}
+
+static int aggregate_add_one(Aggregate *a, char sign, const char *path, const char *view) {
+        _cleanup_free_ char *key = NULL;
+        AggregateEntry *x;
+        char **v;
+        int r;
+
+        key = malloc(strlen(path ?: "") + 2);
+        if (!key)
+                return -ENOMEM;
+        key[0] = sign;
+        strcpy(key + 1, path ?: "");
+        x = hashmap_get(a->by_key, key);
+        if (!x) {
+                AggregateEntry **n = realloc(a->entries, (a->n_entries + 1) * sizeof(AggregateEntry *));
+                if (!n)
+                        return -ENOMEM;
+                a->entries = n;
+                x = calloc(1, sizeof(AggregateEntry));
+                if (!x)
+                        return -ENOMEM;
+                x->key = TAKE_PTR(key);
+                r = hashmap_put(a->by_key, x->key, x);
+                if (r < 0) {
+                        free(x->key);
+                        free(x);
+                        return r;
+                }
+                a->entries[a->n_entries++] = x;
+        }
+        v = realloc(x->views, (x->n_views + 1) * sizeof(char *));
+        if (!v)
+                return -ENOMEM;
+        x->views = v;
+        v[x->n_views] = strdup(view);
+        if (!v[x->n_views])
+                return -ENOMEM;
+        x->n_views++;
+        a->n_pairs++;
+        return 0;
+}
+
+static void aggregate_add(Manager *m, Namespace *ns, const MountChange *attached, size_t n_attached,
+                          const MountChange *detached, size_t n_detached) {
+        _cleanup_free_ char *view = namespace_bus_path(ns);
+        Aggregate *a = aggregate_get(m);
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        int r = 0;
+
+        if (!a || !view) {
+                log_oom();
+                return;
+        }
+        if (a->n_entries == 0)
+                a->first = now;
+        for (size_t i = 0; r >= 0 && i < n_detached; i++)
+                r = aggregate_add_one(a, '-', detached[i].path, view);
+        for (size_t i = 0; r >= 0 && i < n_attached; i++)
+                r = aggregate_add_one(a, '+', attached[i].path, view);
+        if (r < 0)
+                log_warning_errno(r, "Failed to collect ViewsMountsChanged, ignoring: %m");
+        if (a->n_pairs >= AGGREGATE_PAIRS_MAX) {
+                aggregate_send(a);
+                return;
+        }
+        /* The next signal: as soon as this turn's readers are done, at most one per interval. */
+        uint64_t when = MAX(now, a->last_sent + MOUNT_EVENTS_INTERVAL_USEC);
+        int enabled = SD_EVENT_OFF;
+        if (a->timer && sd_event_source_get_enabled(a->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                return;
+        if (!a->timer)
+                r = sd_event_add_time(m->event, &a->timer, CLOCK_MONOTONIC, when, 1, on_aggregate_timer, a);
+        else {
+                r = sd_event_source_set_time(a->timer, when);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(a->timer, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Failed to arm the ViewsMountsChanged timer, sending now: %m");
+                aggregate_send(a);
+        }
+}
+
+static void mount_events_dbus_emit(Namespace *ns, const MountChange *attached, size_t n_attached,
+                                   const MountChange *detached, size_t n_detached, void *userdata) {
+        Manager *m = userdata;
+        MountEvents *e = m->mount_events;
+        WatchedView *v;
+
+        if (!m->bus || !e)
+                return;
+        /* The host's changes are few: its signal goes to every kind of subscriber of everything. */
+        if (!ns) {
+                send_mounts_changed(m, NULL, attached, n_attached, detached, n_detached);
+                return;
+        }
+        /* A view's own signal only where someone asked for it: an aggregated subscriber alone
+         * costs one signal per interval, not one per view. */
+        v = view_find(e, ns);
+        if (e->n_signal_all > 0 || (v && v->n_watchers > 0))
+                send_mounts_changed(m, ns, attached, n_attached, detached, n_detached);
+        if (e->n_aggregate > 0)
+                aggregate_add(m, ns, attached, n_attached, detached, n_detached);
 }
 
 /* ---- Eject() ---- */
@@ -395,7 +679,12 @@ static const sd_bus_vtable manager_events_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Unsubscribe", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_manager_unsubscribe,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SubscribeViews", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_manager_subscribe_views,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("UnsubscribeViews", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_manager_unsubscribe_views,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("HostMountsChanged", SD_BUS_ARGS("a(tts)", attached, "at", detached), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("ViewsMountsChanged", SD_BUS_ARGS("a(sao)", attached, "a(sao)", detached), 0),
         SD_BUS_VTABLE_END,
 };
 

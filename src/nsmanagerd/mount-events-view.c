@@ -52,6 +52,8 @@ void watched_view_clear(WatchedView *v) {
                 free(v->attached[i].path);
         v->attached = mfree(v->attached);
         v->n_attached = 0;
+        for (size_t i = 0; i < v->n_detached; i++)
+                free(v->detached[i].path);
         v->detached = mfree(v->detached);
         v->n_detached = 0;
 }
@@ -73,8 +75,9 @@ void watched_view_note_attach(WatchedView *v, uint64_t id, uint64_t parent_id, c
         a[v->n_attached++] = (MountChange) { .id = id, .parent_id = parent_id, .path = p };
 }
 
-void watched_view_note_detach(WatchedView *v, uint64_t id) {
-        uint64_t *d;
+void watched_view_note_detach(WatchedView *v, uint64_t id, const char *path) {
+        MountChange *d;
+        char *p = NULL;
 
         if (!watched_view_collects(v))
                 return;
@@ -86,13 +89,18 @@ void watched_view_note_detach(WatchedView *v, uint64_t id) {
                         v->attached[i] = v->attached[--v->n_attached];
                         return;
                 }
-        d = realloc(v->detached, (v->n_detached + 1) * sizeof(uint64_t));
+        if (path && !(p = strdup(path))) {
+                log_oom();
+                return;
+        }
+        d = realloc(v->detached, (v->n_detached + 1) * sizeof(MountChange));
         if (!d) {
+                free(p);
                 log_oom();
                 return;
         }
         v->detached = d;
-        d[v->n_detached++] = id;
+        d[v->n_detached++] = (MountChange) { .id = id, .path = p };
 }
 
 void watched_view_emit(WatchedView *v) {
@@ -110,12 +118,14 @@ void watched_view_emit(WatchedView *v) {
         v->last_emit = now_usec(CLOCK_MONOTONIC);
         for (size_t i = 0; i < na; i++)
                 free(v->attached[i].path);
+        for (size_t i = 0; i < nd; i++)
+                free(v->detached[i].path);
         /* (Only what is left: a list never allocated is NULL, and memmove() wants pointers.) */
         if (v->n_attached > na)
                 memmove(v->attached, v->attached + na, (v->n_attached - na) * sizeof(MountChange));
         v->n_attached -= na;
         if (v->n_detached > nd)
-                memmove(v->detached, v->detached + nd, (v->n_detached - nd) * sizeof(uint64_t));
+                memmove(v->detached, v->detached + nd, (v->n_detached - nd) * sizeof(MountChange));
         v->n_detached -= nd;
         if (v->n_attached == 0 && v->n_detached == 0)
                 watched_view_clear(v);
@@ -466,6 +476,9 @@ void poll_view_free_snapshot(WatchedView *v) {
 }
 
 static bool same_mount(const MountSnapshotEntry *a, const MountSnapshotEntry *b) {
+        /* A known mount handed over as it was (parse_table() took its path). */
+        if (!a->path)
+                return true;
         /* The same id for another mount: mountinfo ids are reused. */
         return a->parent_id == b->parent_id && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
                streq(a->path, b->path);
@@ -475,19 +488,24 @@ static bool same_mount(const MountSnapshotEntry *a, const MountSnapshotEntry *b)
 static void view_diff(WatchedView *v, MountSnapshotEntry *s, size_t n) {
         size_t i = 0, j = 0;
 
-        qsort(s, n, sizeof *s, snapshot_cmp);
+        /* listmount(2) answers in id order: sorted already, as a rule. */
+        for (size_t k = 1; k < n; k++)
+                if (s[k - 1].id > s[k].id) {
+                        qsort(s, n, sizeof *s, snapshot_cmp);
+                        break;
+                }
         if (v->have_snapshot || v->new_view)
                 while (i < v->n_snapshot || j < n) {
                         const MountSnapshotEntry *o = i < v->n_snapshot ? v->snapshot + i : NULL, *c = j < n ? s + j : NULL;
                         if (o && (!c || o->id < c->id)) {
-                                watched_view_note_detach(v, o->id);
+                                watched_view_note_detach(v, o->id, o->path);
                                 i++;
                         } else if (c && (!o || c->id < o->id)) {
                                 watched_view_note_attach(v, c->id, c->parent_id, c->path);
                                 j++;
                         } else {
                                 if (!same_mount(o, c)) {
-                                        watched_view_note_detach(v, o->id);
+                                        watched_view_note_detach(v, o->id, o->path);
                                         watched_view_note_attach(v, c->id, c->parent_id, c->path);
                                 }
                                 i++, j++;
@@ -513,7 +531,18 @@ static void view_diff(WatchedView *v, MountSnapshotEntry *s, size_t n) {
 
 /* One table of the answer: its mounts into a new snapshot (a known one copied from v's last).
  * Returns the bytes used, < 0 if malformed. */
-static ssize_t parse_table(const WatchedView *v, const char *p, size_t size, const TableHeader *h,
+/* The paths parse_table() took from v's last table, given back (the new one is not used). */
+static void snapshot_give_back(WatchedView *v, MountSnapshotEntry *s, size_t n) {
+        for (size_t k = 0; v && v->have_snapshot && k < n; k++) {
+                MountSnapshotEntry *o = bsearch(s + k, v->snapshot, v->n_snapshot, sizeof *o, snapshot_cmp);
+                if (o && !o->path)
+                        o->path = TAKE_PTR(s[k].path);
+        }
+}
+
+/* Each known mount's path is taken from v's last table rather than copied (a table is read
+ * whole after every change: copies were most of the daemon's own work per view). */
+static ssize_t parse_table(WatchedView *v, const char *p, size_t size, const TableHeader *h,
                            MountSnapshotEntry **ret) {
         MountSnapshotEntry *s;
         size_t off = 0;
@@ -539,8 +568,21 @@ static ssize_t parse_table(const WatchedView *v, const char *p, size_t size, con
                                 goto bad;
                         /* (A view gone meanwhile: its table is dropped anyway.) */
                         s[k] = o ? *o : key;
-                        s[k].path = strdup(o ? o->path : "");
+                        if (o && o->path)
+                                s[k].path = TAKE_PTR(o->path);
+                        else {
+                                /* No last table (the view went), or the same id twice in one
+                                 * answer (taken by the first): a copy. */
+                                const char *from = "";
+                                for (uint32_t j = 0; o && j < k; j++)
+                                        if (s[j].id == rec.id) {
+                                                from = s[j].path;
+                                                break;
+                                        }
+                                s[k].path = strdup(from);
+                        }
                         if (!s[k].path) {
+                                snapshot_give_back(v, s, k);
                                 snapshot_free(s, k);
                                 return -ENOMEM;
                         }
@@ -552,6 +594,7 @@ static ssize_t parse_table(const WatchedView *v, const char *p, size_t size, con
                                               .dev_minor = rec.dev_minor, .path = strndup(p + off, rec.path_len) };
                 off += rec.path_len;
                 if (!s[k].path) {
+                        snapshot_give_back(v, s, k);
                         snapshot_free(s, k);
                         return -ENOMEM;
                 }
@@ -559,6 +602,7 @@ static ssize_t parse_table(const WatchedView *v, const char *p, size_t size, con
         *ret = s;
         return (ssize_t) off;
 bad:
+        snapshot_give_back(v, s, h->n_mounts);
         snapshot_free(s, h->n_mounts);
         return -EBADMSG;
 }
@@ -638,6 +682,7 @@ static void on_batch_done(const NsmError *error, IpcMessage *final, const char *
                 }
                 if (h.result < 0) {
                         log_debug_errno(h.result, "Failed to read a watched mount table, trying again later: %m");
+                        snapshot_give_back(v, s, h.n_mounts);
                         snapshot_free(s, h.n_mounts);
                         v->dirty = true;
                 } else {

@@ -30,7 +30,9 @@ typedef enum MountEventsMode {
         _MOUNT_EVENTS_MODE_INVALID = -EINVAL,
 } MountEventsMode;
 
-/* One mount attached: ids as the signals carry them (unique where the kernel has them). */
+/* One mount attached or detached: ids as the signals carry them (unique where the kernel has
+ * them). A detached one's path is the last table's (NULL where unknown: the host's fanotify
+ * events name only the id). */
 typedef struct MountChange {
         uint64_t id;
         uint64_t parent_id;
@@ -43,7 +45,7 @@ typedef struct MountEvents MountEvents;
  * the host's), ends the subscriptions of a view that is gone, and every subscription when
  * mount events end. */
 typedef struct MountEventsBus {
-        void (*emit)(Namespace *ns, const MountChange *attached, size_t n_attached, const uint64_t *detached,
+        void (*emit)(Namespace *ns, const MountChange *attached, size_t n_attached, const MountChange *detached,
                      size_t n_detached, void *userdata);
         void (*namespace_gone)(Namespace *ns, void *userdata);
         void (*done)(void *userdata);
@@ -85,7 +87,7 @@ struct WatchedView {
         /* Changes not yet signalled. */
         MountChange *attached;
         size_t n_attached;
-        uint64_t *detached;
+        MountChange *detached;
         size_t n_detached;
         uint64_t last_emit;      /* CLOCK_MONOTONIC µs of the last signal */
         sd_event_source *timer;  /* the next signal (fanotify) or the next read (poll) */
@@ -125,6 +127,7 @@ struct MountEvents {
         /* fanotify: the host's mount events */
         int host_fd;
         sd_event_source *host_source;
+        IdMap *host_mounts;      /* while the host's changes are told: id → HostMount, to reread after an overflow */
 
         /* ReleaseWithHost= */
         IdMap *host_blocks;      /* host mount id → its block device (dev_t) */
@@ -136,13 +139,16 @@ struct MountEvents {
         sd_event_source *batch_defer;
 
         struct Subscriber *subscriptions;   /* mount-events-dbus.c's */
+        unsigned n_signal_all;              /* … of them, Manager.Subscribe(): every view's MountsChanged */
+        unsigned n_aggregate;               /* … SubscribeViews(): ViewsMountsChanged */
+        struct Aggregate *aggregate;        /* ViewsMountsChanged not sent yet (mount-events-dbus.c) */
         WatchWaiter *waiters;               /* mount_events_watch() calls waiting for a first read */
         sd_event_source *waiters_defer;
 };
 
 /* Collecting and signalling. */
 void watched_view_note_attach(WatchedView *v, uint64_t id, uint64_t parent_id, const char *path);
-void watched_view_note_detach(WatchedView *v, uint64_t id);
+void watched_view_note_detach(WatchedView *v, uint64_t id, const char *path);
 /* Signals what was collected now, or as soon as the interval allows. */
 void watched_view_schedule_emit(WatchedView *v);
 void watched_view_emit(WatchedView *v);

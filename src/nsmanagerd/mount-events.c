@@ -61,6 +61,116 @@ static int host_blocks_scan(MountEvents *e) {
         }
 }
 
+/* ---- fanotify: the host's mounts as last told ---- */
+
+/* While the host's changes are told (someone watches everything), its mounts as the events
+ * left them: after the kernel dropped events (FAN_Q_OVERFLOW) the table read again is compared
+ * with it, and a detached mount's path comes from it. */
+typedef struct HostMount {
+        uint64_t parent_id;
+        char *path;
+} HostMount;
+
+static IdMap *host_mounts_free(IdMap *m) {
+        HostMount *h;
+
+        for (size_t i = 0; id_map_iterate(m, &i, NULL, (void **) &h);) {
+                free(h->path);
+                free(h);
+        }
+        return id_map_free(m);
+}
+
+static int host_mounts_put(IdMap *m, uint64_t id, uint64_t parent_id, const char *path) {
+        HostMount *h = malloc(sizeof(HostMount));
+        int r;
+
+        if (!h)
+                return -ENOMEM;
+        *h = (HostMount) { .parent_id = parent_id, .path = strdup(path ?: "") };
+        r = h->path ? id_map_put(m, id, h) : -ENOMEM;
+        if (r < 0) {
+                free(h->path);
+                free(h);
+        }
+        return r;
+}
+
+/* The host's mounts now, with their mount points. */
+static int host_mounts_read(IdMap **ret) {
+        uint64_t ids[SCAN_PAGE], after = 0;
+        IdMap *m = id_map_new();
+
+        if (!m)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k = mount_list_ids(after, ids, ELEMENTSOF(ids));
+                if (k < 0) {
+                        host_mounts_free(m);
+                        return (int) k;
+                }
+                for (ssize_t i = 0; i < k; i++) {
+                        MountStat st = {};
+                        if (mount_stat(ids[i], true, &st) < 0)
+                                continue;   /* gone meanwhile */
+                        int r = host_mounts_put(m, st.id, st.parent_id, st.path);
+                        mount_stat_done(&st);
+                        if (r < 0) {
+                                host_mounts_free(m);
+                                return r;
+                        }
+                }
+                if ((size_t) k < ELEMENTSOF(ids))
+                        break;
+                after = ids[k - 1];
+        }
+        *ret = m;
+        return 0;
+}
+
+/* Kept while the host's changes are told in fanotify mode, dropped otherwise. */
+static void host_mounts_update(MountEvents *e) {
+        bool want = e->mode == MOUNT_EVENTS_FANOTIFY && e->host && e->n_all > 0;
+        int r;
+
+        if (!want) {
+                e->host_mounts = host_mounts_free(e->host_mounts);
+                return;
+        }
+        if (e->host_mounts)
+                return;
+        r = host_mounts_read(&e->host_mounts);
+        if (r < 0)
+                log_warning_errno(r, "Failed to read the host's mounts, ignoring (an overflow of the kernel's "
+                                  "queue would go unnoticed): %m");
+}
+
+/* The kernel dropped events: the table read again against the last one, each difference told. */
+static void host_mounts_reread(MountEvents *e) {
+        WatchedView *h = e->host;
+        IdMap *now = NULL;
+        HostMount *x;
+        uint64_t id;
+        int r;
+
+        if (!e->host_mounts)
+                return;
+        r = host_mounts_read(&now);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read the host's mounts again after lost events: %m");
+                return;
+        }
+        for (size_t i = 0; id_map_iterate(e->host_mounts, &i, &id, (void **) &x);)
+                if (!id_map_get(now, id))
+                        watched_view_note_detach(h, id, x->path);
+        for (size_t i = 0; id_map_iterate(now, &i, &id, (void **) &x);)
+                if (!id_map_get(e->host_mounts, id))
+                        watched_view_note_attach(h, id, x->parent_id, x->path);
+        host_mounts_free(e->host_mounts);
+        e->host_mounts = now;
+        watched_view_schedule_emit(h);
+}
+
 /* ---- fanotify: the host ---- */
 
 static void on_host_event(const MountEvent *ev, void *userdata) {
@@ -75,7 +185,10 @@ static void on_host_event(const MountEvent *ev, void *userdata) {
                         return;   /* gone already: its detach follows */
                 if (e->release && st.dev_major != 0)
                         host_blocks_add(e, st.id, makedev(st.dev_major, st.dev_minor));
-                if (collects) {
+                /* (Known already: told by the reading after an overflow.) */
+                if (collects && !(e->host_mounts && id_map_get(e->host_mounts, st.id))) {
+                        if (e->host_mounts && host_mounts_put(e->host_mounts, st.id, st.parent_id, st.path) < 0)
+                                log_oom();
                         watched_view_note_attach(h, st.id, st.parent_id, st.path);
                         watched_view_schedule_emit(h);
                 }
@@ -85,14 +198,24 @@ static void on_host_event(const MountEvent *ev, void *userdata) {
                 if (e->release)
                         host_blocks_remove(e, ev->mnt_id);
                 if (collects) {
-                        watched_view_note_detach(h, ev->mnt_id);
+                        HostMount *x = e->host_mounts ? id_map_remove(e->host_mounts, ev->mnt_id) : NULL;
+                        /* (Unknown: gone before the reading after an overflow, and told then.) */
+                        if (e->host_mounts && !x)
+                                return;
+                        watched_view_note_detach(h, ev->mnt_id, x ? x->path : NULL);
                         watched_view_schedule_emit(h);
+                        if (x) {
+                                free(x->path);
+                                free(x);
+                        }
                 }
                 return;
         case MOUNT_EVENT_OVERFLOW:
-                log_warning("The kernel dropped mount events of the host; rereading its block devices.");
+                log_warning("The kernel dropped mount events of the host; reading its mounts again.");
                 if (e->release)
                         (void) host_blocks_scan(e);
+                if (collects)
+                        host_mounts_reread(e);
                 return;
         }
 }
@@ -210,6 +333,7 @@ static void host_stop(MountEvents *e) {
                 return;
         e->host_source = sd_event_source_disable_unref(e->host_source);
         e->host_fd = safe_close(e->host_fd);
+        e->host_mounts = host_mounts_free(e->host_mounts);
         e->host = watched_view_free(e->host);
         host_blocks_reset(e);
 }
@@ -222,7 +346,8 @@ static int host_start(MountEvents *e) {
                 return -ENOMEM;
         if (e->mode == MOUNT_EVENTS_POLL)
                 return poll_view_start(e->host);
-        r = mount_notify_open(&e->host_fd);
+        /* NSM_FANOTIFY_QUEUE=bounded: a test knob, the kernel's default queue, which overflows. */
+        r = mount_notify_open(streq_ptr(getenv("NSM_FANOTIFY_QUEUE"), "bounded"), &e->host_fd);
         if (r < 0)
                 return r;
         r = mount_notify_mark(e->host_fd, e->host_ns_fd, true);
@@ -245,12 +370,15 @@ static int host_update(MountEvents *e) {
                 host_stop(e);
                 return 0;
         }
-        if (e->host)
-                return 0;
-        r = host_start(e);
-        if (r < 0)
-                host_stop(e);
-        return r;
+        if (!e->host) {
+                r = host_start(e);
+                if (r < 0) {
+                        host_stop(e);
+                        return r;
+                }
+        }
+        host_mounts_update(e);
+        return 0;
 }
 
 int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata) {
@@ -420,6 +548,20 @@ int mount_events_new(NamespaceSet *namespaces, ChildSet *children, Ejector *ejec
                  e->mode == MOUNT_EVENTS_FANOTIFY ? "fanotify mount events" :
                  e->mode == MOUNT_EVENTS_POLL ? "mount tables read again after the kernel flags a change (poll)" :
                  "nothing (NSM_MOUNT_EVENTS=none): no MountsChanged signals, no ReleaseWithHost=");
+        /* How tables are read, said once: the kernel (6.8), or a seccomp filter that does not
+         * know the syscalls (ENOSYS), decides; the booted tests check what the shipped unit gets. */
+        if (e->mode != MOUNT_EVENTS_NONE) {
+                uint64_t id;
+                ssize_t k = mount_list_ids(0, &id, 1);
+                if (k >= 0)
+                        log_info("Mount tables are read with listmount(2) and statmount(2) (unique mount ids).");
+                else if (k == -EOPNOTSUPP)
+                        log_info("Mount tables are read from /proc/self/mountinfo: listmount(2) is missing (before "
+                                 "Linux 6.8) or filtered (a seccomp filter that does not know it).");
+                else
+                        (void) log_full_errno(LOG_INFO, (int) k, "Mount tables are read from /proc/self/mountinfo "
+                                              "where listmount(2) fails (%m).");
+        }
         *ret = e;
         mount_events_config_changed(e);
         return 0;

@@ -14,6 +14,9 @@
 #include "log.h"
 #include "manager-dbus.h"
 #include "manager.h"
+#include "manager-config.h"
+#include "orphans.h"
+#include "strv.h"
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         _cleanup_(nsm_error_done) NsmError e = {};
@@ -36,15 +39,20 @@ static void help(void) {
                "     --log-export=FILE  Also append every record, with its fields, to FILE in\n"
                "                        the journal's export format\n"
                "     --release        Do not start: unmount what nsmanagerd mounted on the host\n"
-               "                      (for removing the package; refused while it runs)\n\n"
+               "                      (for removing the package; refused while it runs), and\n"
+               "                      name the users with processes still in their views\n"
+               "     --orphans        Do not start: name the users with processes in views a\n"
+               "                      removed package left (for a reinstall)\n\n"
                "See nsmanagerd(8) and nsmanagerd.conf(5).\n",
                NSM_CONFIG_FILE);
 }
 
 static bool arg_release = false;
+static bool arg_orphans = false;
 
 static int parse_argv(int argc, char *argv[], Manager *m) {
-        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_DEBUG, ARG_LOG_LEVEL, ARG_LOG_TARGET, ARG_LOG_EXPORT, ARG_RELEASE };
+        enum { ARG_VERSION = 0x100, ARG_CONFIG, ARG_DEBUG, ARG_LOG_LEVEL, ARG_LOG_TARGET, ARG_LOG_EXPORT, ARG_RELEASE,
+               ARG_ORPHANS };
         static const struct option options[] = {
                 { "help",       no_argument,       NULL, 'h'            },
                 { "version",    no_argument,       NULL, ARG_VERSION    },
@@ -54,6 +62,7 @@ static int parse_argv(int argc, char *argv[], Manager *m) {
                 { "log-target", required_argument, NULL, ARG_LOG_TARGET },
                 { "log-export", required_argument, NULL, ARG_LOG_EXPORT },
                 { "release",    no_argument,       NULL, ARG_RELEASE    },
+                { "orphans",    no_argument,       NULL, ARG_ORPHANS    },
                 {}
         };
         int c, fd, level;
@@ -78,6 +87,9 @@ static int parse_argv(int argc, char *argv[], Manager *m) {
                         break;
                 case ARG_RELEASE:
                         arg_release = true;
+                        break;
+                case ARG_ORPHANS:
+                        arg_orphans = true;
                         break;
                 case ARG_LOG_LEVEL:
                         level = log_level_from_string(optarg);
@@ -111,9 +123,37 @@ static int parse_argv(int argc, char *argv[], Manager *m) {
         return 1;
 }
 
+/* StateDirectory= of the files, the default where they do not read: a maintainer script must
+ * not fail over a typo. */
+static char *state_directory(Manager *m) {
+        _cleanup_strv_free_ char **errors = NULL;
+        ManagerConfig c;
+        char *d;
+
+        manager_config_init(&c);
+        if (manager_config_load(m->config_file, &c, &errors) < 0) {
+                manager_config_done(&c);
+                manager_config_init(&c);
+        }
+        d = c.state_directory ? strdup(c.state_directory) : NULL;
+        manager_config_done(&c);
+        return d;
+}
+
+/* nsmanagerd --orphans (the package's postinst): views a removal left that processes are still in. */
+static int orphans(Manager *m) {
+        _cleanup_free_ char *dir = state_directory(m);
+
+        if (!dir)
+                return log_oom(), EXIT_FAILURE;
+        (void) orphans_report(dir, /* removing= */ false);
+        return EXIT_SUCCESS;
+}
+
 /* nsmanagerd --release (the package's prerm on removal): the host's mounts the daemon made go,
  * as recorded in NSM_HOST_MOUNTS_FILE; the namespaces that processes are in live on in them. */
-static int release(void) {
+static int release(Manager *m) {
+        _cleanup_free_ char *dir = NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int has_owner = 0, r;
@@ -127,6 +167,11 @@ static int release(void) {
                 log_error("nsmanagerd runs (%s is owned on the bus): stop it first.", NSM_BUS_NAME);
                 return EXIT_FAILURE;
         }
+        dir = state_directory(m);
+        if (!dir)
+                return log_oom(), EXIT_FAILURE;
+        /* Before the pins go: who will be left in a view no daemon knows. */
+        (void) orphans_report(dir, /* removing= */ true);
         r = host_release();
         if (r < 0)
                 return EXIT_FAILURE;
@@ -163,7 +208,9 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         if (arg_release)
-                return release();
+                return release(m);
+        if (arg_orphans)
+                return orphans(m);
 
         /* sd-event wants these blocked; children unblock them again (child.c, attach-process.c). Blocked,
          * a signal without its handler would never arrive: SIGTERM would be ignored until systemd

@@ -8,14 +8,15 @@
 #include "macros.h"
 #include "mount-notify.h"
 
-static int notify_init(void) {
-        int fd = fanotify_init(FAN_CLASS_NOTIF | NSM_FAN_REPORT_MNT | FAN_CLOEXEC | FAN_NONBLOCK | FAN_UNLIMITED_QUEUE,
+static int notify_init(bool bounded_queue) {
+        int fd = fanotify_init(FAN_CLASS_NOTIF | NSM_FAN_REPORT_MNT | FAN_CLOEXEC | FAN_NONBLOCK |
+                               (bounded_queue ? 0 : FAN_UNLIMITED_QUEUE),
                                O_RDONLY | O_CLOEXEC);
         return fd < 0 ? -errno : fd;
 }
 
-int mount_notify_open(int *ret_fd) {
-        int fd = notify_init();
+int mount_notify_open(bool bounded_queue, int *ret_fd) {
+        int fd = notify_init(bounded_queue);
         if (fd < 0)
                 return fd == -EINVAL || fd == -ENOSYS || fd == -EPERM ? -EOPNOTSUPP : fd;
         *ret_fd = fd;
@@ -23,7 +24,7 @@ int mount_notify_open(int *ret_fd) {
 }
 
 int mount_notify_probe(void) {
-        int fd = notify_init();
+        int fd = notify_init(false);
         if (fd < 0)
                 return fd;
         close(fd);

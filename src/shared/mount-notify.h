@@ -27,9 +27,10 @@
 #define NSM_FAN_EVENT_INFO_TYPE_MNT 7
 
 /* A new fanotify group that reports mount events (FAN_REPORT_MNT), non-blocking, with an
- * unlimited queue (root only: a storm of mounts is read late rather than lost). -EOPNOTSUPP
- * where the kernel lacks mount events (EINVAL before 6.15) or a filter refuses the call. */
-int mount_notify_open(int *ret_fd);
+ * unlimited queue (root only: a storm of mounts is read late rather than lost; bounded_queue:
+ * the kernel's default of 16384 events, which tests overflow). -EOPNOTSUPP where the kernel
+ * lacks mount events (EINVAL before 6.15) or a filter refuses the call. */
+int mount_notify_open(bool bounded_queue, int *ret_fd);
 /* Whether a group can be made here: 0, or fanotify_init()'s own -errno. */
 int mount_notify_probe(void);
 /* Why mount events are not available, for the log, from mount_notify_probe()'s answer; NULL

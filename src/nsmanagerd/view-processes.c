@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Who runs what in a view: every /proc/PID whose ns/mnt is the view's nsfs file. Only procfs
+ * is read (ns/mnt by stat(), status, comm, cgroup), so a hung FUSE or NFS mount of a user
+ * cannot stall the daemon; comm is text the process chose, escaped before it goes anywhere.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <systemd/sd-login.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macros.h"
+#include "parse-util.h"
+#include "text-escape.h"
+#include "view-processes.h"
+
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+
+void view_processes_free(ViewProcess *p, size_t n) {
+        for (size_t i = 0; p && i < n; i++) {
+                free(p[i].comm);
+                free(p[i].session);
+        }
+        free(p);
+}
+
+static int view_process_cmp(const void *a, const void *b) {
+        pid_t x = ((const ViewProcess *) a)->pid, y = ((const ViewProcess *) b)->pid;
+
+        return x < y ? -1 : x > y;
+}
+
+/* The real uid of "Uid:\t<real>\t<effective>…" in /proc/PID/status. */
+static int read_real_uid(int dir_fd, uid_t *ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t size = 0;
+        int fd;
+
+        fd = openat(dir_fd, "status", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "re");
+        if (!f) {
+                close(fd);
+                return -errno;
+        }
+        while (getline(&line, &size, f) >= 0) {
+                unsigned long u;
+                char *end;
+
+                if (strncmp(line, "Uid:", 4) != 0)
+                        continue;
+                errno = 0;
+                u = strtoul(line + 4, &end, 10);
+                if (errno != 0 || end == line + 4 || u >= (unsigned long) (uid_t) -1)
+                        return -EINVAL;
+                *ret = (uid_t) u;
+                return 0;
+        }
+        return -ENODATA;
+}
+
+static char *read_comm(int dir_fd) {
+        char buf[64];
+        ssize_t n;
+        int fd;
+
+        fd = openat(dir_fd, "comm", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return strdup("");
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n < 0)
+                n = 0;
+        if (n > 0 && buf[n - 1] == '\n')
+                n--;
+        return text_escape_bytes(buf, (size_t) n);
+}
+
+int view_processes_list(int mntns_fd, ViewProcess **ret, size_t *ret_n) {
+        struct stat ns;
+
+        if (fstat(mntns_fd, &ns) < 0)
+                return -errno;
+        return view_processes_list_by_id(ns.st_dev, ns.st_ino, ret, ret_n);
+}
+
+int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *ret_n) {
+        _cleanup_(closedirp) DIR *proc = NULL;
+        ViewProcess *a = NULL;
+        size_t n = 0;
+        struct dirent *de;
+        int r = 0;
+
+        proc = opendir("/proc");
+        if (!proc)
+                return -errno;
+
+        while ((de = readdir(proc))) {
+                _cleanup_close_ int dir_fd = -EBADF;
+                ViewProcess p = {};
+                struct stat st;
+                char *end;
+                long pid;
+
+                errno = 0;
+                pid = strtol(de->d_name, &end, 10);
+                if (errno != 0 || *end || pid <= 0)
+                        continue;
+                dir_fd = openat(dirfd(proc), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dir_fd < 0)
+                        continue;
+                /* stat() of the nsfs link, not its text: the device too, as nsfs inodes are per device. */
+                if (fstatat(dir_fd, "ns/mnt", &st, 0) < 0 || st.st_dev != dev || st.st_ino != ino)
+                        continue;
+                if (read_real_uid(dir_fd, &p.uid) < 0)
+                        continue; /* gone meanwhile */
+                p.pid = (pid_t) pid;
+                p.comm = read_comm(dir_fd);
+                if (sd_pid_get_session(p.pid, &p.session) < 0)
+                        p.session = strdup("");
+                if (!p.comm || !p.session) {
+                        free(p.comm);
+                        free(p.session);
+                        r = -ENOMEM;
+                        break;
+                }
+                if (n % 64 == 0) {
+                        ViewProcess *b = realloc(a, (n + 64) * sizeof(ViewProcess));
+                        if (!b) {
+                                free(p.comm);
+                                free(p.session);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        a = b;
+                }
+                a[n++] = p;
+        }
+        if (r < 0) {
+                view_processes_free(a, n);
+                return r;
+        }
+        qsort(a, n, sizeof(ViewProcess), view_process_cmp);
+        /* Bounded: the lowest pids, the longest-running ones as a rule. */
+        while (n > VIEW_PROCESSES_MAX) {
+                n--;
+                free(a[n].comm);
+                free(a[n].session);
+        }
+        *ret = a;
+        *ret_n = n;
+        return 0;
+}

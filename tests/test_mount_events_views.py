@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The aggregated subscription (Manager.SubscribeViews(), the ViewsMountsChanged signal), and
+that every kind of subscriber hears each mount once attached and once detached, on the
+fanotify path and on the poll path (the daemon's test knob NSM_MOUNT_EVENTS=poll), docs/
+mount-events.md and docs/interface.md."""
+
+import collections
+import time
+
+import dbus
+import pytest
+
+from helpers import E_LIMIT_EXCEEDED, create, expect_error, ns_path, wait_until
+from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, timeout
+from test_mount_events import view_watch_fds
+
+MODES = {
+    "fanotify": {},
+    "poll": {"env": {"NSM_MOUNT_EVENTS": "poll"}},
+}
+USERS = ("alice", "bob", "carol")
+
+
+def subscriber(sb, kind, user=None):
+    """A connection of its own subscribed as `kind`: "view" (Namespace.Subscribe() of user),
+    "all" (Manager.Subscribe()) or "views" (Manager.SubscribeViews())."""
+    rec = sb.signals()
+    if kind == "view":
+        dbus.Interface(rec.bus.get_object(BUS_NAME, ns_path(user)), NAMESPACE_IFACE).Subscribe()
+    else:
+        manager = dbus.Interface(rec.bus.get_object(BUS_NAME, MANAGER_PATH), MANAGER_IFACE)
+        manager.SubscribeViews() if kind == "views" else manager.Subscribe()
+    return rec
+
+
+def per_view(rec, path):
+    """MountsChanged of the view at `path`: attached [(id, point)], detached [id]."""
+    sigs = [s for s in rec.received if s[1] == "MountsChanged" and str(s[2]) == path]
+    return ([(int(i), str(m)) for s in sigs for (i, _, m) in s[3][0]], [int(i) for s in sigs for i in s[3][1]])
+
+
+def aggregated(rec):
+    """ViewsMountsChanged so far: Counters of (point, view path) attached and detached."""
+    attached, detached = collections.Counter(), collections.Counter()
+    for s in rec.received:
+        if s[1] != "ViewsMountsChanged":
+            continue
+        assert str(s[2]) == MANAGER_PATH
+        for counter, entries in ((attached, s[3][0]), (detached, s[3][1])):
+            for point, views in entries:
+                for v in views:
+                    counter[(str(point), str(v))] += 1
+    return attached, detached
+
+
+def drain_until(recs, done, what, wait=20):
+    deadline = time.monotonic() + timeout(wait)
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout(wait)}s for {what}")
+        for r in recs:
+            r.drain(0.02)
+
+
+def test_views_subscription_lists_a_host_mount_once_with_its_views(daemon):
+    """A host mount that reaches every view is one entry naming the views; a mount made in one
+    view names that view alone; no MountsChanged is sent for an aggregated subscriber alone
+    (a listener subscribed to nothing would hear any); the host's own changes come as
+    HostMountsChanged."""
+    paths = create(daemon, *USERS)
+    listener = daemon.signals()
+    rec = subscriber(daemon, "views")
+    daemon.mount_cd("/mnt/cd")
+    daemon.mount_tmpfs("/home/bob/own", view="bob")
+    drain_until([rec, listener], lambda: aggregated(rec)[0][("/home/bob/own", ns_path("bob"))] and
+                all(aggregated(rec)[0][("/mnt/cd", p)] for p in paths), "ViewsMountsChanged of /mnt/cd and /home/bob/own")
+    entries = [(str(point), sorted(map(str, views))) for s in rec.received if s[1] == "ViewsMountsChanged"
+               for point, views in s[3][0]]
+    assert ("/mnt/cd", sorted(paths)) in entries, f"one entry with every view: {entries}"
+    assert ("/home/bob/own", [ns_path("bob")]) in entries, entries
+    drain_until([rec], lambda: any(s[1] == "HostMountsChanged" for s in rec.received), "HostMountsChanged of /mnt/cd")
+    daemon.umount("/mnt/cd")
+    drain_until([rec, listener], lambda: all(aggregated(rec)[1][("/mnt/cd", p)] for p in paths),
+                "/mnt/cd detached in every view")
+    listener.drain(0.3)
+    assert not [s for s in listener.received if s[1] == "MountsChanged"], \
+        "an aggregated subscriber alone made the daemon send per-view signals"
+    assert not [s for s in rec.received if s[1] == "MountsChanged"]
+
+
+def test_views_subscription_is_budgeted_and_ends_with_its_name(daemon):
+    """It counts against the per-uid cap as Subscribe does; twice from one name is one; the
+    name gone, the watches end."""
+    create(daemon, "alice")
+    recs = [subscriber(daemon, "views")]
+    m = dbus.Interface(recs[0].bus.get_object(BUS_NAME, MANAGER_PATH), MANAGER_IFACE)
+    m.SubscribeViews()
+    m.UnsubscribeViews()
+    m.UnsubscribeViews()
+    wait_until(lambda: view_watch_fds(daemon) == [], "the watch to end with UnsubscribeViews")
+    m.SubscribeViews()
+    wait_until(lambda: view_watch_fds(daemon), "the watch of every view")
+    recs[0].close()
+    wait_until(lambda: view_watch_fds(daemon) == [], "the watch to end with the subscriber's name")
+
+
+# alice's subscriptions, each from a bus name of its own, as a user's client would.
+CAPPED = r"""
+import json, sys, dbus
+results, buses = [], []
+for i in range(int(sys.argv[1])):
+    bus = dbus.bus.BusConnection("unix:path=/run/dbus/system_bus_socket")
+    buses.append(bus)
+    try:
+        m = dbus.Interface(bus.get_object("org.example.NSManager", "/org/example/NSManager"),
+                           "org.example.NSManager.Manager")
+        (m.SubscribeViews if i % 2 else m.Subscribe)()
+        results.append("ok")
+    except dbus.DBusException as e:
+        results.append(e.get_dbus_name())
+print(json.dumps(results), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_views_subscriptions_count_against_the_per_uid_cap(daemon):
+    import json
+    import subprocess
+    create(daemon, "alice")
+    p = subprocess.Popen(["setpriv", "--reuid=2001", "--regid=2001", "--clear-groups", "/usr/bin/python3", "-c",
+                          CAPPED, "33"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        results = json.loads(p.stdout.readline())
+        assert results == ["ok"] * 32 + [E_LIMIT_EXCEEDED], results
+    finally:
+        p.stdin.close()
+        p.wait(timeout(10))
+    wait_until(lambda: view_watch_fds(daemon) == [], "every watch to end with its subscribers")
+
+
+ROUNDS = 3
+HOST_MOUNTS = 4
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_subscriber_hears_each_mount_once(sandbox, request, mode):
+    """3 views × 4 host mounts under the slave rest of / per round, and right after them (no
+    pause) a mount made in one view, then all unmounted, 3 rounds (each mount heard before it
+    goes: one attached and detached within an interval may be in neither list): every per-view subscriber,
+    a Manager subscriber and an aggregated one each hear every mount once attached and once
+    detached, none missed, none twice."""
+    request.applymarker(pytest.mark.daemon_config(**MODES[mode]))
+    sb = request.getfixturevalue("daemon")
+    assert sb.properties()["MountEvents"] == mode
+    paths = dict(zip(USERS, create(sb, *USERS)))
+    views = {u: subscriber(sb, "view", u) for u in USERS}
+    everything = subscriber(sb, "all")
+    agg = subscriber(sb, "views")
+    recs = [*views.values(), everything, agg]
+
+    expected = collections.Counter()          # (point, view path) → mounts attached there
+    gone = collections.Counter()              # … and detached
+
+    def heard(rec, u):
+        attached, detached = per_view(rec, paths[u])
+        want = collections.Counter(p for (p, v), n in expected.items() if v == paths[u] for _ in range(n))
+        ids = {p: [i for i, q in attached if q == p] for p in want}
+        want_gone = [i for (p, v), n in gone.items() if v == paths[u] for i in ids.get(p, [])[:n]]
+        return collections.Counter(p for _, p in attached) == want and sorted(detached) == sorted(want_gone)
+
+    def all_heard():
+        return (all(heard(views[u], u) for u in USERS) and all(heard(everything, u) for u in USERS) and
+                aggregated(agg) == (expected, gone))
+
+    def state():
+        return (f"per view: { {u: per_view(views[u], paths[u]) for u in USERS} }\n"
+                f"manager: { {u: per_view(everything, paths[u]) for u in USERS} }\n"
+                f"aggregated: {aggregated(agg)}\nexpected: {expected}\ngone: {gone}")
+
+    def wait_all(what):
+        try:
+            drain_until(recs, all_heard, what, wait=30)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{state()}") from None
+
+    for r in range(ROUNDS):
+        points = [f"/mnt/ev{r}-{i}" for i in range(HOST_MOUNTS)]
+        owner = USERS[r % 3]
+        local = f"/home/{owner}/local{r}"
+        for p in points:
+            sb.mount_tmpfs(p)
+        sb.mount_tmpfs(local, view=owner)      # the lost-event race: right after the host's
+        changed = [(p, paths[u]) for p in points for u in USERS] + [(local, paths[owner])]
+        expected.update(changed)
+        wait_all(f"round {r}: every subscriber to hear every mount attached")
+        for p in points:
+            sb.umount(p)
+        sb.umount(local, view=owner)
+        gone.update(changed)
+        wait_all(f"round {r}: every subscriber to hear every mount detached")
+
+    # A last mount, heard by all: a duplicate of any earlier change would have come before it.
+    sb.mount_tmpfs("/mnt/ev-end")
+    for u in USERS:
+        expected[("/mnt/ev-end", paths[u])] += 1
+    drain_until(recs, lambda: all(("/mnt/ev-end" in [p for _, p in per_view(r, paths[u])[0]])
+                                  for u in USERS for r in (views[u], everything)) and
+                all(aggregated(agg)[0][("/mnt/ev-end", paths[u])] for u in USERS), "/mnt/ev-end")
+    sb.umount("/mnt/ev-end")
+    assert aggregated(agg)[1] == gone, state()
+    for u in USERS:
+        attached, detached = per_view(views[u], paths[u])
+        assert len(attached) == len({i for i, _ in attached}), f"{u}: a mount listed twice: {attached}"
+        assert collections.Counter(p for _, p in attached) == \
+            collections.Counter(p for (p, v), n in expected.items() if v == paths[u] for _ in range(n)), state()
+        assert per_view(everything, paths[u])[0] == attached or \
+            sorted(per_view(everything, paths[u])[0]) == sorted(attached), state()
+    assert aggregated(agg)[0] == expected, state()
+
+
+STORM = 8500      # mounts and unmounts: 17,000 events, past the kernel's default queue of 16,384
+
+
+@pytest.mark.daemon_config(env={"NSM_FANOTIFY_QUEUE": "bounded"})
+def test_an_overflow_of_the_kernels_queue_is_read_again(daemon):
+    """The daemon asks for an unlimited fanotify queue; with the kernel's default one (the test
+    knob NSM_FANOTIFY_QUEUE=bounded) 8,500 host mounts and unmounts while the daemon is
+    stopped overflow it, and the events of what came last are lost. The daemon reads the host's
+    table again: a Manager subscriber still hears of the mount that went meanwhile and of the
+    one that stayed, each once."""
+    import os
+    import signal
+    from sandbox import sys_mount, sys_umount
+    assert daemon.properties()["MountEvents"] == "fanotify"
+    rec = subscriber(daemon, "all")
+
+    def host(point):
+        sigs = [s for s in rec.received if s[1] == "HostMountsChanged"]
+        return ([int(i) for s in sigs for (i, _, m) in s[3][0] if str(m) == point], [int(i) for s in sigs for i in s[3][1]])
+
+    daemon.mount_tmpfs("/mnt/before")
+    drain_until([rec], lambda: host("/mnt/before")[0], "/mnt/before attached")
+    [before] = host("/mnt/before")[0]
+    storm = daemon.subtree_root.parent / "storm"
+    storm.mkdir()
+    os.kill(daemon.daemon.pid, signal.SIGSTOP)
+    try:
+        for _ in range(STORM):
+            sys_mount("storm", str(storm), "tmpfs", 0, "size=16k")
+            sys_umount(str(storm))
+        daemon.umount("/mnt/before")
+        daemon.mount_tmpfs("/mnt/kept")
+    finally:
+        os.kill(daemon.daemon.pid, signal.SIGCONT)
+    drain_until([rec], lambda: host("/mnt/kept")[0] and before in host("/mnt/kept")[1], "/mnt/kept attached and "
+                "/mnt/before detached after the overflow", wait=30)
+    assert "dropped mount events" in daemon.daemon_log.read_text(), "the queue did not overflow"
+    rec.drain(0.3)
+    assert len(host("/mnt/kept")[0]) == 1 and host("/mnt/kept")[1].count(before) == 1, host("/mnt/kept")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_follow_prints_a_bind_made_right_after_a_host_mount(sandbox, request, mode):
+    """A host mount and, right after it, a bind in alice's view come in one MountsChanged and
+    nsctl --follow prints both lines at once. The tests' reader of its output used to read a
+    buffered line and then wait on the pipe: the second line sat in the buffer and the bind
+    looked lost (now it reads the pipe itself, tests/test_mount_events.py's Follow)."""
+    from test_mount_events import Follow
+    request.applymarker(pytest.mark.daemon_config(**MODES[mode]))
+    sb = request.getfixturevalue("daemon")
+    create(sb, "alice")
+    f = Follow(sb, "alice")
+    try:
+        f.wait_line(lambda line: line.startswith("ACTION"), "the header")
+        for i in range(20):
+            sb.mount_tmpfs(f"/mnt/r{i}")
+            sb.in_view("alice", ["sh", "-c", f"mkdir -p /home/alice/b{i} && mount --bind /home/alice/b{i} /home/alice/b{i}"],
+                       check=True)
+            f.wait_line(lambda line, i=i: line.startswith("mount") and f" /mnt/r{i} " in line, f"mounting /mnt/r{i}")
+            f.wait_line(lambda line, i=i: line.startswith("mount") and f" /home/alice/b{i} " in line,
+                        f"binding /home/alice/b{i}")
+    finally:
+        f.stop()
