@@ -60,7 +60,7 @@ static void test_refusals(void) {
 }
 
 /* The line goes through a real child into a pipe; the daemon's copy of the write end is
- * closed as soon as the child is started, as attach.c does. */
+ * closed as soon as the child is started, as attach-process.c does. */
 static void test_child(void) {
         _cleanup_free_ void *msg = NULL;
         Answer written = {}, no_fd = {};

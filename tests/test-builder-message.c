@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "builder-main.h"
 #include "builder-message.h"
 #include "ipc-fields.h"
 #include "ipc.h"

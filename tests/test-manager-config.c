@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* src/nsmanagerd/manager-config.c: nsmanagerd.conf, its drop-ins, group.d and user.d, the policy
+/* src/config/manager-config.c: nsmanagerd.conf, its drop-ins, group.d and user.d, the policy
  * composed from them, and every refusal with file and line. TAP output. */
 #include <sys/stat.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit tests of src/nsmanagerd/view-policy.c (reading a policy) and view-policy-apply.c (applying
+/* Unit tests of src/config/view-policy.c (reading a policy) and view-policy-apply.c (applying
  * it). TAP output.
  *
  *   test-view-policy specifiers   the pure parts: specifier expansion and view_policy_check()

@@ -2,7 +2,7 @@
 """Manager.Attach in the sandbox, where systemd is not PID 1 and the daemon forks the
 command itself (docs/attach.md): who the command runs as, AttachTasksMax=, its pipes and
 pty, and its refusals (each named, before anything starts). At the end, the daemon's use of
-the bus where systemd is PID 1 (attach-unit.c), against tests/systemd-standin.c, the part of
+the bus where systemd is PID 1 (attach-unit.c), against tests/helpers/systemd-standin.c, the part of
 systemd's bus API it calls: its match rules and its calls in flight (tests/test_nspawn_attach.py
 has the real systemd).
 
@@ -485,7 +485,7 @@ def test_attach_exec_takes_the_command_from_its_environment(tmp_path):
     NSMANAGER_ATTACH_* variable, NSMANAGER_ATTACH_NAMESPACE included, and says why, exit
     127, when the command is not there."""
     from sandbox import build_dir
-    binary = build_dir() / "src/nsmanagerd/nsmanager-attach-exec"
+    binary = build_dir() / "src/attach-exec/nsmanager-attach-exec"
     where = tmp_path / "a\nb"
     where.mkdir()
     script = 'printf "%s|" "$PWD" "$X" "$0" "${NSMANAGER_ATTACH_NAMESPACE-unset}"; env | grep -c "^NSMANAGER_ATTACH_"'
@@ -608,7 +608,7 @@ MANY = 300
 
 @pytest.fixture
 def systemd_standin(daemon):
-    """tests/systemd-standin.c owns org.freedesktop.systemd1 on the sandbox's bus, and
+    """tests/helpers/systemd-standin.c owns org.freedesktop.systemd1 on the sandbox's bus, and
     /run/systemd/system (the sandbox's /run) makes the daemon believe systemd is PID 1:
     Attach() goes through attach-unit.c, as on a booted machine."""
     made_run_systemd = not os.path.exists("/run/systemd")

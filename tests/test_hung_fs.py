@@ -2,7 +2,7 @@
 """A hung file system or a greedy user never stalls the daemon for everyone else.
 
 Every login goes through one daemon: whatever one user's view holds, no other user's call
-may wait on it. The hung file system is a FUSE server of the tests' own (tests/fuse-hang.c)
+may wait on it. The hung file system is a FUSE server of the tests' own (tests/helpers/fuse-hang.c)
 that never answers, mounted with allow_other as `sshfs -o allow_other` would be:
 
   never-read     requests are never read: a process waiting for one can be killed

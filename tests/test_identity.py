@@ -4,7 +4,7 @@
 Sites take their users from sssd or winbind, which answer a user by other spellings than her
 canonical name: ALICE (case_sensitive = false), alice@CORP.EXAMPLE and longer forms (names
 with a domain), CORP\\alice (winbind). sshd, login and display managers hand PAM the name as
-it was typed (runuser and su do not: they hand PAM the pw_name NSS gave them). Here an NSS source of the tests' own (tests/nss-nsmtest.c, libnss_nsmtest.so.2)
+it was typed (runuser and su do not: they hand PAM the pw_name NSS gave them). Here an NSS source of the tests' own (tests/helpers/nss-nsmtest.c, libnss_nsmtest.so.2)
 answers those spellings for the test users, knows gina@corp.example (a site whose canonical
 names are fully qualified) and the group "domain users@corp.example", and can be slow for names
 it does not know, as an unreachable directory server is. It is loaded through copies of

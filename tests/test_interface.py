@@ -84,7 +84,7 @@ def test_interface_md_names_every_error_and_key():
     errors = [("org.example.NSManager.Error." if prefix == "NSM" else "org.freedesktop.DBus.Error.") + name
               for prefix, name in re.findall(r'(NSM|DBUS)_ERROR_PREFIX "(\w+)"', table)]
     assert len(errors) > 9, "no error names found in nsm-error.c"
-    keys = re.findall(r'\{ "(?:Manager|View)",\s*"(\w+)"', (SOURCE / "src/nsmanagerd/manager-config.c").read_text())
+    keys = re.findall(r'\{ "(?:Manager|View)",\s*"(\w+)"', (SOURCE / "src/config/manager-config.c").read_text())
     assert len(keys) > 10, "no configuration keys found in manager-config.c"
     man = (SOURCE / "man/nsmanagerd.conf.5").read_text()
     assert not [e for e in errors if f"`{e}`" not in doc], "docs/interface.md lacks an error"

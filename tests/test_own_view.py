@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""What a user may do to their own view (docs/security.md, src/children/own-view-rules.h).
+"""What a user may do to their own view (docs/security.md, src/shared/own-view-rules.h).
 
 Root runs inside every view (su, setuid programs, the PAM modules of the next login,
 `nsctl attach` as root), so a user who changes what a path shows there changes what root
@@ -45,7 +45,7 @@ polkit.addRule(function(action, subject) {
 """
 
 RULE_WORDS = ("owned", "regular file", "SharedSubtrees", "policy", "not a bind made for", "reachable", "own binds", "not a mount point")
-# Words of single rules' sentences (src/children/own-view-rules.c), for refused(rule=).
+# Words of single rules' sentences (src/shared/own-view-rules.c), for refused(rule=).
 NOT_HERS = "bind only onto their own files"
 NOT_HER_DIR = "only inside a directory of their own"
 NOT_HER_BIND = "is not a bind made for the caller"
@@ -55,7 +55,7 @@ INSIDE_HER_BIND = "lies inside one of the caller's binds and is not one itself"
 
 def refused(result, what, names=(E_ACCESS_DENIED,), rule=None):
     """A refusal with one of the names and a message naming the rule (with `rule`: that
-    one, by words of its sentence in src/children/own-view-rules.c)."""
+    one, by words of its sentence in src/shared/own-view-rules.c)."""
     assert "error" in result, f"{what} was allowed"
     assert result["error"] in names, f"{what}: expected {names}, got {result}"
     assert any(w in result["message"] for w in RULE_WORDS) or result["error"] == E_INVALID_PATH, \

@@ -27,7 +27,7 @@ DEBUG = pytest.mark.daemon_config(args=["--debug"])
 
 
 def private_call(*args: str, hold: bool = False):
-    """tests/private-call.c: a call on the private socket through sd-bus, as the module makes
+    """tests/helpers/private-call.c: a call on the private socket through sd-bus, as the module makes
     it. Returns its first line ("ok N" with N fds, or "ERROR-NAME message"); with hold=True the
     process too, which holds the reply's fds until its stdin closes."""
     p = subprocess.Popen([str(sb_module.build_dir() / "tests" / "private-call")] + list(args),

@@ -182,7 +182,7 @@ def namespace_gone(sb, user):
 def test_a_restored_session_is_the_same_process(daemon):
     """nsmanagerd is killed (SIGKILL) while two sessions of alice's are open; the leader of
     one ends while the daemon is down, and its pid goes to an unrelated process (clone3 with
-    set_tid: tests/spawn-at-pid.c). The restarted daemon matches a session by its leader's
+    set_tid: tests/helpers/spawn-at-pid.c). The restarted daemon matches a session by its leader's
     pid and start time: it closes that session instead of taking the new process for its
     leader (which would keep the namespace alive as long as that process lives), keeps the
     other one, and still sees that one's leader end."""

@@ -8,7 +8,7 @@ everyone but the daemon. Any bus client may attach fds to any message, to a call
 refuses too, and sd-bus closes them when it frees the message, in the event loop: one such fd
 of alice's froze the daemon for everybody, logins included, until her server went away.
 
-The FUSE server here is the tests' own (tests/fuse-hang.c, "flush-hang"): mounted for alice
+The FUSE server here is the tests' own (tests/helpers/fuse-hang.c, "flush-hang"): mounted for alice
 without allow_other, as her fusermount3 would, it answers every request, reads of 'file'
 included, except FLUSH from the daemon and its children. alice opens 'file' and sends the
 fd: on a call the daemon refuses (ListNamespaces takes no fd), and as the stdin of Attach.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The per-user [View] policy (src/nsmanagerd/view-policy.c, view-policy-apply.c), end to end.
+"""The per-user [View] policy (src/config/view-policy.c, view-policy-apply.c), end to end.
 
 Policies come from the sandbox's nsmanagerd.conf, group.d/GROUP.conf and
 user.d/USER.conf (the `daemon` fixture's daemon_config marker); views are built by

@@ -3,7 +3,6 @@
 #include <sched.h>
 #include <sys/stat.h>
 
-#include "builder-main.h"
 #include "builder-message.h"
 #include "child-setup.h"
 #include "ipc-fields.h"
@@ -65,7 +64,7 @@ static int handle_build(BuilderProcess *p, const BuilderCall *c, NsmError *error
                 if (r < 0)
                         break;
                 stage = VIEW_STAGE_PIN;
-                r = registry_pin(p->registry_fd, p->host_ns_fd, p->pins_dir, spec.name, ns_fd);
+                r = registry_pin_view(p->registry_fd, p->host_ns_fd, p->pins_dir, spec.name, ns_fd);
                 if (r != -EINVAL)
                         break;
                 /* Made on a CPU whose namespace ids are older than the registry's (registry.h):

@@ -15,7 +15,6 @@
 #include "registry.h"
 
 /* <linux/nsfs.h> of Debian 12 predates these (Linux 6.8 and 6.18). */
-#define NSM_NS_GET_MNTNS_ID _IOR(0xb7, 0x5, uint64_t)
 #define NSM_NS_GET_ID _IOR(0xb7, 13, uint64_t)
 
 #define NS_ID_BATCH 4096
@@ -27,13 +26,6 @@ int set_cpu(int cpu) {
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
         return sched_setaffinity(0, sizeof set, &set) < 0 ? -errno : 0;
-}
-
-uint64_t mntns_get_id(int fd) {
-        uint64_t id = 0;
-        if (ioctl(fd, NSM_NS_GET_MNTNS_ID, &id) < 0)
-                return 0;
-        return id;
 }
 
 /* 1 if fd is an nsfs file of a mount namespace, 0 if not. */
@@ -142,7 +134,7 @@ int registry_open(const char *registry_pin, const char *pins_dir, int host_ns_fd
         return 1;
 }
 
-int registry_pin(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name, int ns_fd) {
+int registry_pin_view(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name, int ns_fd) {
         _cleanup_free_ char *pin = NULL;
         int r;
 

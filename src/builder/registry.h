@@ -17,7 +17,7 @@ int registry_open(const char *registry_pin, const char *pins_dir, int host_ns_fd
 
 /* Pins the mount namespace ns_fd as pins_dir/name inside the registry. -EINVAL can mean that
  * the namespace looks older than the registry (see namespace_ids_pass() below). */
-int registry_pin(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name, int ns_fd);
+int registry_pin_view(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name, int ns_fd);
 int registry_unpin(int registry_fd, int host_ns_fd, const char *pins_dir, const char *name);
 
 /* Calls cb(name, fd) for every pin; fd is an nsfs fd owned by the callee, or -ENOENT for a
@@ -32,6 +32,4 @@ int registry_list(int registry_fd, int host_ns_fd, const char *pins_dir,
  * dropping UTS namespaces (a few µs each), or through one whole batch when the kernel cannot
  * tell ids (floor_id 0). host_uts_fd: our UTS namespace, to return to. */
 int namespace_ids_pass(uint64_t floor_id, int host_uts_fd);
-/* The id of the mount namespace ns_fd (Linux ≥ 6.8), 0 if the kernel cannot tell. */
-uint64_t mntns_get_id(int ns_fd);
 int set_cpu(int cpu);

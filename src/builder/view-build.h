@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "builder-message.h"
 #include "mount-util.h"
 
 /* Building a user's view: a new mount namespace whose root is a recursive copy of the host's
@@ -9,14 +10,6 @@
  * syscalls, no fork. Nothing here looks up a path a user controls (the [View] policy, which
  * does, runs afterwards in a killable child: view-policy.c), so the builder cannot get stuck
  * on a user's file system. */
-
-typedef struct ViewSpec {
-        const char *name;                /* the user */
-        const char *subtree_root;
-        char **shared_subtrees;
-        ViewPropagation propagation;
-        MountTableCache *host_mounts;    /* the host's mount table (builder.c) */
-} ViewSpec;
 
 /* The step that failed, for the message the caller gets. */
 typedef enum ViewStage {

@@ -525,7 +525,7 @@ static int call_open_attach(sd_bus *bus, const char *user, char **command, bool 
         if (r >= 0)
                 r = sd_bus_message_append(m, "st", cwd ?: "", pty ? OPEN_ATTACH_PTY : 0);
         if (r >= 0)
-                r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
+                r = sd_bus_message_set_allow_interactive_authorization(m, arg_bus.ask_password);
         if (r < 0)
                 return log_error_errno(r, "Failed to build the OpenAttach call: %m");
 

@@ -10,7 +10,84 @@
 
 #include "bus-errors.h"
 #include "bus-util.h"
-#include "nsctl.h"
+#include "log.h"
+#include "nsctl-bus.h"
+#include "strv.h"
+#include "text-escape.h"
+
+BusSettings arg_bus = {
+        .transport = BUS_TRANSPORT_LOCAL,
+        .ask_password_mode = -1,
+        .ask_password = true,
+};
+
+/* Why polkit could not ask for a password, for a refusal that says it would have to. */
+static const char *no_agent_reason(void) {
+        if (arg_bus.ask_password_mode == 0)
+                return "--no-ask-password was given";
+        if (arg_bus.transport != BUS_TRANSPORT_LOCAL)
+                return "the daemon is on another machine, whose polkit cannot reach this terminal";
+        return "standard input is not a terminal";
+}
+
+/* Errors whose D-Bus text would not tell a person what to do. NULL: the daemon's message is
+ * fine as it is. */
+static char *error_advice(const sd_bus_error *error) {
+        char *s = NULL;
+
+        if (sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
+                if (asprintf(&s, "nsmanagerd is not running%s%s, and the bus cannot start it (is nsmanager "
+                             "installed?). Check with: systemctl status nsmanagerd; busctl status %s",
+                             arg_bus.host ? " on " : "", arg_bus.host ?: "", NSM_BUS_NAME) < 0)
+                        return NULL;
+                return s;
+        }
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED)) {
+                if (asprintf(&s, "%s No polkit agent can ask for a password here (%s): run it as root (sudo nsctl ...)%s.",
+                             error->message ?: "Authorization is required.", no_agent_reason(),
+                             arg_bus.transport == BUS_TRANSPORT_LOCAL && arg_bus.ask_password_mode != 0 ?
+                             ", or with --ask-password where a polkit agent runs in this session" : "") < 0)
+                        return NULL;
+                return s;
+        }
+        return NULL;
+}
+
+/* The daemon's message is meant for people: print it, never the D-Bus error name. An error
+ * sd-bus made up from an errno of ours (the connection failed: "System.Error.ENOTCONN") says
+ * nothing about the call, so the context goes first then. */
+int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
+        _cleanup_free_ char *context = NULL, *advice = NULL;
+        va_list ap;
+        int k;
+
+        advice = error ? error_advice(error) : NULL;
+        if (advice)
+                return log_error_errno(r, "%s", advice);
+
+        if (error && error->message && error->message[0] &&
+            !(error->name && strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0)) {
+                _cleanup_free_ char *message = NULL;
+
+                /* The daemon escaped the sentence (text-escape.h); the log escapes what it prints
+                 * by the same rule, so it gets the bytes back first and the text comes out as the
+                 * daemon sent it, escaped once. A message that is not an escape is passed on as
+                 * it came, and escaped there. */
+                if (text_unescape(error->message, &message) < 0) {
+                        message = strdup(error->message);
+                        if (!message)
+                                return log_oom();
+                }
+                return log_error_errno(r, "%s", message);
+        }
+
+        va_start(ap, fmt);
+        k = vasprintf(&context, fmt, ap);
+        va_end(ap);
+        if (k < 0)
+                return log_oom();
+        return log_error_errno(r, "%s: %m", context);
+}
 
 int bus_connect(sd_bus **ret) {
         sd_bus *bus = NULL;
@@ -22,7 +99,7 @@ int bus_connect(sd_bus **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to register the error map: %m");
 
-        switch (arg_transport) {
+        switch (arg_bus.transport) {
         case BUS_TRANSPORT_LOCAL:
                 /* sd_bus_open_system() honours $DBUS_SYSTEM_BUS_ADDRESS. */
                 r = sd_bus_open_system(&bus);
@@ -31,20 +108,20 @@ int bus_connect(sd_bus **ret) {
                 break;
         case BUS_TRANSPORT_REMOTE:
                 /* "ssh -xT [-p PORT] [USER@]HOST systemd-stdio-bridge": the remote system bus. */
-                r = sd_bus_open_system_remote(&bus, arg_host);
+                r = sd_bus_open_system_remote(&bus, arg_bus.host);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to connect to the system bus of '%s' over ssh: %m", arg_host);
+                        return log_error_errno(r, "Failed to connect to the system bus of '%s' over ssh: %m", arg_bus.host);
                 break;
         case BUS_TRANSPORT_MACHINE:
                 /* Enters the namespaces of the container's leader, which libsystemd finds in
                  * systemd-machined's /run/systemd/machines/NAME, and connects to the system bus
                  * there. ".host" names this machine's own bus. */
-                r = sd_bus_open_system_machine(&bus, arg_host);
+                r = sd_bus_open_system_machine(&bus, arg_bus.host);
                 if (r == -EHOSTDOWN)
                         return log_error_errno(r, "Container '%s' is not running: systemd-machined knows no such machine.",
-                                               arg_host);
+                                               arg_bus.host);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to connect to the system bus of container '%s': %m", arg_host);
+                        return log_error_errno(r, "Failed to connect to the system bus of container '%s': %m", arg_bus.host);
                 break;
         default:
                 abort();
@@ -70,7 +147,7 @@ int manager_callv(sd_bus *bus, const char *member, uint64_t usec, sd_bus_error *
                         return r;
         }
 
-        r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
+        r = sd_bus_message_set_allow_interactive_authorization(m, arg_bus.ask_password);
         if (r < 0)
                 return r;
 
@@ -425,11 +502,11 @@ void polkit_agent_open_if_enabled(void) {
         char pidbuf[32], fdbuf[32];
         pid_t pid;
 
-        if (agent_pid > 0 || !arg_ask_password)
+        if (agent_pid > 0 || !arg_bus.ask_password)
                 return;
         /* The agent registers with this machine's polkitd; over --host or --machine another
          * polkitd decides, and nobody could answer it here. */
-        if (arg_transport != BUS_TRANSPORT_LOCAL)
+        if (arg_bus.transport != BUS_TRANSPORT_LOCAL)
                 return;
         if (geteuid() == 0) /* root is always allowed */
                 return;

@@ -27,13 +27,7 @@
 JsonMode arg_json = JSON_OFF;
 bool arg_no_pager = false;
 bool arg_no_legend = false;
-bool arg_ask_password = true;
-/* --ask-password (1), --no-ask-password (0), or neither (-1): ask where nsctl runs a polkit
- * agent itself, on this machine's terminal. main() resolves arg_ask_password from it. */
-static int arg_ask_password_mode = -1;
 bool arg_graph = false;
-BusTransport arg_transport = BUS_TRANSPORT_LOCAL;
-const char *arg_host = NULL;
 static bool arg_recursive = false;
 static bool arg_read_only = false;
 static bool arg_mkdir = false;
@@ -47,76 +41,6 @@ static bool arg_version = false;
 typedef struct Verb Verb;
 static const Verb *find_verb(const char *name);
 static void print_verb_synopsis(FILE *f, const Verb *v);
-
-/* ---- error reporting ---- */
-
-/* The daemon's message is meant for people: print it, never the D-Bus error name. An error
- * sd-bus made up from an errno of ours (the connection failed: "System.Error.ENOTCONN") says
- * nothing about the call, so the context goes first then. */
-/* Why polkit could not ask for a password, for a refusal that says it would have to. */
-static const char *no_agent_reason(void) {
-        if (arg_ask_password_mode == 0)
-                return "--no-ask-password was given";
-        if (arg_transport != BUS_TRANSPORT_LOCAL)
-                return "the daemon is on another machine, whose polkit cannot reach this terminal";
-        return "standard input is not a terminal";
-}
-
-/* Errors whose D-Bus text would not tell a person what to do. NULL: the daemon's message is
- * fine as it is. */
-static char *error_advice(const sd_bus_error *error) {
-        char *s = NULL;
-
-        if (sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
-                if (asprintf(&s, "nsmanagerd is not running%s%s, and the bus cannot start it (is nsmanager "
-                             "installed?). Check with: systemctl status nsmanagerd; busctl status %s",
-                             arg_host ? " on " : "", arg_host ?: "", NSM_BUS_NAME) < 0)
-                        return NULL;
-                return s;
-        }
-        if (sd_bus_error_has_name(error, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED)) {
-                if (asprintf(&s, "%s No polkit agent can ask for a password here (%s): run it as root (sudo nsctl ...)%s.",
-                             error->message ?: "Authorization is required.", no_agent_reason(),
-                             arg_transport == BUS_TRANSPORT_LOCAL && arg_ask_password_mode != 0 ?
-                             ", or with --ask-password where a polkit agent runs in this session" : "") < 0)
-                        return NULL;
-                return s;
-        }
-        return NULL;
-}
-
-int bus_log_error(const sd_bus_error *error, int r, const char *fmt, ...) {
-        _cleanup_free_ char *context = NULL, *advice = NULL;
-        va_list ap;
-        int k;
-
-        advice = error ? error_advice(error) : NULL;
-        if (advice)
-                return log_error_errno(r, "%s", advice);
-
-        if (error && error->message && error->message[0] &&
-            !(error->name && strncmp(error->name, "System.Error.", strlen("System.Error.")) == 0)) {
-                _cleanup_free_ char *message = NULL;
-
-                /* The daemon escaped the sentence (text-escape.h); the log escapes what it prints
-                 * by the same rule, so it gets the bytes back first and the text comes out as the
-                 * daemon sent it, escaped once. A message that is not an escape is passed on as
-                 * it came, and escaped there. */
-                if (text_unescape(error->message, &message) < 0) {
-                        message = strdup(error->message);
-                        if (!message)
-                                return log_oom();
-                }
-                return log_error_errno(r, "%s", message);
-        }
-
-        va_start(ap, fmt);
-        k = vasprintf(&context, fmt, ap);
-        va_end(ap);
-        if (k < 0)
-                return log_oom();
-        return log_error_errno(r, "%s: %m", context);
-}
 
 int verb_usage_error(const char *verb, const char *fmt, ...) {
         const Verb *v = verb ? find_verb(verb) : NULL;
@@ -154,7 +78,7 @@ static int check_verify(int argc, char **argv _unused_) {
 /* Timeout of calls that may wait for an interactive polkit authorization: only with our agent
  * on this machine's terminal (polkit_agent_open_if_enabled()). */
 static uint64_t call_timeout(void) {
-        return arg_ask_password ? UINT64_MAX : 0;
+        return arg_bus.ask_password ? UINT64_MAX : 0;
 }
 
 /* ---- list / status ---- */
@@ -326,7 +250,7 @@ static int call_by_id(sd_bus *bus, const char *member, const char *what, const c
         if (r >= 0)
                 r = sd_bus_message_append(m, "t", flags);
         if (r >= 0)
-                r = sd_bus_message_set_allow_interactive_authorization(m, arg_ask_password);
+                r = sd_bus_message_set_allow_interactive_authorization(m, arg_bus.ask_password);
         if (r < 0)
                 return log_error_errno(r, "Failed to build the call: %m");
         polkit_agent_open_if_enabled();
@@ -419,12 +343,12 @@ static int parse_json(const char *arg) {
 }
 
 static int parse_no_ask_password(const char *arg _unused_) {
-        arg_ask_password_mode = 0;
+        arg_bus.ask_password_mode = 0;
         return 0;
 }
 
 static int parse_ask_password(const char *arg _unused_) {
-        arg_ask_password_mode = 1;
+        arg_bus.ask_password_mode = 1;
         return 0;
 }
 
@@ -432,8 +356,8 @@ static int parse_ask_password(const char *arg _unused_) {
 static int parse_transport(BusTransport transport, const char *arg) {
         if (!arg[0])
                 return -EINVAL;
-        arg_transport = transport;
-        arg_host = arg;
+        arg_bus.transport = transport;
+        arg_bus.host = arg;
         return 0;
 }
 
@@ -864,7 +788,7 @@ static int resolve_user_argument(sd_bus *bus, const Verb *v, unsigned n_args, ch
                 return 0;
         arg = args[i];
 
-        if (arg_transport == BUS_TRANSPORT_LOCAL) {
+        if (arg_bus.transport == BUS_TRANSPORT_LOCAL) {
                 _cleanup_(user_record_done) UserRecord u = {};
                 bool numeric = parse_uid(arg, &uid) >= 0;
 
@@ -904,13 +828,13 @@ static int check_verb_usage(const Verb *v, const bool *seen, unsigned n_args, ch
         if (n_args > 1 && args[1][0] == '\0' && !(v->flags & (VERB_EMPTY_USER_IS_HOST | VERB_NO_BUS)))
                 return verb_usage_error(v->name, "empty user name");
 
-        if (v->local_only && arg_transport == BUS_TRANSPORT_REMOTE)
+        if (v->local_only && arg_bus.transport == BUS_TRANSPORT_REMOTE)
                 return verb_usage_error(v->name, "'%s' cannot work over --host: %s. Run nsctl on that machine "
-                                        "instead: ssh -t %s nsctl %s ...", v->name, v->local_only, arg_host, v->name);
-        if (v->local_only && arg_transport == BUS_TRANSPORT_MACHINE)
+                                        "instead: ssh -t %s nsctl %s ...", v->name, v->local_only, arg_bus.host, v->name);
+        if (v->local_only && arg_bus.transport == BUS_TRANSPORT_MACHINE)
                 return verb_usage_error(v->name, "'%s' cannot work over --machine: %s. Run nsctl in the container "
                                         "instead: machinectl shell %s /usr/bin/nsctl %s ...", v->name, v->local_only,
-                                        arg_host, v->name);
+                                        arg_bus.host, v->name);
 
         if (v->check)
                 return v->check((int) n_args, args);
@@ -940,8 +864,8 @@ int main(int argc, char *argv[]) {
         /* polkit may ask only where somebody can answer: the agent nsctl starts on this
          * machine's terminal, or one the session runs (--ask-password). Without one, a call
          * that needs a password is refused as such, and error_advice() says what to do. */
-        arg_ask_password = arg_ask_password_mode >= 0 ? arg_ask_password_mode :
-                arg_transport == BUS_TRANSPORT_LOCAL && isatty(STDIN_FILENO);
+        arg_bus.ask_password = arg_bus.ask_password_mode >= 0 ? arg_bus.ask_password_mode :
+                arg_bus.transport == BUS_TRANSPORT_LOCAL && isatty(STDIN_FILENO);
 
         args = argv + optind;
         n_args = (unsigned) (argc - optind);

@@ -26,7 +26,7 @@
 #include "attach-fork.h"
 #include "attach-process.h"
 #include "attach-unit.h"
-#include "attach.h"
+#include "attach-dbus.h"
 #include "audit.h"
 #include "bus-errors.h"
 #include "bus-polkit.h"

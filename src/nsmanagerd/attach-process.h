@@ -4,11 +4,8 @@
 /* The commands Attach() started and has not seen end yet, whichever way they were started:
  * by systemd as a transient service (attach-unit.c), or forked by the daemon where systemd is
  * not PID 1 (attach-fork.c). The list belongs to the Manager (Manager.attach_processes).
- *
- * The bottom of attach: attach.c calls none of the rooms above it. The two ways of starting
- * (attach-fork.h, attach-unit.h) call down into it, and the bus glue (attach-dbus.c) calls
- * them; what happens later (a start systemd finished or refused, the client hanging up) comes
- * back up through the callbacks a room above set here. */
+ * What happens later (a start systemd finished or refused, the client hanging up) comes back
+ * through the callbacks the callers set here: this file calls none of them. */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -104,3 +101,7 @@ void attach_process_report(AttachProcess *p, int code, int status);
 
 /* Calls on_gone(p) once when the client closes its end of the status fd. */
 int attach_process_watch_client(AttachProcess *p, void (*on_gone)(AttachProcess *p));
+
+/* Forgets the commands started by Attach(): their status fds are closed without a status line
+ * (the commands themselves go on). Called when the daemon exits. */
+void attach_done(Manager *m);

@@ -9,7 +9,6 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "builder-main.h"
 #include "builder-message.h"
 #include "builder.h"
 #include "log.h"

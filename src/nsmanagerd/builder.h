@@ -5,7 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "child.h"
-#include "view-build.h"
+#include "builder-message.h"
 
 /* The daemon's client of the view builder (src/builder/: its loop in builder-main.c, its
  * requests in builder-message.h): one long-lived helper process, forked at start-up, that holds

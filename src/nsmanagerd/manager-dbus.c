@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <sys/stat.h>
 
-#include "attach.h"
+#include "attach-dbus.h"
 #include "audit.h"
 #include "builder.h"
 #include "bus-creds.h"

@@ -64,7 +64,7 @@ typedef struct Manager {
         UserLookups *user_lookups; /* NSS lookups of the names callers send, off the loop (user-lookup.h) */
         IdMap *audit_limits;     /* uid_key(caller uid) → its audit records' window (audit.c) */
 
-        AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach.c) */
+        AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach-process.c) */
         AttachUnits *attach_units;       /* systemd's: the two matches, calls in flight (attach-unit.c) */
         MountEvents *mount_events;       /* subscribers' signals, ReleaseWithHost= (mount-events.c) */
         const MountEventsBus *mount_events_bus; /* what the bus glue does for them (mount-events-dbus.c) */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "namespace.h"
-#include "view-ops.h"
+#include "view-op-message.h"
 
 /* A namespace's state file, StateDirectory/namespaces/NAME: what a restart needs to know of it
  * (its sessions, binds, the [View] policy's mounts, propagation choices, subtrees still to

@@ -4,7 +4,7 @@
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
-#include "attach.h"
+#include "attach-process.h"
 #include "attach-unit.h"
 #include "bus-errors.h"
 #include "bus-request.h"
@@ -212,7 +212,7 @@ int main(int argc, char *argv[]) {
         if (arg_orphans)
                 return orphans(m);
 
-        /* sd-event wants these blocked; children unblock them again (child.c, attach.c). Blocked,
+        /* sd-event wants these blocked; children unblock them again (child.c, attach-process.c). Blocked,
          * a signal without its handler would never arrive: SIGTERM would be ignored until systemd
          * gives up and kills us. So no handler, no start (nothing has changed yet). */
         sigemptyset(&ss);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <time.h>
 
 #include "log.h"
@@ -27,6 +28,8 @@ struct OpQueue {
 static QueuedOp *queued_op_free(QueuedOp *op);
 
 OpQueue *op_queue_new(sd_event *event) {
+        assert(event);
+
         OpQueue *q = calloc(1, sizeof(OpQueue));
         if (!q)
                 return NULL;
@@ -143,6 +146,10 @@ int op_queue_add(OpQueue *q, uint64_t deadline, OpStartFunc start, OpFailFunc fa
         _cleanup_(queued_op_freep) QueuedOp *op = calloc(1, sizeof(QueuedOp));
         int r;
 
+        assert(q);
+        assert(start);
+        assert(fail);
+
         if (!op)
                 return -ENOMEM;
         *op = (QueuedOp) { .queue = q, .deadline = deadline, .start = start, .fail = fail, .userdata = userdata };
@@ -172,6 +179,8 @@ int op_queue_add(OpQueue *q, uint64_t deadline, OpStartFunc start, OpFailFunc fa
 }
 
 void op_queue_complete(QueuedOp *op) {
+        assert(op);
+
         OpQueue *q = op->queue;
 
         if (q) {

@@ -7,9 +7,9 @@
 #include "manager-config.h"
 #include "namespace.h"
 #include "op-queue.h"
-#include "view-ops.h"
+#include "view-op-message.h"
 
-/* A plain runner of view operations (view-ops.h): each on its namespace's queue (or the
+/* A plain runner of view operations (view-op-message.h): each on its namespace's queue (or the
  * host's), in a killable child with a deadline (child.c), at most VIEW_JOBS_RUNNING_MAX at a
  * time across all namespaces (ShareSubtree("") fans out to every view). A user whose stuck
  * children reached MaxStuckOperations= gets LimitExceeded instead of another child.

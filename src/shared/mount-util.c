@@ -5,6 +5,7 @@
 #include <libmount.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -549,6 +550,16 @@ int mntns_enter(int ns_fd) {
         if (setns(ns_fd, CLONE_NEWNS) < 0)
                 return -errno;
         return 0;
+}
+
+/* NS_GET_MNTNS_ID (Linux 6.8), by number: older headers lack it. */
+#define NSM_NS_GET_MNTNS_ID _IOR(0xb7, 0x5, uint64_t)
+
+uint64_t mntns_get_id(int fd) {
+        uint64_t id = 0;
+        if (ioctl(fd, NSM_NS_GET_MNTNS_ID, &id) < 0)
+                return 0;
+        return id;
 }
 
 int mntns_pin(int ns_fd, const char *path) {

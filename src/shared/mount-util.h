@@ -197,3 +197,6 @@ int mntns_enter(int ns_fd);
 
 /* Bind-mount the nsfs file ns_fd refers to onto a file at path (created if missing). */
 int mntns_pin(int ns_fd, const char *path);
+
+/* The id of the mount namespace ns_fd (Linux ≥ 6.8), 0 if the kernel cannot tell. */
+uint64_t mntns_get_id(int ns_fd);

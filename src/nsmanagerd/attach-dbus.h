@@ -39,7 +39,3 @@ int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error);
  * the caller closes it, the command gets SIGHUP. The daemon closes its own copies right after
  * the reply, in a child of its own. Otherwise as Attach(). */
 int method_open_attach(sd_bus_message *message, void *userdata, sd_bus_error *error);
-
-/* Forgets the commands started by Attach(): their status fds are closed without a status line
- * (the commands themselves go on). Called when the daemon exits. */
-void attach_done(Manager *m);

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "macros.h"
 #include "mount-util.h"
 
 
@@ -62,3 +63,18 @@ int builder_call_encode(const BuilderCall *c, void **ret, size_t *ret_size);
 int builder_call_decode(const void *data, size_t size, BuilderCall *ret);
 /* How many fds come with a call of this kind. */
 size_t builder_call_n_fds(const BuilderCall *c);
+
+/* What the daemon asks the builder to build (builder_build(), then BUILDER_BUILD). */
+typedef struct ViewSpec {
+        const char *name;                /* the user */
+        const char *subtree_root;
+        char **shared_subtrees;
+        ViewPropagation propagation;
+        MountTableCache *host_mounts;    /* the builder's copy of the host's table (builder-main.c) */
+} ViewSpec;
+
+/* The view builder process (docs/processes.md): called right after the fork with its end of
+ * the socket, it closes every other fd, then serves the requests above one at
+ * a time until the daemon closes the socket. It reads nothing of the daemon's memory: what it
+ * works on comes in each request. */
+_noreturn_ void builder_main(int sock);

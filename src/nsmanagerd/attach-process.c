@@ -19,7 +19,6 @@
 
 #include "attach-process.h"
 #include "attach-status.h"
-#include "attach.h"
 #include "child.h"
 #include "log.h"
 

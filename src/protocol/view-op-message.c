@@ -3,8 +3,20 @@
 
 #include "ipc-fields.h"
 #include "path-util.h"
+#include "string-table.h"
 #include "strv.h"
 #include "view-op-message.h"
+
+static const char *const view_op_type_table[_VIEW_OP_TYPE_MAX] = {
+        [VIEW_OP_SET_PROPAGATION] = "SetPropagation",
+        [VIEW_OP_JOIN] = "ShareSubtree/EnslaveSubtree",
+        [VIEW_OP_BIND] = "BindMount",
+        [VIEW_OP_UNMOUNT] = "Unmount",
+        [VIEW_OP_HOST_SHARE] = "ShareSubtree",
+        [VIEW_OP_APPLY_POLICY] = "the [View] policy",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(view_op_type, ViewOpType);
 
 enum {
         /* the request */

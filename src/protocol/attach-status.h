@@ -5,7 +5,7 @@
 
 #include "nsm-error.h"
 
-/* The status writer of an attached command (attach.c, docs/attach.md): a killable child that
+/* The status writer of an attached command (attach-process.c, docs/attach.md): a killable child that
  * writes the command's status line ("EXITED 0\n") into the caller's status fd. Writing to a
  * pipe or a socket takes its lock, which a user can hold as long as she likes: the daemon
  * never writes it itself.
@@ -25,5 +25,5 @@ int attach_status_request_encode(const char *line, void **ret, size_t *ret_size)
 /* The line (malloc'ed), or -EBADMSG. */
 int attach_status_request_decode(const void *data, size_t size, char **ret_line);
 
-/* The child's function (ChildRequestFunc, child-main.h). */
+/* The child's function (ChildRequestFunc, child-main.h), in src/children/attach-status-writer.c. */
 int attach_status_child_run(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error);
