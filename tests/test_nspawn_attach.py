@@ -564,7 +564,9 @@ def test_six_hundred_attaches_over_time(machine):
                 upto -le {MANY_HELD - 8}
             fi
             wave=''
-            for j in 1 2 3 4 5 6 7 8; do nsctl attach alice -- sleep 1000 </dev/null >/dev/null 2>&1 & wave="$wave $!"; done
+            for j in 1 2 3 4 5 6 7 8; do
+                nsctl attach alice -- sleep 1000 </dev/null >/dev/null 2>&1 & wave="$wave $!"
+            done
             held="$held $wave"; n=$((n + 8)); echo pids $wave
             w=$n; [ $w -gt {MANY_HELD} ] && w={MANY_HELD}
             upto -ge $w
