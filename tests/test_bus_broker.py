@@ -11,6 +11,7 @@ answered by the daemon; users' messages with fds are refused by the bus, a refus
 an Attach alike; root's with fds reach the daemon. The sandbox's dbus-daemon (1.14) does the
 same in every other test (tests/test_attach.py test_users_send_no_fds)."""
 
+import collections
 import json
 import os
 import shutil
@@ -92,9 +93,11 @@ def alive(pid):
 
 
 @pytest.fixture
-def broker(instance):
-    """dbus-broker-launch on BROKER_SOCKET, and nsmanagerd on that bus; yields the Sandbox."""
+def broker(request, instance):
+    """dbus-broker-launch on BROKER_SOCKET, and nsmanagerd on that bus (with the test's
+    daemon_config settings); yields the Sandbox."""
     sb = instance
+    marker = request.node.get_closest_marker("daemon_config")
     launcher = shutil.which("dbus-broker-launch")
     assert launcher, "dbus-broker-launch is missing: tools/deps installs dbus-broker"
     BROKER_DIR.mkdir(exist_ok=True)
@@ -110,7 +113,7 @@ def broker(instance):
             assert bus.poll() is None and time.monotonic() < deadline, "the broker's socket did not appear"
             time.sleep(0.05)
         os.chmod(BROKER_SOCKET, 0o666)
-        sb.write_config()
+        sb.write_config(**(marker.kwargs if marker else {}))
         env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=BROKER_ADDRESS)
         daemon = subprocess.Popen([str(daemon_binary()), f"--config={sb.config_file}"], env=env,
                                   stdout=log, stderr=subprocess.STDOUT)
@@ -244,3 +247,141 @@ def test_forty_users_subscribing_on_dbus_broker(broker):
             for p in subscribers:
                 p.stdin.close()
                 p.wait(timeout(10))
+
+
+def broker_peer_counts():
+    """dbus-broker's accounting of the daemon's connection (GetStats' PeerAccounting): its
+    matches, replies owed and the like, by name."""
+    import dbus.bus
+    bus = dbus.bus.BusConnection(BROKER_ADDRESS)
+    try:
+        owner = bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                  "GetNameOwner", "s", ("org.example.NSManager",))
+        stats = bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Debug.Stats",
+                                  "GetStats", "", ())
+        (counts,) = [{str(k): int(v) for k, v in counts.items()}
+                     for name, _creds, counts in stats["org.bus1.DBus.Debug.Stats.PeerAccounting"] if name == owner]
+        return counts
+    finally:
+        bus.close()
+
+
+def broker_call_as(sb, user, method, signature="", *args, interactive=False):
+    """caller.call_as on the broker's bus."""
+    from caller import client_argv, parse_result
+    argv = client_argv(method, signature, args, interactive, call_timeout=25)
+    env = {"DBUS_SYSTEM_BUS_ADDRESS": BROKER_ADDRESS}
+    return parse_result(sb.run(argv, env=env, wait=90) if user == "root" else sb.run_as(user, argv, env=env, wait=90))
+
+
+@pytest.fixture
+def broker_polkit(broker):
+    """A polkitd of its own on the broker's bus (the sandbox's is on its dbus-daemon), with
+    tests/test_budgets.py's rules. Yields the Sandbox."""
+    from test_budgets import ANSWER_RULES
+    sb = broker
+    rules = sb.polkit_rules_dir / "50-budgets.rules"
+    rules.write_text(ANSWER_RULES)
+    os.chmod(rules, 0o644)
+    p = sb._spawn("polkitd-broker", ["/usr/lib/polkit-1/polkitd", "--no-debug"],
+                  env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=BROKER_ADDRESS))
+    try:
+        deadline = time.monotonic() + timeout(20)
+        while subprocess.run(["busctl", f"--address={BROKER_ADDRESS}", "status", "org.freedesktop.PolicyKit1"],
+                             capture_output=True).returncode != 0:
+            assert p.poll() is None and time.monotonic() < deadline, sb.log_text("polkitd-broker")
+            time.sleep(0.1)
+        yield sb
+    finally:
+        sb._stop_proc("polkitd-broker")
+        rules.unlink(missing_ok=True)
+
+
+@pytest.mark.daemon_config(PolkitTimeoutSec="5s", PolkitQuestionsPerUID="4")
+def test_budgets_on_dbus_broker(broker_polkit):
+    """tests/test_budgets.py's stuck agents and flood, on dbus-broker (shorter): 40 uids, each
+    with an authentication agent that never answers, send 6 interactive OpenAttach('alice', …)
+    each; alice's and root's calls answer, each uid gets 2 refusals naming
+    PolkitQuestionsPerUID= and TimedOut for the rest; after twice the deadline 100 of carol's
+    questions at once find room. Then one uid floods every method for 10 s from 4 connections
+    while alice's and carol's calls answer. The daemon stays on the bus throughout with the
+    same number of matches (GetStats), and owes the bus no more replies than before."""
+    from caller import assert_ok
+    from test_budgets import FLOOD, E_TIMED_OUT
+    from helpers import E_LIMIT_EXCEEDED
+    from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, build_dir
+    sb = broker_polkit
+    assert_ok(broker_call_as(sb, "root", "CreateNamespace", "s", "alice"), "root: CreateNamespace(alice)")
+    before = broker_peer_counts()
+    print("the daemon's accounting before:", before)
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "DBUS_SYSTEM_BUS_ADDRESS": BROKER_ADDRESS}
+
+    def as_uid(uid):
+        return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+
+    agent = build_dir() / "tests" / "stuck-agent"
+    with extra_users(sb, 41) as uids:
+        attackers = []
+        started = time.monotonic()
+        try:
+            for uid in uids[:40]:
+                attackers.append(subprocess.Popen(as_uid(uid) + [str(agent), "6", "alice"], stdin=subprocess.PIPE,
+                                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+            assert_ok(broker_call_as(sb, "alice", "SetLinger", "sb", "alice", True), "alice: SetLinger")
+            assert_ok(broker_call_as(sb, "root", "CreateNamespace", "s", "bob"), "root: CreateNamespace(bob)")
+            for uid, a in zip(uids, attackers):
+                lines = []
+                for line in a.stdout:
+                    line = line.rstrip("\n")
+                    if line == "done":
+                        break
+                    lines.append(line)
+                answers = [x for x in lines if x != "asked"]
+                limited = [x for x in answers if x.startswith(E_LIMIT_EXCEEDED)]
+                assert len(limited) == 2 and all("PolkitQuestionsPerUID=4" in x for x in limited), (uid, answers)
+                assert all(x.startswith(E_TIMED_OUT) for x in answers if x not in limited), (uid, answers)
+            time.sleep(max(0.0, started + 10 - time.monotonic()))
+            assert_ok(broker_call_as(sb, "carol", "CreateNamespace", "s", "dave", interactive=True),
+                      "carol: CreateNamespace(dave), interactive, after the deadline")
+            p = subprocess.run(as_uid(2003) + [str(build_dir() / "bench" / "nsm-burst"), "--concurrency", "100",
+                                               "CreateNamespace"],
+                               input="bob\ndave\n" * 50, capture_output=True, text=True, env=env, timeout=timeout(120))
+            results = collections.Counter(line.split()[3] for line in p.stdout.splitlines())
+            assert results == {"ok": 100}, \
+                f"the daemon had no room for carol's 100 questions: {dict(results)} {p.stderr[-500:]}"
+        finally:
+            for a in attackers:
+                a.stdin.close()
+            for a in attackers:
+                a.wait(timeout(10))
+
+        floods = [subprocess.Popen(as_uid(uids[40]) + ["/usr/bin/python3", "-c", FLOOD, BUS_NAME, MANAGER_PATH,
+                                                       MANAGER_IFACE, "10"],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=env) for _ in range(4)]
+        try:
+            end = time.monotonic() + 10
+            time.sleep(1)
+            rounds = 0
+            while time.monotonic() < end - 2:
+                assert_ok(broker_call_as(sb, "alice", "SetLinger", "sb", "alice", True), "alice: SetLinger, flood")
+                assert_ok(broker_call_as(sb, "carol", "GetMounts", "s", "alice"), "carol: GetMounts, flood")
+                rounds += 1
+            outputs = [p.communicate(timeout=timeout(60)) for p in floods]
+        finally:
+            for p in floods:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        assert rounds >= 2, "the flood ended before the others' calls"
+        for out, err in outputs:
+            assert "noreply" not in out and "calls" in out, (out, err[-500:])
+        print("flood:", sum(int(out.split()[-1]) for out, _ in outputs), "calls;", rounds,
+              "rounds of the others' calls")
+    after = broker_peer_counts()
+    print("the daemon's accounting after:", after)
+    # ReplyObjects: the replies the bus waits for on the daemon's calls (the withdrawn
+    # questions' included, until polkitd answered them).
+    assert (after["Matches"], after["ReplyObjects"]) == (before["Matches"], before["ReplyObjects"]), (before, after)
+    for user in ("alice", "bob", "dave"):     # a stopped daemon leaves the views pinned
+        assert_ok(broker_call_as(sb, "root", "RemoveNamespace", "s", user), f"root: RemoveNamespace({user})")

@@ -530,3 +530,87 @@ def test_long_running_attaches_hold_no_match_rule_each(machine):
         runner.wait(timeout(30))
     poll(lambda: not attach_units(m), 60, "every attach unit to end and be collected", diag=m.diag)
     assert _daemon_match_rules(m) <= before + 2
+
+
+MANY_ATTACHES = 600
+MANY_HELD = 240
+
+
+def test_six_hundred_attaches_over_time(machine):
+    """One user starts 600 long-running attached commands over time, in waves of 8
+    (SystemdCallsPerUID=8 calls in flight; RateLimitBurst= raised to 2000 for it), with the
+    stock dbus-daemon limits: the daemon stays on the bus with the same number of match rules
+    (GetConnectionStats) after every wave, and root's and bob's attaches answer throughout.
+    At most 240 are held at once, the oldest wave ended as a new one starts: each nsctl keeps
+    its bus connection, and dbus-daemon allows one uid 256 (max_connections_per_user)."""
+    import signal
+    m = machine
+    dropin = m.root_path("/etc/nsmanager/nsmanagerd.conf.d/50-nsmtest-many.conf")
+    dropin.parent.mkdir(parents=True, exist_ok=True)
+    dropin.write_text("[Manager]\nRateLimitBurst=2000\n")
+    m.exec(["systemctl", "restart", UNIT])
+    started = time.monotonic()
+    before = _daemon_match_rules(m)
+    # Each wave waits for the one before to run (its calls answered, SystemdCallsPerUID=), and
+    # for the oldest wave's commands to be gone once it was ended; 60 s at most for each.
+    running = "systemctl list-units --state=running --plain --no-legend 'nsmanager-attach-*' | wc -l"
+    waves = f"""
+        upto() {{ t=0; until [ $({running}) "$1" "$2" ]; do
+            t=$((t + 1)); [ $t -gt 600 ] && {{ echo "stuck at $n: $({running}) running"; exit 1; }}; sleep 0.1; done; }}
+        n=0; held=''
+        while [ $n -lt {MANY_ATTACHES} ]; do
+            if [ $(echo $held | wc -w) -ge {MANY_HELD} ]; then
+                set -- $held; kill -KILL $1 $2 $3 $4 $5 $6 $7 $8; shift 8; held="$*"
+                upto -le {MANY_HELD - 8}
+            fi
+            wave=''
+            for j in 1 2 3 4 5 6 7 8; do
+                nsctl attach alice -- sleep 1000 </dev/null >/dev/null 2>&1 & wave="$wave $!"
+            done
+            held="$held $wave"; n=$((n + 8)); echo pids $wave
+            w=$n; [ $w -gt {MANY_HELD} ] && w={MANY_HELD}
+            upto -ge $w
+            echo $n
+        done
+        echo done"""
+    runner = m.popen(["su", "-l", ALICE.name, "-c", waves])
+    pids = []               # each nsctl's pid (the container's: it shares the pid space)
+    done = False
+    checks = 0
+    first = None
+    try:
+        for line in runner.stdout:
+            line = line.decode().strip()
+            if line == "done":
+                done = True
+                break
+            if line.startswith("pids"):
+                pids += line.split()[1:]
+                continue
+            assert not line.startswith("stuck"), line
+            n = int(line)
+            rules = _daemon_match_rules(m)
+            if first is None:
+                first = rules   # the two matches for all attaches, taken at the first
+                assert first <= before + 2, f"{first} match rules with 8 attaches, {before} before"
+            assert rules == first, f"{rules} match rules after {n} attaches, {first} after 8"
+            if n % 80 == 0:
+                m.exec(["nsctl", "attach", ALICE.name, "--", "true"], what=f"root's attach after {n}", wait=25)
+                su(m, BOB, "nsctl attach bob -- true", wait=25, what=f"bob's attach after {n}")
+                checks += 1
+        assert done, f"the waves did not finish: {runner.stderr.read().decode()[-2000:]}"
+        print(f"{MANY_ATTACHES} attaches in {time.monotonic() - started:.0f} s, {checks} rounds of root's and bob's "
+              f"attaches; match rules {before} before, {first} throughout")
+        assert m.is_active() == "active"
+    finally:
+        try:
+            os.killpg(runner.pid, signal.SIGKILL)       # the waves' shell, if it is still going
+        except ProcessLookupError:
+            pass
+        runner.wait(timeout(10))
+        # Each nsctl hangs up: SIGHUP to its command. (Those of the waves ended are gone.)
+        if pids:
+            m.exec(["sh", "-c", "kill -KILL " + " ".join(pids[-MANY_HELD:]) + " 2>/dev/null"], check=False)
+        dropin.unlink(missing_ok=True)
+    poll(lambda: not attach_units(m), 120, "every attach unit to end and be collected", diag=m.diag)
+    m.exec(["systemctl", "restart", UNIT])
