@@ -63,6 +63,25 @@ static void closedirp(DIR **d) {
         if (*d)
                 closedir(*d);
 }
+/* The name as a shell word, to be pasted: AD names hold blanks, and a directory may hold ';' or
+ * '$(': quoted unless it is made of characters no shell treats specially. */
+static char *shell_quote(const char *s) {
+        if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@%+=:,-") == strlen(s))
+                return strdup(s);
+        char *q = malloc(strlen(s) * 4 + 3), *o = q;
+        if (!q)
+                return NULL;
+        *o++ = '\'';
+        for (; *s; s++)
+                if (*s == '\'') {
+                        memcpy(o, "'\\''", 4);
+                        o += 4;
+                } else
+                        *o++ = *s;
+        *o++ = '\'';
+        *o = 0;
+        return q;
+}
 
 int orphans_report(const char *state_directory, bool removing) {
         _cleanup_(state_dir_done) StateDir d = {};
@@ -106,7 +125,9 @@ int orphans_report(const char *state_directory, bool removing) {
                     strv_consume(&who, TAKE_PTR(s)) < 0)
                         return log_oom();
                 s = NULL;
-                if (asprintf(&s, "loginctl kill-user %s", shown) < 0 || strv_consume(&kill, TAKE_PTR(s)) < 0)
+                _cleanup_free_ char *quoted = shell_quote(shown);
+                if (!quoted || asprintf(&s, "loginctl kill-user %s", quoted) < 0 ||
+                    strv_consume(&kill, TAKE_PTR(s)) < 0)
                         return log_oom();
         }
         if (!who)
