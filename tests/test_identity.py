@@ -280,6 +280,22 @@ def test_a_users_random_names_do_not_hold_up_a_login(directory, daemon, profile,
         flood.wait(timeout(30))
 
 
+@pytest.mark.daemon_config(RateLimitBurst="3", RateLimitIntervalSec="1h")
+def test_names_only_nss_can_answer_are_charged_and_bounded(directory, daemon):
+    """Each name that needs NSS costs a lookup child: GetNamespace and Can of fresh names are
+    charged to the caller's rate limit before the child starts (they were not: a stream of
+    names forked children without end), and a name of megabytes is no user (it would have
+    been copied into the cache and its failure's message)."""
+    from caller import call_as
+    results = [call_as(daemon, "bob", "GetNamespace", "s", f"nobody-{i}") for i in range(5)]
+    errors = [r.get("error") for r in results]
+    assert errors[:3] == [E_NO_SUCH_USER] * 3, results
+    assert errors[3:] == [sb_module.ERROR_PREFIX + "LimitExceeded"] * 2, results
+    assert "RateLimitBurst" in results[3]["message"], results
+    expect_error(lambda: daemon.manager().GetNamespace("x" * 2_000_000), E_NO_SUCH_USER)
+    expect_error(lambda: daemon.manager().GetNamespace("x" * 1025), E_NO_SUCH_USER)
+
+
 # ---- a rename in the directory ----
 
 def test_a_rename_in_the_directory_keeps_her_namespace(directory, daemon):

@@ -355,7 +355,16 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         r = validate_args(&a, error);
         if (r < 0)
                 return r;
-        /* Any spelling, or a UID: the namespace of that uid (bus-request.h). */
+        /* Any spelling, or a UID: the namespace of that uid (bus-request.h). A name only NSS can
+         * answer costs a child: charged before it starts, as the call itself is below. */
+        if (bus_user_needs_lookup(m, a.user)) {
+                r = bus_message_caller_uid(m, message, &uid, error);
+                if (r < 0)
+                        return r;
+                r = bus_rate_limit_uid(m, uid, error);
+                if (r < 0)
+                        return r;
+        }
         r = bus_resolve_user(m, message, a.user, manager_deadline(m), &u, error);
         if (r < 0)
                 return r;

@@ -180,9 +180,15 @@ int bus_request_rate_limit(BusRequest *req, sd_bus_error *error) {
         return bus_rate_limit_uid(req->manager, uid, error);
 }
 
+typedef struct LookupWaiter {
+        Manager *manager;
+        sd_bus_message *message;
+} LookupWaiter;
+
 /* NSS answered (the answer is cached): the method runs again from the start, and finds it. */
 static void on_user_looked_up(void *userdata) {
-        sd_bus_message *message = userdata;
+        LookupWaiter *w = userdata;
+        sd_bus_message *message = w->message;
         int r;
 
         r = sd_bus_message_rewind(message, /* complete= */ true);
@@ -193,8 +199,12 @@ static void on_user_looked_up(void *userdata) {
                                 sd_bus_message_get_member(message));
                 (void) sd_bus_reply_method_errorf(message, SD_BUS_ERROR_FAILED,
                                                   "Cannot finish the call after looking up the user: %s", strerror(-r));
+                /* Its connection is gone (a login's private one, say): the request ends here, or
+                 * it would hold the message, and the connection with it, until the daemon exits. */
+                bus_request_free(bus_request_find(w->manager, message));
         }
         sd_bus_message_unref(message);
+        free(w);
 }
 
 static int user_record_of_namespace(const Namespace *ns, UserRecord *ret) {
@@ -211,33 +221,61 @@ int bus_resolve_user(Manager *m, sd_bus_message *message, const char *user, uint
                      sd_bus_error *error) {
         _cleanup_(nsm_error_done) NsmError e = {};
         Namespace *ns;
-        uid_t uid, caller;
+        uid_t caller;
         int r;
 
         /* A namespace's name is the canonical one NSS gave when it was made: no lookup for the
          * logins of a user whose namespace exists. */
-        ns = manager_get_namespace(m, user);
-        if (!ns && parse_uid(user, &uid) >= 0)
-                ns = manager_get_namespace_by_uid(m, uid);
+        ns = bus_namespace_of_user(m, user);
         if (ns)
                 return user_record_of_namespace(ns, ret);
         if (!*user)
                 return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user name given.");
+        if (strlen(user) > USER_NAME_BYTES_MAX)
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user has a name of more than %u bytes.",
+                                      USER_NAME_BYTES_MAX);
         r = bus_message_caller_uid(m, message, &caller, error);
         if (r < 0)
                 return r;
-        r = user_lookup(m->user_lookups, user, caller, deadline, on_user_looked_up, message, ret, &e);
+        LookupWaiter *w = calloc(1, sizeof(LookupWaiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (LookupWaiter) { .manager = m, .message = message };
+        r = user_lookup(m->user_lookups, user, caller, deadline, on_user_looked_up, w, ret, &e);
         if (r == 0) {
                 sd_bus_message_ref(message);
                 return 0;
         }
+        free(w);
         if (r < 0)
                 return bus_error_set_nsm(error, &e);
         return 1;
 }
 
+Namespace *bus_namespace_of_user(Manager *m, const char *user) {
+        Namespace *ns = manager_get_namespace(m, user);
+        uid_t uid;
+
+        if (!ns && parse_uid(user, &uid) >= 0)
+                ns = manager_get_namespace_by_uid(m, uid);
+        return ns;
+}
+
+bool bus_user_needs_lookup(Manager *m, const char *user) {
+        return *user && !bus_namespace_of_user(m, user) && !user_lookup_answered(m->user_lookups, user);
+}
+
 int bus_request_resolve_user(BusRequest *req, const char *user, UserRecord *ret, sd_bus_error *error) {
-        int r = bus_resolve_user(req->manager, req->message, user, req->deadline, ret, error);
+        int r;
+
+        /* A name only NSS can answer costs a child: charged like the work it is, before it starts
+         * (GetNamespace and Can are not charged otherwise). */
+        if (bus_user_needs_lookup(req->manager, user)) {
+                r = bus_request_rate_limit(req, error);
+                if (r < 0)
+                        return r;
+        }
+        r = bus_resolve_user(req->manager, req->message, user, req->deadline, ret, error);
         if (r == 0)
                 req->pending = true;
         return r;

@@ -85,8 +85,13 @@ int bus_rate_limit_uid(Manager *m, uid_t uid, sd_bus_error *error);
  * A user with a namespace is known without NSS, by the namespace's name or uid. */
 int bus_resolve_user(Manager *m, sd_bus_message *message, const char *user, uint64_t deadline, UserRecord *ret,
                      sd_bus_error *error);
-/* The same for a request (its deadline); 0 sets req->pending. */
+/* The same for a request (its deadline), charged to the caller's rate limit first when NSS
+ * must be asked; 0 sets req->pending. */
 int bus_request_resolve_user(BusRequest *req, const char *user, UserRecord *ret, sd_bus_error *error);
+/* The namespace a spelling names without NSS: by the namespace's name, or a decimal UID. */
+Namespace *bus_namespace_of_user(Manager *m, const char *user);
+/* Whether resolving 'user' would start or join an NSS lookup (no namespace, no cached answer). */
+bool bus_user_needs_lookup(Manager *m, const char *user);
 
 /* polkit for 'action' (details: key, value, …, NULL), the call charged to the caller's rate
  * limit first. 1: go on; 0: waiting (req->pending set); < 0: refused (error set). Root is

@@ -873,12 +873,11 @@ static int can_mount_step(BusRequest *req, sd_bus_error *error) {
         r = target_namespace(req, user, &ns, error);
         if (r <= 0)
                 return r;
-        /* Once per call: it comes back here after the table is read and after polkit answers. */
-        if (!req->dispatched) {
-                r = bus_request_rate_limit(req, error);
-                if (r < 0)
-                        return r;
-        }
+        /* Once per call (req->charged): it comes back here after the table is read, after NSS
+         * and after polkit answers. */
+        r = bus_request_rate_limit(req, error);
+        if (r < 0)
+                return r;
         r = bus_message_caller_uid(req->manager, req->message, &uid, error);
         if (r < 0)
                 return r;

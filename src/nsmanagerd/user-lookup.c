@@ -343,3 +343,9 @@ int user_lookup_cached(UserLookups *l, const char *name, UserRecord *ret) {
                 return 0;
         return cache_answer(e, ret, NULL) < 0 ? 0 : 1;
 }
+
+bool user_lookup_answered(UserLookups *l, const char *name) {
+        CacheEntry *e = l ? hashmap_get(l->cache, name) : NULL;
+
+        return e && e->until > now_usec(CLOCK_MONOTONIC);
+}

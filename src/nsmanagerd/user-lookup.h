@@ -44,3 +44,10 @@ int user_lookup(UserLookups *l, const char *name, uid_t caller, uint64_t deadlin
 /* The cached answer for 'name', without NSS or a child: 1 with *ret, 0 if none is cached (or it
  * is a failure). */
 int user_lookup_cached(UserLookups *l, const char *name, UserRecord *ret);
+
+/* Whether an answer for 'name', a failure too, is cached: asking would start or join no lookup. */
+bool user_lookup_answered(UserLookups *l, const char *name);
+
+/* A spelling longer than this is no user: no NSS is asked (a name of megabytes would be copied
+ * into the cache and its failure's message). Far above any directory's names. */
+#define USER_NAME_BYTES_MAX 1024U
