@@ -58,6 +58,8 @@ root, from the pytest process), installed_path(name) (where meson installs NAME)
 poweroff() -> nspawn's exit status, release() -> what was left behind.
 Login(machine): `su -l alice` holding a shell: .pid, .link ("mnt:[N]"), .session
 (logind's XDG_SESSION_ID), .alive(), .logout(). ns_id_of("mnt:[N]") -> N.
+Stick(machine, directory): ext4 on a loop device attached by the pytest process, its node
+made in the container's /dev (.dev, .devno "7:N", .free(), .close()).
 run(argv, ...) fails the test with what it saw; waits are helpers.wait_until.
 """
 
@@ -584,6 +586,39 @@ def booted(logdir: Path, prepare=None):
     assert now == baseline, ("the pytest process's mount table changed: "
                              f"added {[x for x in now if x not in baseline]}, "
                              f"removed {[x for x in baseline if x not in now]}")
+
+
+class Stick:
+    """A USB stick for a container: ext4 on a loop device. The container has neither udev nor
+    devtmpfs, so the pytest process attaches the loop device (losetup --find retries where
+    two sandboxes race for one) over an image in `directory` (the sandbox's /tmp), and the
+    device's node is made in the container's /dev under the same name. close() unmounts
+    nothing: the test has freed it; it removes the node and detaches the loop device."""
+
+    def __init__(self, m: Machine, directory: Path, size: str = "16M"):
+        self.machine = m
+        self.image = directory / "stick.img"
+        run(["truncate", "-s", size, str(self.image)])
+        run(["mkfs.ext4", "-q", "-F", str(self.image)])
+        self.dev = run(["losetup", "--find", "--show", str(self.image)]).stdout.strip()
+        st = os.stat(self.dev)
+        self.devno = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        m.exec(["mknod", "-m", "0660", self.dev, "b", str(os.major(st.st_rdev)), str(os.minor(st.st_rdev))])
+
+    def free(self) -> bool:
+        """Nobody has it open exclusively (a mounted file system does): udisksctl power-off
+        would succeed."""
+        try:
+            fd = os.open(self.dev, os.O_RDONLY | os.O_EXCL)
+        except OSError:
+            return False
+        os.close(fd)
+        return True
+
+    def close(self) -> None:
+        if self.machine.running():
+            self.machine.exec(["rm", "-f", self.dev], check=False)
+        subprocess.run(["losetup", "-d", self.dev], capture_output=True)
 
 
 def ns_id_of(link: str) -> int:
