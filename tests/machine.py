@@ -445,6 +445,7 @@ class Machine:
             deadline = start + timeout(wait)
             while self.nspawn.poll() is None and time.monotonic() < deadline:
                 self._reap_container_orphans()
+                self._continue_stopped_wrappers()
                 time.sleep(0.05)
             if self.nspawn.poll() is not None:
                 self.timings["poweroff"] = time.monotonic() - start
@@ -460,6 +461,26 @@ class Machine:
                 return None
         self.nspawn_status = self.nspawn.returncode
         return self.nspawn_status
+
+    def _continue_stopped_wrappers(self) -> None:
+        """SIGCONT our `nsenter --target=<PID 1> --all` processes that are stopped. Such an
+        nsenter forks its command into the container's PID namespace and stays outside,
+        waiting with WUNTRACED: when the command stops, it stops itself too (util-linux's
+        continue_as_child). systemd-shutdown stops every process of the container before it
+        sends SIGTERM, and continues them after; the nsenter outside is not continued, so it
+        never reaps its command, whose zombie systemd-shutdown waits for until its 90 s
+        timeout (a root `nsctl attach … sleep` started by popen() and left running showed
+        it). Continued, nsenter continues its command and reaps it."""
+        wrapper = f"nsenter\0--target={self.leader}\0--all\0".encode()
+        for pid, state in sandbox_module.child_processes():
+            if state != "T":
+                continue
+            try:
+                if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(wrapper):
+                    continue
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
 
     @staticmethod
     def _reap_container_orphans() -> None:

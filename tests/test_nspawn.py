@@ -267,16 +267,27 @@ def test_poweroff_leaves_nothing(sandbox, tmp_path_factory):
     """A container with the build installed and alice logged in (so nsmanagerd active,
     holding her namespace) powers off cleanly; the holder's namespace goes with the copy,
     the cached image is untouched. (A container of its own: the module's serves the other
-    tests.)"""
+    tests.) A root `nsctl attach alice -- … sleep` started without a terminal is still running:
+    it does not hold the poweroff up until systemd-shutdown's 90 s timeout (its nsenter,
+    stopped by the shutdown's SIGSTOP to every process, is continued: machine.py)."""
     require_plain_build()
     with booted(tmp_path_factory.mktemp("nspawn-poweroff"), prepare=install_as_admin) as m:
         login = Login(m)
+        attached = None
         try:
             assert m.is_active() == "active", f"{UNIT} is not active with alice logged in\n{m.diag()}"
-            status = m.poweroff()
+            attached = m.popen([m.installed_path("nsctl"), "attach", ALICE.name, "--", "setpriv",
+                                f"--reuid={ALICE.uid}", f"--regid={ALICE.gid}", "--clear-groups", "sleep", "300"])
+            wait_until(lambda: "sleep" in m.exec(["sh", "-c", "cat /proc/[0-9]*/comm"]).stdout.split(),
+                       "the attached sleep to run", 10, interval=0.1, diag=m.diag)
+            # Below systemd-shutdown's 90 s (scaled: at most NSM_TIMEOUT_SCALE=2 discriminates).
+            status = m.poweroff(wait=30)
             assert status == 0, f"systemd-nspawn exited with {status}\n{m.console_text(40)}"
         finally:
             login.logout()
+            if attached is not None:
+                attached.kill()
+                attached.wait()
         leftovers = m.release()
         assert not leftovers, "\n".join(leftovers)
         passwd = (m.image / "etc" / "passwd").read_text()
