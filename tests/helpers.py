@@ -9,7 +9,8 @@ expect_error(call, *names) -> the DBusException: call() must be refused with one
 wait_until(predicate, what, wait=10, interval=0.02, diag=None) -> predicate()'s first
     true value; fails the test after `wait` (scaled) seconds.
 ns_path(user) -> the object path of the user's namespace; create(sb, *users) ->
-    CreateNamespace of each, their paths; processes_of(uid, comm) -> pids.
+    CreateNamespace of each, their paths; processes_of(uid, comm) -> pids of the sandbox's
+    own processes (descendants() of this pytest), never the machine's.
 open_session(manager, user, session_id) -> the session fd of OpenSession (an int, the
     caller's to close: the session lasts while it is open); the namespace fd is closed.
 daemon_syscalls(sb, action, syscalls, timestamps=False) -> strace's log of those syscalls by
@@ -81,10 +82,33 @@ def open_session(manager, user: str, session_id: str) -> int:
     return session_fd.take()
 
 
-def processes_of(uid: int, comm: str) -> list[int]:
-    """pids of the live (not zombie) processes named comm of uid, machine-wide."""
-    found = []
+def descendants(root: int | None = None) -> set[int]:
+    """pids of the processes below root (this pytest by default), machine-wide /proc read once.
+    This process is a child subreaper (tests/sandbox.py): whatever the sandbox started,
+    orphans included, is below it; what other sandboxes or the machine run is not."""
+    root = os.getpid() if root is None else root
+    children: dict[int, list[int]] = {}
     for d in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(d))
+    found, todo = set(), [root]
+    while todo:
+        for c in children.get(todo.pop(), ()):
+            if c not in found:
+                found.add(c)
+                todo.append(c)
+    return found
+
+
+def processes_of(uid: int, comm: str) -> list[int]:
+    """pids of the live (not zombie) processes named comm of uid that this test's sandbox
+    started (descendants()): the machine may run processes of the same uid (other sandboxes,
+    a real user), and a test counts only its own."""
+    found = []
+    for d in descendants():
         try:
             status = Path(f"/proc/{d}/status").read_text()
         except OSError:
@@ -92,8 +116,8 @@ def processes_of(uid: int, comm: str) -> list[int]:
         fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
         if fields.get("Name") == comm and fields.get("Uid", "").split()[0] == str(uid) \
                 and fields.get("State", "").split()[0] != "Z":
-            found.append(int(d))
-    return found
+            found.append(d)
+    return sorted(found)
 
 
 def expect_error(call, *names):

@@ -58,6 +58,8 @@ root, from the pytest process), installed_path(name) (where meson installs NAME)
 poweroff() -> nspawn's exit status, release() -> what was left behind.
 Login(machine): `su -l alice` holding a shell: .pid, .link ("mnt:[N]"), .session
 (logind's XDG_SESSION_ID), .alive(), .logout(). ns_id_of("mnt:[N]") -> N.
+Stick(machine, directory): ext4 on a loop device attached by the pytest process, its node
+made in the container's /dev (.dev, .devno "7:N", .free(), .close()).
 run(argv, ...) fails the test with what it saw; waits are helpers.wait_until.
 """
 
@@ -443,6 +445,7 @@ class Machine:
             deadline = start + timeout(wait)
             while self.nspawn.poll() is None and time.monotonic() < deadline:
                 self._reap_container_orphans()
+                self._continue_stopped_wrappers()
                 time.sleep(0.05)
             if self.nspawn.poll() is not None:
                 self.timings["poweroff"] = time.monotonic() - start
@@ -458,6 +461,26 @@ class Machine:
                 return None
         self.nspawn_status = self.nspawn.returncode
         return self.nspawn_status
+
+    def _continue_stopped_wrappers(self) -> None:
+        """SIGCONT our `nsenter --target=<PID 1> --all` processes that are stopped. Such an
+        nsenter forks its command into the container's PID namespace and stays outside,
+        waiting with WUNTRACED: when the command stops, it stops itself too (util-linux's
+        continue_as_child). systemd-shutdown stops every process of the container before it
+        sends SIGTERM, and continues them after; the nsenter outside is not continued, so it
+        never reaps its command, whose zombie systemd-shutdown waits for until its 90 s
+        timeout (a root `nsctl attach … sleep` started by popen() and left running showed
+        it). Continued, nsenter continues its command and reaps it."""
+        wrapper = f"nsenter\0--target={self.leader}\0--all\0".encode()
+        for pid, state in sandbox_module.child_processes():
+            if state != "T":
+                continue
+            try:
+                if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(wrapper):
+                    continue
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
 
     @staticmethod
     def _reap_container_orphans() -> None:
@@ -584,6 +607,39 @@ def booted(logdir: Path, prepare=None):
     assert now == baseline, ("the pytest process's mount table changed: "
                              f"added {[x for x in now if x not in baseline]}, "
                              f"removed {[x for x in baseline if x not in now]}")
+
+
+class Stick:
+    """A USB stick for a container: ext4 on a loop device. The container has neither udev nor
+    devtmpfs, so the pytest process attaches the loop device (losetup --find retries where
+    two sandboxes race for one) over an image in `directory` (the sandbox's /tmp), and the
+    device's node is made in the container's /dev under the same name. close() unmounts
+    nothing: the test has freed it; it removes the node and detaches the loop device."""
+
+    def __init__(self, m: Machine, directory: Path, size: str = "16M"):
+        self.machine = m
+        self.image = directory / "stick.img"
+        run(["truncate", "-s", size, str(self.image)])
+        run(["mkfs.ext4", "-q", "-F", str(self.image)])
+        self.dev = run(["losetup", "--find", "--show", str(self.image)]).stdout.strip()
+        st = os.stat(self.dev)
+        self.devno = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        m.exec(["mknod", "-m", "0660", self.dev, "b", str(os.major(st.st_rdev)), str(os.minor(st.st_rdev))])
+
+    def free(self) -> bool:
+        """Nobody has it open exclusively (a mounted file system does): udisksctl power-off
+        would succeed."""
+        try:
+            fd = os.open(self.dev, os.O_RDONLY | os.O_EXCL)
+        except OSError:
+            return False
+        os.close(fd)
+        return True
+
+    def close(self) -> None:
+        if self.machine.running():
+            self.machine.exec(["rm", "-f", self.dev], check=False)
+        subprocess.run(["losetup", "-d", self.dev], capture_output=True)
 
 
 def ns_id_of(link: str) -> int:

@@ -497,6 +497,98 @@ check_eject() {
         nsctl remove "$BOB" >/dev/null
 }
 
+# The desktop, for real: udisks2 mounts a stick for alice (a loop device of a file of hers, as
+# udisksctl loop-setup makes one; a test polkit rule lets her, as a desktop's active session
+# would), it is in every view, an administrator binds part of it into her view, nsctl eject
+# names her process that holds it, and once that is gone the desktop's unmount frees the
+# device: ReleaseWithHost= detaches the administrator's bind.
+check_desktop_stick() {
+        command -v udisksctl >/dev/null || { echo "skip: udisks2 is not in the image (tools/qemu-image)" >&3; return 0; }
+        local img=/home/alice/nsm-stick.img dev="" where out holder="" spid u rule=/etc/polkit-1/rules.d/50-nsmtest-udisks.rules
+        free() { perl -e 'use Fcntl; sysopen(my $fh, $ARGV[0], O_RDONLY | O_EXCL) or exit 1' "$dev"; }
+        cleanup() {
+                [[ -n "$holder" ]] && kill "$holder" 2>/dev/null
+                [[ -n "$dev" ]] && udisksctl loop-delete --no-user-interaction -b "$dev" >/dev/null 2>&1
+                rm -f "$rule" "$img"
+                rmdir /home/alice/stick-sub 2>/dev/null
+                nsctl remove "$BOB" >/dev/null 2>&1
+                return 0
+        }
+        truncate -s 16M "$img" && mkfs.ext4 -q -L NSMSTICK "$img" && chown "$ALICE:" "$img" || { fail "mkfs.ext4 failed"; return 1; }
+        printf '%s\n' 'polkit.addRule(function(action, subject) {' \
+                '        if (action.id.indexOf("org.freedesktop.udisks2.") == 0 && subject.user == "alice")' \
+                '                return polkit.Result.YES;' '});' >"$rule"
+        # Until polkitd has read the rule (it watches rules.d).
+        loop_setup() { out=$(as_alice "udisksctl loop-setup --no-user-interaction -f $img" 2>&1); }
+        poll 60 loop_setup || { fail "udisksctl loop-setup as alice failed: $out"; cleanup; return 1; }
+        log "$out"
+        dev=$(sed -n 's/.* as \(\/dev\/loop[0-9]*\)\.*$/\1/p' <<<"$out")
+        [[ -n "$dev" ]] || { fail "no loop device in: $out"; cleanup; return 1; }
+        udisks_mount() { out=$(as_alice "udisksctl mount --no-user-interaction -b $dev" 2>&1); }
+        poll 30 udisks_mount || { fail "udisksctl mount as alice failed: $out"; cleanup; return 1; }
+        log "$out"
+        where=$(sed -n 's/^Mounted .* at \(.*\)$/\1/p' <<<"$out"); where=${where%.}
+        [[ -n "$where" && -d "$where" ]] || { fail "no mount point in: $out"; cleanup; return 1; }
+        nsctl create "$BOB" >/dev/null
+        for u in "$ALICE" "$BOB"; do
+                poll 30 sh -c "nsctl attach $u -- findmnt -n '$where' >/dev/null" ||
+                        { fail "the view of $u lacks udisks' $where"; cleanup; return 1; }
+        done
+        log "$where is in the views of $ALICE and $BOB"
+        mkdir "$where/sub" && chmod 0777 "$where/sub"
+        run nsctl bind "$ALICE" "$where/sub" /home/alice/stick-sub --mkdir || { fail "the administrator's bind failed"; cleanup; return 1; }
+        su -l "$ALICE" -c 'cd ~/stick-sub && exec sleep 301' </dev/null >/dev/null 2>&1 &
+        holder=$!
+        poll 30 pgrep -u "$ALICE" -x -f 'sleep 301' || { fail "alice's holder did not start"; cleanup; return 1; }
+        spid=$(pgrep -u "$ALICE" -x -f 'sleep 301')
+        out=$(nsctl eject "$dev" 2>&1) && { fail "nsctl eject of a busy stick succeeded: $out"; cleanup; return 1; }
+        log "$out"
+        grep -qF "pid $spid (sleep) of alice, in the view of 'alice': working directory on /home/alice/stick-sub" <<<"$out" ||
+                { fail "nsctl eject did not name alice's sleep $spid: $out"; cleanup; return 1; }
+        kill "$spid"; wait "$holder" 2>/dev/null; holder=""
+        run as_alice "udisksctl unmount --no-user-interaction -b $dev" || { fail "udisksctl unmount as alice failed"; cleanup; return 1; }
+        poll 30 free || { fail "the device stays busy after the desktop's unmount (the administrator's bind in alice's view)"; cleanup; return 1; }
+        [[ "$(as_alice 'findmnt -n /home/alice/stick-sub || echo none')" == none ]] || { fail "alice's bind stayed"; cleanup; return 1; }
+        log "$(journalctl --no-pager -b -u "$UNIT" -o cat -g 'block device' | tail -2)"
+        run as_alice "udisksctl loop-delete --no-user-interaction -b $dev" && dev=""
+        cleanup
+}
+
+# A systemd automount on the host's /mnt, triggered from inside alice's view: mounted for
+# everyone, and expired for everyone.
+check_automount() {
+        grep -qw autofs /proc/filesystems || modprobe autofs4 2>/dev/null
+        grep -qw autofs /proc/filesystems || { echo "skip: this kernel has no autofs" >&3; return 0; }
+        local out unit=/etc/systemd/system/mnt-nsmauto
+        printf '[Mount]\nWhat=nsm-auto\nWhere=/mnt/nsmauto\nType=tmpfs\nOptions=size=1m\n' >"$unit.mount"
+        printf '[Automount]\nWhere=/mnt/nsmauto\nTimeoutIdleSec=2s\n' >"$unit.automount"
+        cleanup() {
+                systemctl stop mnt-nsmauto.automount mnt-nsmauto.mount 2>/dev/null
+                rm -f "$unit.mount" "$unit.automount"
+                systemctl daemon-reload
+                return 0
+        }
+        systemctl daemon-reload
+        run systemctl start mnt-nsmauto.automount || { fail "systemctl start mnt-nsmauto.automount failed"; cleanup; return 1; }
+        # The types of the mounts at /mnt/nsmauto, bottom first, from mountinfo: findmnt PATH
+        # would look up the path, and each look resets the idle timer.
+        local types='$5 == "/mnt/nsmauto" { for (i = 7; $i != "-"; i++); printf "%s ", $(i + 1) }'
+        host_types() { awk "$types" /proc/self/mountinfo; }
+        view_types() { nsctl attach "$ALICE" -- awk "$types" /proc/self/mountinfo; }
+        on_host() { [[ "$(host_types)" == "$1" ]]; }
+        in_view() { [[ "$(view_types)" == "$1" ]]; }
+        poll 30 in_view "autofs " || { fail "alice's view lacks the autofs mount: $(view_types)"; cleanup; return 1; }
+        out=$(as_alice 'stat -f -c %T /mnt/nsmauto/; readlink /proc/self/ns/mnt' | tr '\n' ' ')
+        log "alice's look inside: $out"
+        [[ "$out" == "tmpfs $(ns_id $ALICE_UID) " ]] || { fail "alice's look did not mount the tmpfs in her view: $out"; cleanup; return 1; }
+        on_host "autofs tmpfs " || { fail "the host lacks the tmpfs: $(host_types)"; cleanup; return 1; }
+        in_view "autofs tmpfs " || { fail "alice's view lacks the tmpfs: $(view_types)"; cleanup; return 1; }
+        expired() { on_host "autofs " && in_view "autofs "; }
+        poll 60 expired || { fail "the idle tmpfs was not unmounted everywhere: host $(host_types), view $(view_types)"; cleanup; return 1; }
+        log "expired on the host and in alice's view"
+        cleanup
+}
+
 check_no_errors_logged() {
         local errors
         errors=$(journalctl --no-pager -b -u "$UNIT" -p err -o cat)
@@ -524,6 +616,8 @@ check reused_mount_id_of_a_policy_mount check_reused_mount_id_of_a_policy_mount
 check verify check_verify
 check mount_events check_mount_events
 check eject check_eject
+check desktop_stick check_desktop_stick
+check automount check_automount
 check kill9_restart check_kill9_restart
 check upgrade_in_place check_upgrade_in_place
 check cron check_cron

@@ -194,6 +194,42 @@ def test_eject_names_holders_under_the_units_capabilities(instance, monkeypatch)
         usb.close()
 
 
+def test_eject_without_ptrace_says_nothing_was_detached(instance, monkeypatch):
+    """Under a bounding set without CAP_SYS_PTRACE (a drop-in that takes it away) the scan
+    cannot see bob's process, and the detach finds the stick busy at its first mount: the
+    refusal says nothing was detached, and why its holder is not named (it said 'became busy
+    ... what was detached before stays detached', with nothing detached)."""
+    import sandbox as sandbox_module
+    from test_install import unit_capabilities
+    sb = instance
+    real = sandbox_module.daemon_binary()
+    wrapper = sb.instance / "nsmanagerd-no-ptrace"
+    bounding = ",".join(["-all"] + [f"+{c}" for c in unit_capabilities()
+                                  if c != "sys_ptrace"])
+    wrapper.write_text(f'#!/bin/sh\nexec setpriv --bounding-set={bounding} -- {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sandbox_module, "daemon_binary", lambda: wrapper)
+    sb.start_daemon(ReleaseWithHost=False)
+    usb = Usb(sb)
+    try:
+        create(sb, "alice", "bob")
+        usb.mount_on_host()
+        p = bob_inside(sb)
+        try:
+            e = expect_error(lambda: sb.manager().Eject("/mnt/usb", 0), E_BUSY)
+            message = e.get_dbus_message()
+            assert "nothing was detached" in message and "CAP_SYS_PTRACE" in message, message
+            assert "stays detached" not in message, message
+            assert usb.mounts() == ["/mnt/usb"] and usb.mounts("bob") == ["/mnt/usb"], "a refused eject detached"
+        finally:
+            p.kill()
+            p.wait()
+        sb.manager().Eject("/mnt/usb", 0)
+        wait_until(usb.free, "the device to be free once bob's process is gone")
+    finally:
+        usb.close()
+
+
 @pytest.mark.daemon_config(ReleaseWithHost=False)
 def test_eject_holders_by_open_file_and_mapping(daemon, usb):
     """An open file (its fd's mnt_id) and a mapped one (by device) keep it busy too."""

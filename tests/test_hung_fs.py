@@ -719,10 +719,12 @@ def test_reading_a_view_with_a_hung_fuse_mount_waits_for_nothing(daemon, servers
             t = time.monotonic()
             r = call_as(sb, who, "GetMounts", "s", "alice")
             assert "ok" in r and any(m[4] == str(target) for m in r["ok"][0]), r
-            assert time.monotonic() - t < 5
+            # A bound that proves "never blocks" (the hung server never answers), scaled for
+            # a loaded machine: not a measure of speed.
+            assert time.monotonic() - t < timeout(5)
         t = time.monotonic()
         sb.properties(f"/org/example/NSManager/user/_{ALICE.uid}")["NMounts"]
-        assert time.monotonic() - t < 1
+        assert time.monotonic() - t < timeout(1)
         others_are_served(sb)
     finally:
         for s in servers:
@@ -773,7 +775,7 @@ def test_a_get_mounts_flood_does_not_stall_logins(daemon):
     took = time.monotonic() - t
     os.close(fd)
     flood.wait(timeout=60)
-    assert took < 1, f"carol's login waited {took:.2f}s behind bob's GetMounts"
+    assert took < timeout(1), f"carol's login waited {took:.2f}s behind bob's GetMounts"
 
 
 # ---- crash windows ----

@@ -8,7 +8,11 @@ namespace), logind sessions (su -l) and user@.service entering the user's namesp
 through pam_nsmanager, SharedSubtrees=/mnt reaching a login, the namespace and its
 sessions surviving `systemctl stop/start`, `systemctl reload` and a SIGKILL
 (Restart=on-failure), `nsctl attach` by the user against the real polkitd, logout, and
-a clean poweroff.
+a clean poweroff; and what touches the kernel, /proc or other users' processes under the
+unit as the package installs it: Eject naming its holders (a user's and root's, through
+CAP_SYS_PTRACE), ReleaseWithHost='s log of them, how mount changes are seen and why, and
+`nsctl verify`'s forecast against the login that follows (a stick is a loop device the
+pytest process attaches, its node made in the container: machine.Stick).
 
 The container, how it is built, booted and cleaned up: tests/machine.py. The tests share
 the module's booted container (the fixture `machine`: the build installed as an
@@ -19,12 +23,15 @@ its own.
 
 from __future__ import annotations
 
+import select
 import subprocess
 
+import pytest
+
 from helpers import wait_until
-from machine import ALICE, IMAGE_TOOL, UNIT, Login, booted, install_as_admin, mount_table, ns_id_of, \
+from machine import ALICE, IMAGE_TOOL, UNIT, Login, Stick, _fmt, booted, install_as_admin, mount_table, ns_id_of, \
     require_plain_build
-from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH
+from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, timeout
 
 # <linux/capability.h>, as systemctl show prints them.
 CAPABILITIES = [
@@ -285,16 +292,27 @@ def test_poweroff_leaves_nothing(sandbox, tmp_path_factory):
     """A container with the build installed and alice logged in (so nsmanagerd active,
     holding her namespace) powers off cleanly; the holder's namespace goes with the copy,
     the cached image is untouched. (A container of its own: the module's serves the other
-    tests.)"""
+    tests.) A root `nsctl attach alice -- … sleep` started without a terminal is still running:
+    it does not hold the poweroff up until systemd-shutdown's 90 s timeout (its nsenter,
+    stopped by the shutdown's SIGSTOP to every process, is continued: machine.py)."""
     require_plain_build()
     with booted(tmp_path_factory.mktemp("nspawn-poweroff"), prepare=install_as_admin) as m:
         login = Login(m)
+        attached = None
         try:
             assert m.is_active() == "active", f"{UNIT} is not active with alice logged in\n{m.diag()}"
-            status = m.poweroff()
+            attached = m.popen([m.installed_path("nsctl"), "attach", ALICE.name, "--", "setpriv",
+                                f"--reuid={ALICE.uid}", f"--regid={ALICE.gid}", "--clear-groups", "sleep", "300"])
+            wait_until(lambda: "sleep" in m.exec(["sh", "-c", "cat /proc/[0-9]*/comm"]).stdout.split(),
+                       "the attached sleep to run", 10, interval=0.1, diag=m.diag)
+            # Below systemd-shutdown's 90 s (scaled: at most NSM_TIMEOUT_SCALE=2 discriminates).
+            status = m.poweroff(wait=30)
             assert status == 0, f"systemd-nspawn exited with {status}\n{m.console_text(40)}"
         finally:
             login.logout()
+            if attached is not None:
+                attached.kill()
+                attached.wait()
         leftovers = m.release()
         assert not leftovers, "\n".join(leftovers)
         passwd = (m.image / "etc" / "passwd").read_text()
@@ -352,3 +370,142 @@ def test_log_level_at_run_time_and_audit_in_journal(machine, alice_session):
     assert "A bind mount into a user's view" in p.stdout, p.stdout
     m.exec([nsctl, "unmount", ALICE.name, "/home/alice/audit-bind"], what="nsctl unmount (cleanup)")
     m.exec(["rmdir", "/home/alice/audit-bind"], check=False)
+
+
+# ---- eject, ReleaseWithHost=, mount events and verify, under the packaged unit ----------
+
+def _start_holder(m, argv) -> tuple[subprocess.Popen, int]:
+    """argv (a shell that prints its pid, then execs the holder) started in the container;
+    the holder's pid there."""
+    p = m.popen(argv)
+    ready = select.select([p.stdout], [], [], timeout(30))[0]
+    line = p.stdout.readline().decode().strip() if ready else ""
+    if not line.isdigit():
+        p.kill()
+        p.wait(10)
+        pytest.fail(f"the holder did not start: {_fmt(argv)}: {line!r} {p.stderr.read()!r}\n{m.diag()}",
+                    pytrace=False)
+    return p, int(line)
+
+
+def _stop(m, procs) -> None:
+    for p, pid in procs:
+        m.exec(["sh", "-c", f"kill -KILL {pid}"], check=False)   # (minbase has no procps)
+        try:
+            p.wait(timeout(20))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
+
+
+def test_eject_names_its_holders_and_release_logs_them(machine, alice_session, tmp_path):
+    """Under the packaged unit (its CapabilityBoundingSet=, seccomp filter, DevicePolicy=):
+    a stick on the machine's /mnt/usb reaches alice's view, and an administrator binds it into
+    her home too. With her shell's working directory in that bind and a root-owned process's
+    on her /mnt/usb, `nsctl eject` refuses and names each (pid in the container, command,
+    user, view, how it holds it), detaching nothing. The machine's own unmount then takes her
+    /mnt/usb with it (propagation) and the daemon detaches the bind lazily (ReleaseWithHost=),
+    naming in the journal who holds it; once they are gone the device is free."""
+    m = machine
+    nsctl = m.installed_path("nsctl")
+    stick = Stick(m, tmp_path)
+    holders = []
+    view = f"/proc/{alice_session.pid}/ns/mnt"
+
+    def in_view(path):
+        return m.exec(["nsenter", f"--mount={view}", "findmnt", "-n", "-o", "SOURCE", path], check=False).stdout.strip()
+    try:
+        m.exec(["mkdir", "-p", "/mnt/usb"])
+        m.exec(["mount", "-t", "ext4", stick.dev, "/mnt/usb"])
+        m.exec(["chmod", "1777", "/mnt/usb"])
+        wait_until(lambda: in_view("/mnt/usb"), "the stick in alice's view", 10, interval=0.1, diag=m.diag)
+        m.exec([nsctl, "bind", ALICE.name, "/mnt/usb", "/home/alice/usb", "--mkdir"])
+        assert in_view("/home/alice/usb") == stick.dev
+        holders.append(_start_holder(m, ["su", "-l", ALICE.name, "-c", "cd ~/usb && echo $$ && exec sleep 300"]))
+        holders.append(_start_holder(m, ["nsenter", f"--mount={view}", "--", "sh", "-c",
+                                         "cd /mnt/usb && echo $$ && exec sleep 300"]))
+        (_, alices), (_, roots) = holders
+        p = m.exec([nsctl, "eject", "/mnt/usb"], check=False)
+        assert p.returncode == 1, f"eject of a busy stick: exit status {p.returncode}\n{p.stdout}{p.stderr}"
+        assert "Held by: " in p.stderr, p.stderr
+        for line in (f"pid {alices} (sleep) of alice, in the view of 'alice': working directory on /home/alice/usb",
+                     f"pid {roots} (sleep) of root, in the view of 'alice': working directory on /mnt/usb"):
+            assert line in p.stderr, f"{line!r} not in nsctl eject's message:\n{p.stderr}"
+        assert m.exec(["findmnt", "-n", "/mnt/usb"], check=False).stdout, "a refused eject detached the host's mount"
+        assert in_view("/mnt/usb") and in_view("/home/alice/usb"), "a refused eject detached alice's copies"
+
+        # The machine's own unmount; lazy, as a plain one says "busy" while her copies are held.
+        m.exec(["umount", "-l", "/mnt/usb"])
+        want = f"pid {alices} (sleep) of alice, in the view of 'alice'"
+        log = wait_until(lambda: (lambda t: t if want in t else None)(
+            m.journal("-u", UNIT, "--grep", f"Released block device {stick.devno}", lines=20)),
+            f"ReleaseWithHost='s log naming {want}", 20, interval=0.2, diag=m.diag)
+        print(log)
+        assert "held by: " in log and "detached lazily" in log, log
+        assert not in_view("/home/alice/usb") and not in_view("/mnt/usb"), "alice's copies outlived the unmount"
+        assert not stick.free(), "the holders still hold the file system"
+        _stop(m, holders)
+        holders = []
+        wait_until(stick.free, "the stick to be free once its holders are gone", 10, interval=0.1, diag=m.diag)
+    finally:
+        _stop(m, holders)
+        m.exec(["umount", "-l", "/mnt/usb"], check=False)
+        m.exec(["nsenter", f"--mount={view}", "umount", "-l", "/home/alice/usb"], check=False)
+        m.exec(["rmdir", "/home/alice/usb"], check=False)
+        stick.close()
+
+
+def test_mount_events_say_how_and_why(machine, alice_session):
+    """The daemon says once, at its start, how it sees mount changes, and when it polls, why
+    (here: a container's root, on whatever kernel the machine runs)."""
+    m = machine
+    if m.is_active() != "active":
+        m.busctl("call", BUS_NAME, MANAGER_PATH, MANAGER_IFACE, "ListNamespaces")
+    pid = m.systemctl_value("MainPID")
+    log = wait_until(lambda: m.journal(f"_PID={pid}", "--grep", "Mount changes are seen with", lines=5)
+                     .split("Mount changes are seen with", 1)[1:],
+                     "the daemon to say how it sees mount changes", 10, interval=0.2, diag=m.diag)[0]
+    print(f"nsmanagerd {pid}: Mount changes are seen with{log.splitlines()[0]}")
+    if "fanotify mount events" not in log.splitlines()[0]:
+        why = m.journal(f"_PID={pid}", "--grep", "fanotify", lines=5)
+        assert "No fanotify mount events: " in why or "fanotify mount events fail" in why, \
+            f"the daemon polls without saying why:\n{m.journal(f'_PID={pid}', lines=30)}"
+
+
+def test_verify_forecasts_and_the_login_does_it(machine):
+    """`nsctl verify` on the booted machine says what bob's next login does; that login then
+    does it, through the packaged unit: refused for a bind whose source is missing, let in
+    with the entry skipped once it begins with '-'."""
+    m = machine
+    nsctl = m.installed_path("nsctl")
+    m.exec(["sh", "-c", "id bob >/dev/null 2>&1 || useradd --create-home --uid 2002 --user-group --shell /bin/bash bob"])
+    conf = m.root_path("/etc/nsmanager/user.d/bob.conf")
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conf.write_text("[View]\nBindReadOnlyPaths=/srv/nothere:%h/x\n")
+        p = m.exec([nsctl, "verify", "--user", "bob"], check=False)
+        assert p.stdout.splitlines()[:1] == [
+            "bob: will be refused: BindReadOnlyPaths=/srv/nothere:%h/x: failed to open source '/srv/nothere': "
+            "No such file or directory"], f"{p.returncode}\n{p.stdout}{p.stderr}"
+        if m.is_active() == "active":
+            m.exec(["systemctl", "reload", UNIT])
+        # The daemon refuses his view. The container's su-l has the line `optional`
+        # (install_as_admin, as docs/pam.md shows for a stack without the package's profile),
+        # which lets the login in outside any view, after the one line that says so.
+        p = m.exec(["su", "-l", "bob", "-c", "readlink /proc/self/ns/mnt"], check=False)
+        assert p.stdout.strip() == m.mntns(1) and "Your view of this machine could not be set up" in p.stderr, \
+            f"bob's login:\n{p.stdout}{p.stderr}"
+        assert "failed to open source '/srv/nothere'" in m.journal("-u", UNIT, "--grep", "view of 'bob'", lines=5)
+
+        conf.write_text("[View]\nBindReadOnlyPaths=-/srv/nothere:%h/x\n")
+        p = m.exec([nsctl, "verify", "--user", "bob"], check=False)
+        assert p.stdout.splitlines()[:1] == [
+            "bob: lands with entries skipped: BindReadOnlyPaths=-/srv/nothere:%h/x: the source '/srv/nothere' does "
+            "not exist (the entry begins with '-'): the entry is skipped."], f"{p.returncode}\n{p.stdout}{p.stderr}"
+        m.exec(["systemctl", "reload", UNIT])
+        p = m.exec(["su", "-l", "bob", "-c", "readlink /proc/self/ns/mnt"], check=False)
+        assert p.returncode == 0 and p.stdout.strip() != m.mntns(1), f"bob's login:\n{p.stdout}{p.stderr}"
+    finally:
+        conf.unlink(missing_ok=True)
+        if m.is_active() == "active":
+            m.exec(["systemctl", "reload", UNIT], check=False)

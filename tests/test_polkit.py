@@ -26,7 +26,7 @@ import time
 import pytest
 
 from caller import REFUSED, assert_ok, assert_refused, call_as, client_argv, parse_result
-from helpers import E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, create, ns_path, open_session, wait_until
+from helpers import E_ACCESS_DENIED, E_INTERACTIVE_AUTHORIZATION_REQUIRED, create, descendants, ns_path, open_session, wait_until
 from sandbox import (BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, PROPERTIES_IFACE,
                      build_dir, find_mount, sys_mount, sys_umount, timeout, MS_BIND)
 
@@ -38,7 +38,7 @@ def setpriv_argv(user):
 def wait_for_no_process_mentioning(text, wait=20):
     def found():
         pids = []
-        for d in filter(str.isdigit, os.listdir("/proc")):
+        for d in descendants():     # the sandbox's polkitd and what its rules spawned
             try:
                 if text.encode() in open(f"/proc/{d}/cmdline", "rb").read():
                     pids.append(d)

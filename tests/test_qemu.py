@@ -19,7 +19,13 @@ her slice with her loginuid, nsctl's verbs, SIGKILL and an upgrade in place keep
 namespace, the unit's exposure), plus what only another kernel shows: a replacing bind with
 a reader looping on the destination (and, to show the reader would see a gap, an unmount and
 mount by hand), an earlier bind with mounts below it, the own-view refusals of a user, and
-the daemon's records when mount ids are reused (before 6.8). A failed check fails its test
+the daemon's records when mount ids are reused (before 6.8); and the desktop, for real:
+udisks2 mounting a stick for alice (udisksctl loop-setup and mount, allowed by a test polkit
+rule) that is in every view, `nsctl eject` naming her process that holds an administrator's
+bind of part of it, the desktop's unmount (udisksctl unmount) freeing the device with that
+bind released; a systemd automount on /mnt triggered from inside her view, mounted and
+expired for everyone (the nspawn layer cannot: udisks needs udev, which a container lacks,
+and this machine's kernel has no autofs). A failed check fails its test
 with what the check printed and the guest's journal. The guest's console and the checks' log
 are kept in the test's temporary directory.
 
@@ -48,7 +54,7 @@ CHECKS = [
     "kernel", "install", "unit_active", "cron_scheduled", "su_login", "sudo", "ssh", "user_manager",
     "host_mount_reaches_view", "attach_as_user", "nsctl_verbs", "reader_sees_a_gap", "replace_bind",
     "replace_own_bind", "replace_bind_with_mounts_below", "own_view_refusals", "reused_mount_id_of_a_bind",
-    "reused_mount_id_of_a_policy_mount", "verify", "mount_events", "eject", "kill9_restart", "upgrade_in_place", "cron", "exposure",
+    "reused_mount_id_of_a_policy_mount", "verify", "mount_events", "eject", "desktop_stick", "automount", "kill9_restart", "upgrade_in_place", "cron", "exposure",
     "no_errors_logged",
 ]
 # What the whole run may take (boot, install, checks, poweroff), stretched by NSM_TIMEOUT_SCALE.
@@ -114,6 +120,9 @@ def guest_runs(image, deb, tmp_path_factory):  # noqa: F811
         print(f"{kernel.name} ({kernel.version}): " + ", ".join(f"{k} {v:.1f} s" for k, v in guest.timings.items()))
         return run
 
+    # pytest makes its base directory at the first mktemp(): not from two threads at once
+    # (the second one's mkdir fails with FileExistsError).
+    tmp_path_factory.getbasetemp()
     with ThreadPoolExecutor(len(KERNELS)) as pool:
         runs = dict(zip(KERNELS, pool.map(boot, [kernels[k] for k in KERNELS])))
     return runs

@@ -279,3 +279,33 @@ def test_teardown_names_what_was_left_on_the_machines_disk(sandbox):
                                 [sys.executable, "-c", LEAVES_A_DIRECTORY], wait=60)
     assert p.returncode == 3, f"exit status {p.returncode}: {p.stdout} {p.stderr}"
     assert "created on the machine's own file system in /srv: nsm-left-behind" in p.stdout, p.stdout
+
+
+# The tests that look for processes of a test user (helpers.processes_of): alice (uid 2001)
+# runs a `sleep`, or a `python3`, and the test waits for it to start or to end.
+PROCESS_DEPENDENT = [
+    "tests/test_nsctl.py::test_attach_sigint_is_forwarded",
+    "tests/test_nsctl.py::test_attach_client_gone_hangs_up",
+]
+
+
+def test_a_stray_process_of_a_test_uid_does_not_matter(sandbox):
+    """The machine may run processes of the test users' uids that are none of the sandbox's:
+    another sandbox's alice, a real user 2001. With a `sleep` and a `python3` of uid 2001
+    running outside its tree, a pytest of its own passes the tests that wait for alice's sleep
+    to start and to end: each counts only what its sandbox started."""
+    alice = sbm.TEST_USERS["alice"]
+    ids = [f"--reuid={alice.uid}", f"--regid={alice.gid}", "--clear-groups", "--"]
+    strays = [subprocess.Popen(["setpriv", *ids, *argv], stdin=subprocess.DEVNULL)
+              for argv in (["sleep", "900"], [sys.executable, "-c", "import time; time.sleep(900)"])]
+    try:
+        p = in_a_machine_of_its_own("", [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                                         *PROCESS_DEPENDENT], wait=600)
+        summary = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+        assert p.returncode == 0 and f"{len(PROCESS_DEPENDENT)} passed" in summary, \
+            f"exit status {p.returncode}:\n{p.stdout[-6000:]}\n{p.stderr[-2000:]}"
+        assert all(s.poll() is None for s in strays), "a test signalled a process it did not start"
+    finally:
+        for s in strays:
+            s.kill()
+            s.wait()

@@ -528,6 +528,7 @@ static int eject_run(int sock, void *userdata, NsmError *error) {
         (void) enter(op, host_fd, -1);
 
         qsort(s.found, s.n, sizeof(Found), found_cmp);
+        size_t n_detached = 0;
         for (size_t i = 0; i < s.n; i++) {
                 Found *f = s.found + i;
                 char sns[32];
@@ -535,6 +536,8 @@ static int eject_run(int sock, void *userdata, NsmError *error) {
                 r = enter(op, host_fd, f->ns);
                 if (r >= 0)
                         r = detach_one(f, &s, op->lazy, sock, op);
+                if (r >= 0)
+                        n_detached++;
                 if (r == -EBUSY && op->release) {
                         /* In use: detached lazily, the file system goes when its holders let go. */
                         r = detach_one(f, &s, true, sock, op);
@@ -544,6 +547,14 @@ static int eject_run(int sock, void *userdata, NsmError *error) {
                 }
                 if (r == -EBUSY && !op->lazy) {
                         (void) enter(op, host_fd, -1);
+                        /* Busy at the first, yet the scan above named nobody: the holder came
+                         * meanwhile, or the scan could not see it (other users' /proc/PID/cwd,
+                         * root and fdinfo need CAP_SYS_PTRACE). Nothing was detached: say so. */
+                        if (n_detached == 0)
+                                return nsm_error_setf(error, NSM_ERROR_BUSY, "The file system of '%s' is in use by a "
+                                                      "process the daemon did not see (one that came meanwhile, or "
+                                                      "any, without CAP_SYS_PTRACE); nothing was detached.",
+                                                      op->what);
                         return nsm_error_setf(error, NSM_ERROR_BUSY, "'%s' became busy while the file system of '%s' "
                                               "was being ejected; what was detached before stays detached.", f->path,
                                               op->what);
