@@ -235,8 +235,9 @@ int namespace_load(NamespaceSet *set, StoredFds *stored_fds, const char *name, i
                 return r;
         rewind(f);
         if (!streq(u.name, name)) {
+                /* (name ?: …: GCC's -fsanitize=undefined build sees a null name here that cannot be.) */
                 log_info("User '%s' (UID %u) is named '%s' now; her namespace keeps its name until it is removed.",
-                         name, (unsigned) u.uid, u.name);
+                         name ?: "?", (unsigned) u.uid, u.name ?: "?");
                 free(u.name);
                 u.name = strdup(name);
                 if (!u.name)
