@@ -151,7 +151,8 @@ int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *r
                 view_processes_free(a, n);
                 return r;
         }
-        qsort(a, n, sizeof(ViewProcess), view_process_cmp);
+        if (n > 0)     /* qsort(NULL, 0, …) is undefined */
+                qsort(a, n, sizeof(ViewProcess), view_process_cmp);
         /* Bounded: the lowest pids, the longest-running ones as a rule. */
         while (n > VIEW_PROCESSES_MAX) {
                 n--;
