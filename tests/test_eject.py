@@ -162,16 +162,8 @@ def test_eject_names_holders_under_the_units_capabilities(instance, monkeypatch)
     lets root do only with CAP_SYS_PTRACE: under the unit's CapabilityBoundingSet= (applied
     here with setpriv, as systemd would) Eject still names bob's process, and
     ReleaseWithHost='s log the holder of a copy it detaches lazily."""
-    import sandbox as sandbox_module
-    from test_install import unit_capabilities
     sb = instance
-    real = sandbox_module.daemon_binary()
-    wrapper = sb.instance / "nsmanagerd-capped"
-    bounding = ",".join(["-all"] + [f"+{c}" for c in unit_capabilities()])
-    wrapper.write_text(f'#!/bin/sh\nexec setpriv --bounding-set={bounding} -- {real} "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setattr(sandbox_module, "daemon_binary", lambda: wrapper)
-    sb.start_daemon(ReleaseWithHost=True)
+    start_under_bounding_set(sb, monkeypatch, "nsmanagerd-capped", ReleaseWithHost=True)
     usb = Usb(sb)
     try:
         create(sb, "alice", "bob")
@@ -199,17 +191,9 @@ def test_eject_without_ptrace_says_nothing_was_detached(instance, monkeypatch):
     cannot see bob's process, and the detach finds the stick busy at its first mount: the
     refusal says nothing was detached, and why its holder is not named (it said 'became busy
     ... what was detached before stays detached', with nothing detached)."""
-    import sandbox as sandbox_module
-    from test_install import unit_capabilities
     sb = instance
-    real = sandbox_module.daemon_binary()
-    wrapper = sb.instance / "nsmanagerd-no-ptrace"
-    bounding = ",".join(["-all"] + [f"+{c}" for c in unit_capabilities()
-                                  if c != "sys_ptrace"])
-    wrapper.write_text(f'#!/bin/sh\nexec setpriv --bounding-set={bounding} -- {real} "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setattr(sandbox_module, "daemon_binary", lambda: wrapper)
-    sb.start_daemon(ReleaseWithHost=False)
+    start_under_bounding_set(sb, monkeypatch, "nsmanagerd-no-ptrace", without={"sys_ptrace"},
+                             ReleaseWithHost=False)
     usb = Usb(sb)
     try:
         create(sb, "alice", "bob")
@@ -374,3 +358,17 @@ def test_eject_refuses_a_copy_hidden_under_another_mount(daemon, usb):
     daemon.umount("/home/alice/dir", view="alice")
     daemon.manager().Eject("/mnt/usb", 0)
     assert usb.free()
+
+
+def start_under_bounding_set(sb, monkeypatch, name, without=frozenset(), **settings):
+    """Start the daemon with the shipped unit's CapabilityBoundingSet= (less `without`), as
+    systemd would: a wrapper that runs it under setpriv --bounding-set."""
+    import sandbox as sandbox_module
+    from test_install import unit_capabilities
+    real = sandbox_module.daemon_binary()
+    wrapper = sb.instance / name
+    bounding = ",".join(["-all"] + [f"+{c}" for c in unit_capabilities() if c not in without])
+    wrapper.write_text(f'#!/bin/sh\nexec setpriv --bounding-set={bounding} -- {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sandbox_module, "daemon_binary", lambda: wrapper)
+    sb.start_daemon(**settings)
