@@ -613,6 +613,9 @@ EOF2
                 >/usr/share/xsessions/nsmtest.desktop
         printf '[Seat:*]\nautologin-user=%s\nautologin-user-timeout=0\nautologin-session=nsmtest\nuser-session=nsmtest\n' \
                 "$ALICE" >/etc/lightdm/lightdm.conf.d/50-nsmtest.conf
+        # A mount point the policy makes in her home (check_policy_mount_points, below).
+        printf 'TemporaryFileSystem=%%h/nsm-made/x\n' >>/etc/nsmanager/user.d/alice.conf
+        run nsctl reload || { fail "nsctl reload failed"; return 1; }
         run systemctl start lightdm.service || { fail "systemctl start lightdm failed"; return 1; }
         local xpid=
         find_xsession() { xpid=$(pgrep -u "$ALICE" -f -o '^/bin/sh /usr/local/bin/nsmtest-xsession'); [[ -n "$xpid" ]]; }
@@ -652,7 +655,19 @@ EOF2
                         <<<"$status" || { fail "nsctl status $ALICE does not list pid $pid"; return 1; }
         done
         log "X server (lightdm's, outside any session): $(pgrep -a Xorg | head -n 1)"
-        run systemctl stop lightdm.service
+}
+
+# After graphical_login, under the shipped unit (no CAP_CHOWN): the mount point the policy
+# made in alice's real home is hers while the view lasts, and gone once the view is.
+check_policy_mount_points() {
+        local owners
+        owners=$(stat -c %U /home/alice/nsm-made /home/alice/nsm-made/x 2>&1 | tr '\n' ' ')
+        log "owners of ~alice/nsm-made and nsm-made/x on the host: $owners"
+        [[ "$owners" == "alice alice " ]] || { fail "the mount points made in her home: $owners"; return 1; }
+        run systemctl stop lightdm.service "user@$ALICE_UID.service"
+        run nsctl remove "$ALICE" || { fail "nsctl remove alice failed"; return 1; }
+        poll 60 test ! -e /home/alice/nsm-made || { fail "~alice/nsm-made is still there after her view ended: $(ls -la /home/alice/nsm-made)"; return 1; }
+        log "gone with the view: $(ls -A /home/alice | tr '\n' ' ')"
 }
 
 check_no_errors_logged() {
@@ -667,6 +682,7 @@ if [[ -e /nsmtest/desktop ]]; then
         # The desktop image boots for the graphical login alone (tests/test_qemu.py).
         check unit_active check_unit_active
         check graphical_login check_graphical_login
+        check policy_mount_points check_policy_mount_points
         check no_errors_logged check_no_errors_logged
         echo "CHECKS DONE"
         exit 0

@@ -161,7 +161,7 @@ def test_guest_powered_off(guest_run):
 # The graphical login: its own image (tools/qemu-image --desktop: LightDM, Xorg and Debian 12's
 # generic 6.1 kernel, whose bochs-drm drives qemu's emulated VGA; the cloud kernels have no DRM
 # driver, so no seat could be graphical), booted once, for this test alone.
-DESKTOP_CHECKS = ["kernel", "install", "unit_active", "graphical_login", "no_errors_logged"]
+DESKTOP_CHECKS = ["kernel", "install", "unit_active", "graphical_login", "policy_mount_points", "no_errors_logged"]
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +178,9 @@ def test_graphical_login(desktop_image, deb, tmp_path):  # noqa: F811
     session: logind shows a Type=x11 session on seat0 opened by lightdm-autologin (its PAM
     stack as Debian ships it, with pam_nsmanager as the package's pam-auth-update profile adds
     it), and the session's processes (lightdm's session child, Xsession's script and its
-    child) and her systemd --user are all in her view; `nsctl status alice` lists them."""
+    child) and her systemd --user are all in her view; `nsctl status alice` lists them. Then,
+    under the shipped unit, the mount point her [View] policy made in her real home
+    (TemporaryFileSystem=%h/nsm-made/x) is hers, and gone once her view is."""
     kernel = qemu.kernels(desktop_image).get("generic")
     if kernel is None:
         pytest.fail(f"the desktop image has no kernel 'generic': {sorted(qemu.kernels(desktop_image))}", pytrace=False)
@@ -186,7 +188,8 @@ def test_graphical_login(desktop_image, deb, tmp_path):  # noqa: F811
         status = guest.boot({"run": CHECKS_SCRIPT, "nsmanager.deb": deb.path, "desktop": ""}, wait=RUN_WAIT)
         run = Run(guest, status)
     print(f"desktop ({kernel.version}): " + ", ".join(f"{k} {v:.1f} s" for k, v in guest.timings.items()))
-    print("\n".join(run.output.get("graphical_login", [])))
+    for check in ("graphical_login", "policy_mount_points"):
+        print("\n".join(run.output.get(check, [])))
     for check in DESKTOP_CHECKS:
         if check not in run.verdicts:
             why = "the guest did not finish within the time" if status is None else \
