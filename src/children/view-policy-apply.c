@@ -43,10 +43,10 @@
  * its mounts are detached. What is created in a directory the user owns (%h/x) is created as
  * the user, and tagged (VIEW_POLICY_MADE_XATTR, view-policy.h) before anything is mounted on
  * it: when the view ends, the daemon removes what is still empty (mount-points.c), so no empty
- * directory is left behind in the user's real home. Sources follow only symlinks owned by root (open_path_safe(), in the
- * spirit of systemd's CHASE_SAFE): a source may come from %h or lie where a user can write, and
- * a bind shows what a parent directory's permissions deny, so a user's link must never steer
- * one (docs/security.md).
+ * directory is left behind in the user's real home. Sources follow only symlinks owned by root
+ * (open_path_safe(), in the spirit of systemd's CHASE_SAFE): a source may come from %h or lie
+ * where a user can write, and a bind shows what a parent directory's permissions deny, so a
+ * user's link must never steer one (docs/security.md).
  *
  * Propagation: a mount attached under a shared mount appears at all its peers. In a view the
  * SharedSubtrees (/mnt) are peers of the host's, and with ViewPropagation=shared the whole view
