@@ -62,10 +62,10 @@ static int acquire_for_request(BusRequest *req, const UserRecord *u, NamespaceRe
         _cleanup_(nsm_error_done) NsmError e = {};
         int r;
 
-        req->pending = true;
+        bus_request_wait(req);
         r = manager_acquire_namespace(req->manager, u, req->deadline, done, req, &e);
         if (r < 0) {
-                req->pending = false;
+                bus_request_unwait(req);
                 return bus_error_set_nsm(error, &e);
         }
         return 1;
@@ -415,11 +415,13 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
         req->data = c;
         req->free_data = op_call_free;
 
+        bus_request_wait(req);
         r = view_job_queue(m->jobs, ns, op, req->own ? &req->caller : NULL, req->own ? req->caller.uid : 0, req->deadline,
                            on_op_done, req);
-        if (r < 0)
+        if (r < 0) {
+                bus_request_unwait(req);
                 return bus_error_set_errnof(error, r, "Failed to queue the operation: %m");
-        req->pending = true;
+        }
         return 1;
 }
 
@@ -510,10 +512,10 @@ static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
         r = authorize_view_op(req, NULL, user, OWN_VIEW_SHARE, details, error);
         if (r <= 0)
                 return r;
-        req->pending = true;
+        bus_request_wait(req);
         r = manager_share_subtree(m, path, req->deadline, on_shared, req);
         if (r < 0) {
-                req->pending = false;
+                bus_request_unwait(req);
                 return bus_error_set_errnof(error, r, "Failed to share '%s': %m", path);
         }
         return 1;
