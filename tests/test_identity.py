@@ -16,12 +16,14 @@ PAM.
 import os
 import shutil
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 import sandbox as sb_module
-from helpers import E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER, E_USER_EXCLUDED, expect_error, ns_path
+from helpers import E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER, E_TIMED_OUT, E_USER_EXCLUDED, expect_error, ns_path
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, timeout
 from test_login_without_view import failing, profile  # noqa: F401 (a fixture)
 from sshd import Sshd
@@ -79,6 +81,7 @@ def directory(sandbox):
     DATA.mkdir(mode=0o755, exist_ok=True)
     (DATA / "slow").unlink(missing_ok=True)
     (DATA / "slow-uid").unlink(missing_ok=True)
+    (DATA / "slow-uid-asked").unlink(missing_ok=True)
     # No shadow entry ("*", not "x"): pam_unix's account check then asks for none, as with
     # sssd, whose pam_sss answers it.
     passwd = [f"{u.name}:*:{u.uid}:{u.gid}:{u.name}:{u.home}:{u.shell}" for u in TEST_USERS.values()]
@@ -320,6 +323,53 @@ def test_a_callers_slow_uid_does_not_hold_up_others(directory, daemon):
     records = [r for r in daemon.journal_records() if r.get("NSM_ACTION") == "Eject"]
     assert len(records) == 1 and records[0].get("NSM_CALLER_UID") == str(GINA[1]), records
     assert "NSM_CALLER_USER" not in records[0], records
+
+
+OWN_VIEW_RULES = """
+polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage-own" && (subject.user == "alice" || subject.user == "bob"))
+                return polkit.Result.YES;
+});
+"""
+
+
+@pytest.mark.daemon_config(OperationTimeoutSec=f"{int(timeout(5))}s")
+def test_a_callers_slow_groups_do_not_hold_up_others(directory, daemon, polkit_rules):
+    """The directory takes 30 s for bob's uid (his groups, as the daemon asks for them). His
+    own-view call (manage-own: the daemon acts with his groups) and his OpenAttach (the command
+    gets his groups) wait for NSS in a child, never on the loop: meanwhile root's and alice's
+    calls, her own-view call and her OpenAttach among them, answer; his get TimedOut at their
+    deadline. Before, getpwuid() and getgrouplist() ran on the loop and held up everybody."""
+    from caller import assert_ok, call_as
+    bob = TEST_USERS["bob"]
+    polkit_rules("50-own-view", OWN_VIEW_RULES)
+    for u in ("alice", "bob"):
+        daemon.manager().CreateNamespace(u)
+    (DATA / "slow-uid").write_text(f"{bob.uid} 30\n")
+    os.chmod(DATA / "slow-uid", 0o644)
+    attach = ("OpenAttach", "sasasst", ["true"], ["PATH=/usr/bin:/bin"], "/", 0)
+    propagation = ("SetPropagation", "ssst", "/mnt", "private", 0)
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            own = pool.submit(call_as, daemon, "bob", propagation[0], propagation[1], "bob", *propagation[2:],
+                              call_timeout=60)
+            attached = pool.submit(call_as, daemon, "bob", attach[0], attach[1], "bob", *attach[2:], call_timeout=60)
+            # Until the directory is asked for him (the daemon got his call).
+            for _ in range(int(timeout(300))):
+                if (DATA / "slow-uid-asked").exists() or own.done():
+                    break
+                time.sleep(0.1)
+            assert (DATA / "slow-uid-asked").exists(), own.result() if own.done() else "bob's groups never asked"
+            assert_ok(call_as(daemon, "root", "ListNamespaces", call_timeout=20), "root: ListNamespaces")
+            assert_ok(call_as(daemon, "alice", "GetNamespace", "s", "alice", call_timeout=20), "alice: GetNamespace")
+            assert_ok(call_as(daemon, "alice", propagation[0], propagation[1], "alice", *propagation[2:],
+                              call_timeout=20), "alice: SetPropagation in her view")
+            assert_ok(call_as(daemon, "alice", attach[0], attach[1], "alice", *attach[2:], call_timeout=20),
+                      "alice: OpenAttach")
+            for what, result in (("SetPropagation", own.result()), ("OpenAttach", attached.result())):
+                assert result.get("error") == E_TIMED_OUT, f"bob's {what}: {result}"
+    finally:
+        (DATA / "slow-uid").unlink(missing_ok=True)
 
 
 @pytest.mark.daemon_config(RateLimitBurst="3", RateLimitIntervalSec="1h")

@@ -273,27 +273,17 @@ static void on_started(AttachProcess *p, const NsmError *error) {
         p->call = sd_bus_message_unref(p->call);
 }
 
-/* Act: the caller in NSS, then the command started one way or the other. Returns 1 when
- * attach_unit_start() answers the call later, 0 when the caller is to reply with p->pid. */
+/* Act: the command started one way or the other, as the caller NSS named (her record and
+ * groups, looked up off the loop by attach_common()). Returns 1 when attach_unit_start()
+ * answers the call later, 0 when the caller is to reply with p->pid. */
 static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Namespace *ns, uid_t uid,
-                 AttachProcess **ret, sd_bus_error *error) {
+                 const UserRecord *record, const Credentials *caller, AttachProcess **ret, sd_bus_error *error) {
         _cleanup_(attach_process_freep) AttachProcess *p = NULL;
-        _cleanup_(user_record_done) UserRecord record = {};
-        _cleanup_(credentials_done) Credentials caller = {};
         _cleanup_(nsm_error_done) NsmError e = {};
         _cleanup_close_ int status_fd = -EBADF;
         int fds[3] = { a->fds[0], a->fds[1], a->fds[2] };
         AttachRequest req;
         int r;
-
-        r = user_record_by_uid(uid, &record);
-        if (r >= 0)
-                r = user_credentials_from_record(&record, &caller);
-        if (r == -ESRCH)
-                return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "uid %u has no user record (NSS).",
-                                      (unsigned) uid);
-        if (r < 0)
-                return bus_error_set_errnof(error, r, "Failed to look up uid %u and its groups: %m", (unsigned) uid);
 
         if (!a->open_attach) {
                 status_fd = fcntl(a->fds[3], F_DUPFD_CLOEXEC, 3);
@@ -305,7 +295,7 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 return bus_error_set_errnof(error, r, "Failed to set up the status fd: %m");
         if (a->open_attach) {
                 p->open_attach = true;
-                r = make_fds(p, a->flags & OPEN_ATTACH_PTY, caller.gid, fds, &p->status_fd, &e);
+                r = make_fds(p, a->flags & OPEN_ATTACH_PTY, caller->gid, fds, &p->status_fd, &e);
                 if (r < 0 && !nsm_error_is_set(&e))
                         (void) nsm_error_set_errnof(&e, r, "Failed to keep the command's fds: %m");
                 if (r < 0)
@@ -316,8 +306,8 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 .user = ns->name,
                 .mntns_fd = ns->mntns_fd,
                 .uid = uid,
-                .caller = &caller,
-                .home = record.home,
+                .caller = caller,
+                .home = record->home,
                 .command = a->command,
                 .environment = a->environment,
                 .working_directory = a->working_directory[0] ? a->working_directory : NULL,
@@ -339,7 +329,8 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
 
 static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, sd_bus_error *error) {
         _cleanup_(attach_args_done) AttachArgs a = { .open_attach = open_attach };
-        _cleanup_(user_record_done) UserRecord u = {};
+        _cleanup_(user_record_done) UserRecord u = {}, record = {};
+        _cleanup_(credentials_done) Credentials caller = {};
         const char *details[] = { "user", NULL, NULL };
         AttachProcess *p = NULL;
         Namespace *ns;
@@ -399,8 +390,15 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         if (r < 0)
                 return r;
 
+        /* Who the command runs as: her record and groups, NSS's in a child, never on the loop. */
+        r = bus_caller_credentials(m, message, uid, manager_deadline(m), &record, &caller, error);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return 1; /* NSS is asked; we are called again */
+
         /* Act */
-        r = start(m, message, &a, ns, uid, &p, error);
+        r = start(m, message, &a, ns, uid, &record, &caller, &p, error);
         if (r != 0)
                 return r;
 
