@@ -410,6 +410,25 @@ def test_a_rename_in_the_directory_keeps_her_namespace(directory, daemon):
     assert (daemon.subtree_root / renamed).is_dir()
 
 
+def test_a_start_restores_views_without_asking_nss(directory, daemon):
+    """The directory stops answering for gina (uid 2005) while the daemon is stopped: a start
+    restores her view from its state file, asking NSS nothing (before, a start asked NSS for
+    each view before it took its bus name, which logins wait for: as many stalls as views, and
+    a failure dropped the view)."""
+    m = daemon.manager()
+    path = str(m.CreateNamespace(GINA[0]))
+    daemon.stop_daemon()
+    (DATA / "slow-uid").write_text(f"{GINA[1]} 300\n")
+    os.chmod(DATA / "slow-uid", 0o644)
+    try:
+        daemon.restart_daemon()
+        assert listed(daemon) == [GINA], "her namespace was not restored"
+        assert str(daemon.manager().GetNamespace(str(GINA[1]))) == path
+        assert not (DATA / "slow-uid-asked").exists(), "the start asked NSS for her"
+    finally:
+        (DATA / "slow-uid").unlink(missing_ok=True)
+
+
 def test_a_uid_above_2_to_the_31_is_printed_right(directory, daemon, nsctl):
     """uid 3000000007 by name and by number: one namespace, printed as the number it is."""
     m = daemon.manager()

@@ -6,6 +6,7 @@
 #include "namespace-state.h"
 #include "parse-util.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "time-util.h"
 #include "view-policy.h"
 
@@ -202,6 +203,36 @@ int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
 
 /* ---- loading ---- */
 
+/* The user as the state file recorded her when her namespace was made: UID=, GID=, HOME=,
+ * SHELL= (namespace_save()). -ENOENT if one is missing (a state file of an older version). */
+static int state_file_user(FILE *f, const char *name, UserRecord *ret) {
+        _cleanup_(user_record_done) UserRecord u = { .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        while (r >= 0 && getline(&line, &n, f) >= 0) {
+                line[strcspn(line, "\n")] = 0;
+                if (strncmp(line, "UID=", 4) == 0)
+                        r = parse_uid(line + 4, &u.uid);
+                else if (strncmp(line, "GID=", 4) == 0)
+                        r = parse_uid(line + 4, &u.gid);
+                else if (strncmp(line, "HOME=", 5) == 0 && !u.home)
+                        r = text_unescape(line + 5, &u.home);
+                else if (strncmp(line, "SHELL=", 6) == 0 && !u.shell)
+                        r = text_unescape(line + 6, &u.shell);
+        }
+        if (r < 0)
+                return r;
+        if (u.uid == (uid_t) -1 || u.gid == (gid_t) -1 || !u.home || !u.shell)
+                return -ENOENT;
+        u.name = strdup(name);
+        if (!u.name)
+                return -ENOMEM;
+        *ret = TAKE_STRUCT(u);
+        return 0;
+}
+
 /* The UID= line of a state file. */
 static int state_file_uid(FILE *f, uid_t *ret) {
         _cleanup_free_ char *line = NULL;
@@ -229,14 +260,25 @@ int namespace_load(NamespaceSet *set, StoredFds *stored_fds, const char *name, i
         f = fopen(path, "re");
         if (!f)
                 return -errno;
-        /* By the uid the state file recorded (every state file has one): a user is her uid. A
-         * rename in the directory while the daemon was away leaves her namespace its name, as
-         * at run time (docs/interface.md); a state file without a uid is looked up by name. */
-        r = state_file_uid(f, &uid);
-        if (r >= 0)
-                r = user_record_by_uid(uid, &u);
-        else
-                r = user_record_by_name(name, &u);
+        /* The user as NSS gave her when the namespace was made, as the state file recorded
+         * her: a start asks NSS nothing. It runs before the daemon takes its bus name, which
+         * logins wait for (the unit is ordered before systemd-user-sessions.service): a
+         * directory server that does not answer (sssd's client waits up to 300 s per question)
+         * would hold up every login for as many questions as there are views, past the unit's
+         * start timeout, and a failure would drop her view. A rename in the directory while the
+         * daemon was away leaves her namespace its name, as at run time (docs/interface.md).
+         * Only a state file of an older version, without HOME= and SHELL=, is looked up in
+         * NSS: by the uid it recorded (a user is her uid), else by name; its next save writes
+         * them. */
+        r = state_file_user(f, name, &u);
+        if (r == -ENOENT) {
+                rewind(f);
+                r = state_file_uid(f, &uid);
+                if (r >= 0)
+                        r = user_record_by_uid(uid, &u);
+                else
+                        r = user_record_by_name(name, &u);
+        }
         if (r < 0)
                 return r;
         rewind(f);
