@@ -69,6 +69,11 @@ int namespace_save(Namespace *ns) {
                 "NAME=%s\nUID=%u\nGID=%u\nHOME=%s\nSHELL=%s\nMNTNS_ID=%" PRIu64 "\nTIMESTAMP=%" PRIu64 "\nLINGER=%s\n",
                 ns->name, (unsigned) ns->uid, (unsigned) ns->gid, home, shell, ns->mntns_inode, ns->timestamp,
                 ns->linger ? "yes" : "no");
+        /* The namespace's 64-bit id (NS_GET_MNTNS_ID, never reused while the machine runs): its
+         * inode number is, once it is gone, and --orphans must not take a stranger's namespace
+         * for a view a removal left behind. */
+        if (ns->mntns_id != 0)
+                fprintf(f, "MNTNS_UNIQUE_ID=%" PRIu64 "\n", ns->mntns_id);
         r = write_records(f, ns);
         if (fclose(f) != 0 && r >= 0)
                 r = -ENOMEM;
