@@ -372,6 +372,35 @@ def test_a_callers_slow_groups_do_not_hold_up_others(directory, daemon, polkit_r
         (DATA / "slow-uid").unlink(missing_ok=True)
 
 
+@pytest.mark.daemon_config(OperationTimeoutSec=f"{int(timeout(5))}s",
+                           files={"group.d/nsm-id-team.conf": "[View]\nInaccessiblePaths=-/srv/nsm-id-team\n"})
+def test_a_users_slow_groups_do_not_hold_up_other_logins(directory, daemon):
+    """With a group policy file, a view's build needs the user's groups. The directory takes
+    30 s for bob's (as the daemon asks for them): his view's build asks NSS in a child, never on
+    the loop, and fails TimedOut at its deadline; meanwhile alice's view is made, and root's and
+    alice's calls answer. Before, getgrouplist() ran on the loop and held up every login."""
+    from caller import assert_ok, call_as
+    bob = TEST_USERS["bob"]
+    (DATA / "slow-uid").write_text(f"{bob.uid} 30\n")
+    os.chmod(DATA / "slow-uid", 0o644)
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            his = pool.submit(call_as, daemon, "root", "CreateNamespace", "s", "bob", call_timeout=60)
+            for _ in range(int(timeout(300))):
+                if (DATA / "slow-uid-asked").exists() or his.done():
+                    break
+                time.sleep(0.1)
+            assert (DATA / "slow-uid-asked").exists(), his.result() if his.done() else "bob's groups never asked"
+            assert_ok(call_as(daemon, "root", "CreateNamespace", "s", "alice", call_timeout=20), "root: alice's view")
+            assert_ok(call_as(daemon, "root", "ListNamespaces", call_timeout=20), "root: ListNamespaces")
+            assert_ok(call_as(daemon, "alice", "GetNamespace", "s", "alice", call_timeout=20), "alice: GetNamespace")
+            result = his.result()
+            assert result.get("error") == E_TIMED_OUT and "groups" in result.get("message", ""), result
+    finally:
+        (DATA / "slow-uid").unlink(missing_ok=True)
+    assert [n for n, _ in listed(daemon)] == ["alice"]
+
+
 @pytest.mark.daemon_config(RateLimitBurst="3", RateLimitIntervalSec="1h")
 def test_names_only_nss_can_answer_are_charged_and_bounded(directory, daemon):
     """Each name that needs NSS costs a lookup child: GetNamespace and Can of fresh names are

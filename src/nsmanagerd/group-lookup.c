@@ -6,11 +6,23 @@
 
 #include "group-lookup.h"
 #include "hashmap.h"
+#include "ipc-fields.h"
 #include "log.h"
+#include "strv.h"
 #include "time-util.h"
 
 /* Far above any site's: an answer longer than this is no answer (NGROUPS_MAX is 65536). */
 #define GROUPS_MAX 65536U
+
+/* The child's answer: an ipc-fields.h message of this kind. */
+enum {
+        GROUP_LOOKUP_ANSWER = 1,
+};
+
+enum {
+        TAG_GID = 1,            /* repeated: every gid, the primary one first */
+        TAG_GROUP_NAME = 2,     /* repeated: their names where asked, as user_group_names() gives them */
+};
 
 typedef struct CacheEntry {
         char *key;               /* the uid, in decimal */
@@ -19,6 +31,8 @@ typedef struct CacheEntry {
         uint64_t until;          /* CLOCK_MONOTONIC */
         gid_t *groups;           /* when !failed */
         size_t n_groups;
+        char **names;            /* when !failed and names were asked for */
+        bool with_names;
         NsmError error;          /* when failed */
         bool failed;
 } CacheEntry;
@@ -31,8 +45,9 @@ typedef struct Waiter {
 typedef struct Lookup {
         GroupLookups *lookups;
         char *key, *name;
-        uid_t uid;
+        uid_t uid, caller;
         gid_t gid;
+        bool with_names;
         Waiter *waiters;
         size_t n_waiters;
 } Lookup;
@@ -50,6 +65,7 @@ static void cache_entry_free(CacheEntry *e) {
         free(e->key);
         free(e->name);
         free(e->groups);
+        strv_free(e->names);
         nsm_error_done(&e->error);
         free(e);
 }
@@ -116,43 +132,97 @@ GroupLookups *group_lookups_free(GroupLookups *l) {
         return NULL;
 }
 
-/* ---- the child: initgroups' list, sent as an array of gid_t ---- */
+/* ---- the child ---- */
 
 static int lookup_child_run(int sock, void *userdata, NsmError *error) {
         _cleanup_(credentials_done) Credentials c = {};
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ void *data = NULL;
         Lookup *k = userdata;
+        FieldWriter w;
+        size_t size = 0;
         int r;
 
         r = user_credentials_from_record(&(const UserRecord) { .name = k->name, .uid = k->uid, .gid = k->gid }, &c);
+        if (r >= 0 && k->with_names)
+                r = user_group_names(k->name, k->gid, &names);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Failed to look up the groups of UID %u: %m", (unsigned) k->uid);
-        return ipc_send_data(sock, c.groups, c.n_groups * sizeof(gid_t));
+        field_writer_init(&w, GROUP_LOOKUP_ANSWER);
+        for (size_t i = 0; i < c.n_groups; i++)
+                field_put_u64(&w, TAG_GID, c.groups[i]);
+        for (char **n = names; n && *n; n++)
+                field_put_string(&w, TAG_GROUP_NAME, *n);
+        r = field_writer_finish(&w, &data, &size);
+        if (r < 0)
+                return r;
+        return ipc_send_data(sock, data, size);
 }
 
 /* ---- the answer ---- */
+
+static int decode_field(uint8_t tag, const void *v, size_t n, void *userdata) {
+        CacheEntry *e = userdata;
+        uint32_t gid;
+        int r;
+
+        switch (tag) {
+        case TAG_GID: {
+                gid_t *g;
+
+                r = field_get_u32(v, n, &gid);
+                if (r < 0)
+                        return r;
+                if (gid == (gid_t) -1 || e->n_groups >= GROUPS_MAX)
+                        return -EBADMSG;
+                g = reallocarray(e->groups, e->n_groups + 1, sizeof(gid_t));
+                if (!g)
+                        return -ENOMEM;
+                g[e->n_groups++] = gid;
+                e->groups = g;
+                return 0;
+        }
+        case TAG_GROUP_NAME:
+                return field_strv_push(v, n, &e->names);
+        default:
+                return -EBADMSG;
+        }
+}
+
+static int decode_answer(const char *data, size_t size, CacheEntry *e) {
+        static const FieldSchema schema = {
+                .allowed = FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_GROUP_NAME),
+                .repeated = FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_GROUP_NAME),
+                .required = FIELD_BIT(TAG_GID),
+        };
+
+        if (!data)
+                return -EBADMSG;
+        return field_message_decode(data, size, GROUP_LOOKUP_ANSWER, &schema, decode_field, e);
+}
 
 static void on_lookup_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
         Lookup *k = userdata;
         GroupLookups *l = k->lookups;
         CacheEntry *e = calloc(1, sizeof(CacheEntry));
+        int r;
 
-        if (k->uid != 0)
+        if (k->caller != 0)
                 l->users_in_flight--;
         if (hashmap_get(l->pending, k->key) == k)
                 (void) hashmap_remove(l->pending, k->key);
         if (e && (e->key = strdup(k->key)) && (e->name = strdup(k->name))) {
                 e->gid = k->gid;
+                e->with_names = k->with_names;
                 e->until = now_usec(CLOCK_MONOTONIC) + GROUP_LOOKUP_CACHE_USEC;
                 if (error) {
                         e->failed = true;
                         (void) nsm_error_copy(&e->error, error);
-                } else if (!data || size == 0 || size % sizeof(gid_t) != 0 || size / sizeof(gid_t) > GROUPS_MAX ||
-                           !(e->groups = memdup(data, size))) {
+                } else if ((r = decode_answer(data, size, e)) < 0) {
                         e->failed = true;
-                        (void) nsm_error_set_errnof(&e->error, -EBADMSG, "Malformed answer of the lookup of the "
-                                                    "groups of UID %u.", (unsigned) k->uid);
-                } else
-                        e->n_groups = size / sizeof(gid_t);
+                        (void) nsm_error_set_errnof(&e->error, r, "Malformed answer of the lookup of the groups of "
+                                                    "UID %u.", (unsigned) k->uid);
+                }
                 if (hashmap_size(l->cache) >= GROUP_LOOKUP_CACHE_MAX)
                         cache_clear(l, false);
                 if (hashmap_size(l->cache) >= GROUP_LOOKUP_CACHE_MAX)
@@ -169,20 +239,34 @@ static void on_lookup_done(const NsmError *error, IpcMessage *final, const char 
         lookup_free(k);
 }
 
-static int cache_answer(const CacheEntry *e, uid_t uid, Credentials *ret, NsmError *error) {
+static int cache_answer(const CacheEntry *e, uid_t uid, Credentials *ret, char ***ret_names, NsmError *error) {
+        _cleanup_strv_free_ char **names = NULL;
+
         if (e->failed) {
                 int r = nsm_error_copy(error, &e->error);
                 return r < 0 ? r : nsm_error_to_errno(&e->error) ?: -EINVAL;
         }
-        *ret = (Credentials) { .uid = uid, .gid = e->gid, .groups = memdup(e->groups, e->n_groups * sizeof(gid_t)),
-                               .n_groups = e->n_groups };
-        if (!ret->groups)
-                return nsm_error_set_errnof(error, -ENOMEM, NULL);
+        if (ret_names) {
+                names = calloc(1, sizeof(char *));
+                for (char **n = e->names; names && n && *n; n++)
+                        if (strv_extend(&names, *n) < 0)
+                                names = strv_free(names);
+                if (!names)
+                        return nsm_error_set_errnof(error, -ENOMEM, NULL);
+        }
+        if (ret) {
+                *ret = (Credentials) { .uid = uid, .gid = e->gid, .groups = memdup(e->groups, e->n_groups * sizeof(gid_t)),
+                                       .n_groups = e->n_groups };
+                if (!ret->groups)
+                        return nsm_error_set_errnof(error, -ENOMEM, NULL);
+        }
+        if (ret_names)
+                *ret_names = TAKE_PTR(names);
         return 1;
 }
 
-int group_lookup(GroupLookups *l, const UserRecord *u, uint64_t deadline, GroupLookupDone done, void *userdata,
-                 Credentials *ret, NsmError *error) {
+int group_lookup(GroupLookups *l, const UserRecord *u, uid_t caller, uint64_t deadline, GroupLookupDone done,
+                 void *userdata, Credentials *ret, char ***ret_names, NsmError *error) {
         _cleanup_free_ char *description = NULL;
         char key[16];
         CacheEntry *e;
@@ -191,15 +275,17 @@ int group_lookup(GroupLookups *l, const UserRecord *u, uint64_t deadline, GroupL
 
         snprintf(key, sizeof key, "%" PRIu32, (uint32_t) u->uid);
         e = hashmap_get(l->cache, key);
-        if (e && e->until > now_usec(CLOCK_MONOTONIC) && e->gid == u->gid && streq(e->name, u->name))
-                return cache_answer(e, u->uid, ret, error);
+        if (e && e->until > now_usec(CLOCK_MONOTONIC) && e->gid == u->gid && streq(e->name, u->name) &&
+            (e->failed || e->with_names || !ret_names))
+                return cache_answer(e, u->uid, ret, ret_names, error);
 
+        /* Joined: should it be one without the names, the call comes back here and asks again. */
         k = hashmap_get(l->pending, key);
         if (k) {
                 r = lookup_add_waiter(k, done, userdata);
                 return r < 0 ? nsm_error_set_errnof(error, r, NULL) : 0;
         }
-        if (u->uid != 0 && l->users_in_flight >= GROUP_LOOKUPS_USERS_MAX)
+        if (caller != 0 && l->users_in_flight >= GROUP_LOOKUPS_USERS_MAX)
                 return nsm_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED, "%u lookups of callers' groups are in flight "
                                       "already, the most there may be; try again later.", GROUP_LOOKUPS_USERS_MAX);
 
@@ -211,6 +297,8 @@ int group_lookup(GroupLookups *l, const UserRecord *u, uint64_t deadline, GroupL
         k->lookups = l;
         k->uid = u->uid;
         k->gid = u->gid;
+        k->caller = caller;
+        k->with_names = ret_names;
         if (asprintf(&description, "Looking up the groups of UID %u", (unsigned) u->uid) < 0)
                 description = NULL;
         ChildSpec spec = {
@@ -218,7 +306,7 @@ int group_lookup(GroupLookups *l, const UserRecord *u, uint64_t deadline, GroupL
                 .run = lookup_child_run,
                 .run_userdata = k,
                 .deadline = deadline,
-                .owner = u->uid,
+                .owner = caller,
                 .done = on_lookup_done,
                 .userdata = k,
         };
@@ -228,7 +316,7 @@ int group_lookup(GroupLookups *l, const UserRecord *u, uint64_t deadline, GroupL
                 return nsm_error_set_errnof(error, r, "Failed to start looking up the groups of UID %u: %m",
                                             (unsigned) u->uid);
         }
-        if (u->uid != 0)
+        if (caller != 0)
                 l->users_in_flight++;
         (void) hashmap_put(l->pending, k->key, k);     /* without it, her next call looks up again */
         return 0;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "builder.h"
+#include "group-lookup.h"
 #include "log.h"
 #include "namespace-build.h"
 #include "namespace-session.h"
@@ -154,9 +155,77 @@ static void on_view_built(BuilderReply *reply, void *userdata) {
                 build_fail(c, r, "Failed to start applying the [View] policy.");
 }
 
+/* The user's groups are known (NULL where no group has a policy file): her policy, then the
+ * builder. */
+static void build_with_groups(BuildContext *c, char **groups) {
+        Namespace *ns = c->ns;
+        NamespaceSet *s = ns->set;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (!s) {
+                _cleanup_(nsm_error_done) NsmError e = {};
+                (void) nsm_error_setf(&e, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' was removed while it was "
+                                      "being built.", ns->name);
+                build_finish(c, &e);
+                return;
+        }
+        r = view_policy_load(s->config, ns->name, groups, &c->policy);
+        if (r < 0) {
+                if (asprintf(&why, "Failed to find the [View] policy of '%s': %s", ns->name, strerror(-r)) < 0)
+                        why = NULL;
+                build_fail(c, r, why);
+                return;
+        }
+
+        ViewSpec spec = {
+                .name = ns->name,
+                .subtree_root = s->config->subtree_root,
+                .shared_subtrees = s->config->shared_subtrees,
+                .propagation = s->config->view_propagation,
+        };
+        r = builder_build(s->builder, &spec, c->deadline, on_view_built, c);
+        if (r < 0)
+                build_fail(c, r, "Failed to ask the view builder.");
+}
+
+static void on_groups_looked_up(void *userdata);
+
+/* Her group names, asked of NSS in a child (group-lookup.h), never on the loop: with sssd or
+ * winbind a directory slow for her would hold up every login and call. Charged to root: a
+ * login's lookups are never refused. */
+static void build_look_up_groups(BuildContext *c) {
+        _cleanup_(nsm_error_done) NsmError e = {}, failed = {};
+        _cleanup_strv_free_ char **groups = NULL;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (!c->ns->set || !c->ns->set->group_lookups) {
+                build_with_groups(c, NULL);
+                return;
+        }
+        r = group_lookup(c->ns->set->group_lookups, &c->user, 0, c->deadline, on_groups_looked_up, c, NULL, &groups, &e);
+        if (r == 0)
+                return;
+        if (r < 0) {
+                if (asprintf(&why, "Failed to find the [View] policy of '%s': her groups: %s", c->ns->name,
+                             nsm_error_message(&e)) < 0)
+                        why = NULL;
+                (void) nsm_error_set(&failed, nsm_error_is_set(&e) ? e.code : NSM_ERROR_SYSTEM,
+                                     nsm_error_is_set(&e) ? e.errno_value : r, why ?: nsm_error_message(&e));
+                build_finish(c, &failed);
+                return;
+        }
+        build_with_groups(c, groups);
+}
+
+static void on_groups_looked_up(void *userdata) {
+        build_look_up_groups(userdata);
+}
+
 int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
         NamespaceSet *s = ns->set;
-        _cleanup_strv_free_ char **groups = NULL, **with_files = NULL;
+        _cleanup_strv_free_ char **with_files = NULL;
         _cleanup_free_ char *why = NULL;
         BuildContext *c;
         int r;
@@ -178,26 +247,16 @@ int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
          * they are not looked up: NSS's initgroups asks every source of groups (it reads all
          * of /etc/group, then asks systemd-userdb), which can cost more than building the view. */
         r = view_policy_groups_with_files(s->config, &with_files);
-        if (r >= 0 && with_files)
-                r = user_group_names(ns->name, ns->gid, &groups);
-        if (r >= 0)
-                r = view_policy_load(s->config, ns->name, groups, &c->policy);
         if (r < 0) {
                 if (asprintf(&why, "Failed to find the [View] policy of '%s': %s", ns->name, strerror(-r)) < 0)
                         why = NULL;
                 build_fail(c, r, why);
                 return 0;
         }
-
-        ViewSpec spec = {
-                .name = ns->name,
-                .subtree_root = s->config->subtree_root,
-                .shared_subtrees = s->config->shared_subtrees,
-                .propagation = s->config->view_propagation,
-        };
-        r = builder_build(s->builder, &spec, deadline, on_view_built, c);
-        if (r < 0)
-                build_fail(c, r, "Failed to ask the view builder.");
+        if (with_files)
+                build_look_up_groups(c);
+        else
+                build_with_groups(c, NULL);
         return 0;
 }
 
