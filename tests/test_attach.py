@@ -564,8 +564,8 @@ def test_open_attach_sets_the_terminals_size_before_the_command_starts(alice_vie
     flags = 0x1 | 0x2 | 33 << 32 | 77 << 48
     pid, i, o, e, status = manager.OpenAttach("alice", ["stty", "size"], ["PATH=/usr/bin:/bin"], "/",
                                               dbus.UInt64(flags))
-    master = i.take()
-    for fd in (o, e, status):
+    master, status = i.take(), status.take()      # status stays open: closing it first hangs up the command
+    for fd in (o, e):
         os.close(fd.take())
     out = b""
     try:
@@ -579,6 +579,7 @@ def test_open_attach_sets_the_terminals_size_before_the_command_starts(alice_vie
             out += chunk
     finally:
         os.close(master)
+        os.close(status)
     assert out.split() == [b"33", b"77"], out
 
 

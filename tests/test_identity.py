@@ -82,6 +82,8 @@ def directory(sandbox):
     (DATA / "slow").unlink(missing_ok=True)
     (DATA / "slow-uid").unlink(missing_ok=True)
     (DATA / "slow-uid-asked").unlink(missing_ok=True)
+    (DATA / "slow-gid-main").unlink(missing_ok=True)
+    (DATA / "slow-gid-main-asked").unlink(missing_ok=True)
     # No shadow entry ("*", not "x"): pam_unix's account check then asks for none, as with
     # sssd, whose pam_sss answers it.
     passwd = [f"{u.name}:*:{u.uid}:{u.gid}:{u.name}:{u.home}:{u.shell}" for u in TEST_USERS.values()]
@@ -399,6 +401,31 @@ def test_a_users_slow_groups_do_not_hold_up_other_logins(directory, daemon):
     finally:
         (DATA / "slow-uid").unlink(missing_ok=True)
     assert [n for n, _ in listed(daemon)] == ["alice"]
+
+
+@pytest.mark.daemon_config(extra_config="[View]\nInaccessiblePaths=-/srv/nsm-id-%g\n")
+def test_a_policys_group_specifier_asks_no_nss_on_the_loop(directory, daemon):
+    """%g in the policy is expanded in the child that applies it, and again by the daemon for
+    the mount points it records: that one asked getgrgid() on the loop. The directory is slow
+    (30 s) for gina's group as the daemon's own process asks (its children are answered at
+    once): her view is made, with her group's name from the lookup in a child, and root's and
+    alice's calls after it answer (NoReply before)."""
+    from caller import assert_ok, call_as
+    daemon.manager().CreateNamespace("alice")
+    (DATA / "slow-gid-main").write_text(f"{GINA[1]} 30\n")
+    os.chmod(DATA / "slow-gid-main", 0o644)
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            hers = pool.submit(call_as, daemon, "root", "CreateNamespace", "s", GINA[0], call_timeout=60)
+            for _ in range(int(timeout(300))):
+                if (DATA / "slow-gid-main-asked").exists() or hers.done():
+                    break
+                time.sleep(0.1)
+            assert_ok(call_as(daemon, "root", "ListNamespaces", call_timeout=20), "root: ListNamespaces")
+            assert_ok(call_as(daemon, "alice", "GetNamespace", "s", "alice", call_timeout=20), "alice: GetNamespace")
+            assert_ok(hers.result(), "root: gina's view")
+    finally:
+        (DATA / "slow-gid-main").unlink(missing_ok=True)
 
 
 @pytest.mark.daemon_config(RateLimitBurst="3", RateLimitIntervalSec="1h")

@@ -359,7 +359,7 @@ int bus_caller_credentials(Manager *m, sd_bus_message *message, uid_t uid, uint6
         if (!w)
                 return -ENOMEM;
         *w = (LookupWaiter) { .manager = m, .message = message };
-        r = group_lookup(m->group_lookups, &u, uid, deadline, on_user_looked_up, w, ret, NULL, &e);
+        r = group_lookup(m->group_lookups, &u, uid, deadline, on_user_looked_up, w, ret, NULL, NULL, &e);
         if (r == 0) {
                 sd_bus_message_ref(message);
                 return 0;

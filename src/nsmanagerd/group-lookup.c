@@ -22,6 +22,7 @@ enum {
 enum {
         TAG_GID = 1,            /* repeated: every gid, the primary one first */
         TAG_GROUP_NAME = 2,     /* repeated: their names where asked, as user_group_names() gives them */
+        TAG_PRIMARY_NAME = 3,   /* where names are asked: the primary group's, if it has one */
 };
 
 typedef struct CacheEntry {
@@ -32,6 +33,7 @@ typedef struct CacheEntry {
         gid_t *groups;           /* when !failed */
         size_t n_groups;
         char **names;            /* when !failed and names were asked for */
+        char *primary_name;      /* the same, the primary group's (NULL: it has none) */
         bool with_names;
         NsmError error;          /* when failed */
         bool failed;
@@ -66,6 +68,7 @@ static void cache_entry_free(CacheEntry *e) {
         free(e->name);
         free(e->groups);
         strv_free(e->names);
+        free(e->primary_name);
         nsm_error_done(&e->error);
         free(e);
 }
@@ -137,6 +140,7 @@ GroupLookups *group_lookups_free(GroupLookups *l) {
 static int lookup_child_run(int sock, void *userdata, NsmError *error) {
         _cleanup_(credentials_done) Credentials c = {};
         _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *primary = NULL;
         _cleanup_free_ void *data = NULL;
         Lookup *k = userdata;
         FieldWriter w;
@@ -144,8 +148,11 @@ static int lookup_child_run(int sock, void *userdata, NsmError *error) {
         int r;
 
         r = user_credentials_from_record(&(const UserRecord) { .name = k->name, .uid = k->uid, .gid = k->gid }, &c);
-        if (r >= 0 && k->with_names)
+        if (r >= 0 && k->with_names) {
                 r = user_group_names(k->name, k->gid, &names);
+                if (r >= 0 && group_name_by_gid(k->gid, &primary) < 0)
+                        primary = NULL;         /* a gid without a name: %g cannot be expanded */
+        }
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Failed to look up the groups of UID %u: %m", (unsigned) k->uid);
         field_writer_init(&w, GROUP_LOOKUP_ANSWER);
@@ -153,6 +160,7 @@ static int lookup_child_run(int sock, void *userdata, NsmError *error) {
                 field_put_u64(&w, TAG_GID, c.groups[i]);
         for (char **n = names; n && *n; n++)
                 field_put_string(&w, TAG_GROUP_NAME, *n);
+        field_put_string(&w, TAG_PRIMARY_NAME, primary);
         r = field_writer_finish(&w, &data, &size);
         if (r < 0)
                 return r;
@@ -184,6 +192,8 @@ static int decode_field(uint8_t tag, const void *v, size_t n, void *userdata) {
         }
         case TAG_GROUP_NAME:
                 return field_strv_push(v, n, &e->names);
+        case TAG_PRIMARY_NAME:
+                return field_get_string(v, n, &e->primary_name);
         default:
                 return -EBADMSG;
         }
@@ -191,7 +201,7 @@ static int decode_field(uint8_t tag, const void *v, size_t n, void *userdata) {
 
 static int decode_answer(const char *data, size_t size, CacheEntry *e) {
         static const FieldSchema schema = {
-                .allowed = FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_GROUP_NAME),
+                .allowed = FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_GROUP_NAME) | FIELD_BIT(TAG_PRIMARY_NAME),
                 .repeated = FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_GROUP_NAME),
                 .required = FIELD_BIT(TAG_GID),
         };
@@ -239,8 +249,10 @@ static void on_lookup_done(const NsmError *error, IpcMessage *final, const char 
         lookup_free(k);
 }
 
-static int cache_answer(const CacheEntry *e, uid_t uid, Credentials *ret, char ***ret_names, NsmError *error) {
+static int cache_answer(const CacheEntry *e, uid_t uid, Credentials *ret, char ***ret_names, char **ret_primary,
+                        NsmError *error) {
         _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *primary = NULL;
 
         if (e->failed) {
                 int r = nsm_error_copy(error, &e->error);
@@ -253,6 +265,8 @@ static int cache_answer(const CacheEntry *e, uid_t uid, Credentials *ret, char *
                                 names = strv_free(names);
                 if (!names)
                         return nsm_error_set_errnof(error, -ENOMEM, NULL);
+                if (e->primary_name && !(primary = strdup(e->primary_name)))
+                        return nsm_error_set_errnof(error, -ENOMEM, NULL);
         }
         if (ret) {
                 *ret = (Credentials) { .uid = uid, .gid = e->gid, .groups = memdup(e->groups, e->n_groups * sizeof(gid_t)),
@@ -260,13 +274,16 @@ static int cache_answer(const CacheEntry *e, uid_t uid, Credentials *ret, char *
                 if (!ret->groups)
                         return nsm_error_set_errnof(error, -ENOMEM, NULL);
         }
-        if (ret_names)
+        if (ret_names) {
                 *ret_names = TAKE_PTR(names);
+                if (ret_primary)
+                        *ret_primary = TAKE_PTR(primary);
+        }
         return 1;
 }
 
 int group_lookup(GroupLookups *l, const UserRecord *u, uid_t caller, uint64_t deadline, GroupLookupDone done,
-                 void *userdata, Credentials *ret, char ***ret_names, NsmError *error) {
+                 void *userdata, Credentials *ret, char ***ret_names, char **ret_primary, NsmError *error) {
         _cleanup_free_ char *description = NULL;
         char key[16];
         CacheEntry *e;
@@ -277,7 +294,7 @@ int group_lookup(GroupLookups *l, const UserRecord *u, uid_t caller, uint64_t de
         e = hashmap_get(l->cache, key);
         if (e && e->until > now_usec(CLOCK_MONOTONIC) && e->gid == u->gid && streq(e->name, u->name) &&
             (e->failed || e->with_names || !ret_names))
-                return cache_answer(e, u->uid, ret, ret_names, error);
+                return cache_answer(e, u->uid, ret, ret_names, ret_primary, error);
 
         /* Joined: should it be one without the names, the call comes back here and asks again. */
         k = hashmap_get(l->pending, key);

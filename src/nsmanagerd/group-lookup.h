@@ -33,10 +33,11 @@ GroupLookups *group_lookups_free(GroupLookups *l);
 typedef void (*GroupLookupDone)(void *userdata);
 
 /* The credentials of user 'u' (her uid, her primary gid, every group NSS gives her name), and
- * with 'ret_names' their names (user_group_names(): primary first, unnamed gids left out). 1:
+ * with 'ret_names' their names (user_group_names(): primary first, unnamed gids left out) and
+ * with 'ret_primary' the primary group's (NULL if it has none). 1:
  * the answer is cached: *ret (unless NULL) and *ret_names, or the failure in 'error' and a
  * negative return value (TimedOut at 'deadline' when NSS did not answer). 0: a child asks NSS,
  * 'done' follows (and asking again finds the answer). < 0 with 'error' set: no lookup
  * (LimitExceeded). */
 int group_lookup(GroupLookups *l, const UserRecord *u, uid_t caller, uint64_t deadline, GroupLookupDone done,
-                 void *userdata, Credentials *ret, char ***ret_names, NsmError *error);
+                 void *userdata, Credentials *ret, char ***ret_names, char **ret_primary, NsmError *error);

@@ -22,6 +22,7 @@ typedef struct BuildContext {
         uint64_t deadline;
         ViewPolicy policy;
         UserRecord user;
+        bool groups_asked;       /* her groups were looked up (group-lookup.h) */
 } BuildContext;
 
 static void build_context_free(BuildContext *c) {
@@ -30,6 +31,7 @@ static void build_context_free(BuildContext *c) {
         free(c->user.name);
         free(c->user.home);
         free(c->user.shell);
+        free(c->user.group);
         free(c);
 }
 
@@ -155,6 +157,22 @@ static void on_view_built(BuilderReply *reply, void *userdata) {
                 build_fail(c, r, "Failed to start applying the [View] policy.");
 }
 
+static void build_look_up_groups(BuildContext *c);
+
+/* Whether an entry of the policy names the user's primary group (%g): expanded on the loop too
+ * (view_policy_mount_points()), so its name must be known before, not asked of NSS there. */
+static bool policy_uses_group(const ViewPolicy *p) {
+        char **const lists[] = { p->bind_paths, p->bind_read_only_paths, p->temporary_file_system,
+                                 p->inaccessible_paths };
+
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+                for (char **e = lists[i]; e && *e; e++)
+                        for (const char *q = strchr(*e, '%'); q && q[1]; q = strchr(q + 2, '%'))
+                                if (q[1] == 'g')
+                                        return true;
+        return false;
+}
+
 /* The user's groups are known (NULL where no group has a policy file): her policy, then the
  * builder. */
 static void build_with_groups(BuildContext *c, char **groups) {
@@ -177,6 +195,12 @@ static void build_with_groups(BuildContext *c, char **groups) {
                 build_fail(c, r, why);
                 return;
         }
+        if (!c->groups_asked && policy_uses_group(&c->policy)) {
+                /* %g: her primary group's name, from the same lookup in a child; then again. */
+                view_policy_done(&c->policy);
+                build_look_up_groups(c);
+                return;
+        }
 
         ViewSpec spec = {
                 .name = ns->name,
@@ -197,14 +221,16 @@ static void on_groups_looked_up(void *userdata);
 static void build_look_up_groups(BuildContext *c) {
         _cleanup_(nsm_error_done) NsmError e = {}, failed = {};
         _cleanup_strv_free_ char **groups = NULL;
-        _cleanup_free_ char *why = NULL;
+        _cleanup_free_ char *why = NULL, *primary = NULL;
         int r;
 
+        c->groups_asked = true;
         if (!c->ns->set || !c->ns->set->group_lookups) {
                 build_with_groups(c, NULL);
                 return;
         }
-        r = group_lookup(c->ns->set->group_lookups, &c->user, 0, c->deadline, on_groups_looked_up, c, NULL, &groups, &e);
+        r = group_lookup(c->ns->set->group_lookups, &c->user, 0, c->deadline, on_groups_looked_up, c, NULL, &groups,
+                         &primary, &e);
         if (r == 0)
                 return;
         if (r < 0) {
@@ -216,6 +242,8 @@ static void build_look_up_groups(BuildContext *c) {
                 build_finish(c, &failed);
                 return;
         }
+        free(c->user.group);
+        c->user.group = TAKE_PTR(primary);
         build_with_groups(c, groups);
 }
 

@@ -217,7 +217,39 @@ enum nss_status _nss_nsmtest_getgrnam_r(const char *name, struct group *gr, char
         return find_group(name, 0, gr, buf, len, errnop);
 }
 
+/* A directory slow for one gid (/run/nsm-test-nss/slow-gid-main: "GID SECONDS") as asked by
+ * nsmanagerd's own process alone, the one that runs the event loop (its children, whose parent
+ * is nsmanagerd, are answered at once); says so in slow-gid-main-asked. */
+static void maybe_slow_gid_main(gid_t gid) {
+        FILE *f = fopen(DATA_DIR "/slow-gid-main", "re");
+        unsigned long slow = 0;
+        unsigned seconds = 0;
+        char parent[64] = "";
+
+        if (!f)
+                return;
+        if (fscanf(f, "%lu %u", &slow, &seconds) != 2)
+                slow = (unsigned long) -1;
+        fclose(f);
+        if (slow != (unsigned long) gid || strcmp(program_invocation_short_name, "nsmanagerd") != 0)
+                return;
+        snprintf(parent, sizeof parent, "/proc/%d/comm", (int) getppid());
+        f = fopen(parent, "re");
+        if (f) {
+                if (!fgets(parent, sizeof parent, f))
+                        parent[0] = 0;
+                fclose(f);
+                if (strncmp(parent, "nsmanagerd", 10) == 0)
+                        return;
+        }
+        f = fopen(DATA_DIR "/slow-gid-main-asked", "we");
+        if (f)
+                fclose(f);
+        sleep(seconds);
+}
+
 enum nss_status _nss_nsmtest_getgrgid_r(gid_t gid, struct group *gr, char *buf, size_t len, int *errnop) {
+        maybe_slow_gid_main(gid);
         return find_group(NULL, gid, gr, buf, len, errnop);
 }
 
