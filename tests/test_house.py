@@ -66,7 +66,7 @@ REACHES = {
 # The daemon forks the builder and the killable children and names where each starts: these,
 # declared by src/protocol's headers, defined in the process's own folder. Neither side
 # includes the other's headers.
-ENTRY_POINTS = {"builder_main", "view_op_child_run", "attach_status_child_run"}
+ENTRY_POINTS = {"builder_main", "view_op_child_run", "attach_status_interface"}
 
 
 def folder(module: str) -> str:

@@ -148,17 +148,19 @@ typedef struct StatusWrite {
         char line[64];
 } StatusWrite;
 
-static void on_status_written(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+static void on_status_written(const NsmError *error, sd_bus_message *reply, void *userdata) {
         if (error)
                 log_debug("Failed to report the status of an attached command, ignoring: %s", nsm_error_message(error));
+}
+
+static int append_status(sd_bus_message *call, void *userdata) {
+        const StatusWrite *w = userdata;
+        return sd_bus_message_append(call, "sh", w->line, w->fd);
 }
 
 static int start_status_write(AttachProcess *p, const StatusWrite *w) {
         Manager *m = p->manager;
         _cleanup_free_ char *description = NULL;
-        _cleanup_free_ void *request = NULL;
-        size_t size = 0;
-        int r;
 
         /* Each writer stuck on her pipe is a process of ours that nothing ends until what
          * holds its lock lets go (her FUSE server answers); past her MaxStuckOperations=, no
@@ -169,19 +171,16 @@ static int start_status_write(AttachProcess *p, const StatusWrite *w) {
         if (asprintf(&description, "Reporting the status of attached command '%s' of uid %u", p->command,
                      (unsigned) p->uid) < 0)
                 description = NULL;
-        r = attach_status_request_encode(w->line, &request, &size);
-        if (r < 0)
-                return r;
+        /* 'w' is read while the call is made, within child_start(). */
         ChildSpec spec = {
                 .description = description,
-                .run_request = attach_status_child_run,
-                .request = request,
-                .request_size = size,
-                .request_fds = &w->fd,
-                .n_request_fds = 1,
+                .interface = &attach_status_interface,
+                .method = "WriteStatus",
+                .append = append_status,
+                .reply = on_status_written,
+                .userdata = (void *) w,
                 .deadline = manager_deadline(m),
                 .owner = p->uid,
-                .done = on_status_written,
         };
         return child_start(m->children, &spec);
 }

@@ -8,10 +8,12 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "bus-errors.h"
 #include "child.h"
 #include "ipc-fields.h"
 #include "list.h"
 #include "log.h"
+#include "time-util.h"
 
 /* A reply larger than this (a helper gone mad) ends the child. */
 #define CHILD_DATA_MAX (64U * 1024U * 1024U)
@@ -30,8 +32,11 @@ struct Child {
         bool answered;           /* 'done' was called */
         bool stuck;              /* past its deadline and not exited */
         ChildDoneFunc done;
+        ChildReplyFunc reply;
         void *userdata;
 
+        sd_bus *bus;             /* a child that serves an interface: our end, the client */
+        sd_bus_slot *call;       /* its call */
         char *data;              /* IPC_MORE payloads */
         size_t size;
         IpcMessage *final;
@@ -51,6 +56,14 @@ ChildSet *child_set_new(sd_event *event) {
         return s;
 }
 
+static void child_close_bus(Child *c) {
+        c->call = sd_bus_slot_unref(c->call);
+        if (c->bus) {
+                (void) sd_bus_detach_event(c->bus);
+                c->bus = sd_bus_close_unref(c->bus);
+        }
+}
+
 static Child *child_free(Child *c) {
         if (!c)
                 return NULL;
@@ -59,6 +72,7 @@ static Child *child_free(Child *c) {
         sd_event_source_disable_unref(c->exit_source);
         sd_event_source_disable_unref(c->io_source);
         sd_event_source_disable_unref(c->deadline_source);
+        child_close_bus(c);
         safe_close(c->sock);
         safe_close(c->pidfd);
         if (c->final)
@@ -87,6 +101,10 @@ static void child_answer(Child *c, const NsmError *error) {
         if (c->answered)
                 return;
         c->answered = true;
+        if (c->reply) {
+                c->reply(error, NULL, c->userdata);
+                return;
+        }
         if (!error && c->final && ipc_message_error(c->final, &failed) < 0)
                 error = &failed;
         c->done(error, c->final, c->data, c->size, c->userdata);
@@ -172,10 +190,15 @@ static int on_child_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
         Child *c = userdata;
 
-        (void) child_read(c);
+        if (c->bus)
+                /* Its answer may still wait on the socket: read it first. */
+                while (!c->answered && sd_bus_process(c->bus, NULL) > 0)
+                        ;
+        else
+                (void) child_read(c);
         if (c->stuck)
                 log_info("%s: the helper process that was stuck past its deadline has ended.", c->description);
-        if (c->final)
+        if (c->final && !c->reply)
                 child_answer(c, NULL);
         else if (!c->answered) {
                 /* The caller logs or reports it, with this sentence rather than "Protocol error". */
@@ -203,6 +226,7 @@ static int on_child_deadline(sd_event_source *s, uint64_t usec, void *userdata) 
         /* Late answers are not read: the caller has been told it timed out. */
         c->io_source = sd_event_source_disable_unref(c->io_source);
         c->sock = safe_close(c->sock);
+        child_close_bus(c);
         (void) nsm_error_setf(&e, NSM_ERROR_TIMED_OUT, "%s did not finish within the deadline (OperationTimeoutSec=): "
                               "a file system on the way does not answer. Nothing was changed after the step it was "
                               "stuck in.", c->description);
@@ -253,6 +277,61 @@ static int child_queue_request(int sock, const ChildSpec *spec) {
         return r == -EAGAIN ? -E2BIG : r;
 }
 
+static int on_child_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+        const sd_bus_error *error = sd_bus_message_get_error(reply);
+        Child *c = userdata;
+
+        /* sd-bus's own NoReply: the connection went (the child died) or the call's timeout
+         * passed; the child's exit or its deadline answers then, with what happened. */
+        if (c->answered || sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY))
+                return 0;
+        c->answered = true;
+        if (error) {
+                (void) nsm_error_from_bus(&e, error);
+                c->reply(&e, NULL, c->userdata);
+        } else
+                c->reply(NULL, reply, c->userdata);
+        return 0;
+}
+
+/* Our end of the child's socket as a client of its interface, with the call queued: written
+ * as the loop finds room, never waited for. */
+static int child_call(Child *c, ChildSet *s, int sock, const ChildSpec *spec) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        uint64_t timeout = UINT64_MAX;
+        int r;
+
+        r = sd_bus_new(&c->bus);
+        if (r < 0) {
+                safe_close(sock);
+                return r;
+        }
+        r = sd_bus_set_fd(c->bus, sock, sock);
+        if (r < 0) {
+                safe_close(sock);
+                return r;
+        }
+        r = sd_bus_negotiate_fds(c->bus, true);
+        if (r >= 0)
+                r = sd_bus_start(c->bus);
+        if (r >= 0)
+                r = sd_bus_attach_event(c->bus, s->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r >= 0)
+                r = sd_bus_message_new_method_call(c->bus, &m, NULL, CHILD_OBJECT_PATH, spec->interface->name,
+                                                   spec->method);
+        if (r >= 0 && spec->append)
+                r = spec->append(m, spec->userdata);
+        if (r < 0)
+                return r;
+        /* The deadline source answers first; sd-bus's own timeout only frees the call. */
+        if (spec->deadline > 0) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                timeout = (spec->deadline > now ? spec->deadline - now : 1) + USEC_PER_SEC;
+        }
+        return sd_bus_call_async(c->bus, &c->call, m, on_child_reply, c, timeout);
+}
+
 int child_start(ChildSet *s, const ChildSpec *spec) {
         int pair[2], r;
         Child *c;
@@ -261,13 +340,14 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         if (!c)
                 return -ENOMEM;
         *c = (Child) { .pidfd = -EBADF, .sock = -EBADF, .owner = spec->owner, .deadline = spec->deadline,
-                       .done = spec->done, .userdata = spec->userdata };
+                       .done = spec->done, .reply = spec->interface ? spec->reply : NULL,
+                       .userdata = spec->userdata };
         c->description = strdup(spec->description ?: "A helper process");
         if (!c->description) {
                 child_free(c);
                 return -ENOMEM;
         }
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+        if (socketpair(AF_UNIX, (spec->interface ? SOCK_STREAM : SOCK_SEQPACKET) | SOCK_CLOEXEC, 0, pair) < 0) {
                 r = -errno;
                 child_free(c);
                 return r;
@@ -293,7 +373,7 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
                 return r;
         }
         if (c->pid == 0)
-                child_main(pair[1], spec->run_request, spec->run, spec->run_userdata, spec->keep_fds, spec->n_keep_fds);
+                child_main(pair[1], spec->interface, spec->run_request, spec->run, spec->run_userdata, spec->keep_fds, spec->n_keep_fds);
         safe_close(pair[1]);
 
         /* From here on the child is ours to watch: linked first, so child_free() unlinks it. */
@@ -301,7 +381,9 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         LIST_PREPEND(s->children, c);
 
         r = sd_event_add_child_pidfd(s->event, &c->exit_source, c->pidfd, WEXITED, on_child_exit, c);
-        if (r >= 0)
+        if (r >= 0 && spec->interface) {
+                r = child_call(c, s, TAKE_FD(c->sock), spec);
+        } else if (r >= 0)
                 r = sd_event_add_io(s->event, &c->io_source, c->sock, EPOLLIN, on_child_io, c);
         if (r >= 0 && spec->deadline > 0)
                 r = sd_event_add_time(s->event, &c->deadline_source, CLOCK_MONOTONIC, spec->deadline, 0,

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "child-main.h"
@@ -37,11 +38,25 @@ typedef struct ChildSet ChildSet;
  * (its deadline passed, it died, the daemon is shutting down). */
 typedef void (*ChildDoneFunc)(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata);
 
+/* A child that serves an interface (ChildSpec.interface): called once, with its reply, or with
+ * 'error' (its failure as it named it, or why there is no reply: its deadline passed, it died,
+ * the daemon is shutting down; reply is NULL then). */
+typedef void (*ChildReplyFunc)(const NsmError *error, sd_bus_message *reply, void *userdata);
+/* Appends the call's arguments. */
+typedef int (*ChildAppendFunc)(sd_bus_message *call, void *userdata);
+
 typedef struct ChildSpec {
         const char *description;       /* for the log: "SetPropagation of '/mnt' in the view of 'alice'" */
+        /* The child serves 'interface' peer to peer on its socket (child-main.h); the daemon
+         * calls 'method' on it, without waiting, its arguments from 'append', and hears the
+         * answer in 'reply'. */
+        const ChildInterface *interface;
+        const char *method;
+        ChildAppendFunc append;
+        ChildReplyFunc reply;
         /* What the child does: run_request on the request (the child decodes it; nothing else of
          * the daemon's is read), or else run on run_userdata (the daemon's memory at the fork). */
-        ChildRequestFunc run_request;
+        ChildRequestFunc run_request;  /* (being replaced by 'interface') */
         const void *request;           /* an ipc-fields.h message, copied into the socket at once */
         size_t request_size;
         const int *request_fds;        /* sent with it (dup'ed by the kernel), at most IPC_FDS_MAX */
@@ -52,8 +67,8 @@ typedef struct ChildSpec {
         size_t n_keep_fds;
         uint64_t deadline;             /* CLOCK_MONOTONIC µs; 0: none */
         uid_t owner;                   /* charged with the child if it gets stuck */
-        ChildDoneFunc done;
-        void *userdata;
+        ChildDoneFunc done;            /* run_request and run */
+        void *userdata;                /* for append, reply and done */
 } ChildSpec;
 
 ChildSet *child_set_new(sd_event *event);

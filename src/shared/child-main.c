@@ -3,13 +3,65 @@
 #include "child-setup.h"
 #include "ipc-fields.h"
 
-_noreturn_ void child_main(int sock, ChildRequestFunc run_request, ChildFunc run, void *userdata, const int *keep,
+static int on_message(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        bool *called = userdata;
+        uint8_t type;
+
+        if (sd_bus_message_get_type(m, &type) >= 0 && type == SD_BUS_MESSAGE_METHOD_CALL)
+                *called = true;
+        return 0;
+}
+
+int child_serve(int sock, const ChildInterface *interface, bool once) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        bool called = false;
+        sd_id128_t id;
+        int r;
+
+        r = sd_bus_new(&bus);
+        if (r < 0)
+                return r;
+        r = sd_id128_randomize(&id);
+        if (r >= 0)
+                r = sd_bus_set_fd(bus, sock, sock);
+        if (r >= 0)
+                r = sd_bus_set_server(bus, true, id);
+        if (r >= 0)
+                r = sd_bus_negotiate_fds(bus, true);
+        if (r >= 0)
+                r = sd_bus_add_filter(bus, NULL, on_message, &called);
+        if (r >= 0)
+                r = sd_bus_add_object_vtable(bus, NULL, CHILD_OBJECT_PATH, interface->name, interface->vtable, NULL);
+        if (r >= 0)
+                r = sd_bus_start(bus);
+        if (r < 0)
+                return r;
+        /* Each method answers before it returns: once the call was dispatched, its reply is
+         * queued. */
+        while (!(once && called)) {
+                r = sd_bus_process(bus, NULL);
+                if (r == -ECONNRESET || r == -ENOTCONN)
+                        return 0;   /* the daemon hung up */
+                if (r < 0)
+                        return r;
+                if (r == 0) {
+                        r = sd_bus_wait(bus, UINT64_MAX);
+                        if (r < 0 && r != -EINTR)
+                                return r;
+                }
+        }
+        return sd_bus_flush(bus);
+}
+
+_noreturn_ void child_main(int sock, const ChildInterface *interface, ChildRequestFunc run_request, ChildFunc run, void *userdata, const int *keep,
                            size_t n_keep) {
         _cleanup_(nsm_error_done) NsmError error = {};
         int r;
 
         if (child_setup(sock, keep, n_keep) < 0)
                 _exit(EXIT_FAILURE);
+        if (interface)
+                _exit(child_serve(sock, interface, true) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
         if (run_request) {
                 _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
                 _cleanup_free_ void *data = NULL;
