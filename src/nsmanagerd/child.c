@@ -295,6 +295,16 @@ static int on_child_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
         return 0;
 }
 
+/* What the child sent for the log ahead of its answer (child_warn()), already escaped. */
+static int on_child_warning(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Child *c = userdata;
+        const char *text;
+
+        if (!c->answered && sd_bus_message_read(m, "s", &text) >= 0)
+                log_warning("%s: %s", c->description, text);
+        return 0;
+}
+
 /* Our end of the child's socket as a client of its interface, with the call queued: written
  * as the loop finds room, never waited for. */
 static int child_call(Child *c, ChildSet *s, int sock, const ChildSpec *spec) {
@@ -315,6 +325,8 @@ static int child_call(Child *c, ChildSet *s, int sock, const ChildSpec *spec) {
         r = sd_bus_negotiate_fds(c->bus, true);
         if (r >= 0)
                 r = sd_bus_start(c->bus);
+        if (r >= 0)
+                r = sd_bus_match_signal(c->bus, NULL, NULL, CHILD_OBJECT_PATH, NULL, "Warning", on_child_warning, c);
         if (r >= 0)
                 r = sd_bus_attach_event(c->bus, s->event, SD_EVENT_PRIORITY_NORMAL);
         if (r >= 0)

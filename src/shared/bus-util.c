@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "bus-util.h"
 #include "macros.h"
@@ -36,4 +37,40 @@ int bus_message_append_text(sd_bus_message *m, const char *s) {
         if (!e)
                 return -ENOMEM;
         return sd_bus_message_append_basic(m, 's', e);
+}
+
+int bus_message_append_mount_ids(sd_bus_message *m, const MountId *ids, size_t n) {
+        int r = sd_bus_message_open_container(m, 'a', "(tt)");
+
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(m, "(tt)", ids[i].unique, ids[i].old);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+int bus_message_read_mount_ids(sd_bus_message *m, size_t max, MountId **ret, size_t *ret_n) {
+        _cleanup_free_ MountId *ids = NULL;
+        MountId id;
+        size_t n = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(tt)");
+        while (r >= 0 && (r = sd_bus_message_read(m, "(tt)", &id.unique, &id.old)) > 0) {
+                MountId *a;
+
+                if (n >= max)
+                        return -EBADMSG;
+                a = realloc(ids, (n + 1) * sizeof(MountId));
+                if (!a)
+                        return -ENOMEM;
+                ids = a;
+                ids[n++] = id;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(ids);
+        *ret_n = n;
+        return 0;
 }

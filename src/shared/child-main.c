@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "bus-util.h"
 #include "child-main.h"
 #include "child-setup.h"
 #include "ipc-fields.h"
@@ -12,7 +13,20 @@ static int on_message(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         return 0;
 }
 
-int child_serve(int sock, const ChildInterface *interface, bool once) {
+int child_warn(sd_bus_message *call, const char *text) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        sd_bus *bus = sd_bus_message_get_bus(call);
+        int r;
+
+        r = sd_bus_message_new_signal(bus, &m, CHILD_OBJECT_PATH, sd_bus_message_get_interface(call), "Warning");
+        if (r >= 0)
+                r = bus_message_append_text(m, text);
+        if (r >= 0)
+                r = sd_bus_send(bus, m, NULL);
+        return r;
+}
+
+int child_serve(int sock, const ChildInterface *interface, bool once, void *userdata) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         bool called = false;
         sd_id128_t id;
@@ -31,7 +45,7 @@ int child_serve(int sock, const ChildInterface *interface, bool once) {
         if (r >= 0)
                 r = sd_bus_add_filter(bus, NULL, on_message, &called);
         if (r >= 0)
-                r = sd_bus_add_object_vtable(bus, NULL, CHILD_OBJECT_PATH, interface->name, interface->vtable, NULL);
+                r = sd_bus_add_object_vtable(bus, NULL, CHILD_OBJECT_PATH, interface->name, interface->vtable, userdata);
         if (r >= 0)
                 r = sd_bus_start(bus);
         if (r < 0)
@@ -61,7 +75,7 @@ _noreturn_ void child_main(int sock, const ChildInterface *interface, ChildReque
         if (child_setup(sock, keep, n_keep) < 0)
                 _exit(EXIT_FAILURE);
         if (interface)
-                _exit(child_serve(sock, interface, true) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+                _exit(child_serve(sock, interface, true, NULL) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
         if (run_request) {
                 _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
                 _cleanup_free_ void *data = NULL;

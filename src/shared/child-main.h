@@ -22,9 +22,14 @@ typedef struct ChildInterface {
         const sd_bus_vtable *vtable;
 } ChildInterface;
 
-/* Serves 'interface' on 'sock' as the server of a peer-to-peer sd-bus connection: until the
- * first call is answered ('once'), or until the daemon hangs up. 0, or a negative errno. */
-int child_serve(int sock, const ChildInterface *interface, bool once);
+/* A sentence for the daemon's log, sent ahead of the reply to 'call' as a Warning(s) signal
+ * (escaped, text-escape.h): the daemon logs it with the child's description. */
+int child_warn(sd_bus_message *call, const char *text);
+
+/* Serves 'interface' on 'sock' as the server of a peer-to-peer sd-bus connection, its methods
+ * called with 'userdata' (the process's own state, never the daemon's): until the first call
+ * is answered ('once'), or until the daemon hangs up. 0, or a negative errno. */
+int child_serve(int sock, const ChildInterface *interface, bool once, void *userdata);
 
 /* Runs in the child with the request the daemon queued on 'sock' before the fork (one
  * ipc-fields.h message) and the fds that came with it (the callee owns them). Returns ≥ 0 once
