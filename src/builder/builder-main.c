@@ -133,15 +133,11 @@ static int method_unpin(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         _cleanup_(nsm_error_done) NsmError e = {};
         BuilderProcess *p = userdata;
         _cleanup_free_ char *name = NULL;
-        const void *bytes;
-        size_t n;
         int r;
 
         /* Any name List gives ("ay": a pin that is no user's can be removed too). */
-        r = sd_bus_message_read_array(m, 'y', &bytes, &n);
-        if (r >= 0 && !memchr(bytes, 0, n))
-                name = strndup(n ? bytes : "", n);
-        if (!name || !filename_is_valid(name))
+        r = bus_message_read_bytes(m, &name);
+        if (r < 0 || !filename_is_valid(name))
                 return malformed(error);
         r = registry_unpin(p->registry_fd, p->host_ns_fd, p->pins_dir, name);
         if (r < 0) {
@@ -157,7 +153,7 @@ static int append_pin(const char *name, int fd, void *userdata) {
 
         r = sd_bus_message_open_container(reply, 'r', "ayah");
         if (r >= 0)
-                r = sd_bus_message_append_array(reply, 'y', name, strlen(name));
+                r = bus_message_append_bytes(reply, name);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "h");
         if (r >= 0 && fd >= 0)

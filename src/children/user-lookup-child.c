@@ -1,13 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "bus-errors.h"
+#include "bus-util.h"
 #include "parse-util.h"
 #include "text-escape.h"
 #include "user-lookup-child.h"
 #include "user-util.h"
-
-static int append_bytes(sd_bus_message *m, const char *s) {
-        return sd_bus_message_append_array(m, 'y', s ?: "", s ? strlen(s) : 0);
-}
 
 static int reply_record(sd_bus_message *call, const UserRecord *u) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -15,13 +12,13 @@ static int reply_record(sd_bus_message *call, const UserRecord *u) {
 
         r = sd_bus_message_new_method_return(call, &reply);
         if (r >= 0)
-                r = append_bytes(reply, u->name);
+                r = bus_message_append_bytes(reply, u->name);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "uu", u->uid, u->gid);
         if (r >= 0)
-                r = append_bytes(reply, u->home);
+                r = bus_message_append_bytes(reply, u->home);
         if (r >= 0)
-                r = append_bytes(reply, u->shell);
+                r = bus_message_append_bytes(reply, u->shell);
         if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
         return r;

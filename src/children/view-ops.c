@@ -894,6 +894,7 @@ static int view_op_run(sd_bus_message *call, const ViewOp *op, NsmError *error) 
 /* The operation as the call states it; 'op' points into the call and the rest. */
 typedef struct ViewOpRequest {
         ViewOp op;
+        char *path, *source;
         Credentials caller;
         MountId *own, *binds, *policy_ids;
         ViewPolicy policy;
@@ -901,6 +902,8 @@ typedef struct ViewOpRequest {
 } ViewOpRequest;
 
 static void view_op_request_done(ViewOpRequest *q) {
+        free(q->path);
+        free(q->source);
         credentials_done(&q->caller);
         free(q->own);
         free(q->binds);
@@ -1037,7 +1040,8 @@ static int read_request(sd_bus_message *m, ViewOpRequest *q) {
         }
         r = read_view(m, &op->ns_fd);
         if (r >= 0)
-                r = sd_bus_message_read(m, "s", &op->path);
+                r = bus_message_read_bytes(m, &q->path);
+        op->path = q->path;
         switch (op->type) {
         case VIEW_OP_SET_PROPAGATION:
                 if (r >= 0)
@@ -1052,7 +1056,10 @@ static int read_request(sd_bus_message *m, ViewOpRequest *q) {
                 break;
         case VIEW_OP_BIND:
                 if (r >= 0)
-                        r = sd_bus_message_read(m, "sbbb", &op->source, &a, &b, &c);
+                        r = bus_message_read_bytes(m, &q->source);
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "bbb", &a, &b, &c);
+                op->source = q->source;
                 op->read_only = a;
                 op->make_dir = b;
                 op->host_propagates = c;
@@ -1095,11 +1102,11 @@ static int method_view_op(sd_bus_message *m, void *userdata, sd_bus_error *error
 
 static const sd_bus_vtable view_ops_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        VIEW_OP_METHOD("SetPropagation", "ahsubt" VIEW_OPS_RULES),
-        VIEW_OP_METHOD("Join", "ahsu" VIEW_OPS_RULES),
-        VIEW_OP_METHOD("BindMount", "ahssbbb" VIEW_OPS_RULES),
-        VIEW_OP_METHOD("Unmount", "ahsbt" VIEW_OPS_RULES),
-        VIEW_OP_METHOD("HostShare", "ahs"),
+        VIEW_OP_METHOD("SetPropagation", "ahayubt" VIEW_OPS_RULES),
+        VIEW_OP_METHOD("Join", "ahayu" VIEW_OPS_RULES),
+        VIEW_OP_METHOD("BindMount", "ahayaybbb" VIEW_OPS_RULES),
+        VIEW_OP_METHOD("Unmount", "ahaybt" VIEW_OPS_RULES),
+        VIEW_OP_METHOD("HostShare", "ahay"),
         VIEW_OP_METHOD("ApplyPolicy", "h(btasasasasb)(suuss)"),
         SD_BUS_VTABLE_END,
 };

@@ -12,6 +12,7 @@
 #include "builder-message.h"
 #include "builder.h"
 #include "bus-errors.h"
+#include "bus-util.h"
 #include "log.h"
 #include "path-util.h"
 #include "strv.h"
@@ -215,12 +216,11 @@ static int builder_read_items(Builder *b, sd_bus_message *reply) {
 
         r = sd_bus_message_enter_container(reply, 'a', "(ayah)");
         while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'r', "ayah")) > 0) {
+                _cleanup_free_ char *name = NULL;
                 BuilderItem *items;
-                const void *name;
-                size_t n;
                 int fd = -ENOENT;
 
-                r = sd_bus_message_read_array(reply, 'y', &name, &n);
+                r = bus_message_read_bytes(reply, &name);
                 if (r >= 0)
                         r = sd_bus_message_enter_container(reply, 'a', "h");
                 if (r >= 0 && sd_bus_message_read(reply, "h", &fd) > 0) {
@@ -234,9 +234,8 @@ static int builder_read_items(Builder *b, sd_bus_message *reply) {
                         return -ENOMEM;
                 }
                 b->items = items;
-                items[b->n_items++] = (BuilderItem) { .name = memchr(name, 0, n) ? NULL : strndup(n ? name : "", n),
-                                                      .fd = fd };
-                if (!items[b->n_items - 1].name || !filename_is_valid(items[b->n_items - 1].name))
+                items[b->n_items++] = (BuilderItem) { .name = TAKE_PTR(name), .fd = fd };
+                if (r < 0 || !filename_is_valid(items[b->n_items - 1].name))
                         return -EBADMSG;
                 if (r >= 0)
                         r = sd_bus_message_exit_container(reply);
@@ -378,7 +377,7 @@ static int builder_call(Builder *b, const BuilderRequest *q) {
                         r = sd_bus_message_append_strv(m, c->shared_subtrees);
                 break;
         case BUILDER_UNPIN:
-                r = sd_bus_message_append_array(m, 'y', c->name, strlen(c->name));
+                r = bus_message_append_bytes(m, c->name);
                 break;
         case BUILDER_READ_MOUNTS:
                 r = sd_bus_message_open_container(m, 'a', "h");

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdlib.h>
 
+#include "bus-util.h"
 #include "hashmap.h"
 #include "id-map.h"
 #include "user-lookup-child.h"
@@ -131,32 +132,17 @@ static int charge(UserLookups *l, uid_t uid, int delta) {
 
 /* ---- the answer ---- */
 
-/* NSS's bytes as a string: NULL for one that holds a NUL. */
-static int read_bytes(sd_bus_message *m, char **ret) {
-        const void *p;
-        size_t n;
-        int r;
-
-        r = sd_bus_message_read_array(m, 'y', &p, &n);
-        if (r < 0)
-                return r;
-        if (memchr(p, 0, n))
-                return -EBADMSG;
-        *ret = strndup(n ? p : "", n);
-        return *ret ? 0 : -ENOMEM;
-}
-
 static int read_answer(sd_bus_message *reply, UserRecord *ret) {
         _cleanup_(user_record_done) UserRecord u = {};
         int r;
 
-        r = read_bytes(reply, &u.name);
+        r = bus_message_read_bytes(reply, &u.name);
         if (r >= 0)
                 r = sd_bus_message_read(reply, "uu", &u.uid, &u.gid);
         if (r >= 0)
-                r = read_bytes(reply, &u.home);
+                r = bus_message_read_bytes(reply, &u.home);
         if (r >= 0)
-                r = read_bytes(reply, &u.shell);
+                r = bus_message_read_bytes(reply, &u.shell);
         if (r < 0)
                 return r;
         if (u.uid == (uid_t) -1 || u.gid == (gid_t) -1)

@@ -161,7 +161,7 @@ static int append_request(sd_bus_message *m, void *userdata) {
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         if (r >= 0)
-                r = sd_bus_message_append(m, "s", op->path);
+                r = bus_message_append_bytes(m, op->path);
         if (r < 0)
                 return r;
         switch (op->type) {
@@ -172,7 +172,9 @@ static int append_request(sd_bus_message *m, void *userdata) {
                 r = sd_bus_message_append(m, "u", (uint32_t) op->join);
                 break;
         case VIEW_OP_BIND:
-                r = sd_bus_message_append(m, "sbbb", op->source, op->read_only, op->make_dir, op->host_propagates);
+                r = bus_message_append_bytes(m, op->source);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "bbb", op->read_only, op->make_dir, op->host_propagates);
                 break;
         case VIEW_OP_UNMOUNT:
                 r = sd_bus_message_append(m, "bt", op->recursive, op->expected_id);

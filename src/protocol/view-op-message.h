@@ -89,14 +89,14 @@ const char *view_op_type_to_string(ViewOpType t) _pure_;
  * call: the operation, the view's fd (none: the host's namespace), the caller and the
  * namespace's records the rules need and, for the [View] policy, the policy and the user.
  *
- *   SetPropagation(ah view, s path, u mode, b recursive, t expected_id, RULES) → RESULT
- *   Join(ah view, s path, u join_mode, RULES) → RESULT
- *   BindMount(ah view, s path, s source, b read_only, b make_dir, b host_propagates, RULES) → RESULT
- *   Unmount(ah view, s path, b detach, t expected_id, RULES) → RESULT
- *   HostShare(ah view, s path) → RESULT
+ *   SetPropagation(ah view, ay path, u mode, b recursive, t expected_id, RULES) → RESULT
+ *   Join(ah view, ay path, u join_mode, RULES) → RESULT
+ *   BindMount(ah view, ay path, ay source, b read_only, b make_dir, b host_propagates, RULES) → RESULT
+ *   Unmount(ah view, ay path, b detach, t expected_id, RULES) → RESULT
+ *   HostShare(ah view, ay path) → RESULT
  *   ApplyPolicy(h view, (btasasasasb) policy, (suuss) user) → RESULT
  *
- * RULES, "a(uuauu)a(tt)a(tt)a(tt)": the caller (none: full power; else her uid, gid, groups
+ * Paths are "ay": any bytes but NUL, as the kernel allows them. RULES, "a(uuauu)a(tt)a(tt)a(tt)": the caller (none: full power; else her uid, gid, groups
  * and MaxUserMounts=), the binds made for her, every recorded bind, the policy's mounts.
  * RESULT, "(tt)(tt)ua(tt)a(tt)": ViewOpResult. Warnings for the daemon's log come ahead of it
  * as Warning(s) signals (child-main.h). */

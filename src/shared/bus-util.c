@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bus-util.h"
 #include "macros.h"
@@ -73,4 +74,22 @@ int bus_message_read_mount_ids(sd_bus_message *m, size_t max, MountId **ret, siz
         *ret = TAKE_PTR(ids);
         *ret_n = n;
         return 0;
+}
+
+int bus_message_append_bytes(sd_bus_message *m, const char *s) {
+        return sd_bus_message_append_array(m, 'y', s ?: "", s ? strlen(s) : 0);
+}
+
+int bus_message_read_bytes(sd_bus_message *m, char **ret) {
+        const void *p;
+        size_t n;
+        int r;
+
+        r = sd_bus_message_read_array(m, 'y', &p, &n);
+        if (r < 0)
+                return r;
+        if (n > 0 && memchr(p, 0, n))
+                return -EBADMSG;
+        *ret = strndup(n > 0 ? p : "", n);
+        return *ret ? 0 : -ENOMEM;
 }

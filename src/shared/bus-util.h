@@ -20,3 +20,9 @@ int bus_message_append_text(sd_bus_message *m, const char *s);
  * processes. Reading, more than 'max' is -EBADMSG; *ret is malloc'ed (NULL: none). */
 int bus_message_append_mount_ids(sd_bus_message *m, const MountId *ids, size_t n);
 int bus_message_read_mount_ids(sd_bus_message *m, size_t max, MountId **ret, size_t *ret_n);
+
+/* A string of bytes the kernel or a user chose (a path, a name NSS gives) as "ay", between the
+ * daemon and its processes: D-Bus strings must be UTF-8, these need not be. Reading, one that
+ * holds a NUL is -EBADMSG; *ret is malloc'ed. */
+int bus_message_append_bytes(sd_bus_message *m, const char *s);
+int bus_message_read_bytes(sd_bus_message *m, char **ret);
