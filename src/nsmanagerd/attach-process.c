@@ -19,6 +19,7 @@
 
 #include "attach-process.h"
 #include "attach-status.h"
+#include "fd-release.h"
 #include "child.h"
 #include "log.h"
 
@@ -89,16 +90,7 @@ int attach_process_keep_fd(AttachProcess *p, int fd) {
         return 0;
 }
 
-static int release_run(int sock, void *userdata, NsmError *error) {
-        const AttachProcess *p = userdata;
-
-        /* Closing may wait for a lock the other end's holder keeps: here, not in the daemon. */
-        for (size_t i = 0; i < p->n_made_fds; i++)
-                (void) close(p->made_fds[i]);
-        return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);
-}
-
-static void on_released(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+static void on_released(const NsmError *error, sd_bus_message *reply, void *userdata) {
         if (error)
                 log_debug("Failed to let go of the fds of an attached command, ignoring: %s", nsm_error_message(error));
 }
@@ -115,13 +107,13 @@ void attach_process_release_fds(AttachProcess *p) {
         /* The child holds copies from the fork on, so none of our closes below is the last. */
         ChildSpec spec = {
                 .description = description,
-                .run = release_run,
-                .run_userdata = p,
+                .interface = &fd_release_interface,
+                .method = "Release",
+                .reply = on_released,
                 .keep_fds = p->made_fds,
                 .n_keep_fds = p->n_made_fds,
                 .deadline = manager_deadline(p->manager),
                 .owner = p->uid,
-                .done = on_released,
         };
         r = child_start(p->manager->children, &spec);
         if (r < 0)

@@ -329,6 +329,8 @@ static int child_call(Child *c, ChildSet *s, int sock, const ChildSpec *spec) {
                 r = sd_bus_match_signal(c->bus, NULL, NULL, CHILD_OBJECT_PATH, NULL, "Warning", on_child_warning, c);
         if (r >= 0)
                 r = sd_bus_attach_event(c->bus, s->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r >= 0 && spec->prepare)
+                r = spec->prepare(c->bus, spec->userdata);
         if (r >= 0)
                 r = sd_bus_message_new_method_call(c->bus, &m, NULL, CHILD_OBJECT_PATH, spec->interface->name,
                                                    spec->method);

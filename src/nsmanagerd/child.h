@@ -42,6 +42,8 @@ typedef void (*ChildDoneFunc)(const NsmError *error, IpcMessage *final, const ch
  * 'error' (its failure as it named it, or why there is no reply: its deadline passed, it died,
  * the daemon is shutting down; reply is NULL then). */
 typedef void (*ChildReplyFunc)(const NsmError *error, sd_bus_message *reply, void *userdata);
+/* Sends what goes ahead of the call on the child's bus. */
+typedef int (*ChildPrepareFunc)(sd_bus *bus, void *userdata);
 /* Appends the call's arguments. */
 typedef int (*ChildAppendFunc)(sd_bus_message *call, void *userdata);
 
@@ -51,6 +53,7 @@ typedef struct ChildSpec {
          * calls 'method' on it, without waiting, its arguments from 'append', and hears the
          * answer in 'reply'. */
         const ChildInterface *interface;
+        ChildPrepareFunc prepare;      /* sends calls that expect no reply ahead of 'method' */
         const char *method;
         ChildAppendFunc append;
         ChildReplyFunc reply;

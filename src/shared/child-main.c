@@ -8,7 +8,9 @@ static int on_message(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         bool *called = userdata;
         uint8_t type;
 
-        if (sd_bus_message_get_type(m, &type) >= 0 && type == SD_BUS_MESSAGE_METHOD_CALL)
+        /* Calls that expect no reply go ahead of the one that does (the eject child's views). */
+        if (sd_bus_message_get_type(m, &type) >= 0 && type == SD_BUS_MESSAGE_METHOD_CALL &&
+            sd_bus_message_get_expect_reply(m) > 0)
                 *called = true;
         return 0;
 }
