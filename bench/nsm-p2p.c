@@ -3,8 +3,9 @@
  * sends it one request with an fd, waits for the answer and reaps the child.
  *
  *   fork    the fork, the child's exit and the reaping alone: the floor;
- *   ipc     today's ipc.h: a SOCK_SEQPACKET pair, the request and its fd queued before the
- *           fork, read by the child, answered with one message;
+ *   ipc     ipc.h's messages (what every process spoke before sd-bus): a SOCK_SEQPACKET
+ *           pair, the request and its fd queued before the fork, read by the child,
+ *           answered with one message;
  *   sdbus   sd-bus peer to peer on a SOCK_STREAM pair: the child is the server (its own
  *           connection, a server id), the parent the client; the handshake, then one method
  *           call with the fd ('h') and its reply: what a short-lived child pays per operation;
@@ -112,15 +113,12 @@ static double once_ipc(void) {
         double start = now_us();
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0 ||
-            ipc_send_request(pair[0], "/mnt", 4, &fd, 1) < 0)
+            ipc_send(pair[0], 0, 0, "/mnt", 4, &fd, 1) < 0)
                 exit(EXIT_FAILURE);
         pid_t pid = fork();
         if (pid == 0) {
-                void *data = NULL;
-                size_t size;
-
                 close(pair[0]);
-                if (ipc_recv_request(pair[1], 4096, &m, &data, &size) <= 0 || m.n_fds != 1)
+                if (ipc_recv(pair[1], &m, 0) <= 0 || m.n_fds != 1)
                         _exit(EXIT_FAILURE);
                 _exit(ipc_send(pair[1], 42, 0, NULL, 0, NULL, 0) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
         }

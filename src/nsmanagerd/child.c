@@ -10,7 +10,6 @@
 
 #include "bus-errors.h"
 #include "child.h"
-#include "ipc-fields.h"
 #include "list.h"
 #include "log.h"
 #include "time-util.h"
@@ -260,23 +259,6 @@ static pid_t clone_with_pidfd(int *ret_pidfd) {
         return pid;
 }
 
-/* Queued without waiting: a request that does not fit the socket's buffer is refused rather
- * than block the daemon. */
-static int child_queue_request(int sock, const ChildSpec *spec) {
-        int r, size = (int) MIN(spec->request_size * 2 + 65536, (size_t) INT32_MAX);
-
-        if (spec->request_size > IPC_FIELDS_MAX)
-                return -E2BIG;
-        /* Our end only (the child's is another file): the loop reads it with MSG_DONTWAIT anyway. */
-        if (fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK) < 0)
-                return -errno;
-        /* Root may go past net.core.wmem_max; else the default buffer holds what it holds. */
-        if (spec->request_size > 32768 && setsockopt(sock, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
-                (void) setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-        r = ipc_send_request(sock, spec->request, spec->request_size, spec->request_fds, spec->n_request_fds);
-        return r == -EAGAIN ? -E2BIG : r;
-}
-
 static int on_child_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         _cleanup_(nsm_error_done) NsmError e = {};
         const sd_bus_error *error = sd_bus_message_get_error(reply);
@@ -368,17 +350,6 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         }
         c->sock = pair[0];
 
-        /* The request goes into the socket before the fork: the child reads it as its first
-         * message, whatever happens to the daemon's memory after the fork. */
-        if (spec->run_request) {
-                r = child_queue_request(c->sock, spec);
-                if (r < 0) {
-                        safe_close(pair[1]);
-                        child_free(c);
-                        return r;
-                }
-        }
-
         c->pid = clone_with_pidfd(&c->pidfd);
         if (c->pid < 0) {
                 r = -errno;
@@ -387,7 +358,7 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
                 return r;
         }
         if (c->pid == 0)
-                child_main(pair[1], spec->interface, spec->run_request, spec->run, spec->run_userdata, spec->keep_fds, spec->n_keep_fds);
+                child_main(pair[1], spec->interface, spec->run, spec->run_userdata, spec->keep_fds, spec->n_keep_fds);
         safe_close(pair[1]);
 
         /* From here on the child is ours to watch: linked first, so child_free() unlinks it. */

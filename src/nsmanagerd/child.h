@@ -57,20 +57,15 @@ typedef struct ChildSpec {
         const char *method;
         ChildAppendFunc append;
         ChildReplyFunc reply;
-        /* What the child does: run_request on the request (the child decodes it; nothing else of
-         * the daemon's is read), or else run on run_userdata (the daemon's memory at the fork). */
-        ChildRequestFunc run_request;  /* (being replaced by 'interface') */
-        const void *request;           /* an ipc-fields.h message, copied into the socket at once */
-        size_t request_size;
-        const int *request_fds;        /* sent with it (dup'ed by the kernel), at most IPC_FDS_MAX */
-        size_t n_request_fds;
+        /* Or, without an interface, 'run' on run_userdata (the daemon's memory at the fork), which
+         * answers with ipc.h messages: the watched views' table readers still do. */
         ChildFunc run;
         void *run_userdata;
-        const int *keep_fds;           /* fds a 'run' child keeps besides its socket */
+        const int *keep_fds;           /* fds the child keeps besides its socket (inherited) */
         size_t n_keep_fds;
         uint64_t deadline;             /* CLOCK_MONOTONIC µs; 0: none */
         uid_t owner;                   /* charged with the child if it gets stuck */
-        ChildDoneFunc done;            /* run_request and run */
+        ChildDoneFunc done;            /* run's */
         void *userdata;                /* for append, reply and done */
 } ChildSpec;
 

@@ -67,14 +67,7 @@ static void eject_result_done(EjectResult *r) {
                 free(r->detached[i].user);
                 free(r->detached[i].path);
         }
-        for (size_t i = 0; i < r->n_holders; i++) {
-                free(r->holders[i].command);
-                free(r->holders[i].view);
-                free(r->holders[i].what);
-                free(r->holders[i].path);
-        }
         free(r->detached);
-        free(r->holders);
 }
 
 /* "alice's /home/alice/usb, bob's /mnt/usb" */

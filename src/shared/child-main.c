@@ -2,7 +2,6 @@
 #include "bus-util.h"
 #include "child-main.h"
 #include "child-setup.h"
-#include "ipc-fields.h"
 
 static int on_message(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         bool *called = userdata;
@@ -69,7 +68,7 @@ int child_serve(int sock, const ChildInterface *interface, bool once, void *user
         return sd_bus_flush(bus);
 }
 
-_noreturn_ void child_main(int sock, const ChildInterface *interface, ChildRequestFunc run_request, ChildFunc run, void *userdata, const int *keep,
+_noreturn_ void child_main(int sock, const ChildInterface *interface, ChildFunc run, void *userdata, const int *keep,
                            size_t n_keep) {
         _cleanup_(nsm_error_done) NsmError error = {};
         int r;
@@ -78,20 +77,7 @@ _noreturn_ void child_main(int sock, const ChildInterface *interface, ChildReque
                 _exit(EXIT_FAILURE);
         if (interface)
                 _exit(child_serve(sock, interface, true, NULL) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
-        if (run_request) {
-                _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
-                _cleanup_free_ void *data = NULL;
-                size_t size = 0;
-
-                r = m ? ipc_recv_request(sock, IPC_FIELDS_MAX, m, &data, &size) : -ENOMEM;
-                if (r == 0)
-                        _exit(EXIT_FAILURE);   /* nothing asked: the daemon is gone */
-                if (r > 0)
-                        r = run_request(sock, data, size, m->fds, m->n_fds, &error);
-                if (r == -EBADMSG && !nsm_error_is_set(&error))
-                        (void) nsm_error_set_errnof(&error, r, "Malformed request.");
-        } else
-                r = run(sock, userdata, &error);
+        r = run(sock, userdata, &error);
         if (r < 0) {
                 if (!nsm_error_is_set(&error))
                         (void) nsm_error_set_errnof(&error, r, NULL);

@@ -31,12 +31,6 @@ int child_warn(sd_bus_message *call, const char *text);
  * is answered ('once'), or until the daemon hangs up. 0, or a negative errno. */
 int child_serve(int sock, const ChildInterface *interface, bool once, void *userdata);
 
-/* Runs in the child with the request the daemon queued on 'sock' before the fork (one
- * ipc-fields.h message) and the fds that came with it (the callee owns them). Returns ≥ 0 once
- * it sent its final answer on 'sock', or a negative errno with 'error' naming the failure.
- * A request it cannot decode is -EBADMSG. (Being replaced by ChildInterface.) */
-typedef int (*ChildRequestFunc)(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error);
-
 /* The older form, for children that read the daemon's memory as it was at the fork instead of a
  * request ('userdata' is the parent's pointer). docs/processes.md lists which still do, and
  * why. */
@@ -44,5 +38,5 @@ typedef int (*ChildFunc)(int sock, void *userdata, NsmError *error);
 
 /* A killable child, from the fork to its exit: child_setup(), then one call of 'interface'
  * (or 'run' on 'userdata', when interface is NULL, its failure then sent as the answer). */
-_noreturn_ void child_main(int sock, const ChildInterface *interface, ChildRequestFunc run_request, ChildFunc run, void *userdata, const int *keep,
+_noreturn_ void child_main(int sock, const ChildInterface *interface, ChildFunc run, void *userdata, const int *keep,
                            size_t n_keep);

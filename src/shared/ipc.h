@@ -37,14 +37,6 @@ int ipc_send_error(int sock, const NsmError *e);
 /* Sends data of any size as IPC_MORE messages, then a final empty one. */
 int ipc_send_data(int sock, const void *data, size_t size);
 
-/* A request of any size up to IPC_FIELDS_MAX (ipc-fields.h), with up to IPC_FDS_MAX fds: its
- * bytes in IPC_MORE messages, then a final message with what is left and the fds. */
-int ipc_send_request(int sock, const void *data, size_t size, const int *fds, size_t n_fds);
-/* Receives one request, blocking: its bytes in *ret (malloc'ed; at most 'max'), the fds in
- * final->fds. 1, 0 at EOF before the first message, else negative errno (-EBADMSG for a
- * message that is no part of a request: an error, a request past 'max', fds before the last). */
-int ipc_recv_request(int sock, size_t max, IpcMessage *final, void **ret, size_t *ret_size);
-
 /* 1 for a message, 0 at EOF, -EAGAIN with MSG_DONTWAIT when nothing is queued, else negative
  * errno. Received fds are owned by the caller (O_CLOEXEC). */
 int ipc_recv(int sock, IpcMessage *m, int flags);
