@@ -12,7 +12,6 @@
 #include "child.h"
 #include "list.h"
 #include "log.h"
-#include "time-util.h"
 
 /* A reply larger than this (a helper gone mad) ends the child. */
 #define CHILD_DATA_MAX (64U * 1024U * 1024U)
@@ -58,7 +57,7 @@ ChildSet *child_set_new(sd_event *event) {
 static void child_close_bus(Child *c) {
         c->call = sd_bus_slot_unref(c->call);
         if (c->bus) {
-                (void) sd_bus_detach_event(c->bus);
+                c->io_source = sd_event_source_disable_unref(c->io_source);
                 c->bus = sd_bus_close_unref(c->bus);
         }
 }
@@ -69,7 +68,7 @@ static Child *child_free(Child *c) {
         if (c->set)
                 LIST_REMOVE(c->set->children, c);
         sd_event_source_disable_unref(c->exit_source);
-        sd_event_source_disable_unref(c->io_source);
+        c->io_source = sd_event_source_disable_unref(c->io_source);
         sd_event_source_disable_unref(c->deadline_source);
         child_close_bus(c);
         safe_close(c->sock);
@@ -287,12 +286,39 @@ static int on_child_warning(sd_bus_message *m, void *userdata, sd_bus_error *ret
         return 0;
 }
 
+/* The loop watches the child's bus for what sd-bus waits for (its handshake, the rest of a
+ * large call, the answer). Not sd_bus_attach_event(): that runs a prepare callback of every
+ * bus at every iteration of the loop, and a burst of logins has hundreds of children. */
+static int child_bus_arm(Child *c) {
+        int events = sd_bus_get_events(c->bus);
+
+        if (events < 0) {
+                /* Closed: its exit answers. */
+                c->io_source = sd_event_source_disable_unref(c->io_source);
+                return 0;
+        }
+        return sd_event_source_set_io_events(c->io_source, (uint32_t) events);
+}
+
+static int on_child_bus_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Child *c = userdata;
+        int r;
+
+        while ((r = sd_bus_process(c->bus, NULL)) > 0)
+                ;
+        if (r < 0)
+                c->io_source = sd_event_source_disable_unref(c->io_source);
+        else if (child_bus_arm(c) < 0)
+                log_warning("%s: cannot watch the helper process's connection, leaving it to its exit.",
+                            c->description);
+        return 0;
+}
+
 /* Our end of the child's socket as a client of its interface, with the call queued: written
  * as the loop finds room, never waited for. */
 static int child_call(Child *c, ChildSet *s, int sock, const ChildSpec *spec) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        uint64_t timeout = UINT64_MAX;
-        int r;
+        int r, fd;
 
         r = sd_bus_new(&c->bus);
         if (r < 0) {
@@ -309,8 +335,6 @@ static int child_call(Child *c, ChildSet *s, int sock, const ChildSpec *spec) {
                 r = sd_bus_start(c->bus);
         if (r >= 0)
                 r = sd_bus_match_signal(c->bus, NULL, NULL, CHILD_OBJECT_PATH, NULL, "Warning", on_child_warning, c);
-        if (r >= 0)
-                r = sd_bus_attach_event(c->bus, s->event, SD_EVENT_PRIORITY_NORMAL);
         if (r >= 0 && spec->prepare)
                 r = spec->prepare(c->bus, spec->userdata);
         if (r >= 0)
@@ -320,12 +344,23 @@ static int child_call(Child *c, ChildSet *s, int sock, const ChildSpec *spec) {
                 r = spec->append(m, spec->userdata);
         if (r < 0)
                 return r;
-        /* The deadline source answers first; sd-bus's own timeout only frees the call. */
-        if (spec->deadline > 0) {
-                uint64_t now = now_usec(CLOCK_MONOTONIC);
-                timeout = (spec->deadline > now ? spec->deadline - now : 1) + USEC_PER_SEC;
+        /* The deadline is child.c's (on_child_deadline()), not sd-bus's. */
+        r = sd_bus_call_async(c->bus, &c->call, m, on_child_reply, c, UINT64_MAX);
+        if (r < 0)
+                return r;
+        /* On a copy of the bus's fd, which the source owns: sd-bus closes its own when the
+         * connection ends, and the loop must never watch an fd that another process (a child
+         * not yet through child_setup()) may keep open after ours is closed. */
+        fd = fcntl(sd_bus_get_fd(c->bus), F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        r = sd_event_add_io(s->event, &c->io_source, fd, EPOLLIN, on_child_bus_io, c);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
         }
-        return sd_bus_call_async(c->bus, &c->call, m, on_child_reply, c, timeout);
+        (void) sd_event_source_set_io_fd_own(c->io_source, true);
+        return child_bus_arm(c);
 }
 
 int child_start(ChildSet *s, const ChildSpec *spec) {
