@@ -898,7 +898,8 @@ typedef struct ViewOpRequest {
         Credentials caller;
         MountId *own, *binds, *policy_ids;
         ViewPolicy policy;
-        UserRecord user;
+        UserRecord user;                 /* its name points into the call */
+        const char *name;
 } ViewOpRequest;
 
 static void view_op_request_done(ViewOpRequest *q) {
@@ -909,6 +910,8 @@ static void view_op_request_done(ViewOpRequest *q) {
         free(q->binds);
         free(q->policy_ids);
         view_policy_done(&q->policy);
+        free(q->user.home);
+        free(q->user.shell);
 }
 
 static bool path_ok(const char *p) {
@@ -998,30 +1001,39 @@ static int read_policy(sd_bus_message *m, ViewOpRequest *q) {
         UserRecord *u = &q->user;
         int r, private_tmp, hide;
 
-        r = sd_bus_message_enter_container(m, 'r', "btasasasasb");
+        r = sd_bus_message_enter_container(m, 'r', "btaayaayaayaayb");
         if (r >= 0)
                 r = sd_bus_message_read(m, "bt", &private_tmp, &p->tmp_size);
         if (r >= 0)
-                r = sd_bus_message_read_strv(m, &p->bind_paths);
+                r = bus_message_read_bytes_strv(m, &p->bind_paths);
         if (r >= 0)
-                r = sd_bus_message_read_strv(m, &p->bind_read_only_paths);
+                r = bus_message_read_bytes_strv(m, &p->bind_read_only_paths);
         if (r >= 0)
-                r = sd_bus_message_read_strv(m, &p->temporary_file_system);
+                r = bus_message_read_bytes_strv(m, &p->temporary_file_system);
         if (r >= 0)
-                r = sd_bus_message_read_strv(m, &p->inaccessible_paths);
+                r = bus_message_read_bytes_strv(m, &p->inaccessible_paths);
         if (r >= 0)
                 r = sd_bus_message_read(m, "b", &hide);
         if (r >= 0)
                 r = sd_bus_message_exit_container(m);
         if (r >= 0)
-                r = sd_bus_message_read(m, "(suuss)", &u->name, &u->uid, &u->gid, &u->home, &u->shell);
+                r = sd_bus_message_enter_container(m, 'r', "suuayay");
+        if (r >= 0)
+                r = sd_bus_message_read(m, "suu", &q->name, &u->uid, &u->gid);
+        if (r >= 0)
+                r = bus_message_read_bytes(m, &u->home);
+        if (r >= 0)
+                r = bus_message_read_bytes(m, &u->shell);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
         if (r < 0)
                 return r;
+        u->name = (char *) q->name;
         /* "": none. */
         if (u->home && !*u->home)
-                u->home = NULL;
+                u->home = mfree(u->home);
         if (u->shell && !*u->shell)
-                u->shell = NULL;
+                u->shell = mfree(u->shell);
         p->private_tmp = private_tmp;
         p->hide_other_homes = hide;
         q->op.policy = p;
@@ -1107,7 +1119,7 @@ static const sd_bus_vtable view_ops_vtable[] = {
         VIEW_OP_METHOD("BindMount", "ahayaybbb" VIEW_OPS_RULES),
         VIEW_OP_METHOD("Unmount", "ahaybt" VIEW_OPS_RULES),
         VIEW_OP_METHOD("HostShare", "ahay"),
-        VIEW_OP_METHOD("ApplyPolicy", "h(btasasasasb)(suuss)"),
+        VIEW_OP_METHOD("ApplyPolicy", "h(btaayaayaayaayb)(suuayay)"),
         SD_BUS_VTABLE_END,
 };
 

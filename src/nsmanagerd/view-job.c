@@ -135,24 +135,31 @@ static int append_request(sd_bus_message *m, void *userdata) {
 
                 r = sd_bus_message_append(m, "h", op->ns_fd);
                 if (r >= 0)
-                        r = sd_bus_message_open_container(m, 'r', "btasasasasb");
+                        r = sd_bus_message_open_container(m, 'r', "btaayaayaayaayb");
                 if (r >= 0)
                         r = sd_bus_message_append(m, "bt", p->private_tmp, p->tmp_size);
                 if (r >= 0)
-                        r = sd_bus_message_append_strv(m, p->bind_paths);
+                        r = bus_message_append_bytes_strv(m, p->bind_paths);
                 if (r >= 0)
-                        r = sd_bus_message_append_strv(m, p->bind_read_only_paths);
+                        r = bus_message_append_bytes_strv(m, p->bind_read_only_paths);
                 if (r >= 0)
-                        r = sd_bus_message_append_strv(m, p->temporary_file_system);
+                        r = bus_message_append_bytes_strv(m, p->temporary_file_system);
                 if (r >= 0)
-                        r = sd_bus_message_append_strv(m, p->inaccessible_paths);
+                        r = bus_message_append_bytes_strv(m, p->inaccessible_paths);
                 if (r >= 0)
                         r = sd_bus_message_append(m, "b", p->hide_other_homes);
                 if (r >= 0)
                         r = sd_bus_message_close_container(m);
                 if (r >= 0)
-                        r = sd_bus_message_append(m, "(suuss)", u->name, u->uid, u->gid, u->home ?: "",
-                                                  u->shell ?: "");
+                        r = sd_bus_message_open_container(m, 'r', "suuayay");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "suu", u->name, u->uid, u->gid);
+                if (r >= 0)
+                        r = bus_message_append_bytes(m, u->home);
+                if (r >= 0)
+                        r = bus_message_append_bytes(m, u->shell);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
                 return r;
         }
         r = sd_bus_message_open_container(m, 'a', "h");

@@ -94,7 +94,7 @@ const char *view_op_type_to_string(ViewOpType t) _pure_;
  *   BindMount(ah view, ay path, ay source, b read_only, b make_dir, b host_propagates, RULES) → RESULT
  *   Unmount(ah view, ay path, b detach, t expected_id, RULES) → RESULT
  *   HostShare(ah view, ay path) → RESULT
- *   ApplyPolicy(h view, (btasasasasb) policy, (suuss) user) → RESULT
+ *   ApplyPolicy(h view, (btaayaayaayaayb) policy, (suuayay) user) → RESULT
  *
  * Paths are "ay": any bytes but NUL, as the kernel allows them. RULES, "a(uuauu)a(tt)a(tt)a(tt)": the caller (none: full power; else her uid, gid, groups
  * and MaxUserMounts=), the binds made for her, every recorded bind, the policy's mounts.

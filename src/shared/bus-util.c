@@ -5,6 +5,7 @@
 
 #include "bus-util.h"
 #include "macros.h"
+#include "strv.h"
 #include "text-escape.h"
 
 int bus_message_read_dict(sd_bus_message *m, int (*read_entry)(sd_bus_message *m, const char *key, void *userdata),
@@ -92,4 +93,33 @@ int bus_message_read_bytes(sd_bus_message *m, char **ret) {
                 return -EBADMSG;
         *ret = strndup(n > 0 ? p : "", n);
         return *ret ? 0 : -ENOMEM;
+}
+
+int bus_message_append_bytes_strv(sd_bus_message *m, char **l) {
+        int r = sd_bus_message_open_container(m, 'a', "ay");
+
+        for (char **i = l; r >= 0 && i && *i; i++)
+                r = bus_message_append_bytes(m, *i);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+int bus_message_read_bytes_strv(sd_bus_message *m, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "ay");
+        while (r >= 0 && sd_bus_message_at_end(m, false) == 0) {
+                char *s;
+
+                r = bus_message_read_bytes(m, &s);
+                if (r >= 0)
+                        r = strv_consume(&l, s);
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return 0;
 }

@@ -26,3 +26,6 @@ int bus_message_read_mount_ids(sd_bus_message *m, size_t max, MountId **ret, siz
  * holds a NUL is -EBADMSG; *ret is malloc'ed. */
 int bus_message_append_bytes(sd_bus_message *m, const char *s);
 int bus_message_read_bytes(sd_bus_message *m, char **ret);
+/* The same for a list, as "aay". */
+int bus_message_append_bytes_strv(sd_bus_message *m, char **l);
+int bus_message_read_bytes_strv(sd_bus_message *m, char ***ret);
