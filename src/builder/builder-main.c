@@ -40,19 +40,19 @@ static int failed(sd_bus_error *error, NsmError *e) {
 
 static int method_open_registry(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(nsm_error_done) NsmError e = {};
+        _cleanup_free_ char *registry_pin = NULL, *pins_dir = NULL;
         BuilderProcess *p = userdata;
-        const char *registry_pin, *pins_dir;
         int r;
 
-        r = sd_bus_message_read(m, "ss", &registry_pin, &pins_dir);
+        r = bus_message_read_bytes(m, &registry_pin);
+        if (r >= 0)
+                r = bus_message_read_bytes(m, &pins_dir);
         if (r < 0 || !path_is_absolute_normalized(registry_pin) || !path_is_absolute_normalized(pins_dir))
                 return malformed(error);
         free(p->pins_dir);
-        p->pins_dir = strdup(pins_dir);
-        if (!p->pins_dir)
-                return -ENOMEM;
+        p->pins_dir = TAKE_PTR(pins_dir);
         p->registry_fd = safe_close(p->registry_fd);
-        r = registry_open(registry_pin, pins_dir, p->host_ns_fd, &p->cpu, &p->registry_fd);
+        r = registry_open(registry_pin, p->pins_dir, p->host_ns_fd, &p->cpu, &p->registry_fd);
         if (r < 0) {
                 (void) nsm_error_set_errnof(&e, r, "Failed to set up the namespace registry '%s': %m", registry_pin);
                 return failed(error, &e);
@@ -110,19 +110,25 @@ static int handle_build(BuilderProcess *p, const BuilderCall *c, sd_bus_message 
 static int method_build(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(nsm_error_done) NsmError e = {};
         _cleanup_strv_free_ char **shared = NULL;
+        _cleanup_free_ char *subtree_root = NULL;
         BuilderCall c = {};
         uint32_t propagation;
         int r;
 
-        r = sd_bus_message_read(m, "ssu", &c.name, &c.subtree_root, &propagation);
+        r = sd_bus_message_read(m, "s", &c.name);
         if (r >= 0)
-                r = sd_bus_message_read_strv(m, &shared);
-        if (r < 0 || !valid_user_name(c.name) || !path_is_absolute_normalized(c.subtree_root) ||
+                r = bus_message_read_bytes(m, &subtree_root);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "u", &propagation);
+        if (r >= 0)
+                r = bus_message_read_bytes_strv(m, &shared);
+        if (r < 0 || !valid_user_name(c.name) || !path_is_absolute_normalized(subtree_root) ||
             propagation >= _VIEW_PROPAGATION_MAX)
                 return malformed(error);
         for (char **i = shared; i && *i; i++)
                 if (!path_is_absolute_normalized(*i))
                         return malformed(error);
+        c.subtree_root = subtree_root;
         c.propagation = (ViewPropagation) propagation;
         c.shared_subtrees = shared;
         r = handle_build(userdata, &c, m, &e);
@@ -310,8 +316,8 @@ static int method_open_mountinfo(sd_bus_message *m, void *userdata, sd_bus_error
 
 static const sd_bus_vtable builder_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD("OpenRegistry", "ss", "b", method_open_registry, 0),
-        SD_BUS_METHOD("Build", "ssuas", "uh", method_build, 0),
+        SD_BUS_METHOD("OpenRegistry", "ayay", "b", method_open_registry, 0),
+        SD_BUS_METHOD("Build", "sayuaay", "uh", method_build, 0),
         SD_BUS_METHOD("Unpin", "ay", "", method_unpin, 0),
         SD_BUS_METHOD("List", "", "a(ayah)", method_list, 0),
         SD_BUS_METHOD("ReadMounts", "ahb", "aya(tt)", method_read_mounts, 0),

@@ -369,12 +369,18 @@ static int builder_call(Builder *b, const BuilderRequest *q) {
                 return r;
         switch (c->kind) {
         case BUILDER_OPEN_REGISTRY:
-                r = sd_bus_message_append(m, "ss", c->registry_pin, c->pins_dir);
+                r = bus_message_append_bytes(m, c->registry_pin);
+                if (r >= 0)
+                        r = bus_message_append_bytes(m, c->pins_dir);
                 break;
         case BUILDER_BUILD:
-                r = sd_bus_message_append(m, "ssu", c->name, c->subtree_root, (uint32_t) c->propagation);
+                r = sd_bus_message_append(m, "s", c->name);
                 if (r >= 0)
-                        r = sd_bus_message_append_strv(m, c->shared_subtrees);
+                        r = bus_message_append_bytes(m, c->subtree_root);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "u", (uint32_t) c->propagation);
+                if (r >= 0)
+                        r = bus_message_append_bytes_strv(m, c->shared_subtrees);
                 break;
         case BUILDER_UNPIN:
                 r = bus_message_append_bytes(m, c->name);

@@ -12,8 +12,8 @@
 /* The view builder's interface (docs/processes.md), served by src/builder/builder-main.c for
  * as long as the daemon keeps the connection (its handshake once per builder):
  *
- *   OpenRegistry(s registry_pin, s pins_dir) → (b created)
- *   Build(s name, s subtree_root, u propagation, as shared_subtrees) → (u n_mounts, h ns): the
+ *   OpenRegistry(ay registry_pin, ay pins_dir) → (b created)
+ *   Build(s name, ay subtree_root, u propagation, aay shared_subtrees) → (u n_mounts, h ns): the
  *        namespace pinned as pins_dir/NAME
  *   Unpin(ay name) → (): whatever List named
  *   List() → (a(ayah) pins): each pin's name and its namespace (none: a pin file that holds none)
@@ -21,7 +21,7 @@
  *        host's), with ids each mount's mountinfo id and unique id (none without statmount(2))
  *   OpenMountinfo(h ns) → (h mountinfo): opened there, unread
  *
- * The builder takes nothing on trust: a name must be one path component (it becomes one under
+ * Paths are "ay" (any bytes but NUL). The builder takes nothing on trust: a name must be one path component (it becomes one under
  * SubtreeRoot= and the pins' directory), a user name for Build, every path absolute and
  * normalized; else "Malformed request." (EBADMSG). */
 
