@@ -79,6 +79,7 @@ def directory(sandbox):
 
     DATA.mkdir(mode=0o755, exist_ok=True)
     (DATA / "slow").unlink(missing_ok=True)
+    (DATA / "slow-uid").unlink(missing_ok=True)
     # No shadow entry ("*", not "x"): pam_unix's account check then asks for none, as with
     # sssd, whose pam_sss answers it.
     passwd = [f"{u.name}:*:{u.uid}:{u.gid}:{u.name}:{u.home}:{u.shell}" for u in TEST_USERS.values()]
@@ -295,6 +296,47 @@ def test_a_users_random_names_do_not_hold_up_a_login(directory, daemon, profile,
     finally:
         flood.stdin.close()
         flood.wait(timeout(30))
+
+
+REFUSED_CALL = r"""
+import sys
+import dbus, dbus.lowlevel
+
+bus = dbus.SystemBus()
+m = dbus.lowlevel.MethodCallMessage(sys.argv[1], sys.argv[2], sys.argv[3], "Eject")
+m.append("not/absolute", dbus.UInt64(0), signature="st")
+bus.send_message(m)
+bus.flush()
+print("sent", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_callers_slow_uid_does_not_hold_up_others(directory, daemon):
+    """The directory takes 30 s for gina's uid (as asked by the daemon). Her refused Eject is
+    recorded with her uid and without a name, never by asking NSS on the loop (the audit
+    record's caller name, a summary's, group root's members): root's and alice's calls after
+    hers answer within their deadline, which they could not while the loop waited for NSS."""
+    from caller import assert_ok, call_as
+    daemon.manager().CreateNamespace("alice")
+    (DATA / "slow-uid").write_text(f"{GINA[1]} 30\n")
+    os.chmod(DATA / "slow-uid", 0o644)
+    gina = subprocess.Popen(["setpriv", f"--reuid={GINA[1]}", f"--regid={GINA[1]}", "--clear-groups", "--",
+                             "/usr/bin/python3", "-c", REFUSED_CALL, BUS_NAME, MANAGER_PATH, MANAGER_IFACE],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={"PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": sb_module.SYSTEM_BUS_ADDRESS})
+    try:
+        assert gina.stdout.readline().strip() == "sent"
+        # Behind hers on the daemon's connection: answered once hers was handled.
+        assert_ok(call_as(daemon, "root", "ListNamespaces", call_timeout=20), "root: ListNamespaces")
+        assert_ok(call_as(daemon, "alice", "GetNamespace", "s", "alice", call_timeout=20), "alice: GetNamespace")
+    finally:
+        gina.stdin.close()
+        gina.wait(timeout(30))
+        (DATA / "slow-uid").unlink(missing_ok=True)
+    records = [r for r in daemon.journal_records() if r.get("NSM_ACTION") == "Eject"]
+    assert len(records) == 1 and records[0].get("NSM_CALLER_UID") == str(GINA[1]), records
+    assert "NSM_CALLER_USER" not in records[0], records
 
 
 @pytest.mark.daemon_config(RateLimitBurst="3", RateLimitIntervalSec="1h")
