@@ -24,10 +24,9 @@
  *
  * A child has its own fd table (a plain fork): a killed or stuck child must not hold the
  * daemon's fds (the bus connection!) nor leave what it opened in the daemon. Right after the
- * fork it closes everything but its socket and the fds its spec names. The child talks to
- * the daemon with ipc.h messages on that socket; its function returns when done. What runs in
- * the child is src/children/child-main.c; the request it gets is queued on the socket before
- * the fork (docs/processes.md). */
+ * fork it closes everything but its socket and the fds its spec names. Then it serves its
+ * interface peer to peer on that socket (sd-bus, child-main.h) and the daemon calls it
+ * without waiting; the older 'run' children answer with ipc.h messages (docs/processes.md). */
 
 typedef struct ChildSet ChildSet;
 
