@@ -2,7 +2,8 @@
 /* src/nsmanagerd/child.c and src/shared/child-main.c: a real child serving an interface peer to
  * peer. A call of any size reaches it whole with its fd; its failure arrives under the error
  * table's name with its sentence, byte for byte; its warnings come ahead of the answer; a
- * child that dies without answering is said to; the status writer writes its line. TAP. */
+ * child that dies without answering is said to; the status writer writes its line; the mount
+ * points' remover refuses a path it cannot trust. TAP. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,8 +14,10 @@
 
 #include "attach-status.h"
 #include "bus-errors.h"
+#include "bus-util.h"
 #include "child.h"
 #include "macros.h"
+#include "mount-points-remove.h"
 #include "tap.h"
 
 #define TEST_INTERFACE "org.example.NSManager.Test"
@@ -66,6 +69,7 @@ typedef struct Call {
         size_t size;             /* Echo's */
         const char *line;        /* WriteStatus's */
         bool no_args;            /* Die's */
+        char **paths;            /* Remove's */
         int fd;
         bool done;
         uint64_t echoed;
@@ -80,6 +84,10 @@ static int append(sd_bus_message *m, void *userdata) {
                 return 0;
         if (c->line)
                 return sd_bus_message_append(m, "sh", c->line, c->fd);
+        if (c->paths) {
+                int r = sd_bus_message_append(m, "ut", 1000U, UINT64_C(4026531841));
+                return r < 0 ? r : bus_message_append_bytes_strv(m, c->paths);
+        }
         if (c->size == 0)
                 return sd_bus_message_append(m, "s", "/nowhere");
         data = malloc(c->size);
@@ -97,7 +105,7 @@ static void on_reply(const NsmError *error, sd_bus_message *reply, void *userdat
         c->done = true;
         if (error)
                 (void) nsm_error_copy(&c->error, error);
-        else if (!c->line && c->size > 0 && sd_bus_message_read(reply, "t", &c->echoed) < 0)
+        else if (!c->line && !c->paths && c->size > 0 && sd_bus_message_read(reply, "t", &c->echoed) < 0)
                 c->echoed = UINT64_MAX;
 }
 
@@ -178,6 +186,15 @@ int main(void) {
                       "an empty status line is refused as malformed");
                 nsm_error_done(&empty.error);
         }
+
+        /* Every path is checked before anything is removed. */
+        char *paths[] = { (char *) "/nowhere/x", (char *) "nowhere/y", NULL };
+        Call removal = { .paths = paths };
+        (void) run_child(e, s, &mount_points_remove_interface, "Remove", &removal);
+        check(removal.done && removal.error.code == NSM_ERROR_SYSTEM && removal.error.errno_value == EBADMSG,
+              "the mount points' remover refuses a relative path as malformed (%s)",
+              removal.error.message ?: "none");
+        nsm_error_done(&removal.error);
 
         child_set_free(s);
         sd_event_unref(e);
