@@ -35,6 +35,7 @@ typedef struct RView {
         int mountinfo_fd;        /* opened inside the view: POLLPRI after each change */
         bool mountinfo;          /* its table comes from mountinfo_fd (ids the kernel reuses) */
         bool dirty;
+        uint64_t last_read;      /* CLOCK_MONOTONIC µs */
         RMount *mounts;          /* sorted by id */
         size_t n_mounts;
         struct RView *next_dirty;
@@ -63,7 +64,6 @@ struct Reader {
         bool force_mountinfo;
         IdMap *views;            /* key → RView */
         RView *dirty;
-        uint64_t last_pass;
         sd_event_source *timer;
         Hashmap *groups;
         Group **group_list;
@@ -349,61 +349,76 @@ static void back_home(Reader *rd) {
 
 /* ---- passes ---- */
 
-static void pass(Reader *rd) {
-        bool entered = false;
+/* Reads the flagged tables whose last read is an interval ago (the others wait for theirs: at
+ * most one read, and so one signal, per view per interval), and sends what changed. Returns
+ * when the next of those waiting is due, 0 if none. */
+static uint64_t pass(Reader *rd) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC), next = 0;
+        bool entered = false, announced = false;
+        RView *waiting = NULL;
         int r;
 
-        r = sd_bus_emit_signal(rd->bus, MOUNT_READER_PATH, MOUNT_READER_INTERFACE, "Reading", NULL);
-        if (r < 0)
-                log_debug_errno(r, "Failed to send Reading: %m");
         while (rd->dirty) {
                 RView *v = rd->dirty;
                 rd->dirty = v->next_dirty;
+                if (v->last_read + MOUNT_EVENTS_INTERVAL_USEC > now) {
+                        uint64_t due = v->last_read + MOUNT_EVENTS_INTERVAL_USEC;
+                        next = next == 0 ? due : MIN(next, due);
+                        v->next_dirty = waiting;
+                        waiting = v;
+                        continue;
+                }
+                if (!announced) {
+                        r = sd_bus_emit_signal(rd->bus, MOUNT_READER_PATH, MOUNT_READER_INTERFACE, "Reading", NULL);
+                        if (r < 0)
+                                log_debug_errno(r, "Failed to send Reading: %m");
+                        announced = true;
+                }
                 v->next_dirty = NULL;
                 v->dirty = false;
+                v->last_read = now;
                 entered = entered || !v->mountinfo;
                 r = view_read(rd, v, true);
                 if (r < 0)
                         log_debug_errno(r, "Failed to read the mount table of view %" PRIu32 ": %m", v->key);
         }
+        rd->dirty = waiting;
         if (entered)
                 back_home(rd);
-        rd->last_pass = now_usec(CLOCK_MONOTONIC);
-        r = send_changed(rd);
-        if (r < 0)
-                log_warning_errno(r, "Failed to send the changes: %m");
+        if (announced) {
+                r = send_changed(rd);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to send the changes: %m");
+        }
+        return next;
 }
 
-static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        pass(userdata);
-        return 0;
-}
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata);
 
-static int on_pass(sd_event_source *s, void *userdata) {
-        Reader *rd = userdata;
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
+static void pass_and_arm(Reader *rd) {
+        uint64_t next = pass(rd);
         int r;
 
-        if (!rd->dirty)
-                return 0;
-        /* At once after a quiet interval; else what changes meanwhile goes together at its end. */
-        if (now >= rd->last_pass + MOUNT_EVENTS_INTERVAL_USEC) {
-                pass(rd);
-                return 0;
-        }
-        int enabled = SD_EVENT_OFF;
-        if (rd->timer && sd_event_source_get_enabled(rd->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
-                return 0;
+        if (next == 0)
+                return;
         if (!rd->timer)
-                r = sd_event_add_time(rd->event, &rd->timer, CLOCK_MONOTONIC, rd->last_pass + MOUNT_EVENTS_INTERVAL_USEC,
-                                      1, on_timer, rd);
+                r = sd_event_add_time(rd->event, &rd->timer, CLOCK_MONOTONIC, next, 1, on_timer, rd);
         else {
-                r = sd_event_source_set_time(rd->timer, rd->last_pass + MOUNT_EVENTS_INTERVAL_USEC);
+                r = sd_event_source_set_time(rd->timer, next);
                 if (r >= 0)
                         r = sd_event_source_set_enabled(rd->timer, SD_EVENT_ONESHOT);
         }
         if (r < 0)
-                pass(rd);
+                log_warning_errno(r, "Failed to arm the next read, the changes wait for the next: %m");
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        pass_and_arm(userdata);
+        return 0;
+}
+
+static int on_pass(sd_event_source *s, void *userdata) {
+        pass_and_arm(userdata);
         return 0;
 }
 
@@ -420,7 +435,7 @@ static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *user
         }
         /* The pass once every flagged table's source has run (it is of a lower priority). */
         if (sd_event_source_set_enabled(rd->pass_source, SD_EVENT_ONESHOT) < 0)
-                pass(rd);
+                pass_and_arm(rd);
         return 0;
 }
 
