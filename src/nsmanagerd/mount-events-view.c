@@ -4,28 +4,20 @@
  * tracked for ReleaseWithHost=: what mount-events.c's watching and its host's fanotify events
  * feed.
  *
- * Poll mode: mount tables read inside their namespace: every watched view, and the host where the kernel
- * has no fanotify mount events (before Linux 6.15) or NSM_MOUNT_EVENTS=poll. Each time the
- * kernel flags a change on a /proc/self/mountinfo opened in the namespace (POLLPRI), the table
- * is read again and compared with the last one.
- *
- * The daemon only holds those files, opened by the builder inside each view: it never reads
- * one (a table can be large, and reading takes the kernel's namespace lock). Reading is done by
- * a killable child, one per batch of namespaces that changed, which enters each namespace and
- * reads it with listmount(2) and statmount(2) where the kernel has them (unique ids), else from
- * /proc/self/mountinfo (the ids the kernel reuses). A namespace is read at most once per
- * MOUNT_EVENTS_INTERVAL_USEC. */
-#include <fcntl.h>
-#include <sched.h>
+ * Poll mode: mount tables read inside their namespace: every watched view, and the host where
+ * the kernel has no fanotify mount events (before Linux 6.15) or NSM_MOUNT_EVENTS=poll. The
+ * watching is the mount readers' (mount-reader.h): long-lived processes that hold each watched
+ * namespace's /proc/self/mountinfo, read a table again when the kernel flags a change there
+ * (POLLPRI; at most once per MOUNT_EVENTS_INTERVAL_USEC), keep the last one, and send only the
+ * differences, a change alike in many views once with the views. The daemon holds no table
+ * and compares nothing: it routes what the readers send to the signals. */
 #include <sys/sysmacros.h>
 
-#include "builder.h"
 #include "child.h"
 #include "log.h"
 #include "list.h"
 #include "mount-events-view.h"
 #include "mount-notify.h"
-#include "mount-util.h"
 #include "time-util.h"
 
 /* Changes in one signal at most: a storm of mounts gives several signals, not one huge message. */
