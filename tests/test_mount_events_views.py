@@ -5,6 +5,8 @@ fanotify path and on the poll path (the daemon's test knob NSM_MOUNT_EVENTS=poll
 mount-events.md and docs/interface.md."""
 
 import collections
+import os
+import signal
 import time
 
 import dbus
@@ -12,7 +14,7 @@ import pytest
 
 from helpers import E_LIMIT_EXCEEDED, create, expect_error, ns_path, wait_until
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, NAMESPACE_IFACE, timeout
-from test_mount_events import view_watch_fds
+from test_mount_events import reader_pids, view_watch_fds
 
 MODES = {
     "fanotify": {},
@@ -104,6 +106,31 @@ def test_views_subscription_is_budgeted_and_ends_with_its_name(daemon):
     wait_until(lambda: view_watch_fds(daemon), "the watch of every view")
     recs[0].close()
     wait_until(lambda: view_watch_fds(daemon) == [], "the watch to end with the subscriber's name")
+
+
+def test_mount_readers_follow_the_watches_and_are_replaced(daemon):
+    """The views' tables are watched by the daemon's mount readers (docs/mount-events.md): none
+    runs while nobody watches; one killed is replaced and its views watched again, so that a
+    host mount is still heard in every view; the last watch gone, no reader is left."""
+    paths = create(daemon, *USERS)
+    assert reader_pids(daemon) == [], "a mount reader runs while nobody watches"
+    rec = subscriber(daemon, "views")
+    first = reader_pids(daemon)
+    assert first, "no mount reader watches the views"
+    assert len(view_watch_fds(daemon)) == len(USERS), view_watch_fds(daemon)
+    for pid in first:
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: reader_pids(daemon) and not set(reader_pids(daemon)) & set(first) and
+               len(view_watch_fds(daemon)) == len(USERS), "another reader to watch every view")
+    time.sleep(0.3)   # its first tables read (what is mounted before them is their start)
+    daemon.mount_cd("/mnt/cd")
+    drain_until([rec], lambda: all(aggregated(rec)[0][("/mnt/cd", p)] for p in paths),
+                "/mnt/cd attached in every view after the reader was replaced")
+    daemon.umount("/mnt/cd")
+    drain_until([rec], lambda: all(aggregated(rec)[1][("/mnt/cd", p)] for p in paths),
+                "/mnt/cd detached in every view")
+    rec.close()
+    wait_until(lambda: reader_pids(daemon) == [], "the reader to end with the last watch")
 
 
 # alice's subscriptions, each from a bus name of its own, as a user's client would.

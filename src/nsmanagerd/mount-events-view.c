@@ -303,6 +303,8 @@ static int reader_pick(MountEvents *e, MountReader **ret) {
                                 slot = i;
                         continue;
                 }
+                if (mount_reader_gone(e->readers[i]))
+                        continue;
                 if (!best || *mount_reader_load(e->readers[i]) < *mount_reader_load(best))
                         best = e->readers[i];
         }
@@ -315,6 +317,8 @@ static int reader_pick(MountEvents *e, MountReader **ret) {
                 if (!best)
                         return log_warning_errno(r, "Failed to start a mount reader: %m");
         }
+        if (!best)
+                return -EAGAIN;   /* both gone: replaced from the loop, and their views watched again */
         *ret = best;
         return 0;
 }

@@ -167,3 +167,7 @@ unsigned *mount_reader_load(MountReader *r) {
 bool mount_reader_busy(const MountReader *r) {
         return r->busy;
 }
+
+bool mount_reader_gone(const MountReader *r) {
+        return r->gone;
+}

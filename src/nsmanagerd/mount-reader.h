@@ -53,3 +53,5 @@ void mount_reader_unwatch(MountReader *r, uint32_t key);
 /* How many views it watches (the daemon's count). */
 unsigned *mount_reader_load(MountReader *r);
 bool mount_reader_busy(const MountReader *r);
+/* Its connection ended or it exited: it takes no view (its views are given to another). */
+bool mount_reader_gone(const MountReader *r);
