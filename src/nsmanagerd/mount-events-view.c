@@ -18,6 +18,7 @@
 #include "list.h"
 #include "mount-events-view.h"
 #include "mount-notify.h"
+#include "op-queue.h"
 #include "time-util.h"
 
 /* Changes in one signal at most: a storm of mounts gives several signals, not one huge message. */
@@ -117,8 +118,38 @@ void watched_view_emit(WatchedView *v) {
                 watched_view_schedule_emit(v);
 }
 
+/* While an operation on the view runs (a BindMount...), its signal waits, up to HOLD_MAX_USEC: a
+ * client reads GetMountsEx on a MountsChanged, and the daemon records what it mounted when the
+ * operation ends, so that the origin of the mount is known by then. */
+#define HOLD_RECHECK_USEC (2 * USEC_PER_MSEC)
+#define HOLD_MAX_USEC (USEC_PER_SEC)
+
+static void watched_view_arm(WatchedView *v, uint64_t when);
+
+static bool view_held(WatchedView *v) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (!v->ns || !op_queue_running(v->ns->ops)) {
+                v->held_since = 0;
+                return false;
+        }
+        if (v->held_since == 0)
+                v->held_since = now;
+        if (now >= v->held_since + HOLD_MAX_USEC)
+                return false;
+        watched_view_arm(v, now + HOLD_RECHECK_USEC);
+        return true;
+}
+
+static void watched_view_emit_unless_held(WatchedView *v) {
+        if (!view_held(v)) {
+                v->held_since = 0;
+                watched_view_emit(v);
+        }
+}
+
 static int on_view_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        watched_view_emit(userdata);
+        watched_view_emit_unless_held(userdata);
         return 0;
 }
 
@@ -506,9 +537,14 @@ static void reader_on_changed(MountReader *reader, sd_bus_message *m, void *user
         if (r < 0)
                 log_warning_errno(r, "A mount reader sent changes we cannot read, ignoring the rest: %m");
         for (size_t i = 0; i < t.n; i++) {
-                t.views[i]->touched = false;
-                t.views[i]->last_emit = 0;
-                watched_view_emit(t.views[i]);
+                WatchedView *v = t.views[i];
+                int enabled = SD_EVENT_OFF;
+
+                v->touched = false;
+                /* (A signal held already goes when its timer says.) */
+                if (v->timer && sd_event_source_get_enabled(v->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                        continue;
+                watched_view_emit_unless_held(v);
         }
         free(t.views);
         if (e->host && e->host->reader == reader)

@@ -100,6 +100,7 @@ struct WatchedView {
         uint32_t key;            /* the reader's name for it: MountEvents.keys */
         sd_bus_slot *watch_slot; /* its Watch() call, until answered */
         char *bus_path;          /* its object path, for ViewsMountsChanged (made when first needed) */
+        uint64_t held_since;     /* its signal waits for an operation on the view to end, since */
         bool baseline;           /* the host's first table is on its way: not told */
         bool touched;            /* has changes in the reader's message being read */
         bool orphaned;           /* its reader died: to be given to another */

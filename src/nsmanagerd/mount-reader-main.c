@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@ typedef struct RView {
         int mountinfo_fd;        /* opened inside the view: POLLPRI after each change */
         bool mountinfo;          /* its table comes from mountinfo_fd (ids the kernel reuses) */
         bool dirty;
+        bool no_count;           /* the kernel does not tell its number of mounts (before 6.12) */
         uint64_t last_read;      /* CLOCK_MONOTONIC µs */
         RMount *mounts;          /* sorted by id */
         size_t n_mounts;
@@ -180,6 +182,92 @@ static int send_changed(Reader *rd) {
 }
 
 /* ---- reading a table ---- */
+
+/* NS_MNT_GET_INFO of linux/nsfs.h (Linux 6.12; Debian 12's headers lack it): the number of
+ * mounts of a namespace, without entering it. */
+struct nsm_mnt_ns_info {
+        uint32_t size;
+        uint32_t nr_mounts;
+        uint64_t mnt_ns_id;
+};
+#define NSM_NS_MNT_GET_INFO _IOR(0xb7, 10, struct nsm_mnt_ns_info)
+
+/* The common changes without listing the whole table: mounts attached (the ids above the last
+ * table's highest: unique ids only grow) and a few of the newest detached (statmount(2) of the
+ * known ones, newest first, says which are gone), checked against the namespace's number of
+ * mounts: nothing else can have changed. Returns 1 if that was all, 0 if the whole table must be
+ * listed (the count does not add up, or is not to be had: before 6.12). A change racing with
+ * this is flagged again, and its read finds a count that does not add up. */
+#define GONE_MAX 4
+#define GONE_CHECKS 8
+
+static int read_new_only(Reader *rd, RView *v, bool report, RMount **ret, size_t *ret_n) {
+        struct nsm_mnt_ns_info info = { .size = sizeof info };
+        size_t gone_at[GONE_MAX], n_gone = 0, k = 0;
+        uint64_t ids[64];
+        long gone;
+        RMount *s;
+        ssize_t got;
+
+        if (v->n_mounts == 0 || v->no_count)
+                return 0;
+        if (ioctl(v->ns_fd, NSM_NS_MNT_GET_INFO, &info) < 0) {
+                v->no_count = true;
+                return 0;
+        }
+        got = mount_list_ids(v->mounts[v->n_mounts - 1].id, ids, ELEMENTSOF(ids));
+        if (got < 0 || got == (ssize_t) ELEMENTSOF(ids))
+                return 0;
+        gone = (long) v->n_mounts + (long) got - (long) info.nr_mounts;
+        if (gone < 0 || gone > GONE_MAX)
+                return 0;
+        for (size_t c = 0; c < MIN(v->n_mounts, (size_t) GONE_CHECKS) && n_gone < (size_t) gone; c++) {
+                size_t i = v->n_mounts - 1 - c;
+                MountStat st = {};
+                int r = mount_stat(v->mounts[i].id, false, &st);
+                if (r == -ENOENT)
+                        gone_at[n_gone++] = i;
+                else if (r < 0)
+                        return 0;
+                else
+                        mount_stat_done(&st);
+        }
+        if (n_gone != (size_t) gone)
+                return 0;
+        s = reallocarray(NULL, v->n_mounts + (size_t) got + 1, sizeof(RMount));
+        if (!s)
+                return -ENOMEM;
+        for (size_t i = 0, g = 0; i < v->n_mounts; i++) {
+                /* (gone_at is in descending order) */
+                if (g < n_gone && gone_at[n_gone - 1 - g] == i) {
+                        if (report)
+                                (void) group_add(rd, '-', v->mounts[i].dev, v->mounts[i].path, v->key, v->mounts[i].id, 0);
+                        g++;
+                        continue;
+                }
+                s[k] = v->mounts[i];
+                v->mounts[i].path = NULL;
+                k++;
+        }
+        for (ssize_t j = 0; j < got; j++) {
+                MountStat st = {};
+                if (mount_stat(ids[j], true, &st) < 0)
+                        continue;   /* gone meanwhile: flagged again */
+                s[k] = (RMount) { .id = st.id, .parent_id = st.parent_id, .dev = makedev(st.dev_major, st.dev_minor),
+                                  .path = TAKE_PTR(st.path) };
+                mount_stat_done(&st);
+                if (!s[k].path && !(s[k].path = strdup(""))) {
+                        mounts_free(s, k);
+                        return -ENOMEM;
+                }
+                if (report)
+                        (void) group_add(rd, '+', s[k].dev, s[k].path, v->key, s[k].id, s[k].parent_id);
+                k++;
+        }
+        *ret = s;
+        *ret_n = k;
+        return 1;
+}
 
 /* Our namespace's mounts by listmount(2), a known one kept, a new one asked its mount point. */
 static int read_by_statmount(Reader *rd, RView *v, bool report, RMount **ret, size_t *ret_n) {
@@ -327,7 +415,9 @@ static int view_read(Reader *rd, RView *v, bool report) {
         if (!v->mountinfo) {
                 if (setns(v->ns_fd, CLONE_NEWNS) < 0)
                         return -errno;
-                r = read_by_statmount(rd, v, report, &s, &n);
+                r = read_new_only(rd, v, report, &s, &n);
+                if (r == 0)
+                        r = read_by_statmount(rd, v, report, &s, &n);
                 if (r == -EOPNOTSUPP)
                         v->mountinfo = true;
         }
