@@ -133,6 +133,30 @@ def test_mount_readers_follow_the_watches_and_are_replaced(daemon):
     wait_until(lambda: reader_pids(daemon) == [], "the reader to end with the last watch")
 
 
+def test_a_view_mount_swapped_within_an_interval_is_heard(daemon):
+    """A reader lists only what is new where the namespace's count of mounts says nothing else
+    changed (docs/mount-events.md): an unmount of the newest mount and of an old one (past
+    the newest few it checks), each with a mount in the same command, are both heard, the
+    gone mount detached and the new one attached, once."""
+    path = create(daemon, "alice")[0]
+    rec = subscriber(daemon, "view", "alice")
+    points = [f"/home/alice/sw{i}" for i in range(10)]
+    daemon.in_view("alice", ["sh", "-c", "; ".join(f"mkdir -p {p} && mount -t tmpfs -o size=1m sw {p}"
+                                                   for p in points)], check=True)
+    drain_until([rec], lambda: len(per_view(rec, path)[0]) == len(points), "the ten mounts")
+    ids = {p: i for i, p in per_view(rec, path)[0]}
+    # The newest one goes (found among the newest), then the oldest (not: the whole table).
+    for gone, new in ((points[-1], "/home/alice/swa"), (points[0], "/home/alice/swb")):
+        daemon.in_view("alice", ["sh", "-c", f"umount {gone} && mkdir -p {new} && "
+                                 f"mount -t tmpfs -o size=1m sw {new}"], check=True)
+        drain_until([rec], lambda: new in [p for _, p in per_view(rec, path)[0]] and
+                    ids[gone] in per_view(rec, path)[1], f"{gone} detached and {new} attached")
+    rec.drain(0.3)
+    attached, detached = per_view(rec, path)
+    assert sorted(detached) == sorted([ids[points[-1]], ids[points[0]]]), (attached, detached)
+    assert sorted(p for _, p in attached) == sorted(points + ["/home/alice/swa", "/home/alice/swb"]), attached
+
+
 # alice's subscriptions, each from a bus name of its own, as a user's client would.
 CAPPED = r"""
 import json, sys, dbus
