@@ -521,9 +521,10 @@ class Machine:
         return self.remove_cgroups() if self.nspawn is None or self.nspawn.poll() is not None else []
 
 
-def run_image_tool(tool: Path, programs: tuple[str, ...], packages: str) -> tuple[Path, float]:
-    """Runs an image tool of tools/ (nspawn-image, qemu-image): the image's directory (built if
-    it is not current) and the time it took. `programs` must be installed; `packages` says by what."""
+def run_image_tool(tool: Path, programs: tuple[str, ...], packages: str, args: tuple[str, ...] = ()) -> tuple[Path, float]:
+    """Runs an image tool of tools/ (nspawn-image, qemu-image) with args: the image's directory
+    (built if it is not current) and the time it took. `programs` must be installed; `packages`
+    says by what."""
     if not tool.exists():
         pytest.fail(f"{tool} is missing", pytrace=False)
     for program in programs:
@@ -531,7 +532,7 @@ def run_image_tool(tool: Path, programs: tuple[str, ...], packages: str) -> tupl
             pytest.fail(f"{program} is not installed: run tools/deps (it installs {packages})", pytrace=False)
     start = time.monotonic()
     try:
-        p = subprocess.run([str(tool)], capture_output=True, text=True, timeout=timeout(1800),
+        p = subprocess.run([str(tool), *args], capture_output=True, text=True, timeout=timeout(1800),
                            stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         pytest.fail(f"tools/{tool.name} did not finish within 30 minutes", pytrace=False)

@@ -589,6 +589,87 @@ check_automount() {
         cleanup
 }
 
+# The desktop image only (tests/test_qemu.py's test_graphical_login, tools/qemu-image
+# --desktop): lightdm logs alice in automatically on seat0, Xorg on the emulated VGA
+# (bochs-drm, modesetting), into a session that is a script and its child. The session's
+# processes, the script, its child and her systemd --user must all be in her view, and logind
+# must show an x11 session on seat0 that lightdm's autologin PAM service opened.
+check_graphical_login() {
+        command -v lightdm >/dev/null || { echo "skip: this image has no lightdm (tools/qemu-image --desktop)" >&3; return 0; }
+        local start=$SECONDS
+        seat_graphical() { [[ "$(loginctl show-seat seat0 -p CanGraphical --value)" == yes ]]; }
+        # bochs-drm's card0 is tagged master-of-seat by udev: then seat0 can be graphical.
+        poll 120 seat_graphical || { fail "seat0 is not graphical: $(ls /dev/dri 2>&1 | tr '\n' ' ') $(loginctl seat-status seat0 2>&1 | tr '\n' ' ')"; return 1; }
+        log "seat0 graphical after ${SECONDS}s of the boot's checks; $(ls /dev/dri | tr '\n' ' ')"
+        mkdir -p /usr/share/xsessions /etc/lightdm/lightdm.conf.d
+        cat >/usr/local/bin/nsmtest-xsession <<'EOF2'
+#!/bin/sh
+# The whole X session of the check: itself and one child, until the check is done.
+sleep 100000 &
+wait
+EOF2
+        chmod 755 /usr/local/bin/nsmtest-xsession
+        printf '[Desktop Entry]\nName=nsmtest\nExec=/usr/local/bin/nsmtest-xsession\nType=Application\n' \
+                >/usr/share/xsessions/nsmtest.desktop
+        printf '[Seat:*]\nautologin-user=%s\nautologin-user-timeout=0\nautologin-session=nsmtest\nuser-session=nsmtest\n' \
+                "$ALICE" >/etc/lightdm/lightdm.conf.d/50-nsmtest.conf
+        # A mount point the policy makes in her home (check_policy_mount_points, below).
+        printf 'TemporaryFileSystem=%%h/nsm-made/x\n' >>/etc/nsmanager/user.d/alice.conf
+        run nsctl reload || { fail "nsctl reload failed"; return 1; }
+        run systemctl start lightdm.service || { fail "systemctl start lightdm failed"; return 1; }
+        local xpid=
+        find_xsession() { xpid=$(pgrep -u "$ALICE" -f -o '^/bin/sh /usr/local/bin/nsmtest-xsession'); [[ -n "$xpid" ]]; }
+        if ! poll 300 find_xsession; then
+                log "lightdm: $(systemctl is-active lightdm.service)"
+                tail -n 20 /var/log/lightdm/lightdm.log /var/log/lightdm/x-0.log /var/log/Xorg.0.log 2>/dev/null | sed 's/^/    /' >&2
+                fail "no X session of alice within 300 s of starting lightdm"
+                return 1
+        fi
+        log "the X session's script is pid $xpid, $((SECONDS - start)) s after the seat was checked"
+        local session
+        session=$(awk -F'session-|[.]scope' '/^0::/ {print $2}' /proc/$xpid/cgroup)
+        local props
+        props=$(loginctl show-session "$session" -p Type -p Seat -p Service -p Class -p Name -p State -p VTNr)
+        log "loginctl show-session $session: $(echo $props)"
+        grep -qx Type=x11 <<<"$props" || { fail "session $session is not Type=x11: $(echo $props)"; return 1; }
+        grep -qx Seat=seat0 <<<"$props" || { fail "session $session is not on seat0: $(echo $props)"; return 1; }
+        grep -qx Service=lightdm-autologin <<<"$props" || { fail "session $session was not opened by lightdm's autologin: $(echo $props)"; return 1; }
+        grep -qx "Name=$ALICE" <<<"$props" || { fail "session $session is not alice's: $(echo $props)"; return 1; }
+
+        local want pid ns child umgr status bad=
+        want=$(ns_id $ALICE_UID)
+        [[ -n "$want" ]] || { fail "alice has no namespace"; return 1; }
+        child=$(pgrep -P "$xpid" -x sleep)
+        umgr=$(systemctl show -p MainPID --value "user@$ALICE_UID.service")
+        status=$(nsctl status "$ALICE")
+        log "$status"
+        for pid in $( (cat "/sys/fs/cgroup/user.slice/user-$ALICE_UID.slice/session-$session.scope/cgroup.procs"; echo $child $umgr) | tr ' ' '\n' | sort -un); do
+                ns=$(readlink /proc/$pid/ns/mnt) || continue     # gone meanwhile
+                log "pid $pid ($(cat /proc/$pid/comm), uid $(stat -c %u /proc/$pid)): $ns"
+                [[ "$ns" == "$want" ]] || bad+=" $pid($(cat /proc/$pid/comm))"
+        done
+        [[ -n "$child" && -n "$umgr" && "$umgr" != 0 ]] || { fail "the session's child ($child) or systemd --user ($umgr) is missing"; return 1; }
+        [[ -z "$bad" ]] || { fail "not in alice's view ($want):$bad"; return 1; }
+        for pid in "$xpid" "$child" "$umgr"; do
+                awk -v p="$pid" '/Processes:/ {on = 1} on { for (i = 1; i <= NF; i++) if ($i == p) found = 1 } END { exit !found }' \
+                        <<<"$status" || { fail "nsctl status $ALICE does not list pid $pid"; return 1; }
+        done
+        log "X server (lightdm's, outside any session): $(pgrep -a Xorg | head -n 1)"
+}
+
+# After graphical_login, under the shipped unit (no CAP_CHOWN): the mount point the policy
+# made in alice's real home is hers while the view lasts, and gone once the view is.
+check_policy_mount_points() {
+        local owners
+        owners=$(stat -c %U /home/alice/nsm-made /home/alice/nsm-made/x 2>&1 | tr '\n' ' ')
+        log "owners of ~alice/nsm-made and nsm-made/x on the host: $owners"
+        [[ "$owners" == "alice alice " ]] || { fail "the mount points made in her home: $owners"; return 1; }
+        run systemctl stop lightdm.service "user@$ALICE_UID.service"
+        run nsctl remove "$ALICE" || { fail "nsctl remove alice failed"; return 1; }
+        poll 60 test ! -e /home/alice/nsm-made || { fail "~alice/nsm-made is still there after her view ended: $(ls -la /home/alice/nsm-made)"; return 1; }
+        log "gone with the view: $(ls -A /home/alice | tr '\n' ' ')"
+}
+
 check_no_errors_logged() {
         local errors
         errors=$(journalctl --no-pager -b -u "$UNIT" -p err -o cat)
@@ -597,6 +678,15 @@ check_no_errors_logged() {
 
 check kernel check_kernel
 check install check_install
+if [[ -e /nsmtest/desktop ]]; then
+        # The desktop image boots for the graphical login alone (tests/test_qemu.py).
+        check unit_active check_unit_active
+        check graphical_login check_graphical_login
+        check policy_mount_points check_policy_mount_points
+        check no_errors_logged check_no_errors_logged
+        echo "CHECKS DONE"
+        exit 0
+fi
 check unit_active check_unit_active
 check cron_scheduled check_cron_scheduled
 check su_login check_su_login

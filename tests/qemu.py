@@ -57,10 +57,11 @@ def _tail(text: str, lines: int) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def build_image() -> tuple[Path, float]:
-    """tools/qemu-image: the image's directory (built if it is not current) and the time it took."""
+def build_image(desktop: bool = False) -> tuple[Path, float]:
+    """tools/qemu-image: the image's directory (built if it is not current) and the time it took.
+    desktop: the desktop image (--desktop: LightDM, Xorg and a kernel with DRM drivers)."""
     return run_image_tool(IMAGE_TOOL, ("debootstrap", "mkfs.ext4", "debugfs", QEMU),
-                          "qemu-system-x86, debootstrap and e2fsprogs")
+                          "qemu-system-x86, debootstrap and e2fsprogs", ("--desktop",) if desktop else ())
 
 
 def kernels(image: Path) -> dict[str, Kernel]:
@@ -105,8 +106,10 @@ def debugfs_cat(disk: Path, path: str) -> str | None:
 class Guest:
     """One boot of the image with one kernel and one payload."""
 
-    def __init__(self, image: Path, kernel: Kernel, logdir: Path, memory_mb: int = 1024, cpus: int = 2):
+    def __init__(self, image: Path, kernel: Kernel, logdir: Path, memory_mb: int = 1024, cpus: int = 2,
+                 vga: bool = False):
         self.image = image
+        self.vga = vga          # an emulated VGA card (bochs-drm drives it): a graphical seat0
         self.kernel = kernel
         self.logdir = logdir
         self.memory_mb = memory_mb
@@ -142,7 +145,8 @@ class Guest:
                 "-kernel", str(self.kernel.vmlinuz), "-initrd", str(self.kernel.initrd), "-append", append,
                 "-drive", f"file={self.image / 'root.img'},format=raw,if=virtio,snapshot=on",
                 "-drive", f"file={self.payload},format=raw,if=virtio",
-                "-serial", f"file:{self.console_log}", "-serial", f"file:{self.checks_log}"]
+                "-serial", f"file:{self.console_log}", "-serial", f"file:{self.checks_log}"] + \
+            (["-device", "VGA"] if self.vga else [])
 
     def boot(self, files: dict[str, object], wait: float = 900, on_line=None) -> int | None:
         """Boots with a payload of files, waits for the guest to power off (at most wait

@@ -312,6 +312,39 @@ def child_processes() -> list[tuple[int, str]]:
     return kids
 
 
+def holders_of(target: str) -> list[str]:
+    """The processes in our mount namespace whose working directory, root or an open file is
+    at or below target: what keeps it busy ("pid 123 (sleep): cwd /tmp/x")."""
+    ours = os.readlink("/proc/self/ns/mnt")
+    prefix = target.rstrip("/") + "/"
+    try:
+        dev = os.stat(target).st_dev
+    except OSError:
+        return []
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            if os.readlink(f"/proc/{pid}/ns/mnt") != ours:
+                continue
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            links = [(n, f"/proc/{pid}/{n}") for n in ("cwd", "root")]
+            links += [(f"fd {fd}", f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        held = []
+        for n, link in links:
+            with contextlib.suppress(OSError):
+                path = os.readlink(link)
+                # The same path on another file system (the machine's /tmp under ours) is not it.
+                if (path == target or path.startswith(prefix)) and os.stat(link).st_dev == dev:
+                    held.append(f"{n} {path}")
+        if held:
+            found.append(f"pid {pid} ({comm}): " + ", ".join(held[:3]))
+    return found
+
+
 def namespace_baseline() -> list:
     return list(_namespace_baseline or [])
 
@@ -962,29 +995,36 @@ class Sandbox:
         return [pid for pid, _state in child_processes()]
 
     def reap_strays(self) -> list[str]:
-        """Stop child processes nobody is tracking (orphans adopted by the subreaper).
-        Returns a description of each."""
+        """Stop child processes nobody is tracking (orphans adopted by the subreaper), and
+        theirs: a stray's children become ours only once it is reaped, so this goes on until
+        a pass finds none (one pass left a shell's `sleep`, in /tmp, holding the sandbox's
+        /tmp at teardown). Returns a description of each."""
         known = {p.pid for p in self._procs.values() if p.poll() is None}
         if _watchdog is not None:
             known.add(_watchdog.pid)
         if self.daemon is not None and self.daemon.poll() is None:
             known.add(self.daemon.pid)
         strays = []
-        for pid in self._children():
-            if pid in known:
-                continue
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if state != "Z":
-                strays.append(f"pid {pid}: {cmd}")
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-        return strays
+        while True:
+            found = False
+            for pid in self._children():
+                if pid in known:
+                    continue
+                found = True
+                try:
+                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                        errors="replace").strip()
+                    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                except OSError:
+                    cmd, state = "?", "?"
+                if state != "Z":
+                    strays.append(f"pid {pid}: {cmd}")
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+            if not found:
+                return strays
 
     # -- bus ---------------------------------------------------------------------
 
@@ -1497,7 +1537,8 @@ class Sandbox:
                 sys_umount(target)
             except OSError as e:
                 if e.errno == errno.EBUSY:
-                    problems.append(f"{target} busy at teardown, detached")
+                    problems.append(f"{target} busy at teardown, detached; held by: "
+                                    + (", ".join(holders_of(target)) or "no process of ours"))
                     with contextlib.suppress(OSError):
                         sys_umount(target, MNT_DETACH)
                 elif e.errno != errno.EINVAL:

@@ -23,7 +23,9 @@ static void test_state_file(void) {
                 "BIND=3 4 user /kept\\x20too\n"
                 "SESSION=c17 0 0\n"
                 "CHOICE=slave recursive /media\n"
-                "PENDING_JOIN=/run/media\n";
+                "PENDING_JOIN=/run/media\n"
+                "MOUNT_POINT=relative\n"
+                "MOUNT_POINT=/home/alice/x\\x20y\n";
         Namespace *ns = calloc(1, sizeof(Namespace));
         bool had_sessions = false;
         FILE *f = fmemopen((void *) state, sizeof state - 1, "r");
@@ -39,6 +41,8 @@ static void test_state_file(void) {
         check(ns->sessions && streq(ns->sessions->id, "c17") && !ns->sessions->next && ns->sessions->pidfd < 0,
               "a session id the bus would refuse is dropped; sessions are not watched while parsing");
         check(ns->n_choices == 1 && ns->choices[0].recursive && strv_length(ns->pending_joins) == 1, "CHOICE and PENDING_JOIN");
+        check(strv_length(ns->mount_points) == 1 && streq(ns->mount_points[0], "/home/alice/x y"),
+              "MOUNT_POINT: an absolute path kept, unescaped; a relative one dropped");
         fclose(f);
         namespace_unref(ns);
 }

@@ -710,3 +710,48 @@ def test_calls_to_systemd_in_flight_are_budgeted_per_uid_and_for_users_with_room
         for p, (out, err) in zip(going, answers):
             assert p.returncode == 0 and out.startswith("uhhhh "), err
         assert daemon.daemon_running()
+
+
+FAKE_JOB_REMOVED = r'''
+import sys
+import dbus, dbus.lowlevel
+unit = sys.argv[1]
+bus = dbus.SystemBus()
+daemon = bus.get_name_owner("org.example.NSManager")
+# Straight to the daemon: the bus routes a broadcast "from" systemd's name only when its sender
+# owns it, but delivers a signal sent to a unique name whoever sends it.
+m = dbus.lowlevel.SignalMessage("/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager", "JobRemoved")
+m.set_destination(daemon)
+m.append(dbus.UInt32(1), dbus.ObjectPath("/org/freedesktop/systemd1/job/1"), unit, "failed", signature="uoss")
+bus.send_message(m)
+m = dbus.lowlevel.SignalMessage("/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged")
+m.set_destination(daemon)
+m.append("org.freedesktop.systemd1", "", bus.get_unique_name(), signature="sss")
+bus.send_message(m)
+bus.flush()
+print("sent", flush=True)
+'''
+
+
+def test_a_peers_fake_job_removed_is_ignored(daemon, systemd_standin):
+    """alice's attach waits for systemd (the stand-in holds its start). bob, who knows the
+    unit's name (systemd's units are public), sends the daemon a JobRemoved(…, "failed") of
+    that unit straight to its unique name, and a NameOwnerChanged claiming systemd's name:
+    sd-bus lets both through the daemon's matches (it cannot check a well-known sender). The
+    daemon compares the sender with the name's owner and ignores them: once systemd answers,
+    alice's attach succeeds."""
+    create(daemon, "alice")
+    systemd_standin.send_signal(signal.SIGUSR2)          # hold the answers
+    attach = busctl_attach(daemon, "alice", "alice")
+    try:
+        line = systemd_standin.stdout.readline().strip()
+        assert line.startswith("held 1 "), line
+        unit = line.split()[2]
+        fake = daemon.run_as("bob", ["/usr/bin/python3", "-c", FAKE_JOB_REMOVED, unit])
+        assert fake.returncode == 0 and fake.stdout.strip() == "sent", fake.stderr
+        # Behind bob's signals on the daemon's connection: they were handled when this answers.
+        daemon.manager().ListNamespaces()
+    finally:
+        systemd_standin.send_signal(signal.SIGUSR2)      # answer
+        out, err = attach.communicate(timeout=timeout(30))
+    assert attach.returncode == 0 and out.startswith("uhhhh "), err

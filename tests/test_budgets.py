@@ -9,6 +9,7 @@ The sandbox's dbus-daemon runs with its stock system bus limits (128 pending rep
 connection)."""
 
 import collections
+import os
 import subprocess
 import threading
 import time
@@ -255,3 +256,115 @@ def test_nsctl_names_the_budget(daemon):
     assert p.returncode != 0, p.stdout
     assert "uid 2002 made 2 calls within RateLimitIntervalSec=3600s (RateLimitBurst=2); try again in" in p.stderr, \
         p.stderr
+
+
+LIST_FLOOD = r"""
+import collections, json, sys
+from gi.repository import Gio, GLib
+dest, path, iface, user = sys.argv[1:5]
+bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
+loop = GLib.MainLoop()
+answers = collections.Counter()
+limited = []
+in_flight = 0
+stopping = False
+
+def send():
+    global in_flight
+    in_flight += 1
+    bus.call(dest, path, iface, "ListProcesses", GLib.Variant("(s)", (user,)), None, Gio.DBusCallFlags.NONE, 60000,
+             None, done)
+
+def done(conn, result):
+    global in_flight
+    in_flight -= 1
+    try:
+        conn.call_finish(result)
+        answers["ok"] += 1
+    except GLib.Error as e:
+        name = Gio.DBusError.get_remote_error(e) or e.message
+        answers[name] += 1
+        if name.endswith("LimitExceeded") and len(limited) < 3:
+            Gio.DBusError.strip_remote_error(e)
+            limited.append(e.message)
+    if not stopping:
+        send()
+    elif in_flight == 0:
+        loop.quit()
+
+def stop(*_):
+    global stopping
+    stopping = True
+    return False
+
+GLib.io_add_watch(sys.stdin, GLib.IO_IN | GLib.IO_HUP, stop)     # until the test closes our stdin
+for _ in range(100):      # below the bus's 128 pending replies per connection
+    send()
+print("flooding", flush=True)
+loop.run()
+print(json.dumps({"answers": answers, "limited": limited}), flush=True)
+"""
+
+
+@pytest.mark.daemon_config(RateLimitBurst="1000000")
+def test_a_flood_of_list_processes_leaves_the_loop_to_others(daemon, polkit_rules):
+    """ListProcesses walks /proc. bob, with 300 processes in his view, keeps 200 calls of it
+    in flight (2 connections), with a rate limit that does not stop him: at most 2 of his
+    walks run at once (the rest LimitExceeded, saying so), every call is answered, and
+    meanwhile alice's calls, ListProcesses included, answer within their deadline (the walks
+    go a few /proc entries per turn of the loop, in turn with the bus)."""
+    import json
+    from sandbox import MANAGER_IFACE, MANAGER_PATH
+    sb = daemon
+    manager = sb.manager()
+    manager.CreateNamespace("alice")
+    manager.CreateNamespace("bob")
+    polkit_rules("50-budgets", ANSWER_RULES)
+    fd = sb.open_view_fd("bob")
+    crowd = subprocess.Popen(["nsenter", f"--mount=/proc/self/fd/{fd}", "--", "/bin/sh", "-c",
+                              "for i in $(seq 300); do sleep 600 & done; wait"], pass_fds=(fd,))
+    os.close(fd)
+    floods = []
+    took = []
+    try:
+        wait_until(lambda: len(assert_ok(call_as(sb, "root", "ListProcesses", "s", "bob"), "root: ListProcesses")[0])
+                   > 300, "bob's view to hold his 300 processes", timeout(30))
+        floods = [subprocess.Popen(sb._setpriv("bob") + ["/usr/bin/python3", "-c", LIST_FLOOD, BUS_NAME, MANAGER_PATH,
+                                                         MANAGER_IFACE, "bob"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   env=sb.user_env("bob")) for _ in range(2)]
+        for p in floods:
+            assert p.stdout.readline().strip() == "flooding", p.stderr.read() if p.poll() is not None else ""
+        for _ in range(3):
+            # A bound that proves "never blocks", not a measure: the calls' own deadline.
+            started = time.monotonic()
+            listed = assert_ok(call_as(sb, "alice", "ListProcesses", "s", "alice", call_timeout=25),
+                               "alice: ListProcesses during the flood")
+            assert isinstance(listed[0], list), listed
+            assert_ok(call_as(sb, "alice", "SetLinger", "sb", "alice", True, call_timeout=25),
+                      "alice: SetLinger during the flood")
+            took.append(round(time.monotonic() - started, 1))
+        for p in floods:
+            p.stdin.close()
+        for p in floods:
+            p.wait(timeout=timeout(90))
+        outputs = [(p.stdout.read(), p.stderr.read()) for p in floods]
+    finally:
+        for p in floods:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        subprocess.run(["pkill", "-KILL", "-P", str(crowd.pid)], check=False)   # its sleeps, ours
+        crowd.kill()
+        crowd.wait()
+    answers = collections.Counter()
+    limited = []
+    for out, err in outputs:
+        assert out.strip(), err
+        result = json.loads(out.strip().splitlines()[-1])
+        answers.update(result["answers"])
+        limited += result["limited"]
+    print("bob's answers:", dict(answers), "; alice's rounds took (s):", took)
+    assert set(answers) <= {"ok", E_LIMIT_EXCEEDED}, answers
+    assert answers["ok"] >= 1 and answers[E_LIMIT_EXCEEDED] >= 1, answers
+    assert all("2 ListProcesses() calls of UID 2002 are still reading /proc" in x for x in limited), limited

@@ -63,12 +63,13 @@ def mount_table() -> list[tuple]:
             for m in host_mountinfo()]
 
 
-def run_daemon(sb, *args, env=None, wait=30) -> subprocess.CompletedProcess:
-    """nsmanagerd in the foreground, for a start that must fail (or --release)."""
+def run_daemon(sb, *args, env=None, wait=30, binary=None) -> subprocess.CompletedProcess:
+    """nsmanagerd in the foreground, for a start that must fail (or --release); 'binary' runs
+    it under another program (strace) that is given the daemon's path in 'args'."""
     e = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=SYSTEM_BUS_ADDRESS)
     e.pop("NOTIFY_SOCKET", None)
     e.update(env or {})
-    return subprocess.run([str(daemon_binary()), *args], capture_output=True, text=True, env=e,
+    return subprocess.run([binary or str(daemon_binary()), *args], capture_output=True, text=True, env=e,
                           timeout=timeout(wait), stdin=subprocess.DEVNULL)
 
 
@@ -655,6 +656,40 @@ def test_release_and_a_reinstall_name_the_users_left_in_views(instance):
     finally:
         inside.kill()
         inside.wait()
+
+
+def test_orphans_walks_proc_once_for_all_views(instance, tmp_path):
+    """--orphans with three views that each still have a process in them: each is named with
+    its count, and /proc is opened once for all of them, not once per view (a machine with
+    many views and many processes would pay views × processes). strace counts the opens."""
+    sb = instance
+    sb.start_daemon()
+    manager = sb.manager()
+    users = ("alice", "bob", "carol")
+    inside = []
+    try:
+        for user in users:
+            manager.CreateNamespace(user)
+            fd = sb.open_view_fd(user)
+            inside.append(subprocess.Popen(["nsenter", f"--mount=/proc/self/fd/{fd}", "--", "sleep", "600"],
+                                           pass_fds=(fd,)))
+            os.close(fd)
+        config = f"--config={sb.config_file}"
+        sb.stop_daemon()
+        p = run_daemon(sb, config, "--release")
+        assert p.returncode == 0, p.stderr
+        trace = tmp_path / "strace.out"
+        p = run_daemon(sb, "-o", str(trace), "-e", "trace=open,openat,openat2", str(daemon_binary()), config,
+                       "--orphans", binary="strace")
+        assert p.returncode == 0, p.stderr
+        for user in users:
+            assert f"{user} (1 process)" in p.stderr, p.stderr
+        opens = [line for line in trace.read_text().splitlines() if '"/proc"' in line]
+        assert len(opens) == 1, opens
+    finally:
+        for proc in inside:
+            proc.kill()
+            proc.wait()
 
 
 def test_release_leaves_a_mount_that_reuses_the_id_of_the_daemons(instance):

@@ -31,6 +31,7 @@ DATA = Path("/run/nsm-test-nss")
 GINA = ("gina@corp.example", 2005)
 FRANK = ("frank", 3000000007)          # a uid above 2^31, as directories hand out
 BAD = ("bad/../name", 2006)             # a canonical name that cannot name a view
+ODD = ("oddhome", 2008, "/home/odd\udcff")  # a home that is no UTF-8 (a byte 0xff), as NSS may give
 DOMAIN_USERS = ("domain users@corp.example", 2200)
 ALICE_SPELLINGS = ["alice", "ALICE", "alice@CORP.EXAMPLE", "CORP\\alice", "Alice@CORP.EXAMPLE.LONG-SUBDOMAIN.TEST"]
 SECRET = "nsm-id-secret.txt"
@@ -78,13 +79,15 @@ def directory(sandbox):
 
     DATA.mkdir(mode=0o755, exist_ok=True)
     (DATA / "slow").unlink(missing_ok=True)
+    (DATA / "slow-uid").unlink(missing_ok=True)
     # No shadow entry ("*", not "x"): pam_unix's account check then asks for none, as with
     # sssd, whose pam_sss answers it.
     passwd = [f"{u.name}:*:{u.uid}:{u.gid}:{u.name}:{u.home}:{u.shell}" for u in TEST_USERS.values()]
     passwd.append(f"{GINA[0]}:*:{GINA[1]}:{GINA[1]}:Gina:/home/{GINA[0]}:/bin/bash")
     passwd.append(f"{FRANK[0]}:*:{FRANK[1]}:{FRANK[1]}:Frank:/home/{FRANK[0]}:/bin/bash")
     passwd.append(f"{BAD[0]}:*:{BAD[1]}:{BAD[1]}:Bad:/home/bad:/bin/bash")
-    (DATA / "passwd").write_text("\n".join(passwd) + "\n")
+    passwd.append(f"{ODD[0]}:*:{ODD[1]}:{ODD[1]}:Odd:{ODD[2]}:/bin/bash")
+    (DATA / "passwd").write_bytes(("\n".join(passwd) + "\n").encode("utf-8", "surrogateescape"))
     (DATA / "group").write_text(f"{GINA[0]}:x:{GINA[1]}:\n{FRANK[0]}:x:{FRANK[1]}:\n"
                                 f"{DOMAIN_USERS[0]}:x:{DOMAIN_USERS[1]}:alice,{GINA[0]}\n")
     for p in DATA.iterdir():
@@ -201,6 +204,21 @@ def test_deny_lets_no_spelling_through_without_a_view(directory, daemon, profile
     assert out == "2001\nhidden" and ns != host_ns()
 
 
+@pytest.mark.daemon_config(files={f"user.d/{ODD[0]}.conf": f"[View]\nInaccessiblePaths=%h/{SECRET}\n"})
+def test_a_home_that_is_no_utf8_gets_its_policy(directory, daemon):
+    """The [View] policy of a user whose home NSS gives in bytes that are no UTF-8 is applied
+    in her view: the user record and the policy reach the mount child as bytes."""
+    home = os.fsencode(ODD[2])
+    os.makedirs(home, exist_ok=True)
+    try:
+        (Path(os.fsdecode(home)) / SECRET).write_text("odd's secret\n")
+        daemon.manager().CreateNamespace(ODD[0])
+        assert daemon.in_view(ODD[0], ["cat", os.path.join(home, SECRET.encode())]).stdout == ""
+        assert (Path(os.fsdecode(home)) / SECRET).read_text() == "odd's secret\n"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 # ---- fully-qualified canonical names, groups with blanks ----
 
 @pytest.mark.daemon_config(files={f"user.d/{GINA[0]}.conf": "[View]\nInaccessiblePaths=%h/secret-%u.txt\n"})
@@ -280,6 +298,47 @@ def test_a_users_random_names_do_not_hold_up_a_login(directory, daemon, profile,
         flood.wait(timeout(30))
 
 
+REFUSED_CALL = r"""
+import sys
+import dbus, dbus.lowlevel
+
+bus = dbus.SystemBus()
+m = dbus.lowlevel.MethodCallMessage(sys.argv[1], sys.argv[2], sys.argv[3], "Eject")
+m.append("not/absolute", dbus.UInt64(0), signature="st")
+bus.send_message(m)
+bus.flush()
+print("sent", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_callers_slow_uid_does_not_hold_up_others(directory, daemon):
+    """The directory takes 30 s for gina's uid (as asked by the daemon). Her refused Eject is
+    recorded with her uid and without a name, never by asking NSS on the loop (the audit
+    record's caller name, a summary's, group root's members): root's and alice's calls after
+    hers answer within their deadline, which they could not while the loop waited for NSS."""
+    from caller import assert_ok, call_as
+    daemon.manager().CreateNamespace("alice")
+    (DATA / "slow-uid").write_text(f"{GINA[1]} 30\n")
+    os.chmod(DATA / "slow-uid", 0o644)
+    gina = subprocess.Popen(["setpriv", f"--reuid={GINA[1]}", f"--regid={GINA[1]}", "--clear-groups", "--",
+                             "/usr/bin/python3", "-c", REFUSED_CALL, BUS_NAME, MANAGER_PATH, MANAGER_IFACE],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={"PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": sb_module.SYSTEM_BUS_ADDRESS})
+    try:
+        assert gina.stdout.readline().strip() == "sent"
+        # Behind hers on the daemon's connection: answered once hers was handled.
+        assert_ok(call_as(daemon, "root", "ListNamespaces", call_timeout=20), "root: ListNamespaces")
+        assert_ok(call_as(daemon, "alice", "GetNamespace", "s", "alice", call_timeout=20), "alice: GetNamespace")
+    finally:
+        gina.stdin.close()
+        gina.wait(timeout(30))
+        (DATA / "slow-uid").unlink(missing_ok=True)
+    records = [r for r in daemon.journal_records() if r.get("NSM_ACTION") == "Eject"]
+    assert len(records) == 1 and records[0].get("NSM_CALLER_UID") == str(GINA[1]), records
+    assert "NSM_CALLER_USER" not in records[0], records
+
+
 @pytest.mark.daemon_config(RateLimitBurst="3", RateLimitIntervalSec="1h")
 def test_names_only_nss_can_answer_are_charged_and_bounded(directory, daemon):
     """Each name that needs NSS costs a lookup child: GetNamespace and Can of fresh names are
@@ -306,8 +365,8 @@ def test_a_rename_in_the_directory_keeps_her_namespace(directory, daemon):
     path = str(m.CreateNamespace(GINA[0]))
     daemon.stop_daemon()
     renamed = "gina.new@corp.example"
-    text = (directory / "passwd").read_text().replace(f"{GINA[0]}:", f"{renamed}:")
-    (directory / "passwd").write_text(text)
+    text = (directory / "passwd").read_text(errors="surrogateescape").replace(f"{GINA[0]}:", f"{renamed}:")
+    (directory / "passwd").write_text(text, errors="surrogateescape")
     daemon.restart_daemon()
     m = daemon.manager()
     assert listed(daemon) == [GINA], "her namespace was not restored under its name"

@@ -238,18 +238,19 @@ def test_a_user_who_stops_her_own_su_keeps_nobody_else_out(daemon, pam):
             for p in sus:
                 p.stdin.write(b"alice-secret\n")
                 p.stdin.close()
-            wait_until(lambda: private_peers() >= STOPPED_SU, "every su to connect", wait=60,
-                       diag=lambda: f"{private_peers()} connected")
+            wait_until(lambda: private_peers(daemon) >= STOPPED_SU, "every su to connect", wait=60,
+                       diag=lambda: f"{private_peers(daemon)} connected")
             for p in sus:
                 os.kill(p.pid, signal.SIGSTOP)
-        wait_until(lambda: private_peers() <= 4 + 16, "the daemon to close alice's connections beyond her places",
-                   diag=lambda: f"{private_peers()} open")
+        wait_until(lambda: private_peers(daemon) <= 4 + 16,
+                   "the daemon to close alice's connections beyond her places",
+                   diag=lambda: f"{private_peers(daemon)} open")
         start = time.monotonic()
         p = runuser("bob", "readlink /proc/self/ns/mnt")
         elapsed = time.monotonic() - start
         assert p.returncode == 0 and parse_ns(p.stdout) == view, p.stdout + p.stderr
         assert elapsed < timeout(1.5), f"bob's login took {elapsed:.2f}s behind alice's stopped su"
-        assert private_peers() <= 4 + 16 + 1, f"{private_peers()} of alice's connections still open"
+        assert private_peers(daemon) <= 4 + 16 + 1, f"{private_peers(daemon)} of alice's connections still open"
     finally:
         for p in sus:
             with contextlib.suppress(ProcessLookupError):
@@ -257,15 +258,18 @@ def test_a_user_who_stops_her_own_su_keeps_nobody_else_out(daemon, pam):
             p.wait()
 
 
-def private_peers() -> int:
-    """Connections to the private socket: ss counts those accepted and those in the backlog
-    alike (the listener's Recv-Q)."""
-    out = subprocess.run(["ss", "-xlnH", "src", sb_module.NSM_PRIVATE_SOCKET], capture_output=True, text=True,
-                         check=True).stdout.split()
-    backlog = int(out[2]) if len(out) > 2 else 0
-    established = subprocess.run(["ss", "-xnH", "state", "connected", "src", sb_module.NSM_PRIVATE_SOCKET],
-                                 capture_output=True, text=True, check=True).stdout
-    return backlog + len([line for line in established.splitlines() if line.strip()])
+def private_peers(sb) -> int:
+    """Connections to this sandbox's daemon's private socket: those it accepted and those in
+    its listener's backlog (the listener's Recv-Q). By the daemon's pid (ss -p): every sandbox
+    on the machine shares the network namespace, and so the socket's path; counting by path
+    alone counted another test run's logins too (this test failed when two runs overlapped)."""
+    mine = f"pid={sb.daemon.pid},"
+    listeners = subprocess.run(["ss", "-xlnpH", "src", sb_module.NSM_PRIVATE_SOCKET], capture_output=True,
+                               text=True, check=True).stdout.splitlines()
+    backlog = sum(int(line.split()[2]) for line in listeners if mine in line)
+    established = subprocess.run(["ss", "-xnpH", "state", "connected", "src", sb_module.NSM_PRIVATE_SOCKET],
+                                 capture_output=True, text=True, check=True).stdout.splitlines()
+    return backlog + len([line for line in established if mine in line])
 
 
 # Holds N silent connections to the private socket until its stdin closes. Run with a real
@@ -303,8 +307,8 @@ def test_twenty_users_filling_the_waiting_list_keep_no_root_login_out(daemon, pa
             assert h.stdout.readline().strip() == "connected"
         # Every connection accepted, or closed beyond the uid's (and now the users') places:
         # what stays is at most the places users have in all.
-        wait_until(lambda: private_peers() <= 48 + 192, "the daemon to close the users' connections beyond their "
-                   "places", wait=30, diag=lambda: f"{private_peers()} open")
+        wait_until(lambda: private_peers(daemon) <= 48 + 192, "the daemon to close the users' connections beyond their "
+                   "places", wait=30, diag=lambda: f"{private_peers(daemon)} open")
         p = runuser("bob", "readlink /proc/self/ns/mnt")
         assert p.returncode == 0 and parse_ns(p.stdout) == view, \
             f"root's login did not land in bob's view: {p.stdout} {p.stderr}"

@@ -33,6 +33,9 @@ Cost: the image is built once (tools/qemu-image, about 70 s with a near mirror, 
 /var/cache/nsmanager-qemu); the .deb once for the module (test_deb.py's fixture); each
 kernel boots in about 20 s of TCG and runs its checks in about 2 minutes on an idle machine;
 both side by side took 5 minutes for the module with the 2 cores shared with other builds.
+
+test_graphical_login boots the desktop image (tools/qemu-image --desktop: about 2 minutes to
+build, 1.1 GB) once more, alone: about 90 s (README, "Kernels").
 """
 
 from __future__ import annotations
@@ -153,3 +156,45 @@ def test_guest_powered_off(guest_run):
     run = guest_run
     assert "CHECKS DONE" in run.guest.checks_text() and run.status == 0, \
         f"qemu exit status {run.status}\n{run.diag()}"
+
+
+# The graphical login: its own image (tools/qemu-image --desktop: LightDM, Xorg and Debian 12's
+# generic 6.1 kernel, whose bochs-drm drives qemu's emulated VGA; the cloud kernels have no DRM
+# driver, so no seat could be graphical), booted once, for this test alone.
+DESKTOP_CHECKS = ["kernel", "install", "unit_active", "graphical_login", "policy_mount_points", "no_errors_logged"]
+
+
+@pytest.fixture(scope="module")
+def desktop_image(sandbox):
+    if sandbox_module._entered_namespace != sandbox_module.mntns_id():
+        pytest.fail("the pytest process is not in the sandbox's mount namespace (conftest.py)", pytrace=False)
+    path, took = qemu.build_image(desktop=True)
+    print(f"tools/qemu-image --desktop: {took:.1f} s")
+    return path
+
+
+def test_graphical_login(desktop_image, deb, tmp_path):  # noqa: F811
+    """LightDM logs alice in automatically on seat0 (Xorg on the emulated VGA) into an X
+    session: logind shows a Type=x11 session on seat0 opened by lightdm-autologin (its PAM
+    stack as Debian ships it, with pam_nsmanager as the package's pam-auth-update profile adds
+    it), and the session's processes (lightdm's session child, Xsession's script and its
+    child) and her systemd --user are all in her view; `nsctl status alice` lists them. Then,
+    under the shipped unit, the mount point her [View] policy made in her real home
+    (TemporaryFileSystem=%h/nsm-made/x) is hers, and gone once her view is."""
+    kernel = qemu.kernels(desktop_image).get("generic")
+    if kernel is None:
+        pytest.fail(f"the desktop image has no kernel 'generic': {sorted(qemu.kernels(desktop_image))}", pytrace=False)
+    with qemu.Guest(desktop_image, kernel, tmp_path, vga=True) as guest:
+        status = guest.boot({"run": CHECKS_SCRIPT, "nsmanager.deb": deb.path, "desktop": ""}, wait=RUN_WAIT)
+        run = Run(guest, status)
+    print(f"desktop ({kernel.version}): " + ", ".join(f"{k} {v:.1f} s" for k, v in guest.timings.items()))
+    for check in ("graphical_login", "policy_mount_points"):
+        print("\n".join(run.output.get(check, [])))
+    for check in DESKTOP_CHECKS:
+        if check not in run.verdicts:
+            why = "the guest did not finish within the time" if status is None else \
+                  f"qemu exited with {status} before the check ran"
+            pytest.fail(f"no verdict for {check}: {why}\n{run.diag(check)}", pytrace=False)
+        verdict, message = run.verdicts[check]
+        assert verdict == "ok", f"{check}: {verdict} {message}\n{run.diag(check)}"
+    assert "CHECKS DONE" in guest.checks_text() and status == 0, f"qemu exit status {status}\n{run.diag()}"

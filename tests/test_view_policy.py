@@ -13,6 +13,7 @@ The fixture fails a test whose views leaked a mount into the host namespace."""
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -294,6 +295,90 @@ def test_policy_refused_where_it_would_reach_the_host(daemon, host_files):
     assert daemon.mount_count() == before
     assert find_mount(host_mountinfo(), "/tmp").id == host_tmp
     assert Path(marker).read_text() == "host\n"
+
+
+# ---------------------------------------------------------------------------
+# Mount points the policy makes in her home: hers while the view lasts, gone with it
+
+def wait_gone(path):
+    """The daemon removes them in a child after the view is unpinned: poll."""
+    deadline = time.monotonic() + timeout(20)
+    while os.path.lexists(path):
+        assert time.monotonic() < deadline, f"{path} is still there after the view ended"
+        time.sleep(0.05)
+
+
+def owner(path):
+    st = os.lstat(path)
+    return st.st_uid, st.st_gid
+
+
+MADE = "[View]\nBindReadOnlyPaths=/tmp/nsm-vp-mp-src:%h/nsm-mp/deep/x\nTemporaryFileSystem=%h/nsm-mp-t\n"
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": MADE})
+def test_mount_points_in_her_home_are_hers_and_go_with_the_view(daemon, host_files):
+    """BindReadOnlyPaths=…:%h/nsm-mp/deep/x makes nsm-mp, deep and x in her real home (a
+    view's root is the real disk): made as alice, as if she had made them, and removed again
+    when the view ends. Nothing else in her home is touched."""
+    host_files("/tmp/nsm-vp-mp-src/f", "f\n")
+    for p in ("/home/alice/nsm-mp", "/home/alice/nsm-mp-t"):
+        assert not os.path.lexists(p)
+        host_files.forget_later(p)
+    before = sorted(os.listdir("/home/alice"))
+    daemon.manager().CreateNamespace("alice")
+
+    assert sh(daemon, "alice", "cat /home/alice/nsm-mp/deep/x/f", check=True).stdout == "f\n"
+    for p in ("/home/alice/nsm-mp", "/home/alice/nsm-mp/deep", "/home/alice/nsm-mp/deep/x", "/home/alice/nsm-mp-t"):
+        assert owner(p) == (ALICE.uid, ALICE.gid), f"{p} is owned by {owner(p)}"
+    assert os.listdir("/home/alice/nsm-mp/deep/x") == []
+
+    daemon.manager().RemoveNamespace("alice")
+    wait_gone("/home/alice/nsm-mp")
+    wait_gone("/home/alice/nsm-mp-t")
+    assert sorted(os.listdir("/home/alice")) == before
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=%h/nsm-mp-own %h/nsm-mp-a/b "
+                                  "%h/nsm-mp-swapped\n"})
+def test_what_she_made_stays(daemon, host_files):
+    """Only what the policy made, still empty and still the same directory, is removed: her
+    own directory at a destination stays, so does a made directory she put a file in (its
+    made, empty child goes), and so does a directory of hers that took a made one's name."""
+    host_files("/home/alice/nsm-mp-own", owner="alice")
+    host_files.forget_later("/home/alice/nsm-mp-a")
+    host_files.forget_later("/home/alice/nsm-mp-swapped")
+    host_files.forget_later("/home/alice/nsm-mp-moved")
+    daemon.manager().CreateNamespace("alice")
+    assert view_mount(daemon, "alice", "/home/alice/nsm-mp-own").fstype == "tmpfs"
+    # Her file next to the made mount point b, in the made directory a (the real disk in her view).
+    sh(daemon, "alice", "echo keep > /home/alice/nsm-mp-a/keep", as_user="alice", check=True)
+    # The made directory moved away on the host, hers in its place.
+    daemon.in_view(None, ["sh", "-c", "mv /home/alice/nsm-mp-swapped /home/alice/nsm-mp-moved && "
+                          "mkdir /home/alice/nsm-mp-swapped"], as_user="alice", check=True)
+
+    daemon.manager().RemoveNamespace("alice")
+    wait_gone("/home/alice/nsm-mp-a/b")
+    assert os.path.isdir("/home/alice/nsm-mp-own")
+    assert os.path.isdir("/home/alice/nsm-mp-moved")     # not where the policy mounts: not looked at
+    assert Path("/home/alice/nsm-mp-a/keep").read_text() == "keep\n"
+    assert os.path.isdir("/home/alice/nsm-mp-swapped")
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": MADE})
+def test_mount_points_go_with_a_view_that_ends_after_a_restart(daemon, host_files):
+    """Where the policy may have made them is in the view's state: a daemon started again
+    removes them when the view ends."""
+    host_files("/tmp/nsm-vp-mp-src/f", "f\n")
+    host_files.forget_later("/home/alice/nsm-mp")
+    host_files.forget_later("/home/alice/nsm-mp-t")
+    daemon.manager().CreateNamespace("alice")
+    assert owner("/home/alice/nsm-mp/deep/x") == (ALICE.uid, ALICE.gid)
+    daemon.restart_daemon()
+    assert sh(daemon, "alice", "cat /home/alice/nsm-mp/deep/x/f", check=True).stdout == "f\n"
+    daemon.manager().RemoveNamespace("alice")
+    wait_gone("/home/alice/nsm-mp")
+    wait_gone("/home/alice/nsm-mp-t")
 
 
 # ---------------------------------------------------------------------------

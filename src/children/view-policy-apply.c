@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "fs-util.h"
 #include "log.h"
@@ -12,6 +13,7 @@
 #include "strv.h"
 #include "view-policy-apply.h"
 #include "view-policy-plan.h"
+#include "view-policy.h"
 
 /* The [View] policy, applied inside a freshly built view, in a killable child that entered it
  * (view-ops.c, VIEW_OP_APPLY_POLICY; the view builder never looks up a user's paths).
@@ -38,10 +40,13 @@
  * A symlink in the way is -ELOOP. Missing directories (or an empty file, for a file source)
  * are created with mkdirat()/openat(O_EXCL) relative to the parent's fd; they appear on the
  * host too (same filesystem), so on failure everything this call created is removed again and
- * its mounts are detached. Sources follow only symlinks owned by root (open_path_safe(), in the
- * spirit of systemd's CHASE_SAFE): a source may come from %h or lie where a user can write, and
- * a bind shows what a parent directory's permissions deny, so a user's link must never steer
- * one (docs/security.md).
+ * its mounts are detached. What is created in a directory the user owns (%h/x) is created as
+ * the user, and tagged (VIEW_POLICY_MADE_XATTR, view-policy.h) before anything is mounted on
+ * it: when the view ends, the daemon removes what is still empty (mount-points.c), so no empty
+ * directory is left behind in the user's real home. Sources follow only symlinks owned by root
+ * (open_path_safe(), in the spirit of systemd's CHASE_SAFE): a source may come from %h or lie
+ * where a user can write, and a bind shows what a parent directory's permissions deny, so a
+ * user's link must never steer one (docs/security.md).
  *
  * Propagation: a mount attached under a shared mount appears at all its peers. In a view the
  * SharedSubtrees (/mnt) are peers of the host's, and with ViewPropagation=shared the whole view
@@ -74,7 +79,8 @@ typedef struct PolicyContext {
         bool table_read;
         int root_fd;
         int inaccessible_fd;     /* detached tmpfs holding an inaccessible file, made lazily */
-        CreatedPaths created;
+        CreatedPaths created;    /* made as the user in the user's own directories (owner_uid) */
+        char tag[VIEW_POLICY_MADE_TAG_MAX];  /* for what was made so; "" if the view's inode is unknown */
         AttachedMount *mounts;
         size_t n_mounts;
 } PolicyContext;
@@ -99,6 +105,44 @@ static void policy_context_undo(PolicyContext *c) {
                 (void) umount2_fd(c->mounts[i - 1].fd);
         /* Then what we created, newest (deepest) first. */
         created_paths_undo(&c->created);
+}
+
+/* ---- mount points made as the user ---- */
+
+/* Tags what open_path_creating() made as the user since entry 'mark' of c->created, and, if it
+ * existed already, the directory 'dest_fd' where an earlier view of the user tagged it (this
+ * view mounts on it now: the end of that one must leave it alone). Before anything is mounted
+ * there: an fd opened later would be the mount's root. Best effort: where the file system has
+ * no trusted.* attributes (some network ones), what was made stays, the user's. */
+static void tag_made(PolicyContext *c, size_t mark, int dest_fd) {
+        char old[VIEW_POLICY_MADE_TAG_MAX];
+        struct stat st;
+        ssize_t n;
+
+        if (!c->tag[0] || c->user->uid == 0)
+                return;
+        for (size_t i = mark; i < c->created.n; i++) {
+                const CreatedPath *e = &c->created.entries[i];
+                _cleanup_close_ int fd = openat(e->dir_fd, e->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                                                (e->is_dir ? O_DIRECTORY : 0));
+
+                if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != e->dev || st.st_ino != e->ino ||
+                    st.st_uid != c->user->uid)
+                        continue;       /* made as root (not in the user's directory), or gone */
+                if (fsetxattr(fd, VIEW_POLICY_MADE_XATTR, c->tag, strlen(c->tag), 0) < 0)
+                        log_debug_errno(errno, "Failed to tag the mount point '%s' made for the [View] policy, "
+                                        "ignoring: %m", e->name);
+        }
+
+        _cleanup_close_ int fd = openat(dest_fd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return;         /* a file, or not to be read */
+        n = fgetxattr(fd, VIEW_POLICY_MADE_XATTR, old, sizeof old - 1);
+        if (n <= 0)
+                return;
+        old[n] = '\0';
+        if (!streq(old, c->tag) && fstat(fd, &st) >= 0 && st.st_uid == c->user->uid)
+                (void) fsetxattr(fd, VIEW_POLICY_MADE_XATTR, c->tag, strlen(c->tag), XATTR_REPLACE);
 }
 
 /* ---- attaching ---- */
@@ -274,6 +318,8 @@ static int mount_tmpfs_at(PolicyContext *c, const char *path, const char *defaul
         r = open_path_creating(c->root_fd, path, PATH_DIRECTORY, &c->created, &dest_fd);
         if (r >= 0)
                 r = check_same_type(dest_fd, true);
+        if (r >= 0)
+                tag_made(c, mark, dest_fd);
         if (r >= 0)
                 r = attach(c, &mnt_fd, dest_fd, o.read_only);
         if (r < 0) {
@@ -655,6 +701,8 @@ static int apply_binds(PolicyContext *c, PolicyPlan *plan) {
                 if (opened)
                         r = check_same_type(dest_fd, S_ISDIR(st.st_mode));
                 if (r >= 0)
+                        tag_made(c, mark, dest_fd);
+                if (r >= 0)
                         r = attach(c, &b->tree_fd, dest_fd, false);
                 if (r >= 0)
                         continue;
@@ -781,9 +829,16 @@ int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids
         r = policy_plan_build(p, u, &plan, &c.error);
         if (r >= 0 &&
             (plan.n_tmpfs > 0 || plan.n_binds > 0 || plan.n_inaccessible > 0 || p->private_tmp || p->hide_other_homes)) {
+                struct stat ns_st;
+
                 c.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (c.root_fd < 0)
                         r = nsm_error_set_path_errnof(&c.error, errno, "Failed to open the view's root: %m");
+                /* What the policy makes in the user's own directories is the user's. */
+                c.created.owner_uid = u->uid;
+                c.created.owner_gid = u->gid;
+                if (stat("/proc/self/ns/mnt", &ns_st) >= 0)
+                        (void) view_policy_made_tag(u->uid, (uint64_t) ns_st.st_ino, c.tag);
                 if (r >= 0)
                         r = clone_bind_sources(&c, &plan);
                 if (r >= 0)

@@ -438,6 +438,32 @@ int view_policy_check(const ViewPolicy *p, const UserRecord *u, NsmError *error)
         return policy_plan_build(p, u, &plan, error);
 }
 
+const char *view_policy_made_tag(uid_t uid, uint64_t mntns_inode, char buf[static VIEW_POLICY_MADE_TAG_MAX]) {
+        snprintf(buf, VIEW_POLICY_MADE_TAG_MAX, "%u:%" PRIu64, (unsigned) uid, mntns_inode);
+        return buf;
+}
+
+int view_policy_mount_points(const ViewPolicy *p, const UserRecord *u, char ***ret) {
+        _cleanup_(policy_plan_done) PolicyPlan plan = {};
+        _cleanup_strv_free_ char **paths = NULL;
+        int r;
+
+        if (!p || !u || !u->name)
+                return -EINVAL;
+        r = policy_plan_build(p, u, &plan, NULL);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < plan.n_tmpfs + plan.n_binds; i++) {
+                const char *path = i < plan.n_tmpfs ? plan.tmpfs[i].path : plan.binds[i - plan.n_tmpfs].dest;
+                if (strv_contains((const char *const *) paths, path))
+                        continue;
+                if (strv_extend(&paths, path) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(paths);
+        return 0;
+}
+
 const char *policy_spoiled_reason(int r, char buf[static 128]) {
         switch (r) {
         case -ELOOP:

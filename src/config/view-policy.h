@@ -4,6 +4,8 @@
 /* The [View] policy, read: checked, and what an administrator should know about it. Neither
  * mounts nor logs: linked into nsctl too (nsctl verify). Applying it is view-policy-apply.h. */
 
+#include <stdint.h>
+
 #include "manager-config.h"
 #include "nsm-error.h"
 #include "user-util.h"
@@ -34,6 +36,23 @@ int view_policy_warnings(const ViewPolicy *p, const UserRecord *u, int root_fd, 
  * Not seen here: what only mounting finds (a TemporaryFileSystem= option the kernel refuses, a
  * shared mount at a destination). Changes nothing, logs nothing. */
 int view_policy_forecast(const ViewPolicy *p, const UserRecord *u, int root_fd, char ***ret_skipped, NsmError *error);
+
+/* Mount points the policy makes in a user's own directories (%h/x, where nothing was) are made
+ * as the user (they own them, as if they had made them) and marked with this extended
+ * attribute, whose value is view_policy_made_tag() of the view they were made for: a trusted.*
+ * attribute, which only CAP_SYS_ADMIN may set or read, so a directory a user made never carries
+ * it. When that view ends, the daemon removes each still empty one it finds at the paths
+ * view_policy_mount_points() gives (docs/security.md). A later view of the user that mounts on
+ * one tags it anew, so the end of the earlier one leaves it alone. */
+#define VIEW_POLICY_MADE_XATTR "trusted.nsmanager.made-for"
+#define VIEW_POLICY_MADE_TAG_MAX 64
+/* "UID:INODE", INODE the view's mount namespace inode (as readlink /proc/PID/ns/mnt shows it). */
+const char *view_policy_made_tag(uid_t uid, uint64_t mntns_inode, char buf[static VIEW_POLICY_MADE_TAG_MAX]);
+
+/* The paths where applying the policy of 'u' may create something to mount on: each
+ * TemporaryFileSystem= path and each bind's destination, without repeats. Touches nothing.
+ * 0 and a strv (NULL: none), or negative errno (-EINVAL for a malformed entry). */
+int view_policy_mount_points(const ViewPolicy *p, const UserRecord *u, char ***ret);
 
 /* Expands %u %U %h %g %G %% in s for user u (pure; unit-tested). -EINVAL on an unknown specifier. */
 int view_policy_expand_specifiers(const char *s, const UserRecord *u, char **ret);

@@ -55,6 +55,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "attach-unit.h"
+#include "bus-creds.h"
 #include "config.h"
 #include "bus-util.h"
 #include "hashmap.h"
@@ -473,6 +474,8 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
         AttachProcess *p;
         uint32_t id;
 
+        if (!bus_creds_sent_by(u->manager->creds, m, SYSTEMD_BUS_NAME))
+                return 0;       /* a peer's fake, sent straight to us (bus-creds.h) */
         if (sd_bus_message_read(m, "uoss", &id, &job, &unit, &result) < 0)
                 return 0;
         p = hashmap_get(u->units, unit);
@@ -491,6 +494,8 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
         _cleanup_free_ char *unit = NULL;
         AttachProcess *p;
 
+        if (!bus_creds_sent_by(u->manager->creds, m, SYSTEMD_BUS_NAME))
+                return 0;
         if (sd_bus_path_decode(sd_bus_message_get_path(m), SYSTEMD_UNIT_PATH_PREFIX, &unit) <= 0)
                 return 0;
         p = hashmap_get(u->units, unit);
@@ -588,6 +593,11 @@ static int install_matches(AttachUnits *u) {
 
         if (u->installed || u->n_installing > 0)
                 return 0;
+        /* Who systemd is, asked before the matches are added and so answered before any
+         * command is started: its signals are told from a peer's fakes by the sender. */
+        r = bus_creds_follow_owner(u->manager->creds, u->manager->bus, SYSTEMD_BUS_NAME);
+        if (r < 0)
+                return r;
         /* Every JobRemoved: an arg2='UNIT' match would do on the bus, but sd-bus (252) counts
          * only string arguments when it checks argN itself, and "uoss" has its unit third among
          * those. on_job_removed() picks ours by name. */

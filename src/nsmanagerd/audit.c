@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -213,6 +214,32 @@ static char *user_of_object(Manager *m, sd_bus_message *call) {
         return ns ? strdup(ns->name) : NULL;
 }
 
+/* The caller's name for a record, never by NSS on the loop (a directory server may take seconds
+ * for a uid, and everybody's calls would wait): root; the name of the uid's view or the lookup
+ * cache's answer (manager_canonical_user()); the local files (/etc/passwd, no NSS module: what
+ * NSS's first source says on every sane nsswitch.conf). NULL otherwise: the record names the uid,
+ * which is who the caller is. */
+static char *caller_name(const Manager *m, uid_t uid) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char buf[4096], number[16];
+        struct passwd pw, *p;
+        char *name;
+
+        if (uid == 0)
+                return strdup("root");
+        snprintf(number, sizeof number, "%" PRIu32, (uint32_t) uid);
+        name = manager_canonical_user((Manager *) m, number);
+        if (name)
+                return name;
+        f = fopen("/etc/passwd", "re");
+        if (!f)
+                return NULL;
+        while (fgetpwent_r(f, &pw, buf, sizeof buf, &p) == 0)
+                if (p->pw_uid == uid)
+                        return strdup(p->pw_name);
+        return NULL;
+}
+
 /* ---- budgets ---- */
 
 /* One uid's window: records kept, and what was held back. The all-callers window is the one of
@@ -227,19 +254,19 @@ typedef struct AuditLimit {
 #define AUDIT_ALL_KEY UINT64_MAX
 
 static void audit_summary(AuditLimit *l, const Manager *m) {
-        _cleanup_(user_record_done) UserRecord u = {};
+        _cleanup_free_ char *name = NULL;
         char buf[3][64];
 
         if (l->suppressed == 0)
                 return;
-        (void) user_record_by_uid(l->uid, &u);
+        name = caller_name(m, l->uid);
         snprintf(buf[0], sizeof buf[0], "NSM_CALLER_UID=%" PRIu32, (uint32_t) l->uid);
         snprintf(buf[1], sizeof buf[1], "NSM_NOT_RECORDED=%u", l->suppressed);
         snprintf(buf[2], sizeof buf[2], "NSM_NOT_RECORDED_REFUSED=%u", l->refused);
         (void) log_struct_internal(LOG_NOTICE, 0, (char *[]) { buf[0], buf[1], buf[2], NULL },
                                    "%u calls of uid %" PRIu32 " (%s) not recorded, %u of them refused (AuditRateLimitBurst=%u "
                                    "per AuditRateLimitIntervalSec=%" PRIu64 "s, AuditRateLimitBurstAll=%u for all "
-                                   "callers but root).", l->suppressed, (uint32_t) l->uid, u.name ?: "unknown user",
+                                   "callers but root).", l->suppressed, (uint32_t) l->uid, name ?: "unknown user",
                                    l->refused, m->config.audit_burst,
                                    (uint64_t) (m->config.audit_interval_usec / USEC_PER_SEC), m->config.audit_burst_all);
         l->suppressed = l->refused = 0;
@@ -371,12 +398,8 @@ static void audit_record(Manager *m, sd_bus_message *call, const sd_bus_error *e
         audit_limits_expire(m);
         if (!audit_allow(m, uid, error))
                 return;
-        if (uid != (uid_t) -1) {
-                _cleanup_(user_record_done) UserRecord u = {};
-
-                if (user_record_by_uid(uid, &u) >= 0)
-                        caller = TAKE_PTR(u.name);
-        }
+        if (uid != (uid_t) -1)
+                caller = caller_name(m, uid);
 
         snprintf(buf, sizeof buf, "MESSAGE_ID=%s", a->message_id);
         r = strv_extend(&fields, buf);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <inttypes.h>
 
 #include "audit.h"
@@ -38,23 +39,94 @@ static BusRequest *bus_request_find(Manager *m, sd_bus_message *message) {
         return NULL;
 }
 
-/* The request replied: it ends now, or when its step function returns. */
-static void bus_request_finish(BusRequest *req) {
-        if (req->in_step)
-                req->finished = true;
-        else
-                bus_request_free(req);
+/* Every legal transition; anything else is a bug in a method (a second answer, a wait outside
+ * its step). */
+static const BusRequestState transitions[_BUS_REQUEST_STATE_MAX][_BUS_REQUEST_EVENT_MAX] = {
+        [BUS_REQUEST_NEW] = {
+                [BUS_REQUEST_STEP] = BUS_REQUEST_RUNNING,
+        },
+        [BUS_REQUEST_RUNNING] = {
+                [BUS_REQUEST_WAIT] = BUS_REQUEST_RUNNING_WAITS,
+                [BUS_REQUEST_REPLY] = BUS_REQUEST_REPLIED,
+                [BUS_REQUEST_RETURN] = BUS_REQUEST_DONE,       /* it replied with sd-bus directly */
+                [BUS_REQUEST_FAIL] = BUS_REQUEST_DONE,
+        },
+        [BUS_REQUEST_RUNNING_WAITS] = {
+                [BUS_REQUEST_WAIT] = BUS_REQUEST_RUNNING_WAITS,
+                [BUS_REQUEST_UNWAIT] = BUS_REQUEST_RUNNING,
+                [BUS_REQUEST_REPLY] = BUS_REQUEST_REPLIED,     /* what it started answered at once */
+                [BUS_REQUEST_RETURN] = BUS_REQUEST_WAITING,
+                /* A polkit question or a lookup in flight holds the message, not the request. */
+                [BUS_REQUEST_FAIL] = BUS_REQUEST_DONE,
+        },
+        [BUS_REQUEST_REPLIED] = {
+                [BUS_REQUEST_RETURN] = BUS_REQUEST_DONE,
+        },
+        [BUS_REQUEST_WAITING] = {
+                [BUS_REQUEST_STEP] = BUS_REQUEST_RUNNING,      /* re-dispatched (polkit, NSS) */
+                /* A completion that asks again before it answers (escalation to polkit). */
+                [BUS_REQUEST_WAIT] = BUS_REQUEST_WAITING,
+                [BUS_REQUEST_REPLY] = BUS_REQUEST_DONE,
+        },
+};
+
+static const char *const state_names[_BUS_REQUEST_STATE_MAX] = {
+        [BUS_REQUEST_NEW] = "new",
+        [BUS_REQUEST_RUNNING] = "running",
+        [BUS_REQUEST_RUNNING_WAITS] = "running-waits",
+        [BUS_REQUEST_REPLIED] = "replied",
+        [BUS_REQUEST_WAITING] = "waiting",
+        [BUS_REQUEST_DONE] = "done",
+};
+
+static const char *const event_names[_BUS_REQUEST_EVENT_MAX] = {
+        [BUS_REQUEST_STEP] = "step",
+        [BUS_REQUEST_WAIT] = "wait",
+        [BUS_REQUEST_UNWAIT] = "unwait",
+        [BUS_REQUEST_REPLY] = "reply",
+        [BUS_REQUEST_RETURN] = "return",
+        [BUS_REQUEST_FAIL] = "fail",
+};
+
+const char *bus_request_state_to_string(BusRequestState state) {
+        return state >= 0 && state < _BUS_REQUEST_STATE_MAX ? state_names[state] : NULL;
 }
 
-static int bus_request_step(BusRequest *req, BusRequestStep step, sd_bus_error *error) {
-        int r;
+const char *bus_request_event_to_string(BusRequestEvent event) {
+        return event >= 0 && event < _BUS_REQUEST_EVENT_MAX ? event_names[event] : NULL;
+}
 
-        req->pending = false;
-        req->in_step = true;
-        r = step(req, error);
-        req->in_step = false;
-        req->dispatched = true;
-        return r;
+BusRequestState bus_request_state_next(BusRequestState state, BusRequestEvent event) {
+        if (state < 0 || state >= _BUS_REQUEST_STATE_MAX || event < 0 || event >= _BUS_REQUEST_EVENT_MAX)
+                return _BUS_REQUEST_STATE_INVALID;
+        /* NEW is 0 and never a transition's target: 0 in the table is "no such transition". */
+        return transitions[state][event] ?: _BUS_REQUEST_STATE_INVALID;
+}
+
+static void bus_request_transition(BusRequest *req, BusRequestEvent event) {
+        BusRequestState next = bus_request_state_next(req->state, event);
+
+        if (next < 0)
+                log_error("%s(): a request in state '%s' cannot take '%s'.",
+                          sd_bus_message_get_member(req->message) ?: "?", bus_request_state_to_string(req->state),
+                          bus_request_event_to_string(event));
+        assert(next >= 0);
+        req->state = next;
+}
+
+void bus_request_wait(BusRequest *req) {
+        bus_request_transition(req, BUS_REQUEST_WAIT);
+}
+
+void bus_request_unwait(BusRequest *req) {
+        bus_request_transition(req, BUS_REQUEST_UNWAIT);
+}
+
+/* The request replied: it ends now, or when its step function returns. */
+static void bus_request_finish(BusRequest *req) {
+        bus_request_transition(req, BUS_REQUEST_REPLY);
+        if (req->state == BUS_REQUEST_DONE)
+                bus_request_free(req);
 }
 
 int bus_request_run(sd_bus_message *message, Manager *m, sd_bus_error *error, BusRequestStep step) {
@@ -88,12 +160,14 @@ int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *erro
                                   sd_bus_message_get_sender(message) ?: "a private connection", (uint32_t) uid, (int) pid);
                 }
         }
-        r = bus_request_step(req, step, error);
+        bus_request_transition(req, BUS_REQUEST_STEP);
+        r = step(req, error);
         /* Answered now: the step failed (sd-bus sends 'error'), or replied itself. Answers
          * from bus_request_reply*() were recorded there. */
-        if (r < 0 || (!req->finished && !req->pending))
+        if (r < 0 || req->state == BUS_REQUEST_RUNNING)
                 audit_call_result(m, message, error, r);
-        if (r < 0 || req->finished || !req->pending)
+        bus_request_transition(req, r < 0 ? BUS_REQUEST_FAIL : BUS_REQUEST_RETURN);
+        if (req->state == BUS_REQUEST_DONE)
                 bus_request_free(req);
         /* Handled, now or later: 0 would tell sd-bus to look for another handler. */
         return r < 0 ? r : 1;
@@ -277,7 +351,7 @@ int bus_request_resolve_user(BusRequest *req, const char *user, UserRecord *ret,
         }
         r = bus_resolve_user(req->manager, req->message, user, req->deadline, ret, error);
         if (r == 0)
-                req->pending = true;
+                bus_request_wait(req);
         return r;
 }
 
@@ -297,7 +371,7 @@ int bus_request_authorize(BusRequest *req, const char *action, const char **deta
                 return r;
         r = bus_verify_polkit_async(req->message, action, details, &m->polkit_registry, error);
         if (r == 0) {
-                req->pending = true;
+                bus_request_wait(req);
                 return 0;
         }
         if (r < 0 && req->rule) {
@@ -374,7 +448,7 @@ bool bus_request_escalate(BusRequest *req, const NsmError *e, const char **detai
          * request escalated and asks for manage: then granted, or refused with the rule. */
         r = bus_verify_polkit_async(req->message, ACTION_MANAGE, details, &m->polkit_registry, &error);
         if (r == 0) {
-                req->pending = true;
+                bus_request_wait(req);
                 return true;
         }
         if (r > 0) {
@@ -490,7 +564,7 @@ int bus_request_can(BusRequest *req, const char *method, const char *user, uid_t
         if (r < 0)
                 return r;
         if (r == 0) {
-                req->pending = true;
+                bus_request_wait(req);
                 return 0;
         }
         return can_reply(req, result == POLKIT_RESULT_YES ? "yes" : result == POLKIT_RESULT_CHALLENGE ? "challenge" : "no");

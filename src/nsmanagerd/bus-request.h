@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <errno.h>
 #include <stdbool.h>
 #include <systemd/sd-bus.h>
 
@@ -19,14 +20,41 @@
  * where the condition was known (nsm-error.h), and the glue turns it into the reply's error in
  * one step (bus_error_set_nsm(), bus_request_reply_error()). */
 
+/* Where a request is. It is made at its call's first dispatch; its method's step function
+ * runs (again at each re-dispatch), and either answers within it or starts what answers later.
+ * The request is freed once answered and its step has returned. */
+typedef enum BusRequestState {
+        BUS_REQUEST_NEW,            /* made, its step not run yet */
+        BUS_REQUEST_RUNNING,        /* the step runs */
+        BUS_REQUEST_RUNNING_WAITS,  /* the step runs and started what answers later */
+        BUS_REQUEST_REPLIED,        /* answered while the step still runs: ends when it returns */
+        BUS_REQUEST_WAITING,        /* the step returned; an answer or a re-dispatch comes later */
+        BUS_REQUEST_DONE,           /* answered and returned: to be freed */
+        _BUS_REQUEST_STATE_MAX,
+        _BUS_REQUEST_STATE_INVALID = -EINVAL,
+} BusRequestState;
+
+typedef enum BusRequestEvent {
+        BUS_REQUEST_STEP,           /* its method runs (first dispatch, or again) */
+        BUS_REQUEST_WAIT,           /* the step starts what answers later (bus_request_wait()) */
+        BUS_REQUEST_UNWAIT,         /* ... which then failed to start (bus_request_unwait()) */
+        BUS_REQUEST_REPLY,          /* answered (bus_request_reply*()) */
+        BUS_REQUEST_RETURN,         /* the step returned ≥ 0 */
+        BUS_REQUEST_FAIL,           /* the step returned < 0: sd-bus answers with its error */
+        _BUS_REQUEST_EVENT_MAX,
+} BusRequestEvent;
+
+/* The state 'event' leads to from 'state', or _BUS_REQUEST_STATE_INVALID where it is a bug (a
+ * second answer, a wait outside a step, a step within a step). */
+BusRequestState bus_request_state_next(BusRequestState state, BusRequestEvent event);
+const char *bus_request_state_to_string(BusRequestState state);
+const char *bus_request_event_to_string(BusRequestEvent event);
+
 struct BusRequest {
         Manager *manager;
         sd_bus_message *message;
         uint64_t deadline;
-        bool in_step;            /* the method's step function is running */
-        bool pending;            /* it returned waiting for an answer */
-        bool finished;           /* replied while its step function still ran */
-        bool dispatched;         /* the method ran for it once already (polkit re-dispatch) */
+        BusRequestState state;
         bool escalated;          /* the rules asked for manage: ask polkit for it */
         bool charged;            /* counted against the caller's RateLimitBurst= */
         bool own;                /* acting for a user on their own view, held to the rules */
@@ -47,11 +75,16 @@ typedef int (*BusRequestStep)(BusRequest *req, sd_bus_error *error);
 
 /* The method's handler: runs 'step' for this message's request (created at its first
  * dispatch). 'step' returns < 0 (sd-bus replies that error), or ≥ 0 having replied, or having
- * set req->pending (a reply comes later, through bus_request_reply*()). */
+ * called bus_request_wait() (a reply or a re-dispatch comes later, bus_request_reply*()). */
 int bus_request_run(sd_bus_message *message, Manager *m, sd_bus_error *error, BusRequestStep step);
 /* The same, with req->data set (at the first dispatch) to 'data', freed with 'free_data'. */
 int bus_request_run_with(sd_bus_message *message, Manager *m, sd_bus_error *error, BusRequestStep step, void *data,
                          void (*free_data)(void *data));
+
+/* From a step: what it starts answers later (call it before starting it, as it may answer at
+ * once); bus_request_unwait() if it then failed to start. Anywhere else they abort. */
+void bus_request_wait(BusRequest *req);
+void bus_request_unwait(BusRequest *req);
 
 /* Replies from an asynchronous completion, and ends the request. */
 void bus_request_reply(BusRequest *req, sd_bus_message *reply);
@@ -86,7 +119,7 @@ int bus_rate_limit_uid(Manager *m, uid_t uid, sd_bus_error *error);
 int bus_resolve_user(Manager *m, sd_bus_message *message, const char *user, uint64_t deadline, UserRecord *ret,
                      sd_bus_error *error);
 /* The same for a request (its deadline), charged to the caller's rate limit first when NSS
- * must be asked; 0 sets req->pending. */
+ * must be asked; 0 has called bus_request_wait(). */
 int bus_request_resolve_user(BusRequest *req, const char *user, UserRecord *ret, sd_bus_error *error);
 /* The namespace a spelling names without NSS: by the namespace's name, or a decimal UID. */
 Namespace *bus_namespace_of_user(Manager *m, const char *user);
@@ -94,7 +127,7 @@ Namespace *bus_namespace_of_user(Manager *m, const char *user);
 bool bus_user_needs_lookup(Manager *m, const char *user);
 
 /* polkit for 'action' (details: key, value, …, NULL), the call charged to the caller's rate
- * limit first. 1: go on; 0: waiting (req->pending set); < 0: refused (error set). Root is
+ * limit first. 1: go on; 0: waiting (bus_request_wait() called); < 0: refused (error set). Root is
  * always allowed. */
 int bus_request_authorize(BusRequest *req, const char *action, const char **details, sd_bus_error *error);
 
@@ -116,5 +149,5 @@ bool bus_request_escalate(BusRequest *req, const NsmError *e, const char **detai
  * method for anybody else) no; otherwise what polkit says, asked without interaction, of the
  * action the method would ask for (on one's own view, the request-level rules': manage-own,
  * attach-own). InvalidArgs for a method the Manager does not have. Replies itself (≥ 0) or
- * sets req->pending; < 0 with 'error' set. */
+ * waits (bus_request_wait()); < 0 with 'error' set. */
 int bus_request_can(BusRequest *req, const char *method, const char *user, uid_t owner, sd_bus_error *error);

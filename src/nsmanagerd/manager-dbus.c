@@ -62,10 +62,10 @@ static int acquire_for_request(BusRequest *req, const UserRecord *u, NamespaceRe
         _cleanup_(nsm_error_done) NsmError e = {};
         int r;
 
-        req->pending = true;
+        bus_request_wait(req);
         r = manager_acquire_namespace(req->manager, u, req->deadline, done, req, &e);
         if (r < 0) {
-                req->pending = false;
+                bus_request_unwait(req);
                 return bus_error_set_nsm(error, &e);
         }
         return 1;
@@ -415,11 +415,13 @@ static int start_op(BusRequest *req, Namespace *ns, const ViewOp *op, const char
         req->data = c;
         req->free_data = op_call_free;
 
+        bus_request_wait(req);
         r = view_job_queue(m->jobs, ns, op, req->own ? &req->caller : NULL, req->own ? req->caller.uid : 0, req->deadline,
                            on_op_done, req);
-        if (r < 0)
+        if (r < 0) {
+                bus_request_unwait(req);
                 return bus_error_set_errnof(error, r, "Failed to queue the operation: %m");
-        req->pending = true;
+        }
         return 1;
 }
 
@@ -510,10 +512,10 @@ static int share_subtree_step(BusRequest *req, sd_bus_error *error) {
         r = authorize_view_op(req, NULL, user, OWN_VIEW_SHARE, details, error);
         if (r <= 0)
                 return r;
-        req->pending = true;
+        bus_request_wait(req);
         r = manager_share_subtree(m, path, req->deadline, on_shared, req);
         if (r < 0) {
-                req->pending = false;
+                bus_request_unwait(req);
                 return bus_error_set_errnof(error, r, "Failed to share '%s': %m", path);
         }
         return 1;
@@ -808,12 +810,82 @@ static int method_get_mounts_ex(sd_bus_message *message, void *userdata, sd_bus_
         return bus_request_run(message, userdata, error, get_mounts_ex_step);
 }
 
-static int list_processes_step(BusRequest *req, sd_bus_error *error) {
+/* ListProcesses walks /proc: a few entries per turn of the loop, in turn with the bus's
+ * messages, so that no call waits behind a walk however many processes there are, and a flood
+ * of calls does not starve the walks; at most LIST_PROCESSES_PER_UID walks of one caller at once
+ * (root's are not counted). Each turn is an elapsed timer armed anew: sd-event runs the source
+ * pending longest first among equal priorities, and a timer is pending anew each time (a defer
+ * source stays pending from its creation, ahead of the bus for good). */
+#define LIST_PROCESSES_PER_UID 2U
+#define LIST_PROCESSES_ENTRIES_PER_TURN 16U
+
+typedef struct ProcessList {
+        BusRequest *req;
+        uid_t caller;
+        ViewProcessScan *scan;
+        sd_event_source *source;
+} ProcessList;
+
+static void process_list_free(void *userdata) {
+        ProcessList *l = userdata;
+
+        if (!l)
+                return;
+        sd_event_source_disable_unref(l->source);
+        view_process_scan_free(l->scan);
+        free(l);
+}
+
+static unsigned process_lists_of(Manager *m, uid_t uid) {
+        unsigned n = 0;
+
+        for (BusRequest *r = m->requests; r; r = r->next)
+                if (r->free_data == process_list_free && r->data && ((ProcessList *) r->data)->caller == uid)
+                        n++;
+        return n;
+}
+
+static int on_process_list_turn(sd_event_source *source, uint64_t usec, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        ProcessList *l = userdata;
+        BusRequest *req = l->req;
         ViewProcess *p = NULL;
+        size_t n = 0;
+        int r;
+
+        r = view_process_scan_step(l->scan, LIST_PROCESSES_ENTRIES_PER_TURN);
+        if (r == 0)
+                r = sd_event_source_set_enabled(source, SD_EVENT_ONESHOT);
+        if (r == 0)
+                return 0;       /* more next turn */
+        if (r < 0) {
+                bus_request_reply_errno(req, r, "Failed to read /proc");
+                return 0;
+        }
+        view_process_scan_result(l->scan, &p, &n);
+        r = sd_bus_message_new_method_return(req->message, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(uuss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(uuss)", (uint32_t) p[i].pid, (uint32_t) p[i].uid, p[i].comm,
+                                          p[i].session);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        view_processes_free(p, n);
+        /* Either ends the request, and 'l' with it. */
+        if (r < 0)
+                bus_request_reply_errno(req, r, NULL);
+        else
+                bus_request_reply(req, reply);
+        return 0;
+}
+
+static int list_processes_step(BusRequest *req, sd_bus_error *error) {
+        Manager *m = req->manager;
+        ProcessList *l;
         const char *user;
         Namespace *ns = NULL;
-        size_t n = 0;
+        struct stat st;
         uid_t uid;
         int r;
 
@@ -823,7 +895,7 @@ static int list_processes_step(BusRequest *req, sd_bus_error *error) {
         r = get_namespace_or_error(req, user, &ns, error);
         if (r <= 0)
                 return r;
-        r = bus_message_caller_uid(req->manager, req->message, &uid, error);
+        r = bus_message_caller_uid(m, req->message, &uid, error);
         if (r < 0)
                 return r;
         /* Who runs what is not public: root, the view's user, and whom polkit grants manage. */
@@ -836,21 +908,32 @@ static int list_processes_step(BusRequest *req, sd_bus_error *error) {
                 if (r < 0)
                         return r;
         }
-        r = view_processes_list(ns->mntns_fd, &p, &n);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_new_method_return(req->message, &reply);
+        if (uid != 0 && process_lists_of(m, uid) >= LIST_PROCESSES_PER_UID)
+                return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
+                                      "%u ListProcesses() calls of UID %u are still reading /proc; one more is "
+                                      "taken once they are answered.", LIST_PROCESSES_PER_UID, (unsigned) uid);
+        if (fstat(ns->mntns_fd, &st) < 0)
+                return bus_error_set_errnof(error, -errno, "Failed to stat the view of '%s': %m", ns->name);
+
+        l = calloc(1, sizeof(ProcessList));
+        if (!l)
+                return -ENOMEM;
+        *l = (ProcessList) { .req = req, .caller = uid };
+        r = view_process_scan_new(st.st_dev, st.st_ino, &l->scan);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(uuss)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(reply, "(uuss)", (uint32_t) p[i].pid, (uint32_t) p[i].uid, p[i].comm,
-                                          p[i].session);
+                r = sd_event_add_time(m->event, &l->source, CLOCK_MONOTONIC, 0, 1, on_process_list_turn, l);
         if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        view_processes_free(p, n);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+                (void) sd_event_source_set_description(l->source, "list-processes");
+        if (r < 0) {
+                process_list_free(l);
+                return bus_error_set_errnof(error, r, "Failed to start reading /proc: %m");
+        }
+        if (req->free_data)
+                req->free_data(req->data);
+        req->data = l;
+        req->free_data = process_list_free;
+        bus_request_wait(req);
+        return 1;
 }
 
 static int method_list_processes(sd_bus_message *message, void *userdata, sd_bus_error *error) {

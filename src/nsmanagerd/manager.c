@@ -52,6 +52,7 @@ int manager_new(Manager **ret) {
         if (r < 0)
                 return r;
         m->children = child_set_new(m->event);
+        m->namespaces.children = m->children;
         m->host_ops = op_queue_new(m->event);
         if (!m->children || !m->host_ops)
                 return -ENOMEM;

@@ -256,7 +256,7 @@ static int subscribe(BusRequest *req, SubscriptionKind kind, Namespace *ns, sd_b
         }
         if (r > 0)
                 return sd_bus_reply_method_return(req->message, NULL);
-        req->pending = true;
+        bus_request_wait(req);
         return 1;
 }
 
@@ -654,10 +654,10 @@ static int eject_step(BusRequest *req, sd_bus_error *error) {
         r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", "", "path", what, NULL }, error);
         if (r <= 0)
                 return r;
-        req->pending = true;
+        bus_request_wait(req);
         r = eject_start(req->manager->ejector, what, flags & NSM_EJECT_LAZY, req->deadline, on_ejected, req);
         if (r < 0) {
-                req->pending = false;
+                bus_request_unwait(req);
                 return bus_error_set_errnof(error, r, "Failed to start ejecting '%s': %m", what);
         }
         return 1;

@@ -264,13 +264,14 @@ int bus_request_reply_can_mount(BusRequest *req, Namespace *ns, uint64_t id, uid
                 if (!x)
                         return -ENOMEM;
                 *x = (MountsExRead) { .req = req, .ns = ns ? namespace_ref(ns) : NULL, .can_id = id };
+                bus_request_wait(req);
                 r = builder_read_mounts(req->manager->builder, -EBADF, !ns, req->deadline,
                                         ns ? on_host_read : on_view_read, x);
                 if (r < 0) {
+                        bus_request_unwait(req);
                         mounts_ex_read_free(x);
                         return bus_error_set_errnof(error, r, "Failed to read the mount table: %m");
                 }
-                req->pending = true;
                 return 0;
         }
         if (!f->found)
@@ -298,7 +299,7 @@ int bus_request_reply_can_mount(BusRequest *req, Namespace *ns, uint64_t id, uid
                         if (r < 0)
                                 return r;
                         if (r == 0) {
-                                req->pending = true;   /* asked: dispatched again with the answer */
+                                bus_request_wait(req);   /* asked: dispatched again with the answer */
                                 return 0;
                         }
                 }
@@ -399,14 +400,15 @@ int bus_request_reply_mounts_ex(BusRequest *req, Namespace *ns, sd_bus_error *er
                 return -ENOMEM;
         *x = (MountsExRead) { .req = req, .ns = ns ? namespace_ref(ns) : NULL };
         /* The builder reads both: no fork per call, and no file system is asked anything. */
+        bus_request_wait(req);
         if (ns)
                 r = builder_read_mounts(req->manager->builder, -EBADF, false, req->deadline, on_host_read, x);
         else
                 r = builder_read_mounts(req->manager->builder, -EBADF, true, req->deadline, on_view_read, x);
         if (r < 0) {
+                bus_request_unwait(req);
                 mounts_ex_read_free(x);
                 return bus_error_set_errnof(error, r, "Failed to read the mount table: %m");
         }
-        req->pending = true;
         return 1;
 }

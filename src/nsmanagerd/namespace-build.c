@@ -7,6 +7,7 @@
 #include "parse-util.h"
 #include "strv.h"
 #include "time-util.h"
+#include "view-policy.h"
 
 /* How a namespace comes to be ready: built anew by the builder, its [View] policy applied in a
  * killable child (view-job.h), or taken back from what a previous start pinned and saved. */
@@ -106,6 +107,11 @@ static void on_policy_applied(const NsmError *error, const ViewOpResult *res, vo
         }
         ns->policy_mounts = res->n_policy_mounts ? memdup(res->policy_mounts, res->n_policy_mounts * sizeof(MountId)) : NULL;
         ns->n_policy_mounts = ns->policy_mounts ? res->n_policy_mounts : 0;
+        /* The same plan the child applied: where it may have made mount points as the user,
+         * removed with the view (saved with the state: also after a restart). */
+        if (view_policy_mount_points(&c->policy, &c->user, &ns->mount_points) < 0)
+                log_warning("Failed to note where the [View] policy of '%s' mounts, ignoring: the empty mount "
+                            "points it made in the user's directories stay when the view ends.", ns->name);
         build_finish(c, NULL);
 }
 

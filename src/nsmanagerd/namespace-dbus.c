@@ -22,10 +22,10 @@ int bus_remove_namespace_step(BusRequest *req, Namespace *ns, sd_bus_error *erro
         r = bus_request_authorize(req, ACTION_MANAGE, (const char *[]) { "user", ns->name, NULL }, error);
         if (r <= 0)
                 return r;
-        req->pending = true;
+        bus_request_wait(req);
         r = namespace_remove(ns, req->deadline, on_removed, req);
         if (r < 0) {
-                req->pending = false;
+                bus_request_unwait(req);
                 return bus_error_set_errnof(error, r, "Failed to remove the namespace: %m");
         }
         return 1;
@@ -84,10 +84,12 @@ int bus_request_reply_mounts(BusRequest *req, Namespace *ns, sd_bus_error *error
         int r;
 
         /* The builder reads it: no fork per call, and no file system is asked anything. */
+        bus_request_wait(req);
         r = builder_read_mounts(m->builder, ns ? ns->mntns_fd : -EBADF, false, req->deadline, on_mounts_read, req);
-        if (r < 0)
+        if (r < 0) {
+                bus_request_unwait(req);
                 return bus_error_set_errnof(error, r, "Failed to read the mount table: %m");
-        req->pending = true;
+        }
         return 1;
 }
 

@@ -31,6 +31,12 @@ static int write_records(FILE *f, Namespace *ns) {
                         return -ENOMEM;
                 fprintf(f, "PENDING_JOIN=%s\n", p);
         }
+        for (char **j = ns->mount_points; j && *j; j++) {
+                _cleanup_free_ char *p = text_escape_word(*j);
+                if (!p)
+                        return -ENOMEM;
+                fprintf(f, "MOUNT_POINT=%s\n", p);
+        }
         return 0;
 }
 
@@ -152,6 +158,14 @@ static int load_choice(Namespace *ns, const char *value) {
         return namespace_record_choice(ns, path, mode, streq(rec, "recursive"));
 }
 
+/* "MOUNT_POINT=PATH": where the [View] policy may have made a mount point as the user. */
+static int load_mount_point(Namespace *ns, const char *value) {
+        _cleanup_free_ char *path = NULL;
+        if (text_unescape(value, &path) < 0 || !path_is_absolute_normalized(path))
+                return -EINVAL;
+        return strv_consume(&ns->mount_points, TAKE_PTR(path));
+}
+
 static int load_pending(Namespace *ns, const char *value) {
         _cleanup_free_ char *path = NULL;
         if (text_unescape(value, &path) < 0)
@@ -213,6 +227,8 @@ int namespace_parse_state(Namespace *ns, FILE *f, bool *ret_had_sessions) {
                         r = load_choice(ns, value);
                 else if (streq(key, "PENDING_JOIN"))
                         r = load_pending(ns, value);
+                else if (streq(key, "MOUNT_POINT"))
+                        r = load_mount_point(ns, value);
                 /* A malformed record is dropped, the rest is kept. */
                 if (r == -ENOMEM)
                         return r;

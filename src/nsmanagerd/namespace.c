@@ -5,6 +5,7 @@
 #include "builder.h"
 #include "fd-store.h"
 #include "log.h"
+#include "mount-points.h"
 #include "mount-util.h"
 #include "namespace.h"
 #include "path-util.h"
@@ -201,6 +202,7 @@ static void namespace_free_records(Namespace *ns) {
         ns->choices = mfree(ns->choices);
         ns->n_choices = 0;
         ns->pending_joins = strv_free(ns->pending_joins);
+        ns->mount_points = strv_free(ns->mount_points);
 }
 
 static void namespace_free(Namespace *ns) {
@@ -303,6 +305,9 @@ int namespace_set_fd(Namespace *ns, int fd) {
 typedef struct RemoveContext {
         NamespaceSet *set;
         char *name;
+        uid_t uid;
+        uint64_t mntns_inode;
+        char **mount_points;     /* the view's (mount-points.h), removed once it is unpinned */
         void (*done)(const NsmError *error, void *userdata);
         void *userdata;
 } RemoveContext;
@@ -323,9 +328,12 @@ static void on_unpinned(BuilderReply *reply, void *userdata) {
                 if (asprintf(&root, "%s/%s", s->config->subtree_root, c->name) >= 0)
                         (void) rmdir(root);
                 log_info("Removed the mount namespace of '%s'.", c->name);
+                mount_points_remove(s->children, c->name, c->uid, c->mntns_inode, c->mount_points,
+                                    namespace_set_deadline(s));
         }
         if (c->done)
                 c->done(reply->error, c->userdata);
+        strv_free(c->mount_points);
         free(c->name);
         free(c);
 }
@@ -341,13 +349,16 @@ int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(const NsmErr
         c = calloc(1, sizeof(RemoveContext));
         if (!c)
                 return -ENOMEM;
-        *c = (RemoveContext) { .set = s, .name = strdup(ns->name), .done = done, .userdata = userdata };
+        *c = (RemoveContext) { .set = s, .name = strdup(ns->name), .uid = ns->uid, .mntns_inode = ns->mntns_inode,
+                               .mount_points = TAKE_PTR(ns->mount_points), .done = done, .userdata = userdata };
         if (!c->name) {
+                ns->mount_points = TAKE_PTR(c->mount_points);
                 free(c);
                 return -ENOMEM;
         }
         r = builder_unpin(s->builder, ns->name, deadline, on_unpinned, c);
         if (r < 0) {
+                ns->mount_points = TAKE_PTR(c->mount_points);
                 free(c->name);
                 free(c);
                 return r;

@@ -25,6 +25,7 @@
 
 typedef struct Namespace Namespace;
 typedef struct NamespaceSet NamespaceSet;
+typedef struct ChildSet ChildSet;
 
 typedef enum NamespaceState {
         NAMESPACE_ACTIVE,
@@ -108,6 +109,7 @@ struct NamespaceSet {
         const ManagerConfig *config;   /* the Manager's, as ReloadConfig left it */
         const StateDir *state;
         Builder *builder;              /* from manager_startup() until the builder goes */
+        ChildSet *children;            /* the Manager's: the mount points of a view that ended go in one */
         Hashmap *by_name;              /* user name → Namespace */
         IdMap *by_uid;                 /* uid_key(uid) → Namespace */
         struct {
@@ -158,6 +160,8 @@ struct Namespace {
         PropagationChoice *choices;
         size_t n_choices;
         char **pending_joins;    /* SharedSubtrees this view has yet to join (ShareSubtree("") timed out) */
+        char **mount_points;     /* where its [View] policy may have made mount points as the user:
+                                  * what is still empty there goes when the view does (mount-points.h) */
 };
 
 /* SubtreeRoot/Name: the Root property */

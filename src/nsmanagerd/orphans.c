@@ -86,8 +86,11 @@ static char *shell_quote(const char *s) {
 int orphans_report(const char *state_directory, bool removing) {
         _cleanup_(state_dir_done) StateDir d = {};
         _cleanup_(closedirp) DIR *dir = NULL;
-        _cleanup_strv_free_ char **who = NULL, **kill = NULL;
+        _cleanup_strv_free_ char **who = NULL, **kill = NULL, **names = NULL;
         _cleanup_free_ char *who_text = NULL, *kill_text = NULL;
+        _cleanup_free_ uint64_t *ids = NULL;
+        _cleanup_free_ size_t *counts = NULL;
+        size_t n_views = 0;
         struct dirent *de;
         struct stat self;
         int r;
@@ -105,23 +108,42 @@ int orphans_report(const char *state_directory, bool removing) {
         if (stat("/proc/self/ns/mnt", &self) < 0)
                 return log_warning_errno(errno, "Failed to stat /proc/self/ns/mnt: %m");
 
+        /* The views first, then one walk of /proc for all of them. */
         while ((de = readdir(dir))) {
-                _cleanup_free_ char *name = NULL, *shown = NULL, *s = NULL;
-                ViewProcess *p = NULL;
+                _cleanup_free_ char *name = NULL;
                 uint64_t id = 0;
-                size_t n = 0;
 
                 if (de->d_name[0] == '.')
                         continue;
                 if (read_state_file(dirfd(dir), de->d_name, &name, &id) < 0)
                         continue;
-                r = view_processes_list_by_id(self.st_dev, (ino_t) id, &p, &n);
-                view_processes_free(p, n);
-                if (r < 0 || n == 0)
+                if (n_views % 16 == 0) {
+                        uint64_t *b = realloc(ids, (n_views + 16) * sizeof(uint64_t));
+                        if (!b)
+                                return log_oom();
+                        ids = b;
+                }
+                if (strv_consume(&names, TAKE_PTR(name)) < 0)
+                        return log_oom();
+                ids[n_views++] = id;
+        }
+        if (n_views == 0)
+                return 0;
+        counts = calloc(n_views, sizeof(size_t));
+        if (!counts)
+                return log_oom();
+        r = view_processes_count(self.st_dev, ids, n_views, counts);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to read /proc: %m");
+
+        for (size_t i = 0; i < n_views; i++) {
+                _cleanup_free_ char *shown = NULL, *s = NULL;
+                size_t n = counts[i];
+
+                if (n == 0)
                         continue;
-                shown = text_escape(name);
-                if (!shown || asprintf(&s, "%s (%zu process%s%s)", shown, n, n == 1 ? "" : "es",
-                                       n >= VIEW_PROCESSES_MAX ? " or more" : "") < 0 ||
+                shown = text_escape(names[i]);
+                if (!shown || asprintf(&s, "%s (%zu process%s)", shown, n, n == 1 ? "" : "es") < 0 ||
                     strv_consume(&who, TAKE_PTR(s)) < 0)
                         return log_oom();
                 s = NULL;

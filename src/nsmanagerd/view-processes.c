@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,62 +96,103 @@ int view_processes_list(int mntns_fd, ViewProcess **ret, size_t *ret_n) {
         return view_processes_list_by_id(ns.st_dev, ns.st_ino, ret, ret_n);
 }
 
-int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *ret_n) {
-        _cleanup_(closedirp) DIR *proc = NULL;
-        ViewProcess *a = NULL;
-        size_t n = 0;
-        struct dirent *de;
-        int r = 0;
+struct ViewProcessScan {
+        DIR *proc;
+        dev_t dev;
+        ino_t ino;
+        ViewProcess *a;
+        size_t n;
+};
 
-        proc = opendir("/proc");
-        if (!proc)
-                return -errno;
+ViewProcessScan *view_process_scan_free(ViewProcessScan *s) {
+        if (!s)
+                return NULL;
+        if (s->proc)
+                closedir(s->proc);
+        view_processes_free(s->a, s->n);
+        free(s);
+        return NULL;
+}
 
-        while ((de = readdir(proc))) {
-                _cleanup_close_ int dir_fd = -EBADF;
-                ViewProcess p = {};
-                struct stat st;
-                char *end;
-                long pid;
+int view_process_scan_new(dev_t dev, ino_t ino, ViewProcessScan **ret) {
+        ViewProcessScan *s = calloc(1, sizeof(ViewProcessScan));
 
-                errno = 0;
-                pid = strtol(de->d_name, &end, 10);
-                if (errno != 0 || *end || pid <= 0)
-                        continue;
-                dir_fd = openat(dirfd(proc), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dir_fd < 0)
-                        continue;
-                /* stat() of the nsfs link, not its text: the device too, as nsfs inodes are per device. */
-                if (fstatat(dir_fd, "ns/mnt", &st, 0) < 0 || st.st_dev != dev || st.st_ino != ino)
-                        continue;
-                if (read_real_uid(dir_fd, &p.uid) < 0)
-                        continue; /* gone meanwhile */
-                p.pid = (pid_t) pid;
-                p.comm = read_comm(dir_fd);
-                if (sd_pid_get_session(p.pid, &p.session) < 0)
-                        p.session = strdup("");
-                if (!p.comm || !p.session) {
-                        free(p.comm);
-                        free(p.session);
-                        r = -ENOMEM;
-                        break;
-                }
-                if (n % 64 == 0) {
-                        ViewProcess *b = realloc(a, (n + 64) * sizeof(ViewProcess));
-                        if (!b) {
-                                free(p.comm);
-                                free(p.session);
-                                r = -ENOMEM;
-                                break;
-                        }
-                        a = b;
-                }
-                a[n++] = p;
-        }
-        if (r < 0) {
-                view_processes_free(a, n);
+        if (!s)
+                return -ENOMEM;
+        *s = (ViewProcessScan) { .dev = dev, .ino = ino };
+        s->proc = opendir("/proc");
+        if (!s->proc) {
+                int r = -errno;
+                free(s);
                 return r;
         }
+        *ret = s;
+        return 0;
+}
+
+/* One /proc/PID: 1 added, 0 not the view's (or gone), < 0 out of memory. */
+static int scan_one(ViewProcessScan *s, const char *name) {
+        _cleanup_close_ int dir_fd = -EBADF;
+        ViewProcess p = {};
+        struct stat st;
+        char *end;
+        long pid;
+
+        errno = 0;
+        pid = strtol(name, &end, 10);
+        if (errno != 0 || *end || pid <= 0)
+                return 0;
+        dir_fd = openat(dirfd(s->proc), name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return 0;
+        /* stat() of the nsfs link, not its text: the device too, as nsfs inodes are per device. */
+        if (fstatat(dir_fd, "ns/mnt", &st, 0) < 0 || st.st_dev != s->dev || st.st_ino != s->ino)
+                return 0;
+        if (read_real_uid(dir_fd, &p.uid) < 0)
+                return 0; /* gone meanwhile */
+        p.pid = (pid_t) pid;
+        p.comm = read_comm(dir_fd);
+        if (sd_pid_get_session(p.pid, &p.session) < 0)
+                p.session = strdup("");
+        if (p.comm && p.session && s->n % 64 == 0) {
+                ViewProcess *b = realloc(s->a, (s->n + 64) * sizeof(ViewProcess));
+                if (b)
+                        s->a = b;
+                else {
+                        free(p.comm);
+                        p.comm = NULL;
+                }
+        }
+        if (!p.comm || !p.session) {
+                free(p.comm);
+                free(p.session);
+                return -ENOMEM;
+        }
+        s->a[s->n++] = p;
+        return 1;
+}
+
+int view_process_scan_step(ViewProcessScan *s, unsigned max_entries) {
+        for (unsigned i = 0; i < max_entries; i++) {
+                struct dirent *de;
+                int r;
+
+                errno = 0;
+                de = readdir(s->proc);
+                if (!de)
+                        return errno != 0 ? -errno : 1;
+                r = scan_one(s, de->d_name);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+void view_process_scan_result(ViewProcessScan *s, ViewProcess **ret, size_t *ret_n) {
+        ViewProcess *a = TAKE_PTR(s->a);
+        size_t n = s->n;
+
+        s->n = 0;
         if (n > 0)     /* qsort(NULL, 0, …) is undefined */
                 qsort(a, n, sizeof(ViewProcess), view_process_cmp);
         /* Bounded: the lowest pids, the longest-running ones as a rule. */
@@ -161,5 +203,50 @@ int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *r
         }
         *ret = a;
         *ret_n = n;
+}
+
+int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *ret_n) {
+        ViewProcessScan *s = NULL;
+        int r;
+
+        r = view_process_scan_new(dev, ino, &s);
+        if (r < 0)
+                return r;
+        r = view_process_scan_step(s, UINT_MAX);
+        if (r >= 0)
+                view_process_scan_result(s, ret, ret_n);
+        view_process_scan_free(s);
+        return r < 0 ? r : 0;
+}
+
+int view_processes_count(dev_t dev, const uint64_t *ids, size_t n_ids, size_t *counts) {
+        _cleanup_(closedirp) DIR *proc = NULL;
+        struct dirent *de;
+
+        for (size_t i = 0; i < n_ids; i++)
+                counts[i] = 0;
+        proc = opendir("/proc");
+        if (!proc)
+                return -errno;
+        /* Once for all the views: a /proc walk per view would cost views × processes. */
+        while ((de = readdir(proc))) {
+                struct stat st;
+                char path[64];
+                char *end;
+                long pid;
+
+                errno = 0;
+                pid = strtol(de->d_name, &end, 10);
+                if (errno != 0 || *end || pid <= 0)
+                        continue;
+                snprintf(path, sizeof path, "%ld/ns/mnt", pid);
+                if (fstatat(dirfd(proc), path, &st, 0) < 0 || st.st_dev != dev)
+                        continue;
+                for (size_t i = 0; i < n_ids; i++)
+                        if (ids[i] == (uint64_t) st.st_ino) {
+                                counts[i]++;
+                                break;
+                        }
+        }
         return 0;
 }

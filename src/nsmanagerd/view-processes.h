@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* ListProcesses: the processes in one view, for nsctl status (docs/interface.md). */
@@ -26,3 +27,17 @@ void view_processes_free(ViewProcess *p, size_t n);
 int view_processes_list(int mntns_fd, ViewProcess **ret, size_t *ret_n);
 /* The same for the nsfs file of device 'dev' and inode 'ino' (MNTNS_ID of a state file). */
 int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *ret_n);
+
+/* The same, a few /proc entries at a time (ListProcesses runs it from the event loop between
+ * other callers' calls): _new() opens /proc, each _step() reads at most 'max_entries' entries
+ * (1 when /proc is read to its end, 0 when there is more, < 0 on failure), _result() hands
+ * over what was found, sorted and bounded as above. */
+typedef struct ViewProcessScan ViewProcessScan;
+int view_process_scan_new(dev_t dev, ino_t ino, ViewProcessScan **ret);
+int view_process_scan_step(ViewProcessScan *s, unsigned max_entries);
+void view_process_scan_result(ViewProcessScan *s, ViewProcess **ret, size_t *ret_n);
+ViewProcessScan *view_process_scan_free(ViewProcessScan *s);
+
+/* How many processes are in each of the views of nsfs device 'dev' and inodes ids[0..n_ids)
+ * (MNTNS_ID of the state files), into counts[]: one walk of /proc for all of them. */
+int view_processes_count(dev_t dev, const uint64_t *ids, size_t n_ids, size_t *counts);

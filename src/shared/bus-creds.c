@@ -51,6 +51,9 @@ struct BusCreds {
         Hashmap *watches;               /* unique name → BusNameWatch */
         sd_bus_slot *match;             /* NameOwnerChanged: a connection gone */
         sd_bus_slot *filter;            /* every incoming message */
+        char *followed;                 /* the well-known name whose owner is kept */
+        char *followed_owner;           /* its unique name, NULL while unowned or not known yet */
+        sd_bus_slot *followed_query;    /* GetNameOwner, once */
 };
 
 static void sender_creds_free(SenderCreds *c) {
@@ -92,8 +95,17 @@ static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error
         BusNameWatch *w;
         SenderCreds *c;
 
+        /* The bus driver's alone: sd-bus cannot check a match's sender='NAME' for a well-known
+         * name, and lets through what any peer sends straight to us. */
+        if (!streq_ptr(sd_bus_message_get_sender(m), "org.freedesktop.DBus"))
+                return 0;
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
                 return 0;
+        if (b->followed && streq(name, b->followed)) {
+                free(b->followed_owner);
+                /* (An answer of GetNameOwner still to come is newer, and overrides this.) */
+                b->followed_owner = new_owner[0] ? strdup(new_owner) : NULL;
+        }
         if (name[0] != ':' || new_owner[0])
                 return 0;
         c = hashmap_remove(b->cache, name);
@@ -411,9 +423,47 @@ BusCreds *bus_creds_free(BusCreds *b) {
         hashmap_free(b->watches);
         b->filter = sd_bus_slot_unref(b->filter);
         b->match = sd_bus_slot_unref(b->match);
+        b->followed_query = sd_bus_slot_unref(b->followed_query);
+        free(b->followed);
+        free(b->followed_owner);
         bus_creds_drop_cache(b);
         free(b);
         return NULL;
+}
+
+static int on_followed_owner(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        BusCreds *b = userdata;
+        const char *owner = NULL;
+
+        b->followed_query = sd_bus_slot_unref(b->followed_query);
+        free(b->followed_owner);
+        b->followed_owner = NULL;
+        /* An error is NameHasNoOwner: nobody owns it yet; NameOwnerChanged says when one does. */
+        if (!sd_bus_message_is_method_error(reply, NULL) && sd_bus_message_read(reply, "s", &owner) >= 0 &&
+            !(b->followed_owner = strdup(owner)))
+                return log_oom();
+        return 0;
+}
+
+int bus_creds_follow_owner(BusCreds *b, sd_bus *bus, const char *name) {
+        if (!b)
+                return -EINVAL;
+        if (b->followed)
+                return streq(b->followed, name) ? 0 : -EBUSY;
+        b->followed = strdup(name);
+        if (!b->followed)
+                return -ENOMEM;
+        /* Asked after the NameOwnerChanged match was added: the answer and the signals come in
+         * the bus's order, each newer than the one before. */
+        return sd_bus_call_method_async(bus, &b->followed_query, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                        "org.freedesktop.DBus", "GetNameOwner", on_followed_owner, b, "s", name);
+}
+
+bool bus_creds_sent_by(BusCreds *b, sd_bus_message *m, const char *name) {
+        const char *sender = sd_bus_message_get_sender(m);
+
+        return b && b->followed && streq(b->followed, name) && b->followed_owner && sender &&
+               streq(sender, b->followed_owner);
 }
 
 static int on_name_owner(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {

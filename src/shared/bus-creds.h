@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <systemd/sd-bus.h>
 #include <sys/types.h>
 
@@ -37,3 +38,12 @@ typedef void (*BusNameGoneFunc)(void *userdata);
 int bus_creds_watch_name(BusCreds *b, sd_bus *bus, const char *name, BusNameGoneFunc on_gone, void *userdata,
                          BusNameWatch **ret);
 BusNameWatch *bus_name_watch_free(BusNameWatch *w);
+
+/* Signals from a well-known name (systemd's JobRemoved): the bus checks a match's
+ * sender='NAME' for what it routes to us, but a peer may send a signal straight to us, and
+ * sd-bus, which cannot know who owns a well-known name, lets it through. The cache keeps the
+ * unique name that owns 'name' now (one name; GetNameOwner once, then its NameOwnerChanged
+ * match): bus_creds_sent_by() says whether 'm' came from it (false while it is not known yet).
+ * -EBUSY if another name is followed already. */
+int bus_creds_follow_owner(BusCreds *b, sd_bus *bus, const char *name);
+bool bus_creds_sent_by(BusCreds *b, sd_bus_message *m, const char *name);

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -66,6 +67,41 @@ static int created_paths_add(CreatedPaths *c, int dir_fd, const char *name, int 
         }
         c->n++;
         return 0;
+}
+
+/* mkdirat(), or for a file openat(O_CREAT | O_EXCL), of name in dir_fd: -errno. */
+static int make_component(int dir_fd, const char *name, bool make_dir) {
+        if (make_dir)
+                return mkdirat(dir_fd, name, 0755) < 0 ? -errno : 0;
+        int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        safe_close(fd);
+        return 0;
+}
+
+/* make_component(), as c->owner_uid where dir_fd is theirs. */
+static int make_component_as(const CreatedPaths *c, int dir_fd, const char *name, bool make_dir) {
+        struct stat st;
+        int r;
+
+        if (!c || c->owner_uid == 0 || c->owner_uid == (uid_t) -1)
+                return make_component(dir_fd, name, make_dir);
+        if (fstat(dir_fd, &st) < 0)
+                return -errno;
+        if (st.st_uid != c->owner_uid)
+                return make_component(dir_fd, name, make_dir);
+        /* The fs ids of this thread only (a forked child's one thread); they also drop the
+         * capabilities that override permissions, so the call is checked as theirs. */
+        uid_t old_uid = setfsuid(c->owner_uid);
+        gid_t old_gid = setfsgid(c->owner_gid);
+        r = make_component(dir_fd, name, make_dir);
+        (void) setfsgid(old_gid);
+        (void) setfsuid(old_uid);
+        if (r == -EACCES || r == -EPERM)
+                /* Their own directory, but not writable to them (a read-only home): as before. */
+                r = make_component(dir_fd, name, make_dir);
+        return r;
 }
 
 static bool openat2_unavailable = false;
@@ -153,20 +189,11 @@ int open_path_creating_owned(int root_fd, const char *path, PathKind kind, uid_t
                         r = check_dir_owner(dir_fd, path, p - path > 1 ? (size_t) (p - path - 1) : 0, owner, ret_dir);
                         if (r < 0)
                                 return r;
-                        if (make_dir) {
-                                if (mkdirat(dir_fd, name, 0755) < 0) {
-                                        if (errno != EEXIST)
-                                                return -errno;
-                                        made = false;   /* raced into existence: not ours */
-                                }
-                        } else {
-                                _cleanup_close_ int wfd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-                                if (wfd < 0) {
-                                        if (errno != EEXIST)
-                                                return -errno;
-                                        made = false;
-                                }
-                        }
+                        r = make_component_as(created, dir_fd, name, make_dir);
+                        if (r == -EEXIST)
+                                made = false;   /* raced into existence: not ours */
+                        else if (r < 0)
+                                return r;
                         fd = open_component_nofollow(dir_fd, name);
                         if (fd >= 0 && made) {
                                 r = created_paths_add(created, dir_fd, name, fd, make_dir);

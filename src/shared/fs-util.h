@@ -24,10 +24,14 @@ typedef struct CreatedPath {
         bool is_dir;
 } CreatedPath;
 
-/* What open_path_creating() made, oldest first. */
+/* What open_path_creating() made, oldest first. With owner_uid set (not 0), what is made in a
+ * directory owner_uid owns is made as owner_uid:owner_gid (setfsuid()/setfsgid() around the
+ * mkdirat() or openat()), as if they had made it themselves; where they may not, as root. */
 typedef struct CreatedPaths {
         CreatedPath *entries;
         size_t n;
+        uid_t owner_uid;
+        gid_t owner_gid;
 } CreatedPaths;
 
 /* Removes, newest first, what was created and is still what was created. */

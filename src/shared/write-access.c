@@ -90,11 +90,17 @@ int acl_entry_format(const AclEntry *e, bool names, char **ret) {
                         e->perm & ACL_WRITE ? 'w' : '-', e->perm & ACL_EXECUTE ? 'x' : '-') < 0 ? -ENOMEM : 0;
 }
 
-/* Asks NSS for group 0 (files first on every sane nsswitch.conf): only where a directory group
- * root may write is met, which root made so. */
+/* Whether group 0 has members other than root, from /etc/group: never NSS, which may ask a
+ * directory server for seconds on the daemon's loop; group 0 is local (files come first on
+ * every sane nsswitch.conf). Asked only where a directory group root may write is met, which
+ * root made so. */
 int root_group_has_others(void) {
+        _cleanup_fclose_ FILE *f = NULL;
         size_t size = 4096;
 
+        f = fopen("/etc/group", "re");
+        if (!f)
+                return errno == ENOENT ? 0 : -errno;
         for (;;) {
                 _cleanup_free_ char *buf = malloc(size);
                 struct group gr, *result = NULL;
@@ -102,15 +108,18 @@ int root_group_has_others(void) {
 
                 if (!buf)
                         return -ENOMEM;
-                r = getgrgid_r(0, &gr, buf, size, &result);
+                r = fgetgrent_r(f, &gr, buf, size, &result);
                 if (r == ERANGE && size < 1024 * 1024) {
+                        /* The entry did not fit: read it again, with more room. */
                         size *= 2;
                         continue;
                 }
+                if (r == ENOENT)
+                        return 0;
                 if (r != 0)
                         return -r;
-                if (!result)
-                        return 0;
+                if (gr.gr_gid != 0)
+                        continue;
                 for (char **m = gr.gr_mem; m && *m; m++)
                         if (!streq(*m, "root"))
                                 return 1;

@@ -30,7 +30,8 @@ uint16_t acl_entry_effective(const AclEntry *acl, size_t n, const AclEntry *e);
 /* "user:alice:rwx", as getfacl prints it (a uid where 'names' is false or NSS has no name). */
 int acl_entry_format(const AclEntry *e, bool names, char **ret);
 
-/* 1 if NSS lists a member of group root other than root, 0 if not, negative errno. */
+/* 1 if /etc/group lists a member of group root other than root, 0 if not, negative errno (no
+ * NSS: see write-access.c). */
 int root_group_has_others(void);
 
 /* Whether someone other than the owner of 'fd', root, 'uid' and group 'gid' ((uid_t) -1 and

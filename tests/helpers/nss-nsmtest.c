@@ -143,7 +143,25 @@ enum nss_status _nss_nsmtest_getpwnam_r(const char *name, struct passwd *pw, cha
         return s;
 }
 
+/* A directory slow for one uid (/run/nsm-test-nss/slow-uid: "UID SECONDS"), as asked by
+ * nsmanagerd alone: the bus daemon asks for a connecting uid too, and its stall would hold up
+ * everybody whatever nsmanagerd does. */
+static void maybe_slow_uid(uid_t uid) {
+        FILE *f = fopen(DATA_DIR "/slow-uid", "re");
+        unsigned long slow = 0;
+        unsigned seconds = 0;
+
+        if (!f)
+                return;
+        if (fscanf(f, "%lu %u", &slow, &seconds) != 2)
+                slow = (unsigned long) -1;
+        fclose(f);
+        if (slow == (unsigned long) uid && strcmp(program_invocation_short_name, "nsmanagerd") == 0)
+                sleep(seconds);
+}
+
 enum nss_status _nss_nsmtest_getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, int *errnop) {
+        maybe_slow_uid(uid);
         return find_user(NULL, uid, pw, buf, len, errnop);
 }
 

@@ -9,7 +9,7 @@
  *     Service interface); Manager.UnrefUnit(s): it is forgotten;
  *   each unit's org.freedesktop.systemd1.Service properties ExecMainPID (this process's pid),
  *     ExecMainCode, ExecMainStatus, Result, ControlGroup (""), through Properties.GetAll.
- * SIGUSR2 holds the answers to StartTransientUnit (printing "held N" for each one held) until
+ * SIGUSR2 holds the answers to StartTransientUnit (printing "held N UNIT" for each one held) until
  * the next SIGUSR2, as a busy systemd would: the daemon's calls stay in flight.
  * SIGUSR1 ends every unit (ExecMainCode CLD_EXITED, status 0) with its PropertiesChanged. It
  * prints "ready" once the name is its own, and runs until SIGTERM. tests/test_attach.py.
@@ -102,8 +102,10 @@ static int start_unit(sd_bus_message *m, sd_bus_error *error) {
 
 static int method_start(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         if (holding && n_held < UNITS_MAX) {
+                const char *name = "?";
+                (void) sd_bus_message_read(m, "s", &name);   /* read again from the start when answered */
                 held[n_held++] = sd_bus_message_ref(m);
-                printf("held %zu\n", n_held);
+                printf("held %zu %s\n", n_held, name);
                 fflush(stdout);
                 return 1;
         }
