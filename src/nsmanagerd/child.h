@@ -57,7 +57,7 @@ typedef struct ChildSpec {
         ChildAppendFunc append;
         ChildReplyFunc reply;
         /* Or, without an interface, 'run' on run_userdata (the daemon's memory at the fork), which
-         * answers with ipc.h messages: the watched views' table readers still do. */
+         * answers with ipc.h messages: the mount points' removal still does. */
         ChildFunc run;
         void *run_userdata;
         const int *keep_fds;           /* fds the child keeps besides its socket (inherited) */

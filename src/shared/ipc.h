@@ -9,8 +9,8 @@
 #include "nsm-error.h"
 
 /* The answers of the children that still run on the daemon's memory as the fork left it
- * (ChildSpec.run: the watched views' table readers; the others speak sd-bus,
- * docs/processes.md) over a SOCK_SEQPACKET socketpair: an int result (an answer's
+ * (ChildSpec.run: none is left; the others speak sd-bus, docs/processes.md)
+ * over a SOCK_SEQPACKET socketpair: an int result (an answer's
  * value), an error (an NsmErrorCode: NSM_ERROR_NONE, or what went wrong, named by the process
  * that knew), flags, a payload, and up to IPC_FDS_MAX fds (SCM_RIGHTS). A reply may span
  * several messages: all but the last carry IPC_MORE (a mount table larger than one message,
