@@ -166,6 +166,7 @@ def main() -> int:
     ap.add_argument("--private-beyond", default="600,1000",
                     help="further concurrencies on the private socket (default 600,1000)")
     ap.add_argument("--stalled", type=int, default=100, help="connections that never authenticate (default 100)")
+    ap.add_argument("--private-only", action="store_true", help="only the private socket's stages")
     ap.add_argument("--no-raised", action="store_true", help="skip the pass with raised dbus-daemon limits")
     ap.add_argument("--raise", dest="limits", default=",".join(f"{k}={v}" for k, v in RAISED_LIMITS.items()),
                     help="the limits of the second pass, NAME=VALUE,... (default: %(default)s)")
@@ -182,6 +183,8 @@ def main() -> int:
         sb.set_polkit_rule("50-burst-admin", ADMIN_RULE)
         print(f"== the private socket (pam_nsmanager's first choice), {args.users} users ==")
         run_private(sb, users, args.concurrency, private_beyond)
+        if args.private_only:
+            return 0
         print()
         print(f"== the system bus, dbus-daemon's defaults (Debian's system.conf), {args.users} users ==")
         run_bus(sb, users, args.concurrency, beyond, args.stalled)

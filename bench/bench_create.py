@@ -39,10 +39,34 @@ from benchlib import sbx  # noqa: E402
 CHECKPOINTS = (1, 10, 100, 300, 1000, 3000, 10000)
 
 
+def view_op(sb, mgr, peer, user, window):
+    """A view operation, a short-lived child each: SetPropagation of / in a view, the daemon's
+    work less the median ping."""
+    modes = ("private", "shared")
+    for k in range(5):   # warm-up
+        mgr.SetPropagation(user, "/", modes[k % 2], 0)
+    pings, ops = [], []
+    for k in range(window):
+        start = time.perf_counter()
+        peer.Ping()
+        middle = time.perf_counter()
+        mgr.SetPropagation(user, "/", modes[k % 2], 0)
+        end = time.perf_counter()
+        pings.append((middle - start) * 1000)
+        ops.append((end - middle) * 1000)
+    ping = bl.median(pings)
+    less = [o - ping for o in ops]
+    print()
+    print(f"view operation (SetPropagation, {window} calls): {bl.median(ops):.3f} ms, ping {ping:.3f} ms, "
+          f"less ping {bl.median(less):.3f} ms (p90 {bl.percentile(less, 90):.3f})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max", type=int, default=10000, help="largest N (default 10000)")
     ap.add_argument("--window", type=int, default=61, help="calls timed at each checkpoint (default 61)")
+    ap.add_argument("--view-ops", type=int, default=0, metavar="W",
+                    help="also time W view operations (SetPropagation, a short-lived child each; default 0)")
     ap.add_argument("--svg", default="bench-create.svg", help="where to write the plot (default ./bench-create.svg)")
     args = ap.parse_args()
     svg_path = Path(args.svg).resolve()   # written after the sandbox is gone (it may cover the directory)
@@ -113,6 +137,8 @@ def main() -> int:
                   f"{row['forked']:>7.3f} {row['less'] / row['forked']:>7.2f} {row['inproc']:>7.3f} "
                   f"{row['less'] / row['inproc']:>7.2f} {row['flat']:>6.2f} {row['flat_floor']:>6.2f} "
                   f"{row['host']:>5} {row['view']:>5}", flush=True)
+        if args.view_ops:
+            view_op(sb, mgr, peer, timed[checkpoints[0]][0], args.view_ops)
         pid = sb.daemon.pid
         print()
         print(f"{created} namespaces existed at the end; daemon RSS {bl.daemon_rss_kb(pid)} kB, "

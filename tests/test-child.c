@@ -1,69 +1,200 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* src/nsmanagerd/child.c: a request reaches a real child whole, however large the ipc-fields
- * limit lets it be, and one past the limit is refused before any child starts. TAP output. */
+/* src/nsmanagerd/child.c and src/shared/child-main.c: a real child serving an interface peer to
+ * peer. A call of any size reaches it whole with its fd; its failure arrives under the error
+ * table's name with its sentence, byte for byte; its warnings come ahead of the answer; a
+ * child that dies without answering is said to; the status writer writes its line; the mount
+ * points' remover refuses a path it cannot trust. TAP. */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "child-answer.h"
-#include "ipc-fields.h"
-#include "ipc.h"
+#include "attach-status.h"
+#include "bus-errors.h"
+#include "bus-util.h"
+#include "child.h"
 #include "macros.h"
+#include "mount-points-remove.h"
 #include "tap.h"
 
-/* What the request must be: 'expected' bytes, byte i being (i * 7) & 0xff. The child is a fork:
- * it sees the value set before it started. */
-static size_t expected;
+#define TEST_INTERFACE "org.example.NSManager.Test"
 
-static int check_request(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error) {
-        const unsigned char *p = request;
+/* Echo(ay data, h fd) → (t size): the data must be byte i = (i * 7) & 0xff. */
+static int method_echo(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const unsigned char *p;
+        size_t size;
+        int fd, r;
 
-        if (size != expected)
-                return nsm_error_setf(error, NSM_ERROR_FAILED, "%zu bytes, not %zu", size, expected);
+        r = sd_bus_message_read_array(m, 'y', (const void **) &p, &size);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "h", &fd);
+        if (r < 0 || fcntl(fd, F_GETFD) < 0)
+                return bus_error_set_errnof(error, -EBADMSG, "Malformed request.");
         for (size_t i = 0; i < size; i++)
                 if (p[i] != (unsigned char) (i * 7))
-                        return nsm_error_setf(error, NSM_ERROR_FAILED, "byte %zu differs", i);
-        return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);      /* the final answer: all there */
+                        return bus_error_setf(error, NSM_ERROR_FAILED, "byte %zu differs", i);
+        (void) child_warn(m, "a warning, ahead of the answer");
+        return sd_bus_reply_method_return(m, "t", (uint64_t) size);
 }
 
-static int run_request_of(sd_event *e, ChildSet *s, size_t size, Answer *a) {
-        _cleanup_free_ unsigned char *request = malloc(size);
+/* Fail(s sentence): InvalidPath with that sentence. */
+static int method_fail(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+        const char *text;
 
-        if (!request)
+        if (sd_bus_message_read(m, "s", &text) < 0)
+                return -EBADMSG;
+        (void) nsm_error_setf(&e, NSM_ERROR_INVALID_PATH, "Path '%s\xff' does not exist.", text);
+        return bus_error_set_nsm(error, &e);
+}
+
+static int method_die(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _exit(3);
+}
+
+static const sd_bus_vtable test_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Echo", "ayh", "t", method_echo, 0),
+        SD_BUS_METHOD("Fail", "s", "", method_fail, 0),
+        SD_BUS_METHOD("Die", "", "", method_die, 0),
+        SD_BUS_VTABLE_END,
+};
+
+static const ChildInterface test_interface = { TEST_INTERFACE, test_vtable };
+
+typedef struct Call {
+        size_t size;             /* Echo's */
+        const char *line;        /* WriteStatus's */
+        bool no_args;            /* Die's */
+        char **paths;            /* Remove's */
+        int fd;
+        bool done;
+        uint64_t echoed;
+        NsmError error;
+} Call;
+
+static int append(sd_bus_message *m, void *userdata) {
+        Call *c = userdata;
+        _cleanup_free_ unsigned char *data = NULL;
+
+        if (c->no_args)
+                return 0;
+        if (c->line)
+                return sd_bus_message_append(m, "sh", c->line, c->fd);
+        if (c->paths) {
+                int r = sd_bus_message_append(m, "ut", 1000U, UINT64_C(4026531841));
+                return r < 0 ? r : bus_message_append_bytes_strv(m, c->paths);
+        }
+        if (c->size == 0)
+                return sd_bus_message_append(m, "s", "/nowhere");
+        data = malloc(c->size);
+        if (!data)
                 return -ENOMEM;
-        for (size_t i = 0; i < size; i++)
-                request[i] = (unsigned char) (i * 7);
-        expected = size;
-        return run_child(e, s, check_request, request, size, -EBADF, a);
+        for (size_t i = 0; i < c->size; i++)
+                data[i] = (unsigned char) (i * 7);
+        int r = sd_bus_message_append_array(m, 'y', data, c->size);
+        return r < 0 ? r : sd_bus_message_append(m, "h", c->fd);
+}
+
+static void on_reply(const NsmError *error, sd_bus_message *reply, void *userdata) {
+        Call *c = userdata;
+
+        c->done = true;
+        if (error)
+                (void) nsm_error_copy(&c->error, error);
+        else if (!c->line && !c->paths && c->size > 0 && sd_bus_message_read(reply, "t", &c->echoed) < 0)
+                c->echoed = UINT64_MAX;
+}
+
+/* Ten seconds. */
+static int run_child(sd_event *e, ChildSet *s, const ChildInterface *interface, const char *method, Call *c) {
+        struct timespec ts;
+        int r;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ChildSpec spec = { .description = "A test child", .interface = interface, .method = method, .append = append,
+                           .reply = on_reply, .userdata = c,
+                           .deadline = (uint64_t) ts.tv_sec * 1000000U + (uint64_t) ts.tv_nsec / 1000U + 10000000U };
+        r = child_start(s, &spec);
+        while (r >= 0 && !c->done)
+                r = sd_event_run(e, UINT64_MAX);
+        return r;
 }
 
 int main(void) {
-        sd_event *e;
-        ChildSet *s;
+        sd_event *e = NULL;
+        ChildSet *s = NULL;
+        sigset_t ss;
+        char buf[64] = {};
+        int p[2];
 
-        if (!child_test_setup(&e, &s))
+        /* sd-event watches children only with SIGCHLD blocked, as in the daemon. */
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGCHLD);
+        (void) sigprocmask(SIG_BLOCK, &ss, NULL);
+        if (sd_event_new(&e) < 0 || !(s = child_set_new(e))) {
+                check(false, "an event loop and a child set");
                 return tap_finish();
-
-        /* Past the default socket buffer (32 KiB and more: the daemon raises the buffer), up to
-         * the limit: a caller with many groups, a view with many recorded binds. */
-        const size_t sizes[] = { 100, 40 * 1024, IPC_FIELDS_MAX };
-        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
-                Answer a = {};
-                int r = run_request_of(e, s, sizes[i], &a);
-                if (sizes[i] > 32768 && geteuid() != 0 && r == -E2BIG) {
-                        /* Without root the buffer cannot pass net.core.wmem_max. */
-                        tap_skip("a request past the socket's default buffer: needs root (SO_SNDBUFFORCE)");
-                        continue;
-                }
-                check(r >= 0 && a.done && !nsm_error_is_set(&a.error), "a request of %zu bytes reaches the child whole (%s)",
-                      sizes[i], a.error.message ?: (r < 0 ? strerror(-r) : "ok"));
-                nsm_error_done(&a.error);
         }
 
-        Answer none = {};
-        check(run_request_of(e, s, IPC_FIELDS_MAX + 1, &none) == -E2BIG && !none.done,
-              "a request past IPC_FIELDS_MAX is refused (E2BIG), and no child answers");
+        /* Past the socket's buffer and far past it: a caller with many groups, a view with
+         * many recorded binds, a policy of many entries. */
+        const size_t sizes[] = { 100, 40 * 1024, 4 * 1024 * 1024 };
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++) {
+                Call c = { .size = sizes[i], .fd = STDIN_FILENO };
+                int r = run_child(e, s, &test_interface, "Echo", &c);
+                check(r >= 0 && c.done && !nsm_error_is_set(&c.error) && c.echoed == sizes[i],
+                      "a call of %zu bytes and an fd reaches the child whole (%s)", sizes[i],
+                      c.error.message ?: (r < 0 ? strerror(-r) : "ok"));
+                nsm_error_done(&c.error);
+        }
+
+        Call failed = {};
+        (void) run_child(e, s, &test_interface, "Fail", &failed);
+        check(failed.done && failed.error.code == NSM_ERROR_INVALID_PATH &&
+              streq_ptr(failed.error.message, "Path '/nowhere\xff' does not exist."),
+              "the child's failure arrives under its name with its sentence, byte for byte (%s)",
+              failed.error.message ?: "none");
+        nsm_error_done(&failed.error);
+
+        Call died = { .no_args = true };
+        (void) run_child(e, s, &test_interface, "Die", &died);
+        check(died.done && died.error.code == NSM_ERROR_SYSTEM && died.error.errno_value == EPROTO &&
+              died.error.message && strstr(died.error.message, "exited with status 3 without answering"),
+              "a child that dies without answering is said to (%s)", died.error.message ?: "none");
+        nsm_error_done(&died.error);
+
+        /* The status writer into a pipe; the daemon's copy of the write end is closed as soon as
+         * the child is started, as attach-process.c does. */
+        if (pipe2(p, O_CLOEXEC) < 0)
+                check(false, "a pipe");
+        else {
+                Call w = { .line = "EXITED 3\n", .fd = p[1] };
+                int r = run_child(e, s, &attach_status_interface, "WriteStatus", &w);
+                safe_close(p[1]);
+                ssize_t n = r >= 0 ? read(p[0], buf, sizeof buf - 1) : -1;
+                check(w.done && !nsm_error_is_set(&w.error) && n == 9 && streq(buf, "EXITED 3\n"),
+                      "the status writer writes the line of its call into the fd that came with it");
+                safe_close(p[0]);
+                nsm_error_done(&w.error);
+                Call empty = { .line = "", .fd = STDIN_FILENO };
+                (void) run_child(e, s, &attach_status_interface, "WriteStatus", &empty);
+                check(empty.done && empty.error.code == NSM_ERROR_SYSTEM && empty.error.errno_value == EBADMSG,
+                      "an empty status line is refused as malformed");
+                nsm_error_done(&empty.error);
+        }
+
+        /* Every path is checked before anything is removed. */
+        char *paths[] = { (char *) "/nowhere/x", (char *) "nowhere/y", NULL };
+        Call removal = { .paths = paths };
+        (void) run_child(e, s, &mount_points_remove_interface, "Remove", &removal);
+        check(removal.done && removal.error.code == NSM_ERROR_SYSTEM && removal.error.errno_value == EBADMSG,
+              "the mount points' remover refuses a relative path as malformed (%s)",
+              removal.error.message ?: "none");
+        nsm_error_done(&removal.error);
 
         child_set_free(s);
         sd_event_unref(e);

@@ -3,7 +3,6 @@
  * composed from them, and every refusal with file and line. TAP output. */
 #include <sys/stat.h>
 
-#include "ipc-fields.h"
 #include "manager-config.h"
 #include "strv.h"
 #include "tap.h"
@@ -149,7 +148,7 @@ static void test_config_files(void) {
                 /* Every view's build request carries SharedSubtrees=: past what it holds, the
                  * configuration is refused, not each login. Just within the bound is taken. */
                 char text[SHARED_SUBTREES_BYTES_MAX + 200], *t = text, big[320];
-                size_t each = IPC_FIELD_HEADER + 100, fit = SHARED_SUBTREES_BYTES_MAX / each;
+                size_t each = SHARED_SUBTREE_BYTES_EACH + 100, fit = SHARED_SUBTREES_BYTES_MAX / each;
 
                 snprintf(big, sizeof big, "%s/big.conf", dir);     /* no drop-ins of its own */
 

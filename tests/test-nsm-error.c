@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* src/shared/nsm-error.c and bus-errors.c: the one table of the project's errors, both ways —
  * code ↔ D-Bus name ↔ the errno a client reads ↔ the sentence — and through the daemon's
- * messages to and from its helper processes (ipc.c). TAP output. */
+ * answers of its helper processes (sd-bus peer to peer: nsm_error_from_bus(); the table
+ * readers' ipc.c). TAP output. */
 #include <string.h>
 #include <sys/socket.h>
 
@@ -103,6 +104,10 @@ static void test_round_trips(void) {
 
                 check(ipc_round_trip(&in, &back) && back.code == in.code && streq_or_null(back.message, in.message),
                       "%s: a helper's answer carries the code and the sentence", name);
+                _cleanup_(nsm_error_done) NsmError via_bus = {};
+                (void) nsm_error_from_bus(&via_bus, &e);
+                check(via_bus.code == in.code && streq_or_null(via_bus.message, in.message),
+                      "%s: a child's failure on its bus reads back as the code and the sentence", name);
 
                 (void) nsm_error_setf(&bare, contract[i].code, NULL);
                 (void) bus_error_set_nsm(&plain, &bare);
@@ -141,6 +146,11 @@ static void test_system_errors(void) {
                       nsm_error_code_to_name(cases[i].client) ?: "a system call's failure");
                 check(ipc_round_trip(&in, &back) && back.code == NSM_ERROR_SYSTEM && back.errno_value == errno_value &&
                       streq_or_null(back.message, in.message), "errno %d: through a helper's answer", errno_value);
+                _cleanup_(nsm_error_done) NsmError via_bus = {};
+                (void) nsm_error_from_bus(&via_bus, &e);
+                check(via_bus.code == cases[i].client && streq_or_null(via_bus.message, in.message) &&
+                      (via_bus.code != NSM_ERROR_SYSTEM || via_bus.errno_value == errno_value),
+                      "errno %d: through a child's bus, with its sentence", errno_value);
         }
 }
 

@@ -66,7 +66,7 @@ REACHES = {
 # The daemon forks the builder and the killable children and names where each starts: these,
 # declared by src/protocol's headers, defined in the process's own folder. Neither side
 # includes the other's headers.
-ENTRY_POINTS = {"builder_main", "view_op_child_run", "attach_status_child_run"}
+ENTRY_POINTS = {"builder_main", "view_ops_interface", "attach_status_interface"}
 
 
 def folder(module: str) -> str:
@@ -102,10 +102,10 @@ def test_a_crossing_is_seen(tree):
     tree("src/nsmanagerd/host.c", '#include "host.h"\nint host_share(void) {\n        return 0;\n}\n')
     tree("src/children/view-ops.h", "#pragma once\ntypedef struct ViewOp { int x; } ViewOp;\n")
     tree("src/children/view-ops.c", '#include "view-ops.h"\n#include "../nsmanagerd/host.h"\n'
-                                    "int view_op_child_run(void);\nint view_op_child_run(void) {\n"
-                                    "        return host_share();\n}\n")
-    tree("src/nsmanagerd/job.c", "int view_op_child_run(void);\nint job(void);\nint job(void) {\n"
-                                 "        return view_op_child_run();\n}\n")
+                                    "extern const int view_ops_interface;\nconst int view_ops_interface = 1;\n"
+                                    "int view_ops(void);\nint view_ops(void) {\n        return host_share();\n}\n")
+    tree("src/nsmanagerd/job.c", "extern const int view_ops_interface;\nint job(void);\nint job(void) {\n"
+                                 "        return view_ops_interface;\n}\n")
     tree("src/nsmanagerd/state.c", '#include "../children/view-ops.h"\nint state(ViewOp *op);\n'
                                    "int state(ViewOp *op) {\n        return op->x;\n}\n")
     found = crossings(json.loads(include_graph("--json", root=tree.root).stdout))

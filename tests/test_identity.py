@@ -33,6 +33,7 @@ DATA = Path("/run/nsm-test-nss")
 GINA = ("gina@corp.example", 2005)
 FRANK = ("frank", 3000000007)          # a uid above 2^31, as directories hand out
 BAD = ("bad/../name", 2006)             # a canonical name that cannot name a view
+ODD = ("oddhome", 2008, "/home/odd\udcff")  # a home that is no UTF-8 (a byte 0xff), as NSS may give
 DOMAIN_USERS = ("domain users@corp.example", 2200)
 ALICE_SPELLINGS = ["alice", "ALICE", "alice@CORP.EXAMPLE", "CORP\\alice", "Alice@CORP.EXAMPLE.LONG-SUBDOMAIN.TEST"]
 SECRET = "nsm-id-secret.txt"
@@ -90,7 +91,8 @@ def directory(sandbox):
     passwd.append(f"{GINA[0]}:*:{GINA[1]}:{GINA[1]}:Gina:/home/{GINA[0]}:/bin/bash")
     passwd.append(f"{FRANK[0]}:*:{FRANK[1]}:{FRANK[1]}:Frank:/home/{FRANK[0]}:/bin/bash")
     passwd.append(f"{BAD[0]}:*:{BAD[1]}:{BAD[1]}:Bad:/home/bad:/bin/bash")
-    (DATA / "passwd").write_text("\n".join(passwd) + "\n")
+    passwd.append(f"{ODD[0]}:*:{ODD[1]}:{ODD[1]}:Odd:{ODD[2]}:/bin/bash")
+    (DATA / "passwd").write_bytes(("\n".join(passwd) + "\n").encode("utf-8", "surrogateescape"))
     (DATA / "group").write_text(f"{GINA[0]}:x:{GINA[1]}:\n{FRANK[0]}:x:{FRANK[1]}:\n"
                                 f"{DOMAIN_USERS[0]}:x:{DOMAIN_USERS[1]}:alice,{GINA[0]}\n")
     for p in DATA.iterdir():
@@ -205,6 +207,21 @@ def test_deny_lets_no_spelling_through_without_a_view(directory, daemon, profile
     secret(TEST_USERS["alice"].home)
     ns, out = login(sshd, "ALICE")
     assert out == "2001\nhidden" and ns != host_ns()
+
+
+@pytest.mark.daemon_config(files={f"user.d/{ODD[0]}.conf": f"[View]\nInaccessiblePaths=%h/{SECRET}\n"})
+def test_a_home_that_is_no_utf8_gets_its_policy(directory, daemon):
+    """The [View] policy of a user whose home NSS gives in bytes that are no UTF-8 is applied
+    in her view: the user record and the policy reach the mount child as bytes."""
+    home = os.fsencode(ODD[2])
+    os.makedirs(home, exist_ok=True)
+    try:
+        (Path(os.fsdecode(home)) / SECRET).write_text("odd's secret\n")
+        daemon.manager().CreateNamespace(ODD[0])
+        assert daemon.in_view(ODD[0], ["cat", os.path.join(home, SECRET.encode())]).stdout == ""
+        assert (Path(os.fsdecode(home)) / SECRET).read_text() == "odd's secret\n"
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 # ---- fully-qualified canonical names, groups with blanks ----
@@ -454,8 +471,8 @@ def test_a_rename_in_the_directory_keeps_her_namespace(directory, daemon):
     path = str(m.CreateNamespace(GINA[0]))
     daemon.stop_daemon()
     renamed = "gina.new@corp.example"
-    text = (directory / "passwd").read_text().replace(f"{GINA[0]}:", f"{renamed}:")
-    (directory / "passwd").write_text(text)
+    text = (directory / "passwd").read_text(errors="surrogateescape").replace(f"{GINA[0]}:", f"{renamed}:")
+    (directory / "passwd").write_text(text, errors="surrogateescape")
     daemon.restart_daemon()
     m = daemon.manager()
     assert listed(daemon) == [GINA], "her namespace was not restored under its name"

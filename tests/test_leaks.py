@@ -8,11 +8,17 @@ import os
 import dbus
 import pytest
 
-from helpers import E_INVALID_MODE, E_INVALID_PATH, E_NO_SUCH_USER, expect_error
+from helpers import E_INVALID_MODE, E_INVALID_PATH, E_NO_SUCH_USER, expect_error, wait_until
 
 
 def process_fds(pid) -> set[str]:
-    return {f"{fd} -> {os.readlink(f'/proc/{pid}/fd/{fd}')}" for fd in os.listdir(f"/proc/{pid}/fd")}
+    out = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out.add(f"{fd} -> {os.readlink(f'/proc/{pid}/fd/{fd}')}")
+        except FileNotFoundError:
+            pass                          # closed between the listing and the readlink
+    return out
 
 
 def daemon_fds(sb) -> set[str]:
@@ -31,6 +37,14 @@ def daemon_children(sb, pid=None) -> list[str]:
             except OSError:
                 pass
     return out
+
+
+def settle(sb):
+    """Wait until the work a reply does not wait for is done: removing a view starts a child
+    that removes the policy's mount points after RemoveNamespace has answered. A child that
+    never ends fails here, as a leak."""
+    wait_until(lambda: len(daemon_children(sb)) == 1, "the daemon's children other than its builder to end",
+               diag=lambda: daemon_children(sb))
 
 
 def cycle(sb, mgr, user):
@@ -74,11 +88,13 @@ def test_fds_mounts_and_children_return_to_baseline(daemon, manager):
     sb = daemon
     # One warm-up cycle: lazily created things (the polkit registry, libmount caches) exist after it.
     cycle(sb, manager, "alice")
+    settle(sb)
     fds, mounts = daemon_fds(sb), sb.mount_count()
     [builder] = daemon_children(sb)
     builder_fds = process_fds(builder)
     for i in range(10):
         cycle(sb, manager, ("alice", "bob")[i % 2])
+    settle(sb)
     assert daemon_fds(sb) == fds, "the daemon's open fds changed over 10 cycles"
     assert sb.mount_count() == mounts, "the host's mount count changed over 10 cycles"
     assert daemon_children(sb) == [builder], "the daemon left child processes behind, or replaced its builder"

@@ -84,13 +84,37 @@ def daemon_fds(sb):
 
 
 def watch_fds(sb):
-    """What the daemon holds to see mount changes: fanotify groups and mountinfo files."""
-    return [f for f in daemon_fds(sb) if f == "anon_inode:[fanotify]" or f.endswith("/mountinfo")]
+    """What the daemon and its mount readers hold to see mount changes: fanotify groups and
+    mountinfo files."""
+    return [f for f in daemon_fds(sb) if f == "anon_inode:[fanotify]"] + view_watch_fds(sb)
+
+
+def reader_pids(sb):
+    """The daemon's mount readers (docs/mount-events.md): its children named nsm-reader."""
+    pids = []
+    for tid in os.listdir(f"/proc/{sb.daemon.pid}/task"):
+        for pid in open(f"/proc/{sb.daemon.pid}/task/{tid}/children").read().split():
+            try:
+                if open(f"/proc/{pid}/comm").read().strip() == "nsm-reader":
+                    pids.append(int(pid))
+            except OSError:
+                pass
+    return pids
 
 
 def view_watch_fds(sb):
-    """The mountinfo files the daemon holds: one per watched view."""
-    return [f for f in daemon_fds(sb) if f.endswith("/mountinfo")]
+    """The mountinfo files the daemon and its mount readers hold: one per watched view (the
+    readers hold the views', the daemon none)."""
+    out = [f for f in daemon_fds(sb) if f.endswith("/mountinfo")]
+    for pid in reader_pids(sb):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.endswith("/mountinfo"):
+                out.append(link)
+    return out
 
 
 def context_switches(pid):

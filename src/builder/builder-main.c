@@ -4,9 +4,12 @@
 #include <sys/stat.h>
 
 #include "builder-message.h"
+#include "bus-errors.h"
+#include "bus-util.h"
+#include "child-main.h"
 #include "child-setup.h"
-#include "ipc-fields.h"
-#include "ipc.h"
+#include "path-util.h"
+#include "user-util.h"
 #include "mount-notify.h"
 #include "mount-util.h"
 #include "registry.h"
@@ -15,7 +18,6 @@
 
 /* What the builder keeps between requests: its own, never the daemon's. */
 typedef struct BuilderProcess {
-        int sock;
         int host_ns_fd;
         int host_uts_fd;
         int registry_fd;
@@ -24,24 +26,41 @@ typedef struct BuilderProcess {
         MountTableCache host_mounts;     /* the host's, read again only after it changed */
 } BuilderProcess;
 
-/* Each handler sends its answer, or returns a negative errno with the failure in 'error', which
- * builder_dispatch() sends. */
-static int handle_open_registry(BuilderProcess *p, const BuilderCall *c, NsmError *error) {
-        int r;
-
-        free(p->pins_dir);
-        p->pins_dir = strdup(c->pins_dir);
-        if (!p->pins_dir)
-                return -ENOMEM;
-        p->registry_fd = safe_close(p->registry_fd);
-        r = registry_open(c->registry_pin, c->pins_dir, p->host_ns_fd, &p->cpu, &p->registry_fd);
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to set up the namespace registry '%s': %m",
-                                            c->registry_pin);
-        return ipc_send(p->sock, r, 0, NULL, 0, NULL, 0);
+/* Each method checks what it was sent (the daemon is trusted no more than its message: a
+ * name becomes a path component), answers, or fails with the error table's name and the
+ * sentence the daemon passes on. */
+static int malformed(sd_bus_error *error) {
+        return bus_error_set_errnof(error, -EBADMSG, "Malformed request.");
 }
 
-static int handle_build(BuilderProcess *p, const BuilderCall *c, NsmError *error) {
+static int failed(sd_bus_error *error, NsmError *e) {
+        _cleanup_(nsm_error_done) NsmError done = TAKE_STRUCT(*e);
+        return bus_error_set_nsm(error, &done);
+}
+
+static int method_open_registry(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+        _cleanup_free_ char *registry_pin = NULL, *pins_dir = NULL;
+        BuilderProcess *p = userdata;
+        int r;
+
+        r = bus_message_read_bytes(m, &registry_pin);
+        if (r >= 0)
+                r = bus_message_read_bytes(m, &pins_dir);
+        if (r < 0 || !path_is_absolute_normalized(registry_pin) || !path_is_absolute_normalized(pins_dir))
+                return malformed(error);
+        free(p->pins_dir);
+        p->pins_dir = TAKE_PTR(pins_dir);
+        p->registry_fd = safe_close(p->registry_fd);
+        r = registry_open(registry_pin, p->pins_dir, p->host_ns_fd, &p->cpu, &p->registry_fd);
+        if (r < 0) {
+                (void) nsm_error_set_errnof(&e, r, "Failed to set up the namespace registry '%s': %m", registry_pin);
+                return failed(error, &e);
+        }
+        return sd_bus_reply_method_return(m, "b", r > 0);
+}
+
+static int handle_build(BuilderProcess *p, const BuilderCall *c, sd_bus_message *m, NsmError *error) {
         _cleanup_close_ int ns_fd = -EBADF;
         _cleanup_free_ char *where = NULL;
         ViewStage stage = VIEW_STAGE_NONE;
@@ -85,30 +104,92 @@ static int handle_build(BuilderProcess *p, const BuilderCall *c, NsmError *error
                                                  view_stage_to_string(stage));
         }
         /* The result of a build is its number of mounts. */
-        return ipc_send(p->sock, (int) MIN(n_mounts, (size_t) INT32_MAX), 0, NULL, 0, &ns_fd, 1);
+        return sd_bus_reply_method_return(m, "uh", (uint32_t) MIN(n_mounts, (size_t) UINT32_MAX), ns_fd);
 }
 
-static int handle_unpin(BuilderProcess *p, const BuilderCall *c, NsmError *error) {
+static int method_build(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+        _cleanup_strv_free_ char **shared = NULL;
+        _cleanup_free_ char *subtree_root = NULL;
+        BuilderCall c = {};
+        uint32_t propagation;
         int r;
 
-        r = registry_unpin(p->registry_fd, p->host_ns_fd, p->pins_dir, c->name);
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to unpin the namespace of '%s': %m", c->name);
-        return ipc_send(p->sock, 0, 0, NULL, 0, NULL, 0);
+        r = sd_bus_message_read(m, "s", &c.name);
+        if (r >= 0)
+                r = bus_message_read_bytes(m, &subtree_root);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "u", &propagation);
+        if (r >= 0)
+                r = bus_message_read_bytes_strv(m, &shared);
+        if (r < 0 || !valid_user_name(c.name) || !path_is_absolute_normalized(subtree_root) ||
+            propagation >= _VIEW_PROPAGATION_MAX)
+                return malformed(error);
+        for (char **i = shared; i && *i; i++)
+                if (!path_is_absolute_normalized(*i))
+                        return malformed(error);
+        c.subtree_root = subtree_root;
+        c.propagation = (ViewPropagation) propagation;
+        c.shared_subtrees = shared;
+        r = handle_build(userdata, &c, m, &e);
+        return r < 0 ? failed(error, &e) : r;
 }
 
-static int send_pin(const char *name, int fd, void *userdata) {
+static int method_unpin(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
         BuilderProcess *p = userdata;
-        int r = ipc_send(p->sock, 0, IPC_MORE, name, strlen(name) + 1, &fd, fd >= 0 ? 1 : 0);
+        _cleanup_free_ char *name = NULL;
+        int r;
+
+        /* Any name List gives ("ay": a pin that is no user's can be removed too). */
+        r = bus_message_read_bytes(m, &name);
+        if (r < 0 || !filename_is_valid(name))
+                return malformed(error);
+        r = registry_unpin(p->registry_fd, p->host_ns_fd, p->pins_dir, name);
+        if (r < 0) {
+                (void) nsm_error_set_errnof(&e, r, "Failed to unpin the namespace of '%s': %m", name);
+                return failed(error, &e);
+        }
+        return sd_bus_reply_method_return(m, NULL);
+}
+
+static int append_pin(const char *name, int fd, void *userdata) {
+        sd_bus_message *reply = userdata;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'r', "ayah");
+        if (r >= 0)
+                r = bus_message_append_bytes(reply, name);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "h");
+        if (r >= 0 && fd >= 0)
+                r = sd_bus_message_append(reply, "h", fd);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
         safe_close(fd);
         return r;
 }
 
-static int handle_list(BuilderProcess *p, NsmError *error) {
-        int r = registry_list(p->registry_fd, p->host_ns_fd, p->pins_dir, send_pin, p);
+static int method_list(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(nsm_error_done) NsmError e = {};
+        BuilderProcess *p = userdata;
+        int r;
+
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ayah)");
         if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to list the pinned namespaces: %m");
-        return ipc_send(p->sock, 0, 0, NULL, 0, NULL, 0);
+                return r;
+        r = registry_list(p->registry_fd, p->host_ns_fd, p->pins_dir, append_pin, reply);
+        if (r < 0) {
+                (void) nsm_error_set_errnof(&e, r, "Failed to list the pinned namespaces: %m");
+                return failed(error, &e);
+        }
+        r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
 static int read_mountinfo(char **ret, size_t *ret_size) {
@@ -138,151 +219,123 @@ static int read_mountinfo(char **ret, size_t *ret_size) {
         return 0;
 }
 
-/* After the table in buf: a NUL and each mount's ids (builder-message.h), where the kernel has
- * unique ids; nothing more where it does not. statmount(2) of the basic fields asks no file
- * system anything either. */
-static int append_mount_ids(char **buf, size_t *size) {
+/* Each mount's ids, where the kernel has unique ids; none where it does not. statmount(2) of
+ * the basic fields asks no file system anything either. */
+static int append_mount_ids(sd_bus_message *reply) {
         uint64_t ids[256], after = 0;
-        char *b;
+        int r;
 
-        b = realloc(*buf, *size + 1);
-        if (!b)
-                return -ENOMEM;
-        b[(*size)++] = '\0';
-        *buf = b;
-        for (;;) {
+        r = sd_bus_message_open_container(reply, 'a', "(tt)");
+        for (; r >= 0;) {
                 ssize_t k = mount_list_ids(after, ids, ELEMENTSOF(ids));
 
                 if (k == -EOPNOTSUPP)
-                        return 0;
+                        break;
                 if (k < 0)
                         return (int) k;
-                for (ssize_t i = 0; i < k; i++) {
+                for (ssize_t i = 0; r >= 0 && i < k; i++) {
                         MountStat st = {};
-                        BuilderMountIds m;
 
                         if (mount_stat(ids[i], false, &st) < 0)
                                 continue;   /* gone meanwhile */
-                        m = (BuilderMountIds) { .old = st.old_id, .unique = st.id };
+                        r = sd_bus_message_append(reply, "(tt)", st.old_id, st.id);
                         mount_stat_done(&st);
-                        b = realloc(*buf, *size + sizeof m);
-                        if (!b)
-                                return -ENOMEM;
-                        memcpy(b + *size, &m, sizeof m);
-                        *buf = b;
-                        *size += sizeof m;
                 }
                 if ((size_t) k < ELEMENTSOF(ids))
-                        return 0;
+                        break;
                 after = ids[k - 1];
         }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-static int handle_read_mounts(BuilderProcess *p, const BuilderCall *c, int ns_fd, NsmError *error) {
+static int method_read_mounts(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(nsm_error_done) NsmError e = {};
         _cleanup_free_ char *buf = NULL;
+        BuilderProcess *p = userdata;
+        int r, ns_fd = -EBADF, with_ids;
         size_t size = 0;
-        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "h");
+        if (r >= 0 && sd_bus_message_read(m, "h", &ns_fd) > 0 && sd_bus_message_read(m, "h", &ns_fd) > 0)
+                r = -EBADMSG;
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "b", &with_ids);
+        if (r < 0)
+                return malformed(error);
 
         /* Reading mountinfo asks no file system anything (d_path and show_options only): safe
          * for the builder even where a view holds a hung FUSE or NFS mount. */
-        if (ns_fd >= 0 && setns(ns_fd, CLONE_NEWNS) < 0)
-                return nsm_error_set_errnof(error, -errno, "Failed to enter the namespace: %m");
+        if (ns_fd >= 0 && setns(ns_fd, CLONE_NEWNS) < 0) {
+                (void) nsm_error_set_errnof(&e, -errno, "Failed to enter the namespace: %m");
+                return failed(error, &e);
+        }
         r = read_mountinfo(&buf, &size);
-        if (r >= 0 && c->with_ids)
-                r = append_mount_ids(&buf, &size);
+        if (r >= 0)
+                r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append_array(reply, 'y', buf ?: "", size);
+        if (r >= 0)
+                r = with_ids ? append_mount_ids(reply) : sd_bus_message_append(reply, "a(tt)", 0);
         if (ns_fd >= 0 && setns(p->host_ns_fd, CLONE_NEWNS) < 0)
                 _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to read the mount table: %m");
-        return ipc_send_data(p->sock, buf, size);
+        if (r < 0) {
+                (void) nsm_error_set_errnof(&e, r, "Failed to read the mount table: %m");
+                return failed(error, &e);
+        }
+        return sd_bus_send(NULL, reply, NULL);
 }
 
 /* An open mountinfo of a namespace flags every change in it (POLLPRI), whoever holds it and
  * wherever: for mount-events-view.c, which holds it without reading it. */
-static int handle_open_mountinfo(BuilderProcess *p, int ns_fd, NsmError *error) {
+static int method_open_mountinfo(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
         _cleanup_close_ int fd = -EBADF;
+        BuilderProcess *p = userdata;
+        int r, ns_fd;
 
-        if (setns(ns_fd, CLONE_NEWNS) < 0)
-                return nsm_error_set_errnof(error, -errno, "Failed to enter the namespace: %m");
+        r = sd_bus_message_read(m, "h", &ns_fd);
+        if (r < 0)
+                return malformed(error);
+        if (setns(ns_fd, CLONE_NEWNS) < 0) {
+                (void) nsm_error_set_errnof(&e, -errno, "Failed to enter the namespace: %m");
+                return failed(error, &e);
+        }
         fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-        int r = fd < 0 ? -errno : 0;
+        r = fd < 0 ? -errno : 0;
         if (setns(p->host_ns_fd, CLONE_NEWNS) < 0)
                 _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to open the namespace's mount table: %m");
-        return ipc_send(p->sock, 0, 0, NULL, 0, &fd, 1);
-}
-
-static int builder_handle(BuilderProcess *p, const BuilderCall *c, int ns_fd, NsmError *error) {
-        switch (c->kind) {
-        case BUILDER_OPEN_REGISTRY:
-                return handle_open_registry(p, c, error);
-        case BUILDER_BUILD:
-                return handle_build(p, c, error);
-        case BUILDER_UNPIN:
-                return handle_unpin(p, c, error);
-        case BUILDER_LIST:
-                return handle_list(p, error);
-        case BUILDER_READ_MOUNTS:
-                return handle_read_mounts(p, c, ns_fd, error);
-        case BUILDER_OPEN_MOUNTINFO:
-                return handle_open_mountinfo(p, ns_fd, error);
-        default:
-                return nsm_error_set_errnof(error, -EOPNOTSUPP, "Unknown request %d.", (int) c->kind);
+        if (r < 0) {
+                (void) nsm_error_set_errnof(&e, r, "Failed to open the namespace's mount table: %m");
+                return failed(error, &e);
         }
+        return sd_bus_reply_method_return(m, "h", fd);
 }
 
-/* Answers one request (its bytes and the fds that came with it); the result of sending the
- * answer. A malformed request is answered as one, and the builder goes on. */
-static int builder_dispatch(BuilderProcess *p, const void *data, size_t size, IpcMessage *m) {
-        _cleanup_(builder_call_done) BuilderCall c = {};
-        _cleanup_(nsm_error_done) NsmError error = {};
-        int r;
+static const sd_bus_vtable builder_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("OpenRegistry", "ayay", "b", method_open_registry, 0),
+        SD_BUS_METHOD("Build", "sayuaay", "uh", method_build, 0),
+        SD_BUS_METHOD("Unpin", "ay", "", method_unpin, 0),
+        SD_BUS_METHOD("List", "", "a(ayah)", method_list, 0),
+        SD_BUS_METHOD("ReadMounts", "ahb", "aya(tt)", method_read_mounts, 0),
+        SD_BUS_METHOD("OpenMountinfo", "h", "h", method_open_mountinfo, 0),
+        SD_BUS_VTABLE_END,
+};
 
-        r = builder_call_decode(data, size, &c);
-        if (r == -EBADMSG || (r >= 0 && builder_call_n_fds(&c) != m->n_fds))
-                r = nsm_error_set_errnof(&error, -EBADMSG, "Malformed request.");
-        if (r >= 0)
-                r = builder_handle(p, &c, m->n_fds == 1 ? m->fds[0] : -EBADF, &error);
-        if (r >= 0 || r == -EPIPE || r == -ECONNRESET)
-                return r;
-        if (!nsm_error_is_set(&error))
-                (void) nsm_error_set_errnof(&error, r, NULL);
-        return ipc_send_error(p->sock, &error);
-}
+static const ChildInterface builder_interface = { BUILDER_INTERFACE, builder_vtable };
 
 _noreturn_ void builder_main(int sock) {
-        _cleanup_free_ IpcMessage *m = NULL;
-        BuilderProcess p = { .sock = sock, .registry_fd = -EBADF, .cpu = sched_getcpu(),
-                             .host_mounts = MOUNT_TABLE_CACHE_INIT };
+        BuilderProcess p = { .registry_fd = -EBADF, .cpu = sched_getcpu(), .host_mounts = MOUNT_TABLE_CACHE_INIT };
 
         if (child_setup(sock, NULL, 0) < 0)
                 _exit(EXIT_FAILURE);
-        m = malloc(sizeof(IpcMessage));
         p.host_ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         p.host_uts_fd = open("/proc/self/ns/uts", O_RDONLY | O_CLOEXEC);
-        if (!m || p.host_ns_fd < 0 || p.host_uts_fd < 0)
+        if (p.host_ns_fd < 0 || p.host_uts_fd < 0)
                 _exit(EXIT_FAILURE);
-        for (;;) {
-                _cleanup_free_ void *data = NULL;
-                size_t size = 0;
-
-                int r = ipc_recv_request(sock, IPC_FIELDS_MAX, m, &data, &size);
-                if (r == -EBADMSG) {
-                        /* Not a request at all: say so, and wait for the next. */
-                        _cleanup_(nsm_error_done) NsmError e = {};
-                        (void) nsm_error_set_errnof(&e, -EBADMSG, "Malformed request.");
-                        r = ipc_send_error(sock, &e);
-                        if (r == -EPIPE || r == -ECONNRESET)
-                                _exit(EXIT_FAILURE);
-                        continue;
-                }
-                if (r <= 0)
-                        _exit(r == 0 ? EXIT_SUCCESS : EXIT_FAILURE);   /* the daemon is gone */
-                r = builder_dispatch(&p, data, size, m);
-                ipc_message_close_fds(m);
-                /* A reply that cannot be sent means the daemon gave up on us. */
-                if (r == -EPIPE || r == -ECONNRESET)
-                        _exit(EXIT_FAILURE);
-        }
+        /* Until the daemon hangs up (its exit, or it gave up on us). */
+        _exit(child_serve(sock, &builder_interface, false, &p) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }

@@ -10,7 +10,8 @@
 
 #include "fs-util.h"
 #include "host.h"
-#include "ipc.h"
+#include "bus-errors.h"
+#include "bus-util.h"
 #include "own-view-rules.h"
 #include "path-util.h"
 #include "strv.h"
@@ -32,19 +33,26 @@ static bool is_gone(const ViewOpResult *result, MountId id) {
         return mount_id_in(id, result->gone, result->n_gone);
 }
 
-static int reply_ok(int sock, const ViewOpResult *result) {
+static int reply_ok(sd_bus_message *call, const ViewOpResult *result) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         ViewOpResult r = result ? *result : (ViewOpResult) {};
-        _cleanup_free_ void *msg = NULL;
-        size_t n, size = 0;
+        size_t n;
         int k;
 
         /* Where the view's mount count is cheap to know (we are in it): NMounts stays current. */
         if (mntns_count_mounts(0, &n) >= 0)
                 r.n_mounts = (uint32_t) MIN(n, (size_t) UINT32_MAX);
-        k = view_op_result_encode(&r, &msg, &size);
-        if (k < 0)
-                return k;
-        return ipc_send(sock, 0, 0, msg, size, NULL, 0);
+        k = sd_bus_message_new_method_return(call, &reply);
+        if (k >= 0)
+                k = sd_bus_message_append(reply, "(tt)(tt)u", r.mounted.unique, r.mounted.old, r.replaced.unique,
+                                          r.replaced.old, r.n_mounts);
+        if (k >= 0)
+                k = bus_message_append_mount_ids(reply, r.gone, r.n_gone);
+        if (k >= 0)
+                k = bus_message_append_mount_ids(reply, r.policy_mounts, r.n_policy_mounts);
+        if (k >= 0)
+                k = sd_bus_send(NULL, reply, NULL);
+        return k;
 }
 
 /* A path that could not be resolved: a refusal of own-view-rules.h is named already, any other
@@ -164,7 +172,7 @@ static int enter_namespace(int ns_fd, NsmError *error) {
 
 /* ---- SetPropagation ---- */
 
-static int set_propagation(int sock, const ViewOp *op, NsmError *error) {
+static int set_propagation(sd_bus_message *call, const ViewOp *op, NsmError *error) {
         _cleanup_close_ int fd = -EBADF;
         struct mount_attr attr = { .propagation = MS_PRIVATE };
         bool bound;
@@ -191,7 +199,7 @@ static int set_propagation(int sock, const ViewOp *op, NsmError *error) {
         if (mount_setattr(fd, "", AT_EMPTY_PATH | (op->recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0)
                 return nsm_error_set_path_errnof(error, -errno, "Failed to make '%s' %s: %m.", op->path,
                                                  propagation_mode_to_string(op->mode));
-        return reply_ok(sock, NULL);
+        return reply_ok(call, NULL);
 }
 
 /* ---- ShareSubtree / EnslaveSubtree ---- */
@@ -325,7 +333,7 @@ static void copy_host_mounts(const ViewOp *op, HostSide *h) {
         }
 }
 
-static int join_host(int sock, const ViewOp *op, NsmError *error) {
+static int join_host(sd_bus_message *call, const ViewOp *op, NsmError *error) {
         _cleanup_(host_side_done) HostSide h = { .fd = -EBADF, .slave_fd = -EBADF };
         _cleanup_close_ int view_fd = -EBADF;
         struct mount_attr attr = { .propagation = MS_PRIVATE };
@@ -352,7 +360,7 @@ static int join_host(int sock, const ViewOp *op, NsmError *error) {
                 attr.propagation = MS_SLAVE;
                 if (mount_setattr(view_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
                         return nsm_error_set_path_errnof(error, -errno, "Failed to make '%s' a slave: %m.", op->path);
-                return reply_ok(sock, NULL);
+                return reply_ok(call, NULL);
         }
 
         /* Already where it should be: leave it alone (no window in which events are missed). */
@@ -361,7 +369,7 @@ static int join_host(int sock, const ViewOp *op, NsmError *error) {
                 return nsm_error_set_path_errnof(error, r, "Cannot find '%s' in the view's mount table: %m.", op->path);
         if ((op->join == JOIN_PEER && peer == h.peer_group && master == 0) ||
             (op->join == JOIN_SLAVE && peer == 0 && master == h.peer_group))
-                return reply_ok(sock, NULL);
+                return reply_ok(call, NULL);
         /* A group can only be joined on the same filesystem (not a PrivateTmp= /tmp, say). */
         if (fstat(view_fd, &st) < 0 || st.st_dev != h.dev)
                 return nsm_error_setf(error, NSM_ERROR_INVALID_PATH, "'%s' in the view is not the host's filesystem; "
@@ -380,12 +388,12 @@ static int join_host(int sock, const ViewOp *op, NsmError *error) {
         if (r < 0)
                 return nsm_error_set_path_errnof(error, r, "Failed to make '%s' %s the host's: %m.", op->path,
                                                  op->join == JOIN_SLAVE ? "a slave of" : "a peer of");
-        return reply_ok(sock, NULL);
+        return reply_ok(call, NULL);
 }
 
 /* ---- the host's side of ShareSubtree ---- */
 
-static int host_share(int sock, const ViewOp *op, NsmError *error) {
+static int host_share(sd_bus_message *call, const ViewOp *op, NsmError *error) {
         ViewOpResult result = {};
         HostChanges changes = {};
         int r = host_share_path(op->path, /* only_root= */ false, &changes, error);
@@ -396,7 +404,7 @@ static int host_share(int sock, const ViewOp *op, NsmError *error) {
                 if (changes.items[i].type == HOST_CHANGE_BIND)
                         result.mounted = changes.items[i].id;
         host_changes_done(&changes);
-        return reply_ok(sock, &result);
+        return reply_ok(call, &result);
 }
 
 /* ---- BindMount ---- */
@@ -688,7 +696,7 @@ static int check_bind_limit(const ViewOp *op, const ViewOpResult *result, int de
         return 0;
 }
 
-static int bind_mount(int sock, const ViewOp *op, NsmError *error) {
+static int bind_mount(sd_bus_message *call, const ViewOp *op, NsmError *error) {
         _cleanup_close_ int tree = -EBADF, dest = -EBADF;
         _cleanup_(created_paths_done) CreatedPaths created = {};
         ViewOpResult result = {};
@@ -736,7 +744,7 @@ static int bind_mount(int sock, const ViewOp *op, NsmError *error) {
         r = fd_get_mount_ids(tree, "", &result.mounted);
         if (r < 0)
                 return nsm_error_set_errnof(error, r, "Failed to identify the new mount on '%s': %m.", op->path);
-        return reply_ok(sock, &result);
+        return reply_ok(call, &result);
 }
 
 /* ---- Unmount ---- */
@@ -746,7 +754,7 @@ static int bind_mount(int sock, const ViewOp *op, NsmError *error) {
  * an umount2() by name could meet another mount (the [View] policy's) than the one checked.
  * An fd keeps a mount busy, so this can only detach: without the detach flag, a bind with
  * mounts below it is still refused as busy; one merely in use goes once nothing uses it. */
-static int unmount_own(int sock, const ViewOp *op, int fd, ViewOpResult *result, NsmError *error) {
+static int unmount_own(sd_bus_message *call, const ViewOp *op, int fd, ViewOpResult *result, NsmError *error) {
         _cleanup_free_ MountId *below = NULL;
         size_t n_below = 0;
         int r;
@@ -763,10 +771,10 @@ static int unmount_own(int sock, const ViewOp *op, int fd, ViewOpResult *result,
         r = umount2_fd(fd);
         if (r < 0)
                 return nsm_error_set_path_errnof(error, r, "Failed to unmount '%s': %m.", op->path);
-        return reply_ok(sock, result);
+        return reply_ok(call, result);
 }
 
-static int unmount_mount(int sock, const ViewOp *op, NsmError *error) {
+static int unmount_mount(sd_bus_message *call, const ViewOp *op, NsmError *error) {
         _cleanup_close_ int fd = -EBADF, parent = -EBADF, root = -EBADF;
         _cleanup_free_ char *dir = NULL;
         ViewOpResult result = {};
@@ -793,13 +801,13 @@ static int unmount_mount(int sock, const ViewOp *op, NsmError *error) {
                 r = own_view_check_unmount(op->path, fd, result.replaced, op->own_mounts, op->n_own_mounts, error);
                 if (r < 0)
                         return path_failed(error, r, "Path", op->path);
-                return unmount_own(sock, op, fd, &result, error);
+                return unmount_own(call, op, fd, &result, error);
         }
 
         /* Detaching goes through the fd that was checked: no name is looked up again, so no
          * rename (RENAME_EXCHANGE in a directory a user can write) redirects it. */
         if (op->recursive)
-                return unmount_own(sock, op, fd, &result, error);
+                return unmount_own(call, op, fd, &result, error);
 
         /* A plain unmount must fail while the mount is in use, and any fd on it, even O_PATH,
          * keeps it busy: let go of it and unmount by name from inside the parent directory,
@@ -825,27 +833,18 @@ static int unmount_mount(int sock, const ViewOp *op, NsmError *error) {
                                               "detach it instead.", op->path);
                 return nsm_error_set_path_errnof(error, -errno, "Failed to unmount '%s': %m.", op->path);
         }
-        return reply_ok(sock, &result);
+        return reply_ok(call, &result);
 }
 
 /* ---- the [View] policy of a view just built ---- */
 
-/* Sentences for the daemon's log, ahead of the answer (IPC_MORE, each NUL-terminated). */
-static void send_notes(int sock, char **notes) {
-        for (char **n = notes; n && *n; n++) {
-                size_t len = strlen(*n);
-                char *end;
-
-                if (len >= IPC_PAYLOAD_MAX) {
-                        len = IPC_PAYLOAD_MAX - 1;
-                        end = *n + len;
-                        *end = 0;
-                }
-                (void) ipc_send(sock, 0, IPC_MORE, *n, len + 1, NULL, 0);
-        }
+/* Sentences for the daemon's log, ahead of the answer. */
+static void send_notes(sd_bus_message *call, char **notes) {
+        for (char **n = notes; n && *n; n++)
+                (void) child_warn(call, *n);
 }
 
-static int apply_policy(int sock, const ViewOp *op, NsmError *error) {
+static int apply_policy(sd_bus_message *call, const ViewOp *op, NsmError *error) {
         _cleanup_strv_free_ char **warnings = NULL, **notes = NULL;
         _cleanup_close_ int root = -EBADF;
         ViewOpResult result = {};
@@ -861,45 +860,267 @@ static int apply_policy(int sock, const ViewOp *op, NsmError *error) {
         root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root >= 0)
                 (void) view_policy_warnings(op->policy, op->user, root, &warnings);
-        send_notes(sock, warnings);
+        send_notes(call, warnings);
         r = view_policy_apply(op->policy, op->user, result.policy_mounts, ELEMENTSOF(result.policy_mounts), &n, error,
                               &notes);
-        send_notes(sock, notes);
+        send_notes(call, notes);
         if (r < 0)
                 return r;
         result.n_policy_mounts = (uint32_t) n;
-        return reply_ok(sock, &result);
+        return reply_ok(call, &result);
 }
 
-static int view_op_run(int sock, const ViewOp *op, NsmError *error) {
+static int view_op_run(sd_bus_message *call, const ViewOp *op, NsmError *error) {
         switch (op->type) {
         case VIEW_OP_SET_PROPAGATION:
-                return set_propagation(sock, op, error);
+                return set_propagation(call, op, error);
         case VIEW_OP_JOIN:
-                return join_host(sock, op, error);
+                return join_host(call, op, error);
         case VIEW_OP_BIND:
-                return bind_mount(sock, op, error);
+                return bind_mount(call, op, error);
         case VIEW_OP_UNMOUNT:
-                return unmount_mount(sock, op, error);
+                return unmount_mount(call, op, error);
         case VIEW_OP_HOST_SHARE:
-                return host_share(sock, op, error);
+                return host_share(call, op, error);
         case VIEW_OP_APPLY_POLICY:
-                return apply_policy(sock, op, error);
+                return apply_policy(call, op, error);
         default:
                 return nsm_error_set_errnof(error, -EOPNOTSUPP, "Unknown operation.");
         }
 }
 
-int view_op_child_run(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error) {
-        _cleanup_(view_op_request_done) ViewOpRequest q = {};
+/* ---- the request ---- */
+
+/* The operation as the call states it; 'op' points into the call and the rest. */
+typedef struct ViewOpRequest {
+        ViewOp op;
+        char *path, *source;
+        Credentials caller;
+        MountId *own, *binds, *policy_ids;
+        ViewPolicy policy;
+        UserRecord user;                 /* its name points into the call */
+        const char *name;
+} ViewOpRequest;
+
+static void view_op_request_done(ViewOpRequest *q) {
+        free(q->path);
+        free(q->source);
+        credentials_done(&q->caller);
+        free(q->own);
+        free(q->binds);
+        free(q->policy_ids);
+        view_policy_done(&q->policy);
+        free(q->user.home);
+        free(q->user.shell);
+}
+
+static bool path_ok(const char *p) {
+        return p && path_is_absolute_normalized(p);
+}
+
+/* What the operations take for granted. */
+static bool view_op_valid(const ViewOp *op) {
+        if (op->type != VIEW_OP_APPLY_POLICY && !path_ok(op->path))
+                return false;
+        /* Without the view's fd the child stays in the host's namespace: a user's operation
+         * would change the host. */
+        if (op->caller && op->ns_fd < 0)
+                return false;
+        switch (op->type) {
+        case VIEW_OP_SET_PROPAGATION:
+                return op->mode >= 0 && op->mode < _PROPAGATION_MODE_MAX;
+        case VIEW_OP_JOIN:
+                return op->join >= 0 && op->join < _JOIN_MODE_MAX;
+        case VIEW_OP_BIND:
+                return path_ok(op->source);
+        case VIEW_OP_APPLY_POLICY:
+                return op->policy && op->user && op->user->name && op->user->uid != (uid_t) -1 &&
+                       op->user->gid != (gid_t) -1;
+        default:
+                return true;
+        }
+}
+
+/* "ah": the view's fd, or none (the host's namespace). */
+static int read_view(sd_bus_message *m, int *ret_fd) {
+        int r, fd = -EBADF;
+
+        r = sd_bus_message_enter_container(m, 'a', "h");
+        if (r >= 0)
+                r = sd_bus_message_read(m, "h", &fd);
+        if (r > 0 && sd_bus_message_read(m, "h", &fd) > 0)
+                return -EBADMSG;
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        *ret_fd = fd;
+        return r;
+}
+
+/* VIEW_OPS_RULES: the caller, if any, and the namespace's records. */
+static int read_rules(sd_bus_message *m, ViewOpRequest *q) {
+        const uint32_t *groups;
+        size_t size;
         int r;
 
-        /* Everything the operation reads is in the request; the one fd beside it is the view. */
-        r = view_op_request_decode(request, size, &q);
+        r = sd_bus_message_enter_container(m, 'a', "(uuauu)");
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'r', "uuauu");
+        if (r > 0) {
+                r = sd_bus_message_read(m, "uu", &q->caller.uid, &q->caller.gid);
+                if (r >= 0)
+                        r = sd_bus_message_read_array(m, 'u', (const void **) &groups, &size);
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "u", &q->op.max_own_binds);
+                if (r < 0)
+                        return r;
+                if (q->caller.uid == (uid_t) -1 || q->caller.gid == (gid_t) -1 || size / sizeof(uint32_t) > NGROUPS_MAX)
+                        return -EBADMSG;
+                q->caller.n_groups = size / sizeof(uint32_t);
+                q->caller.groups = q->caller.n_groups ? memdup(groups, size) : NULL;
+                if (q->caller.n_groups && !q->caller.groups)
+                        return -ENOMEM;
+                q->op.caller = &q->caller;
+                r = sd_bus_message_exit_container(m);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = bus_message_read_mount_ids(m, SIZE_MAX, &q->own, &q->op.n_own_mounts);
+        if (r >= 0)
+                r = bus_message_read_mount_ids(m, SIZE_MAX, &q->binds, &q->op.n_bind_mounts);
+        if (r >= 0)
+                r = bus_message_read_mount_ids(m, SIZE_MAX, &q->policy_ids, &q->op.n_policy_mounts);
+        q->op.own_mounts = q->own;
+        q->op.bind_mounts = q->binds;
+        q->op.policy_mounts = q->policy_ids;
+        return r;
+}
+
+static int read_policy(sd_bus_message *m, ViewOpRequest *q) {
+        ViewPolicy *p = &q->policy;
+        UserRecord *u = &q->user;
+        int r, private_tmp, hide;
+
+        r = sd_bus_message_enter_container(m, 'r', "btaayaayaayaayb");
+        if (r >= 0)
+                r = sd_bus_message_read(m, "bt", &private_tmp, &p->tmp_size);
+        if (r >= 0)
+                r = bus_message_read_bytes_strv(m, &p->bind_paths);
+        if (r >= 0)
+                r = bus_message_read_bytes_strv(m, &p->bind_read_only_paths);
+        if (r >= 0)
+                r = bus_message_read_bytes_strv(m, &p->temporary_file_system);
+        if (r >= 0)
+                r = bus_message_read_bytes_strv(m, &p->inaccessible_paths);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "b", &hide);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'r', "suuayay");
+        if (r >= 0)
+                r = sd_bus_message_read(m, "suu", &q->name, &u->uid, &u->gid);
+        if (r >= 0)
+                r = bus_message_read_bytes(m, &u->home);
+        if (r >= 0)
+                r = bus_message_read_bytes(m, &u->shell);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
         if (r < 0)
                 return r;
-        if (n_fds != (q.with_fd ? 1U : 0U))
-                return -EBADMSG;
-        q.op.ns_fd = q.with_fd ? fds[0] : -EBADF;
-        return view_op_run(sock, &q.op, error);
+        u->name = (char *) q->name;
+        /* "": none. */
+        if (u->home && !*u->home)
+                u->home = mfree(u->home);
+        if (u->shell && !*u->shell)
+                u->shell = mfree(u->shell);
+        p->private_tmp = private_tmp;
+        p->hide_other_homes = hide;
+        q->op.policy = p;
+        q->op.user = u;
+        return 0;
 }
+
+static int read_request(sd_bus_message *m, ViewOpRequest *q) {
+        ViewOp *op = &q->op;
+        int r, a = 0, b = 0, c = 0;
+        uint32_t mode;
+
+        if (op->type == VIEW_OP_APPLY_POLICY) {
+                r = sd_bus_message_read(m, "h", &op->ns_fd);
+                return r < 0 ? r : read_policy(m, q);
+        }
+        r = read_view(m, &op->ns_fd);
+        if (r >= 0)
+                r = bus_message_read_bytes(m, &q->path);
+        op->path = q->path;
+        switch (op->type) {
+        case VIEW_OP_SET_PROPAGATION:
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "ubt", &mode, &a, &op->expected_id);
+                op->mode = r >= 0 && mode < _PROPAGATION_MODE_MAX ? (PropagationMode) mode : _PROPAGATION_MODE_INVALID;
+                op->recursive = a;
+                break;
+        case VIEW_OP_JOIN:
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "u", &mode);
+                op->join = r >= 0 && mode < _JOIN_MODE_MAX ? (JoinMode) mode : _JOIN_MODE_INVALID;
+                break;
+        case VIEW_OP_BIND:
+                if (r >= 0)
+                        r = bus_message_read_bytes(m, &q->source);
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "bbb", &a, &b, &c);
+                op->source = q->source;
+                op->read_only = a;
+                op->make_dir = b;
+                op->host_propagates = c;
+                break;
+        case VIEW_OP_UNMOUNT:
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "bt", &a, &op->expected_id);
+                op->recursive = a;
+                break;
+        case VIEW_OP_HOST_SHARE:
+                return r;   /* no rules: root's alone */
+        default:
+                return -EBADMSG;
+        }
+        return r < 0 ? r : read_rules(m, q);
+}
+
+static int method_view_op(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        _cleanup_(view_op_request_done) ViewOpRequest q = { .op = { .ns_fd = -EBADF, .mode = _PROPAGATION_MODE_INVALID,
+                                                                    .join = _JOIN_MODE_INVALID } };
+        _cleanup_(nsm_error_done) NsmError e = {};
+        const char *member = sd_bus_message_get_member(m);
+        int r;
+
+        q.op.type = _VIEW_OP_TYPE_INVALID;
+        for (ViewOpType t = 0; t < _VIEW_OP_TYPE_MAX; t++)
+                if (streq(member, view_op_type_to_method(t)))
+                        q.op.type = t;
+        /* Everything the operation reads is in the call; the one fd in it is the view. */
+        r = read_request(m, &q);
+        if (r < 0 || !view_op_valid(&q.op))
+                return bus_error_set_errnof(error, -EBADMSG, "Malformed request.");
+        r = view_op_run(m, &q.op, &e);
+        if (r < 0 && !nsm_error_is_set(&e))
+                (void) nsm_error_set_errnof(&e, r, NULL);
+        return r < 0 ? bus_error_set_nsm(error, &e) : r;
+}
+
+#define VIEW_OP_METHOD(name, signature) SD_BUS_METHOD(name, signature, VIEW_OPS_RESULT, method_view_op, 0)
+
+static const sd_bus_vtable view_ops_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        VIEW_OP_METHOD("SetPropagation", "ahayubt" VIEW_OPS_RULES),
+        VIEW_OP_METHOD("Join", "ahayu" VIEW_OPS_RULES),
+        VIEW_OP_METHOD("BindMount", "ahayaybbb" VIEW_OPS_RULES),
+        VIEW_OP_METHOD("Unmount", "ahaybt" VIEW_OPS_RULES),
+        VIEW_OP_METHOD("HostShare", "ahay"),
+        VIEW_OP_METHOD("ApplyPolicy", "h(btaayaayaayaayb)(suuayay)"),
+        SD_BUS_VTABLE_END,
+};
+
+const ChildInterface view_ops_interface = { VIEW_OPS_INTERFACE, view_ops_vtable };

@@ -3,7 +3,6 @@
 #include <stdio.h>
 
 #include "conf-parser.h"
-#include "ipc-fields.h"
 #include "manager-config.h"
 #include "path-util.h"
 #include "string-table.h"
@@ -355,14 +354,14 @@ static int load_policy_dir(const char *dir, const char *sub, PolicyFile **ret, s
         return r;
 }
 
-/* Every view's build request carries SharedSubtrees=, and the builder takes a request as one
- * message (builder.c): bounded here, where an administrator reads why, not at each login. */
+/* Every view's build call carries SharedSubtrees= (builder.c): bounded here, where an
+ * administrator reads why, not at each login. */
 static int check_shared_subtrees_size(const char *file, char **paths, char ***errors) {
         _cleanup_free_ char *e = NULL;
         size_t total = 0;
 
         for (char **p = paths; p && *p; p++)
-                total += IPC_FIELD_HEADER + strlen(*p);
+                total += SHARED_SUBTREE_BYTES_EACH + strlen(*p);
         if (total <= SHARED_SUBTREES_BYTES_MAX)
                 return 0;
         if (asprintf(&e, "%s: SharedSubtrees= takes %zu bytes in every view's build request, more than %d: fewer "

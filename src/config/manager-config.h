@@ -23,9 +23,10 @@
 
 /* /etc/nsmanager/nsmanagerd.conf with the default prefix=/usr */
 #define NSM_CONFIG_FILE SYSCONFDIR "/nsmanager/nsmanagerd.conf"
-/* SharedSubtrees= in bytes as a view's build request carries it (each path and its field
- * header): with a user name and SubtreeRoot=, the request stays one ipc message (builder.c). */
+/* SharedSubtrees= in bytes as every view's build call carries it (each path, its length and
+ * its NUL): a bound that keeps a login's call to the builder small (builder.c). */
 #define SHARED_SUBTREES_BYTES_MAX 8192
+#define SHARED_SUBTREE_BYTES_EACH 5U
 
 /* The [View] assignments of one group.d/NAME.conf or user.d/NAME.conf. */
 typedef struct PolicyFile {

@@ -19,6 +19,7 @@
 
 #include "attach-process.h"
 #include "attach-status.h"
+#include "fd-release.h"
 #include "child.h"
 #include "log.h"
 
@@ -89,16 +90,7 @@ int attach_process_keep_fd(AttachProcess *p, int fd) {
         return 0;
 }
 
-static int release_run(int sock, void *userdata, NsmError *error) {
-        const AttachProcess *p = userdata;
-
-        /* Closing may wait for a lock the other end's holder keeps: here, not in the daemon. */
-        for (size_t i = 0; i < p->n_made_fds; i++)
-                (void) close(p->made_fds[i]);
-        return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);
-}
-
-static void on_released(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+static void on_released(const NsmError *error, sd_bus_message *reply, void *userdata) {
         if (error)
                 log_debug("Failed to let go of the fds of an attached command, ignoring: %s", nsm_error_message(error));
 }
@@ -115,13 +107,13 @@ void attach_process_release_fds(AttachProcess *p) {
         /* The child holds copies from the fork on, so none of our closes below is the last. */
         ChildSpec spec = {
                 .description = description,
-                .run = release_run,
-                .run_userdata = p,
+                .interface = &fd_release_interface,
+                .method = "Release",
+                .reply = on_released,
                 .keep_fds = p->made_fds,
                 .n_keep_fds = p->n_made_fds,
                 .deadline = manager_deadline(p->manager),
                 .owner = p->uid,
-                .done = on_released,
         };
         r = child_start(p->manager->children, &spec);
         if (r < 0)
@@ -148,17 +140,19 @@ typedef struct StatusWrite {
         char line[64];
 } StatusWrite;
 
-static void on_status_written(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+static void on_status_written(const NsmError *error, sd_bus_message *reply, void *userdata) {
         if (error)
                 log_debug("Failed to report the status of an attached command, ignoring: %s", nsm_error_message(error));
+}
+
+static int append_status(sd_bus_message *call, void *userdata) {
+        const StatusWrite *w = userdata;
+        return sd_bus_message_append(call, "sh", w->line, w->fd);
 }
 
 static int start_status_write(AttachProcess *p, const StatusWrite *w) {
         Manager *m = p->manager;
         _cleanup_free_ char *description = NULL;
-        _cleanup_free_ void *request = NULL;
-        size_t size = 0;
-        int r;
 
         /* Each writer stuck on her pipe is a process of ours that nothing ends until what
          * holds its lock lets go (her FUSE server answers); past her MaxStuckOperations=, no
@@ -169,19 +163,16 @@ static int start_status_write(AttachProcess *p, const StatusWrite *w) {
         if (asprintf(&description, "Reporting the status of attached command '%s' of uid %u", p->command,
                      (unsigned) p->uid) < 0)
                 description = NULL;
-        r = attach_status_request_encode(w->line, &request, &size);
-        if (r < 0)
-                return r;
+        /* 'w' is read while the call is made, within child_start(). */
         ChildSpec spec = {
                 .description = description,
-                .run_request = attach_status_child_run,
-                .request = request,
-                .request_size = size,
-                .request_fds = &w->fd,
-                .n_request_fds = 1,
+                .interface = &attach_status_interface,
+                .method = "WriteStatus",
+                .append = append_status,
+                .reply = on_status_written,
+                .userdata = (void *) w,
                 .deadline = manager_deadline(m),
                 .owner = p->uid,
-                .done = on_status_written,
         };
         return child_start(m->children, &spec);
 }

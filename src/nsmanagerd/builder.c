@@ -11,6 +11,8 @@
 
 #include "builder-message.h"
 #include "builder.h"
+#include "bus-errors.h"
+#include "bus-util.h"
 #include "log.h"
 #include "path-util.h"
 #include "strv.h"
@@ -20,9 +22,7 @@
 
 typedef struct BuilderRequest BuilderRequest;
 struct BuilderRequest {
-        BuilderCallKind type;
-        void *payload;
-        size_t size;
+        BuilderCall call;                /* our copies */
         int fd;
         uint64_t deadline;
         BuilderDoneFunc done;
@@ -38,8 +38,9 @@ struct Builder {
 
         pid_t pid;
         int pidfd;
-        int sock;
-        sd_event_source *io_source, *exit_source, *timer_source;
+        sd_bus *bus;                     /* the builder's interface, its socket */
+        uint64_t cookie;                 /* the running request's call */
+        sd_event_source *exit_source, *timer_source;
         unsigned restarts;
 
         BuilderRequest *queue, *queue_tail;
@@ -54,7 +55,11 @@ struct Builder {
 static BuilderRequest *builder_request_free(BuilderRequest *q) {
         if (!q)
                 return NULL;
-        free(q->payload);
+        free(q->call.registry_pin);
+        free(q->call.pins_dir);
+        free(q->call.name);
+        free(q->call.subtree_root);
+        strv_free(q->call.shared_subtrees);
         safe_close(q->fd);
         free(q);
         return NULL;
@@ -106,10 +111,16 @@ static int builder_enqueue(Builder *b, bool first, const BuilderCall *call, int 
 
 static int on_builder_timeout(sd_event_source *s, uint64_t usec, void *userdata);
 
+static void builder_close_bus(Builder *b) {
+        if (b->bus) {
+                (void) sd_bus_detach_event(b->bus);
+                b->bus = sd_bus_close_unref(b->bus);
+        }
+}
+
 static void builder_stop_process(Builder *b, const char *why) {
-        b->io_source = sd_event_source_disable_unref(b->io_source);
         b->exit_source = sd_event_source_disable_unref(b->exit_source);
-        b->sock = safe_close(b->sock);
+        builder_close_bus(b);
         if (b->pidfd >= 0) {
                 (void) syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
                 /* It may be unkillable for a while (D state): reap it whenever it ends. */
@@ -198,77 +209,135 @@ static int on_builder_exit(sd_event_source *s, const siginfo_t *si, void *userda
         return 0;
 }
 
-/* A pin of LIST's answer: its name, a file name of the pins' directory (docs/processes.md). */
-static int builder_add_item(Builder *b, IpcMessage *m) {
-        const char *name = ipc_message_text(m);
-        BuilderItem *items;
-
-        if (!name || !filename_is_valid(name))
-                return -EBADMSG;
-        items = realloc(b->items, (b->n_items + 1) * sizeof(BuilderItem));
-        if (!items)
-                return -ENOMEM;
-        b->items = items;
-        items[b->n_items] = (BuilderItem) { .name = strdup(name), .fd = m->n_fds == 1 ? m->fds[0] : -ENOENT };
-        if (!items[b->n_items].name)
-                return -ENOMEM;
-        m->n_fds = 0;
-        b->n_items++;
-        return 0;
-}
-
-static int builder_add_data(Builder *b, IpcMessage *m) {
-        char *d = realloc(b->data, b->size + m->size + 1);
-        if (!d)
-                return -ENOMEM;
-        memcpy(d + b->size, m->payload, m->size);
-        b->data = d;
-        b->size += m->size;
-        d[b->size] = 0;
-        return 0;
-}
-
-static int on_builder_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Builder *b = userdata;
-        _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
+/* LIST's answer: per pin its name, a file name of the pins' directory, and its namespace's fd
+ * (none: a pin file that holds no namespace). */
+static int builder_read_items(Builder *b, sd_bus_message *reply) {
         int r;
 
-        if (!m)
-                return log_oom();
-        for (;;) {
-                r = ipc_recv(b->sock, m, MSG_DONTWAIT);
-                if (r == -EAGAIN)
-                        return 0;
-                if (r <= 0) {
-                        /* EOF or garbage: the exit handler, or this, restarts it. */
-                        if (b->running)
-                                builder_fail_running(b, NSM_ERROR_SYSTEM, -EPROTO,
-                                                     "The view builder broke the protocol.");
-                        builder_restart(b, "its socket failed");
-                        return 0;
+        r = sd_bus_message_enter_container(reply, 'a', "(ayah)");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'r', "ayah")) > 0) {
+                _cleanup_free_ char *name = NULL;
+                BuilderItem *items;
+                int fd = -ENOENT;
+
+                r = bus_message_read_bytes(reply, &name);
+                if (r >= 0)
+                        r = sd_bus_message_enter_container(reply, 'a', "h");
+                if (r >= 0 && sd_bus_message_read(reply, "h", &fd) > 0) {
+                        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                        if (fd < 0)
+                                return -errno;
                 }
-                if (!b->running) {
-                        ipc_message_close_fds(m);
-                        continue;
+                items = realloc(b->items, (b->n_items + 1) * sizeof(BuilderItem));
+                if (!items) {
+                        safe_close(fd);
+                        return -ENOMEM;
                 }
-                if (m->flags & IPC_MORE) {
-                        r = b->running->type == BUILDER_LIST ? builder_add_item(b, m) : builder_add_data(b, m);
-                        ipc_message_close_fds(m);
-                        if (r < 0) {
-                                builder_fail_running(b, NSM_ERROR_SYSTEM, r,
-                                                     "Failed to receive the view builder's answer.");
-                                builder_restart(b, "its answer could not be received");
-                                return 0;
-                        }
-                        continue;
-                }
-                _cleanup_(nsm_error_done) NsmError failed = {};
-                int ns_fd = m->n_fds == 1 ? m->fds[0] : -EBADF;
-                m->n_fds = 0;
-                builder_finish(b, m->result, ipc_message_error(m, &failed) < 0 ? &failed : NULL, &ns_fd);
-                safe_close(ns_fd);
-                (void) builder_send_next(b);
+                b->items = items;
+                items[b->n_items++] = (BuilderItem) { .name = TAKE_PTR(name), .fd = fd };
+                if (r < 0 || !filename_is_valid(items[b->n_items - 1].name))
+                        return -EBADMSG;
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
         }
+        return r < 0 ? r : sd_bus_message_exit_container(reply);
+}
+
+/* READ_MOUNTS' answer as its callers read it (builder-message.h): the table, NUL-terminated,
+ * and after that NUL with ids, per mount a BuilderMountIds. */
+static int builder_read_table(Builder *b, sd_bus_message *reply) {
+        const void *table;
+        size_t n, k = 0;
+        int r;
+
+        r = sd_bus_message_read_array(reply, 'y', &table, &n);
+        if (r < 0)
+                return r;
+        if (memchr(table, 0, n))
+                return -EBADMSG;
+        b->data = malloc(n + 1);
+        if (!b->data)
+                return -ENOMEM;
+        if (n > 0)
+                memcpy(b->data, table, n);
+        b->data[n] = 0;
+        b->size = n;
+        if (!b->running->call.with_ids)
+                return 0;
+        r = sd_bus_message_enter_container(reply, 'a', "(tt)");
+        for (BuilderMountIds m; r >= 0 && (r = sd_bus_message_read(reply, "(tt)", &m.old, &m.unique)) > 0;) {
+                char *d = realloc(b->data, b->size + 1 + (k + 1) * sizeof m);
+                if (!d)
+                        return -ENOMEM;
+                memcpy(d + n + 1 + k++ * sizeof m, &m, sizeof m);
+                b->data = d;
+        }
+        if (k > 0)
+                b->size = n + 1 + k * sizeof(BuilderMountIds);
+        return r < 0 ? r : 0;
+}
+
+static int on_builder_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+        const sd_bus_error *error = sd_bus_message_get_error(reply);
+        Builder *b = userdata;
+        uint64_t cookie = 0;
+        int r = 0, result = 0, fd = -EBADF;
+
+        if (!b->running || sd_bus_message_get_reply_cookie(reply, &cookie) < 0 || cookie != b->cookie)
+                return 0;
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY)) {
+                /* Its connection went: it died, or broke the protocol. */
+                builder_fail_running(b, NSM_ERROR_SYSTEM, -EPROTO, "The view builder died while it worked on this.");
+                builder_restart(b, "its connection was closed");
+                return 0;
+        }
+        if (error) {
+                (void) nsm_error_from_bus(&e, error);
+                builder_finish(b, 0, &e, NULL);
+                (void) builder_send_next(b);
+                return 0;
+        }
+        switch (b->running->call.kind) {
+        case BUILDER_OPEN_REGISTRY:
+                r = sd_bus_message_read(reply, "b", &result);
+                break;
+        case BUILDER_BUILD:
+                r = sd_bus_message_read(reply, "uh", &result, &fd);
+                if (r >= 0) {
+                        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                        r = fd < 0 ? -errno : 0;
+                }
+                result = (int) MIN((unsigned) result, (unsigned) INT32_MAX);
+                break;
+        case BUILDER_LIST:
+                r = builder_read_items(b, reply);
+                break;
+        case BUILDER_READ_MOUNTS:
+                r = builder_read_table(b, reply);
+                break;
+        case BUILDER_OPEN_MOUNTINFO:
+                r = sd_bus_message_read(reply, "h", &fd);
+                if (r >= 0) {
+                        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                        r = fd < 0 ? -errno : 0;
+                }
+                break;
+        default:
+                break;
+        }
+        if (r < 0) {
+                safe_close(fd);
+                builder_fail_running(b, NSM_ERROR_SYSTEM, -EPROTO, "The view builder broke the protocol.");
+                builder_restart(b, "its answer could not be read");
+                return 0;
+        }
+        builder_finish(b, result, NULL, &fd);
+        safe_close(fd);
+        (void) builder_send_next(b);
+        return 0;
 }
 
 static void on_registry_opened(BuilderReply *reply, void *userdata) {
@@ -278,11 +347,73 @@ static void on_registry_opened(BuilderReply *reply, void *userdata) {
                 log_debug("Created the namespace registry.");
 }
 
+static const char *const builder_methods[_BUILDER_CALL_KIND_MAX] = {
+        [BUILDER_OPEN_REGISTRY] = "OpenRegistry",
+        [BUILDER_BUILD] = "Build",
+        [BUILDER_UNPIN] = "Unpin",
+        [BUILDER_LIST] = "List",
+        [BUILDER_READ_MOUNTS] = "ReadMounts",
+        [BUILDER_OPEN_MOUNTINFO] = "OpenMountinfo",
+};
+
+/* The request as a call of the builder's interface (builder-message.h), without waiting: the
+ * bus writes what the socket takes and the rest as the loop finds room. */
+static int builder_call(Builder *b, const BuilderRequest *q) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        const BuilderCall *c = &q->call;
+        int r;
+
+        r = sd_bus_message_new_method_call(b->bus, &m, NULL, CHILD_OBJECT_PATH, BUILDER_INTERFACE,
+                                           builder_methods[c->kind]);
+        if (r < 0)
+                return r;
+        switch (c->kind) {
+        case BUILDER_OPEN_REGISTRY:
+                r = bus_message_append_bytes(m, c->registry_pin);
+                if (r >= 0)
+                        r = bus_message_append_bytes(m, c->pins_dir);
+                break;
+        case BUILDER_BUILD:
+                r = sd_bus_message_append(m, "s", c->name);
+                if (r >= 0)
+                        r = bus_message_append_bytes(m, c->subtree_root);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "u", (uint32_t) c->propagation);
+                if (r >= 0)
+                        r = bus_message_append_bytes_strv(m, c->shared_subtrees);
+                break;
+        case BUILDER_UNPIN:
+                r = bus_message_append_bytes(m, c->name);
+                break;
+        case BUILDER_READ_MOUNTS:
+                r = sd_bus_message_open_container(m, 'a', "h");
+                if (r >= 0 && q->fd >= 0)
+                        r = sd_bus_message_append(m, "h", q->fd);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "b", c->with_ids);
+                break;
+        case BUILDER_OPEN_MOUNTINFO:
+                r = sd_bus_message_append(m, "h", q->fd);
+                break;
+        default:
+                break;
+        }
+        if (r < 0)
+                return r;
+        /* Its deadline is the timer's (on_builder_timeout), not sd-bus's. */
+        r = sd_bus_call_async(b->bus, NULL, m, on_builder_reply, b, UINT64_MAX);
+        if (r < 0)
+                return r;
+        return sd_bus_message_get_cookie(m, &b->cookie);
+}
+
 static int builder_send_next(Builder *b) {
         BuilderRequest *q;
         int r;
 
-        if (b->running || !b->queue || b->sock < 0)
+        if (b->running || !b->queue || !b->bus)
                 return 0;
         q = b->queue;
         b->queue = q->next;
@@ -291,7 +422,7 @@ static int builder_send_next(Builder *b) {
         q->next = NULL;
         b->running = q;
 
-        r = ipc_send_request(b->sock, q->payload, q->size, &q->fd, q->fd >= 0 ? 1 : 0);
+        r = builder_call(b, q);
         if (r >= 0)
                 r = builder_arm_timer(b, q->deadline);
         if (r < 0) {
@@ -299,6 +430,13 @@ static int builder_send_next(Builder *b) {
                 builder_restart(b, "a request could not be sent");
                 return r;
         }
+        return 0;
+}
+
+static int builder_copy_strv(char **l, char ***ret) {
+        for (char **i = l; i && *i; i++)
+                if (strv_extend(ret, *i) < 0)
+                        return -ENOMEM;
         return 0;
 }
 
@@ -313,17 +451,16 @@ static int builder_enqueue(Builder *b, bool first, const BuilderCall *call, int 
         q = calloc(1, sizeof(BuilderRequest));
         if (!q)
                 return -ENOMEM;
-        *q = (BuilderRequest) { .type = call->kind, .fd = -EBADF, .deadline = deadline, .done = done, .userdata = userdata };
-        r = builder_call_encode(call, &q->payload, &q->size);
-        /* One message: the builder's socket blocks (its requests are sent while it waits for
-         * them), and a request of several messages could hold the event loop while the
-         * builder is slow to read. Its requests are a user, a path or two and the
-         * configuration's SharedSubtrees=, which manager-config.c keeps below this. */
-        if (r >= 0 && q->size > IPC_PAYLOAD_MAX)
-                r = -E2BIG;
-        if (r < 0) {
+        *q = (BuilderRequest) { .call = { .kind = call->kind, .propagation = call->propagation,
+                                          .with_fd = call->with_fd, .with_ids = call->with_ids },
+                                .fd = -EBADF, .deadline = deadline, .done = done, .userdata = userdata };
+        if ((call->registry_pin && !(q->call.registry_pin = strdup(call->registry_pin))) ||
+            (call->pins_dir && !(q->call.pins_dir = strdup(call->pins_dir))) ||
+            (call->name && !(q->call.name = strdup(call->name))) ||
+            (call->subtree_root && !(q->call.subtree_root = strdup(call->subtree_root))) ||
+            builder_copy_strv(call->shared_subtrees, &q->call.shared_subtrees) < 0) {
                 builder_request_free(q);
-                return r;
+                return -ENOMEM;
         }
         if (fd >= 0) {
                 q->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -351,7 +488,7 @@ static int builder_enqueue(Builder *b, bool first, const BuilderCall *call, int 
 static int builder_spawn(Builder *b) {
         int pair[2], r;
 
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
                 return -errno;
         struct clone_args args = { .flags = CLONE_PIDFD, .pidfd = (uint64_t) (uintptr_t) &b->pidfd, .exit_signal = SIGCHLD };
         b->pid = (pid_t) syscall(SYS_clone3, &args, sizeof args);
@@ -369,11 +506,27 @@ static int builder_spawn(Builder *b) {
         if (b->pid == 0)
                 builder_main(pair[1]);
         safe_close(pair[1]);
-        b->sock = pair[0];
         b->restarts++;
-        if (b->pidfd < 0)
+        if (b->pidfd < 0) {
+                safe_close(pair[0]);
                 return -errno;
-        r = sd_event_add_io(b->event, &b->io_source, b->sock, EPOLLIN, on_builder_io, b);
+        }
+        /* Its handshake once per builder, then each request a call. */
+        r = sd_bus_new(&b->bus);
+        if (r < 0) {
+                safe_close(pair[0]);
+                return r;
+        }
+        r = sd_bus_set_fd(b->bus, pair[0], pair[0]);
+        if (r < 0) {
+                safe_close(pair[0]);
+                return r;
+        }
+        r = sd_bus_negotiate_fds(b->bus, true);
+        if (r >= 0)
+                r = sd_bus_start(b->bus);
+        if (r >= 0)
+                r = sd_bus_attach_event(b->bus, b->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return r;
         r = sd_event_add_child_pidfd(b->event, &b->exit_source, b->pidfd, WEXITED, on_builder_exit, b);
@@ -395,7 +548,7 @@ int builder_new(sd_event *event, ChildSet *children, const char *registry_pin, c
                 return -ENOMEM;
         b->event = sd_event_ref(event);
         b->children = children;
-        b->pidfd = b->sock = -EBADF;
+        b->pidfd = -EBADF;
         b->registry_pin = strdup(registry_pin);
         b->pins_dir = strdup(pins_dir);
         if (!b->registry_pin || !b->pins_dir)
@@ -420,10 +573,9 @@ Builder *builder_free(Builder *b) {
         }
         b->queue_tail = NULL;
         /* Closing the socket ends the builder (it exits on EOF); no reply is awaited. */
-        b->io_source = sd_event_source_disable_unref(b->io_source);
         b->exit_source = sd_event_source_disable_unref(b->exit_source);
         b->timer_source = sd_event_source_disable_unref(b->timer_source);
-        safe_close(b->sock);
+        builder_close_bus(b);
         pidfd_kill_and_reap(b->pidfd, USEC_PER_SEC);
         safe_close(b->pidfd);
         builder_request_free(b->running);

@@ -8,8 +8,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "bus-errors.h"
 #include "child.h"
-#include "ipc-fields.h"
 #include "list.h"
 #include "log.h"
 
@@ -30,8 +30,11 @@ struct Child {
         bool answered;           /* 'done' was called */
         bool stuck;              /* past its deadline and not exited */
         ChildDoneFunc done;
+        ChildReplyFunc reply;
         void *userdata;
 
+        sd_bus *bus;             /* a child that serves an interface: our end, the client */
+        sd_bus_slot *call;       /* its call */
         char *data;              /* IPC_MORE payloads */
         size_t size;
         IpcMessage *final;
@@ -51,14 +54,23 @@ ChildSet *child_set_new(sd_event *event) {
         return s;
 }
 
+static void child_close_bus(Child *c) {
+        c->call = sd_bus_slot_unref(c->call);
+        if (c->bus) {
+                c->io_source = sd_event_source_disable_unref(c->io_source);
+                c->bus = sd_bus_close_unref(c->bus);
+        }
+}
+
 static Child *child_free(Child *c) {
         if (!c)
                 return NULL;
         if (c->set)
                 LIST_REMOVE(c->set->children, c);
         sd_event_source_disable_unref(c->exit_source);
-        sd_event_source_disable_unref(c->io_source);
+        c->io_source = sd_event_source_disable_unref(c->io_source);
         sd_event_source_disable_unref(c->deadline_source);
+        child_close_bus(c);
         safe_close(c->sock);
         safe_close(c->pidfd);
         if (c->final)
@@ -87,6 +99,10 @@ static void child_answer(Child *c, const NsmError *error) {
         if (c->answered)
                 return;
         c->answered = true;
+        if (c->reply) {
+                c->reply(error, NULL, c->userdata);
+                return;
+        }
         if (!error && c->final && ipc_message_error(c->final, &failed) < 0)
                 error = &failed;
         c->done(error, c->final, c->data, c->size, c->userdata);
@@ -172,10 +188,15 @@ static int on_child_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
         Child *c = userdata;
 
-        (void) child_read(c);
+        if (c->bus)
+                /* Its answer may still wait on the socket: read it first. */
+                while (!c->answered && sd_bus_process(c->bus, NULL) > 0)
+                        ;
+        else
+                (void) child_read(c);
         if (c->stuck)
                 log_info("%s: the helper process that was stuck past its deadline has ended.", c->description);
-        if (c->final)
+        if (c->final && !c->reply)
                 child_answer(c, NULL);
         else if (!c->answered) {
                 /* The caller logs or reports it, with this sentence rather than "Protocol error". */
@@ -203,6 +224,7 @@ static int on_child_deadline(sd_event_source *s, uint64_t usec, void *userdata) 
         /* Late answers are not read: the caller has been told it timed out. */
         c->io_source = sd_event_source_disable_unref(c->io_source);
         c->sock = safe_close(c->sock);
+        child_close_bus(c);
         (void) nsm_error_setf(&e, NSM_ERROR_TIMED_OUT, "%s did not finish within the deadline (OperationTimeoutSec=): "
                               "a file system on the way does not answer. Nothing was changed after the step it was "
                               "stuck in.", c->description);
@@ -236,21 +258,109 @@ static pid_t clone_with_pidfd(int *ret_pidfd) {
         return pid;
 }
 
-/* Queued without waiting: a request that does not fit the socket's buffer is refused rather
- * than block the daemon. */
-static int child_queue_request(int sock, const ChildSpec *spec) {
-        int r, size = (int) MIN(spec->request_size * 2 + 65536, (size_t) INT32_MAX);
+static int on_child_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(nsm_error_done) NsmError e = {};
+        const sd_bus_error *error = sd_bus_message_get_error(reply);
+        Child *c = userdata;
 
-        if (spec->request_size > IPC_FIELDS_MAX)
-                return -E2BIG;
-        /* Our end only (the child's is another file): the loop reads it with MSG_DONTWAIT anyway. */
-        if (fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK) < 0)
+        /* sd-bus's own NoReply: the connection went (the child died) or the call's timeout
+         * passed; the child's exit or its deadline answers then, with what happened. */
+        if (c->answered || sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY))
+                return 0;
+        c->answered = true;
+        if (error) {
+                (void) nsm_error_from_bus(&e, error);
+                c->reply(&e, NULL, c->userdata);
+        } else
+                c->reply(NULL, reply, c->userdata);
+        return 0;
+}
+
+/* What the child sent for the log ahead of its answer (child_warn()), already escaped. */
+static int on_child_warning(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Child *c = userdata;
+        const char *text;
+
+        if (!c->answered && sd_bus_message_read(m, "s", &text) >= 0)
+                log_warning("%s: %s", c->description, text);
+        return 0;
+}
+
+/* The loop watches the child's bus for what sd-bus waits for (its handshake, the rest of a
+ * large call, the answer). Not sd_bus_attach_event(): that runs a prepare callback of every
+ * bus at every iteration of the loop, and a burst of logins has hundreds of children. */
+static int child_bus_arm(Child *c) {
+        int events = sd_bus_get_events(c->bus);
+
+        if (events < 0) {
+                /* Closed: its exit answers. */
+                c->io_source = sd_event_source_disable_unref(c->io_source);
+                return 0;
+        }
+        return sd_event_source_set_io_events(c->io_source, (uint32_t) events);
+}
+
+static int on_child_bus_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Child *c = userdata;
+        int r;
+
+        while ((r = sd_bus_process(c->bus, NULL)) > 0)
+                ;
+        if (r < 0)
+                c->io_source = sd_event_source_disable_unref(c->io_source);
+        else if (child_bus_arm(c) < 0)
+                log_warning("%s: cannot watch the helper process's connection, leaving it to its exit.",
+                            c->description);
+        return 0;
+}
+
+/* Our end of the child's socket as a client of its interface, with the call queued: written
+ * as the loop finds room, never waited for. */
+static int child_call(Child *c, ChildSet *s, int sock, const ChildSpec *spec) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r, fd;
+
+        r = sd_bus_new(&c->bus);
+        if (r < 0) {
+                safe_close(sock);
+                return r;
+        }
+        r = sd_bus_set_fd(c->bus, sock, sock);
+        if (r < 0) {
+                safe_close(sock);
+                return r;
+        }
+        r = sd_bus_negotiate_fds(c->bus, true);
+        if (r >= 0)
+                r = sd_bus_start(c->bus);
+        if (r >= 0)
+                r = sd_bus_match_signal(c->bus, NULL, NULL, CHILD_OBJECT_PATH, NULL, "Warning", on_child_warning, c);
+        if (r >= 0 && spec->prepare)
+                r = spec->prepare(c->bus, spec->userdata);
+        if (r >= 0)
+                r = sd_bus_message_new_method_call(c->bus, &m, NULL, CHILD_OBJECT_PATH, spec->interface->name,
+                                                   spec->method);
+        if (r >= 0 && spec->append)
+                r = spec->append(m, spec->userdata);
+        if (r < 0)
+                return r;
+        /* The deadline is child.c's (on_child_deadline()), not sd-bus's. */
+        r = sd_bus_call_async(c->bus, &c->call, m, on_child_reply, c, UINT64_MAX);
+        if (r < 0)
+                return r;
+        /* On a copy of the bus's fd, which the source owns: sd-bus closes its own when the
+         * connection ends, and the loop must never watch an fd that another process (a child
+         * not yet through child_setup()) may keep open after ours is closed. */
+        fd = fcntl(sd_bus_get_fd(c->bus), F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
                 return -errno;
-        /* Root may go past net.core.wmem_max; else the default buffer holds what it holds. */
-        if (spec->request_size > 32768 && setsockopt(sock, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size) < 0)
-                (void) setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-        r = ipc_send_request(sock, spec->request, spec->request_size, spec->request_fds, spec->n_request_fds);
-        return r == -EAGAIN ? -E2BIG : r;
+        r = sd_event_add_io(s->event, &c->io_source, fd, EPOLLIN, on_child_bus_io, c);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        (void) sd_event_source_set_io_fd_own(c->io_source, true);
+        return child_bus_arm(c);
 }
 
 int child_start(ChildSet *s, const ChildSpec *spec) {
@@ -261,29 +371,19 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         if (!c)
                 return -ENOMEM;
         *c = (Child) { .pidfd = -EBADF, .sock = -EBADF, .owner = spec->owner, .deadline = spec->deadline,
-                       .done = spec->done, .userdata = spec->userdata };
+                       .done = spec->done, .reply = spec->interface ? spec->reply : NULL,
+                       .userdata = spec->userdata };
         c->description = strdup(spec->description ?: "A helper process");
         if (!c->description) {
                 child_free(c);
                 return -ENOMEM;
         }
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+        if (socketpair(AF_UNIX, (spec->interface ? SOCK_STREAM : SOCK_SEQPACKET) | SOCK_CLOEXEC, 0, pair) < 0) {
                 r = -errno;
                 child_free(c);
                 return r;
         }
         c->sock = pair[0];
-
-        /* The request goes into the socket before the fork: the child reads it as its first
-         * message, whatever happens to the daemon's memory after the fork. */
-        if (spec->run_request) {
-                r = child_queue_request(c->sock, spec);
-                if (r < 0) {
-                        safe_close(pair[1]);
-                        child_free(c);
-                        return r;
-                }
-        }
 
         c->pid = clone_with_pidfd(&c->pidfd);
         if (c->pid < 0) {
@@ -293,7 +393,7 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
                 return r;
         }
         if (c->pid == 0)
-                child_main(pair[1], spec->run_request, spec->run, spec->run_userdata, spec->keep_fds, spec->n_keep_fds);
+                child_main(pair[1], spec->interface, spec->run, spec->run_userdata, spec->keep_fds, spec->n_keep_fds);
         safe_close(pair[1]);
 
         /* From here on the child is ours to watch: linked first, so child_free() unlinks it. */
@@ -301,7 +401,9 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         LIST_PREPEND(s->children, c);
 
         r = sd_event_add_child_pidfd(s->event, &c->exit_source, c->pidfd, WEXITED, on_child_exit, c);
-        if (r >= 0)
+        if (r >= 0 && spec->interface) {
+                r = child_call(c, s, TAKE_FD(c->sock), spec);
+        } else if (r >= 0)
                 r = sd_event_add_io(s->event, &c->io_source, c->sock, EPOLLIN, on_child_io, c);
         if (r >= 0 && spec->deadline > 0)
                 r = sd_event_add_time(s->event, &c->deadline_source, CLOCK_MONOTONIC, spec->deadline, 0,

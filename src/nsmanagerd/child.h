@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "child-main.h"
@@ -23,10 +24,9 @@
  *
  * A child has its own fd table (a plain fork): a killed or stuck child must not hold the
  * daemon's fds (the bus connection!) nor leave what it opened in the daemon. Right after the
- * fork it closes everything but its socket and the fds its spec names. The child talks to
- * the daemon with ipc.h messages on that socket; its function returns when done. What runs in
- * the child is src/children/child-main.c; the request it gets is queued on the socket before
- * the fork (docs/processes.md). */
+ * fork it closes everything but its socket and the fds its spec names. Then it serves its
+ * interface peer to peer on that socket (sd-bus, child-main.h) and the daemon calls it
+ * without waiting; the older 'run' children answer with ipc.h messages (docs/processes.md). */
 
 typedef struct ChildSet ChildSet;
 
@@ -37,23 +37,35 @@ typedef struct ChildSet ChildSet;
  * (its deadline passed, it died, the daemon is shutting down). */
 typedef void (*ChildDoneFunc)(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata);
 
+/* A child that serves an interface (ChildSpec.interface): called once, with its reply, or with
+ * 'error' (its failure as it named it, or why there is no reply: its deadline passed, it died,
+ * the daemon is shutting down; reply is NULL then). */
+typedef void (*ChildReplyFunc)(const NsmError *error, sd_bus_message *reply, void *userdata);
+/* Sends what goes ahead of the call on the child's bus. */
+typedef int (*ChildPrepareFunc)(sd_bus *bus, void *userdata);
+/* Appends the call's arguments. */
+typedef int (*ChildAppendFunc)(sd_bus_message *call, void *userdata);
+
 typedef struct ChildSpec {
         const char *description;       /* for the log: "SetPropagation of '/mnt' in the view of 'alice'" */
-        /* What the child does: run_request on the request (the child decodes it; nothing else of
-         * the daemon's is read), or else run on run_userdata (the daemon's memory at the fork). */
-        ChildRequestFunc run_request;
-        const void *request;           /* an ipc-fields.h message, copied into the socket at once */
-        size_t request_size;
-        const int *request_fds;        /* sent with it (dup'ed by the kernel), at most IPC_FDS_MAX */
-        size_t n_request_fds;
+        /* The child serves 'interface' peer to peer on its socket (child-main.h); the daemon
+         * calls 'method' on it, without waiting, its arguments from 'append', and hears the
+         * answer in 'reply'. */
+        const ChildInterface *interface;
+        ChildPrepareFunc prepare;      /* sends calls that expect no reply ahead of 'method' */
+        const char *method;
+        ChildAppendFunc append;
+        ChildReplyFunc reply;
+        /* Or, without an interface, 'run' on run_userdata (the daemon's memory at the fork), which
+         * answers with ipc.h messages: the mount points' removal still does. */
         ChildFunc run;
         void *run_userdata;
-        const int *keep_fds;           /* fds a 'run' child keeps besides its socket */
+        const int *keep_fds;           /* fds the child keeps besides its socket (inherited) */
         size_t n_keep_fds;
         uint64_t deadline;             /* CLOCK_MONOTONIC µs; 0: none */
         uid_t owner;                   /* charged with the child if it gets stuck */
-        ChildDoneFunc done;
-        void *userdata;
+        ChildDoneFunc done;            /* run's */
+        void *userdata;                /* for append, reply and done */
 } ChildSpec;
 
 ChildSet *child_set_new(sd_event *event);

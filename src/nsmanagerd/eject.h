@@ -26,23 +26,11 @@ typedef struct EjectMount {
         char *path;
 } EjectMount;
 
-/* A process that keeps a mount busy. */
-typedef struct EjectHolder {
-        pid_t pid;
-        uid_t uid;
-        char *command;           /* its comm */
-        char *view;              /* the user whose view it is in, "" for the host, NULL for another namespace */
-        char *what;              /* "working directory", "root directory", "open file", "mapped file" */
-        char *path;              /* the mount point it holds, where known */
-} EjectHolder;
-
 typedef struct EjectResult {
         NsmError error;          /* set: failed (Busy: in use, nothing detached without the lazy flag) */
         dev_t dev;               /* the file system's device (0 if it was not found) */
         EjectMount *detached;
         size_t n_detached;
-        EjectHolder *holders;
-        size_t n_holders;
 } EjectResult;
 
 typedef void (*EjectDoneFunc)(const EjectResult *result, void *userdata);

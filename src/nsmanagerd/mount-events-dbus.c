@@ -468,7 +468,7 @@ static int on_aggregate_timer(sd_event_source *source, uint64_t usec, void *user
 
         /* Readers still at work: what they find joins this signal, up to an interval late. (A
          * host mount reaching thousands of views is read by several children.) */
-        if (e && e->batches_running > 0 && now < a->first + MOUNT_EVENTS_INTERVAL_USEC) {
+        if (e && mount_events_readers_busy(e) && now < a->first + MOUNT_EVENTS_INTERVAL_USEC) {
                 if (sd_event_source_set_time(source, MIN(now + AGGREGATE_RECHECK_USEC, a->first + MOUNT_EVENTS_INTERVAL_USEC)) >= 0 &&
                     sd_event_source_set_enabled(source, SD_EVENT_ONESHOT) >= 0)
                         return 0;
@@ -537,30 +537,36 @@ static int aggregate_add_one(Aggregate *a, char sign, const char *path, const ch
         return 0;
 }
 
-static void aggregate_add(Manager *m, Namespace *ns, const MountChange *attached, size_t n_attached,
-                          const MountChange *detached, size_t n_detached) {
-        _cleanup_free_ char *view = namespace_bus_path(ns);
-        Aggregate *a = aggregate_get(m);
+/* A mount point attached or detached alike in several views: one entry naming them. */
+static void mount_events_dbus_aggregate(char sign, const char *path, WatchedView *const *views, size_t n_views,
+                                        void *userdata) {
+        Manager *m = userdata;
+        Aggregate *a = m->mount_events ? aggregate_get(m) : NULL;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         int r = 0;
 
-        if (!a || !view) {
+        if (!m->bus)
+                return;
+        if (!a) {
                 log_oom();
                 return;
         }
         if (a->n_entries == 0)
                 a->first = now;
-        for (size_t i = 0; r >= 0 && i < n_detached; i++)
-                r = aggregate_add_one(a, '-', detached[i].path, view);
-        for (size_t i = 0; r >= 0 && i < n_attached; i++)
-                r = aggregate_add_one(a, '+', attached[i].path, view);
+        for (size_t i = 0; r >= 0 && i < n_views; i++) {
+                WatchedView *v = views[i];
+                if (!v->bus_path && !(v->bus_path = namespace_bus_path(v->ns)))
+                        r = -ENOMEM;
+                if (r >= 0)
+                        r = aggregate_add_one(a, sign, path, v->bus_path);
+        }
         if (r < 0)
                 log_warning_errno(r, "Failed to collect ViewsMountsChanged, ignoring: %m");
         if (a->n_pairs >= AGGREGATE_PAIRS_MAX) {
                 aggregate_send(a);
                 return;
         }
-        /* The next signal: as soon as this turn's readers are done, at most one per interval. */
+        /* The next signal: as soon as the readers are done, at most one per interval. */
         uint64_t when = MAX(now, a->last_sent + MOUNT_EVENTS_INTERVAL_USEC);
         int enabled = SD_EVENT_OFF;
         if (a->timer && sd_event_source_get_enabled(a->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
@@ -592,12 +598,10 @@ static void mount_events_dbus_emit(Namespace *ns, const MountChange *attached, s
                 return;
         }
         /* A view's own signal only where someone asked for it: an aggregated subscriber alone
-         * costs one signal per interval, not one per view. */
+         * costs one signal per interval, not one per view (mount_events_dbus_aggregate()). */
         v = view_find(e, ns);
         if (e->n_signal_all > 0 || (v && v->n_watchers > 0))
                 send_mounts_changed(m, ns, attached, n_attached, detached, n_detached);
-        if (e->n_aggregate > 0)
-                aggregate_add(m, ns, attached, n_attached, detached, n_detached);
 }
 
 /* ---- Eject() ---- */
@@ -700,6 +704,7 @@ static const sd_bus_vtable namespace_events_vtable[] = {
 
 static const MountEventsBus mount_events_bus = {
         .emit = mount_events_dbus_emit,
+        .aggregate = mount_events_dbus_aggregate,
         .namespace_gone = mount_events_dbus_namespace_gone,
         .done = mount_events_dbus_free,
 };

@@ -4,28 +4,21 @@
  * tracked for ReleaseWithHost=: what mount-events.c's watching and its host's fanotify events
  * feed.
  *
- * Poll mode: mount tables read inside their namespace: every watched view, and the host where the kernel
- * has no fanotify mount events (before Linux 6.15) or NSM_MOUNT_EVENTS=poll. Each time the
- * kernel flags a change on a /proc/self/mountinfo opened in the namespace (POLLPRI), the table
- * is read again and compared with the last one.
- *
- * The daemon only holds those files, opened by the builder inside each view: it never reads
- * one (a table can be large, and reading takes the kernel's namespace lock). Reading is done by
- * a killable child, one per batch of namespaces that changed, which enters each namespace and
- * reads it with listmount(2) and statmount(2) where the kernel has them (unique ids), else from
- * /proc/self/mountinfo (the ids the kernel reuses). A namespace is read at most once per
- * MOUNT_EVENTS_INTERVAL_USEC. */
-#include <fcntl.h>
-#include <sched.h>
+ * Poll mode: mount tables read inside their namespace: every watched view, and the host where
+ * the kernel has no fanotify mount events (before Linux 6.15) or NSM_MOUNT_EVENTS=poll. The
+ * watching is the mount readers' (mount-reader.h): long-lived processes that hold each watched
+ * namespace's /proc/self/mountinfo, read a table again when the kernel flags a change there
+ * (POLLPRI; at most once per MOUNT_EVENTS_INTERVAL_USEC), keep the last one, and send only the
+ * differences, a change alike in many views once with the views. The daemon holds no table
+ * and compares nothing: it routes what the readers send to the signals. */
 #include <sys/sysmacros.h>
 
-#include "builder.h"
 #include "child.h"
 #include "log.h"
 #include "list.h"
 #include "mount-events-view.h"
 #include "mount-notify.h"
-#include "mount-util.h"
+#include "op-queue.h"
 #include "time-util.h"
 
 /* Changes in one signal at most: a storm of mounts gives several signals, not one huge message. */
@@ -37,14 +30,6 @@ bool watched_view_collects(const WatchedView *v) {
         if (!v->ns)
                 return v->events->n_all > 0;
         return v->n_watchers > 0 || v->events->n_all > 0;
-}
-
-static void poll_view_due(WatchedView *v);
-
-/* Views, and the host in poll mode, are read when their timer fires; the host's fanotify
- * events are signalled then. */
-static bool watched_view_polled(const WatchedView *v) {
-        return v->ns || v->events->mode == MOUNT_EVENTS_POLL;
 }
 
 void watched_view_clear(WatchedView *v) {
@@ -129,17 +114,42 @@ void watched_view_emit(WatchedView *v) {
         v->n_detached -= nd;
         if (v->n_attached == 0 && v->n_detached == 0)
                 watched_view_clear(v);
-        else if (!watched_view_polled(v))
+        else
                 watched_view_schedule_emit(v);
 }
 
-static int on_view_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        WatchedView *v = userdata;
+/* While an operation on the view runs (a BindMount...), its signal waits, up to HOLD_MAX_USEC: a
+ * client reads GetMountsEx on a MountsChanged, and the daemon records what it mounted when the
+ * operation ends, so that the origin of the mount is known by then. */
+#define HOLD_RECHECK_USEC (2 * USEC_PER_MSEC)
+#define HOLD_MAX_USEC (USEC_PER_SEC)
 
-        if (watched_view_polled(v))
-                poll_view_due(v);
-        else
+static void watched_view_arm(WatchedView *v, uint64_t when);
+
+static bool view_held(WatchedView *v) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (!v->ns || !op_queue_running(v->ns->ops)) {
+                v->held_since = 0;
+                return false;
+        }
+        if (v->held_since == 0)
+                v->held_since = now;
+        if (now >= v->held_since + HOLD_MAX_USEC)
+                return false;
+        watched_view_arm(v, now + HOLD_RECHECK_USEC);
+        return true;
+}
+
+static void watched_view_emit_unless_held(WatchedView *v) {
+        if (!view_held(v)) {
+                v->held_since = 0;
                 watched_view_emit(v);
+        }
+}
+
+static int on_view_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        watched_view_emit_unless_held(userdata);
         return 0;
 }
 
@@ -167,22 +177,6 @@ void watched_view_schedule_emit(WatchedView *v) {
         /* At once after a quiet interval (the changes of this read go together), else when the
          * interval since the last signal has passed. */
         watched_view_arm(v, MAX(now_usec(CLOCK_MONOTONIC), v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
-}
-
-/* A view whose table changed is read again: now, or once the interval since its last read has
- * passed. */
-static void poll_view_schedule_read(WatchedView *v) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        int enabled = SD_EVENT_OFF;
-
-        /* Quiet for an interval (the usual case: a host mount reaching every view): into the
-         * next batch at once, without a timer per view. */
-        if (now >= v->last_emit + MOUNT_EVENTS_INTERVAL_USEC &&
-            !(v->timer && sd_event_source_get_enabled(v->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)) {
-                poll_view_due(v);
-                return;
-        }
-        watched_view_arm(v, MAX(now, v->last_emit + MOUNT_EVENTS_INTERVAL_USEC));
 }
 
 /* ---- ReleaseWithHost=: the host's block devices ---- */
@@ -302,581 +296,317 @@ static void watched_view_settled(WatchedView *v) {
         waiters_check(v->events);
 }
 
-/* ---- reading tables inside their namespaces (poll mode) ---- */
+/* ---- reading tables inside their namespaces: the mount readers ---- */
 
+/* Readers, each holding two fds per view it watches (the namespace and its mountinfo): a second
+ * one starts once the first has READER_SPLIT views, and spreads the reading over two CPUs. */
+#define READERS_MAX 2
+#define READER_SPLIT 256
 
-/* At most this many namespaces per child (each is an fd it keeps), and as many children at
- * once as there are CPUs, at most BATCHES_MAX. */
-#define BATCH_MAX 512
-#define BATCHES_MAX 4
-
-/* The test knob NSM_MOUNT_EVENTS=poll-mountinfo: the tables as kernels before 6.8 give them. */
-static bool force_mountinfo(void) {
-        const char *knob = getenv("NSM_MOUNT_EVENTS");
-        return knob && streq(knob, "poll-mountinfo");
+static void reader_on_reading(MountReader *r, void *userdata) {
 }
 
-/* ---- the reader child ---- */
+static void reader_on_changed(MountReader *r, sd_bus_message *m, void *userdata);
+static void reader_on_gone(MountReader *r, void *userdata);
+static void readers_check(MountEvents *e);
 
-typedef struct BatchItem {
-        WatchedView *v;          /* NULL once v went while it was read */
-        int ns_fd;               /* < 0: the host */
-} BatchItem;
+static const MountReaderOps reader_ops = {
+        .reading = reader_on_reading,
+        .changed = reader_on_changed,
+        .gone = reader_on_gone,
+};
 
-typedef struct Batch {
-        MountEvents *events;
-        BatchItem *items;
-        size_t n_items;
-        int host_ns_fd;
-        bool mountinfo_only;
-} Batch;
+bool mount_events_readers_busy(const MountEvents *e) {
+        for (size_t i = 0; i < READERS_MAX; i++)
+                if (e->readers[i] && mount_reader_busy(e->readers[i]))
+                        return true;
+        return false;
+}
 
-/* Record layout (native byte order, the child is ours): per table a header, then its mounts. */
-typedef struct TableHeader {
-        uint32_t index;
-        int32_t result;          /* < 0: this table could not be read */
-        uint32_t n_mounts;
-        uint32_t unique_ids;     /* 1: unique ids (statmount), 0: mountinfo's */
-} TableHeader;
+static int reader_pick(MountEvents *e, MountReader **ret) {
+        MountReader *best = NULL;
+        size_t slot = READERS_MAX;
+        int r;
 
-typedef struct MountRecord {
-        uint64_t id, parent_id;
-        uint32_t dev_major, dev_minor;
-        uint32_t path_len;       /* bytes of the path that follow, without a NUL; RECORD_KNOWN: as before */
-} MountRecord;
-
-/* A mount of the last table: only its id is sent, the rest is what the daemon has. */
-#define RECORD_KNOWN UINT32_MAX
-
-static int write_mount(FILE *f, uint64_t id, uint64_t parent, uint32_t major_, uint32_t minor_, const char *path) {
-        MountRecord rec = { .id = id, .parent_id = parent, .dev_major = major_, .dev_minor = minor_,
-                            .path_len = (uint32_t) strlen(path) };
-        if (fwrite(&rec, sizeof rec, 1, f) != 1 || fwrite(path, 1, rec.path_len, f) != rec.path_len)
-                return -EIO;
+        for (size_t i = 0; i < READERS_MAX; i++) {
+                if (!e->readers[i]) {
+                        if (slot == READERS_MAX)
+                                slot = i;
+                        continue;
+                }
+                if (mount_reader_gone(e->readers[i]))
+                        continue;
+                if (!best || *mount_reader_load(e->readers[i]) < *mount_reader_load(best))
+                        best = e->readers[i];
+        }
+        if (slot < READERS_MAX && (!best || *mount_reader_load(best) >= READER_SPLIT)) {
+                r = mount_reader_new(e->namespaces->event, &reader_ops, e, &e->readers[slot]);
+                if (r >= 0) {
+                        *ret = e->readers[slot];
+                        return 0;
+                }
+                if (!best)
+                        return log_warning_errno(r, "Failed to start a mount reader: %m");
+        }
+        if (!best)
+                return -EAGAIN;   /* both gone: replaced from the loop, and their views watched again */
+        *ret = best;
         return 0;
 }
 
-static int snapshot_cmp(const void *a, const void *b);
-
-/* The table of the namespace we are in, with unique ids. The child sees the daemon's memory as
- * it was at the fork: of the mounts the last table (old, sorted by id) had, only the ids are
- * sent, and only a new one is asked its parent and mount point. A unique id is never reused. */
-static int read_by_statmount(FILE *f, const MountSnapshotEntry *old, size_t n_old, uint32_t *ret_n) {
-        uint64_t ids[256], after = 0;
-        uint32_t n = 0;
-
-        for (;;) {
-                ssize_t k = mount_list_ids(after, ids, ELEMENTSOF(ids));
-                if (k < 0)
-                        return (int) k;
-                for (ssize_t i = 0; i < k; i++) {
-                        MountSnapshotEntry key = { .id = ids[i] };
-                        MountStat st = {};
-                        if (old && bsearch(&key, old, n_old, sizeof key, snapshot_cmp)) {
-                                MountRecord rec = { .id = ids[i], .path_len = RECORD_KNOWN };
-                                if (fwrite(&rec, sizeof rec, 1, f) != 1)
-                                        return -EIO;
-                                n++;
-                                continue;
-                        }
-                        if (mount_stat(ids[i], true, &st) < 0)
-                                continue;   /* gone meanwhile */
-                        int r = write_mount(f, st.id, st.parent_id, st.dev_major, st.dev_minor, st.path);
-                        mount_stat_done(&st);
-                        if (r < 0)
-                                return r;
-                        n++;
-                }
-                if ((size_t) k < ELEMENTSOF(ids))
-                        break;
-                after = ids[k - 1];
-        }
-        *ret_n = n;
-        return 0;
-}
-
-static int read_by_mountinfo(FILE *f, uint32_t *ret_n) {
-        MountEntry *e = NULL;
-        size_t n = 0;
-        int r;
-
-        r = mount_table_read_self(&e, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = write_mount(f, e[i].id, e[i].parent_id, major(e[i].dev), minor(e[i].dev), e[i].target ?: "");
-        mount_entries_free(e, n);
-        *ret_n = (uint32_t) n;
-        return r;
-}
-
-static int batch_run(int sock, void *userdata, NsmError *error) {
-        const Batch *b = userdata;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-
-        if (!f)
-                return -ENOMEM;
-        for (size_t i = 0; i < b->n_items; i++) {
-                TableHeader h = { .index = (uint32_t) i };
-                long start, end;
-                int r = 0;
-
-                /* Reserve the header, write the mounts, then fill the header in. */
-                start = ftell(f);
-                if (fwrite(&h, sizeof h, 1, f) != 1)
-                        break;
-                if (setns(b->items[i].ns_fd >= 0 ? b->items[i].ns_fd : b->host_ns_fd, CLONE_NEWNS) < 0)
-                        r = -errno;
-                if (r >= 0 && !b->mountinfo_only) {
-                        const WatchedView *v = b->items[i].v;
-                        bool known = v && v->have_snapshot && v->unique_ids;
-                        r = read_by_statmount(f, known ? v->snapshot : NULL, known ? v->n_snapshot : 0, &h.n_mounts);
-                        h.unique_ids = r >= 0;
-                }
-                if (b->mountinfo_only || r == -EOPNOTSUPP) {
-                        h.n_mounts = 0;
-                        (void) fseek(f, start + (long) sizeof h, SEEK_SET);
-                        r = read_by_mountinfo(f, &h.n_mounts);
-                }
-                if (r < 0) {
-                        h.n_mounts = 0;
-                        (void) fseek(f, start + (long) sizeof h, SEEK_SET);
-                }
-                h.result = r;
-                end = ftell(f);
-                (void) fseek(f, start, SEEK_SET);
-                (void) fwrite(&h, sizeof h, 1, f);
-                (void) fseek(f, end, SEEK_SET);
-        }
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        return ipc_send_data(sock, buf, size);
-}
-
-/* ---- reading a batch's answer ---- */
-
-static int snapshot_cmp(const void *a, const void *b) {
-        const MountSnapshotEntry *x = a, *y = b;
-        return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static void snapshot_free(MountSnapshotEntry *s, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                free(s[i].path);
-        free(s);
-}
-
-void poll_view_free_snapshot(WatchedView *v) {
-        snapshot_free(v->snapshot, v->n_snapshot);
-        v->snapshot = NULL;
-        v->n_snapshot = 0;
-        v->have_snapshot = false;
-}
-
-static bool same_mount(const MountSnapshotEntry *a, const MountSnapshotEntry *b) {
-        /* A known mount handed over as it was (parse_table() took its path). */
-        if (!a->path)
-                return true;
-        /* The same id for another mount: mountinfo ids are reused. */
-        return a->parent_id == b->parent_id && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
-               streq(a->path, b->path);
-}
-
-/* Compares the new table with the last one: each change once, detached before attached. */
-static void view_diff(WatchedView *v, MountSnapshotEntry *s, size_t n) {
-        size_t i = 0, j = 0;
-
-        /* listmount(2) answers in id order: sorted already, as a rule. */
-        for (size_t k = 1; k < n; k++)
-                if (s[k - 1].id > s[k].id) {
-                        qsort(s, n, sizeof *s, snapshot_cmp);
-                        break;
-                }
-        if (v->have_snapshot || v->new_view)
-                while (i < v->n_snapshot || j < n) {
-                        const MountSnapshotEntry *o = i < v->n_snapshot ? v->snapshot + i : NULL, *c = j < n ? s + j : NULL;
-                        if (o && (!c || o->id < c->id)) {
-                                watched_view_note_detach(v, o->id, o->path);
-                                i++;
-                        } else if (c && (!o || c->id < o->id)) {
-                                watched_view_note_attach(v, c->id, c->parent_id, c->path);
-                                j++;
-                        } else {
-                                if (!same_mount(o, c)) {
-                                        watched_view_note_detach(v, o->id, o->path);
-                                        watched_view_note_attach(v, c->id, c->parent_id, c->path);
-                                }
-                                i++, j++;
-                        }
-                }
-        /* The host's block devices, for ReleaseWithHost=: by the same comparison. */
-        log_debug("Read the mount table of %s%s: %zu mounts.", v->ns ? "the view of " : "the host", v->ns ? v->ns->name : "", n);
-        if (!v->ns && v->events->release) {
-                MountEvents *e = v->events;
-                for (i = 0; i < v->n_snapshot; i++)
-                        if (v->snapshot[i].dev_major != 0 && !bsearch(v->snapshot + i, s, n, sizeof *s, snapshot_cmp))
-                                host_blocks_remove(e, v->snapshot[i].id);
-                for (j = 0; j < n; j++)
-                        if (s[j].dev_major != 0)
-                                host_blocks_add(e, s[j].id, makedev(s[j].dev_major, s[j].dev_minor));
-                host_blocks_release_candidates(e);
-        }
-        snapshot_free(v->snapshot, v->n_snapshot);
-        v->snapshot = s;
-        v->n_snapshot = n;
-        v->have_snapshot = true;
-}
-
-/* One table of the answer: its mounts into a new snapshot (a known one copied from v's last).
- * Returns the bytes used, < 0 if malformed. */
-/* The paths parse_table() took from v's last table, given back (the new one is not used). */
-static void snapshot_give_back(WatchedView *v, MountSnapshotEntry *s, size_t n) {
-        for (size_t k = 0; v && v->have_snapshot && k < n; k++) {
-                MountSnapshotEntry *o = bsearch(s + k, v->snapshot, v->n_snapshot, sizeof *o, snapshot_cmp);
-                if (o && !o->path)
-                        o->path = TAKE_PTR(s[k].path);
-        }
-}
-
-/* Each known mount's path is taken from v's last table rather than copied (a table is read
- * whole after every change: copies were most of the daemon's own work per view). */
-static ssize_t parse_table(WatchedView *v, const char *p, size_t size, const TableHeader *h,
-                           MountSnapshotEntry **ret) {
-        MountSnapshotEntry *s;
-        size_t off = 0;
-
-        /* Each mount takes a record's bytes at least: a count past them is no table (and
-         * n_mounts + 1 must not wrap). */
-        if (h->n_mounts > size / sizeof(MountRecord))
-                return -EBADMSG;
-        s = calloc((size_t) h->n_mounts + 1, sizeof(MountSnapshotEntry));
-        if (!s)
-                return -ENOMEM;
-        for (uint32_t k = 0; k < h->n_mounts; k++) {
-                MountRecord rec;
-                if (size - off < sizeof rec)
-                        goto bad;
-                memcpy(&rec, p + off, sizeof rec);
-                off += sizeof rec;
-                if (rec.path_len == RECORD_KNOWN) {
-                        MountSnapshotEntry key = { .id = rec.id }, *o = NULL;
-                        if (v && v->have_snapshot)
-                                o = bsearch(&key, v->snapshot, v->n_snapshot, sizeof key, snapshot_cmp);
-                        if (!o && v)
-                                goto bad;
-                        /* (A view gone meanwhile: its table is dropped anyway.) */
-                        s[k] = o ? *o : key;
-                        if (o && o->path)
-                                s[k].path = TAKE_PTR(o->path);
-                        else {
-                                /* No last table (the view went), or the same id twice in one
-                                 * answer (taken by the first): a copy. */
-                                const char *from = "";
-                                for (uint32_t j = 0; o && j < k; j++)
-                                        if (s[j].id == rec.id) {
-                                                from = s[j].path;
-                                                break;
-                                        }
-                                s[k].path = strdup(from);
-                        }
-                        if (!s[k].path) {
-                                snapshot_give_back(v, s, k);
-                                snapshot_free(s, k);
-                                return -ENOMEM;
-                        }
-                        continue;
-                }
-                if (rec.path_len > size - off)
-                        goto bad;
-                s[k] = (MountSnapshotEntry) { .id = rec.id, .parent_id = rec.parent_id, .dev_major = rec.dev_major,
-                                              .dev_minor = rec.dev_minor, .path = strndup(p + off, rec.path_len) };
-                off += rec.path_len;
-                if (!s[k].path) {
-                        snapshot_give_back(v, s, k);
-                        snapshot_free(s, k);
-                        return -ENOMEM;
-                }
-        }
-        *ret = s;
-        return (ssize_t) off;
-bad:
-        snapshot_give_back(v, s, h->n_mounts);
-        snapshot_free(s, h->n_mounts);
-        return -EBADMSG;
-}
-
-static void batch_start(MountEvents *e);
-
-static unsigned batches_max(void) {
-        static unsigned n = 0;
-        if (n == 0) {
-                long k = sysconf(_SC_NPROCESSORS_ONLN);
-                n = k < 1 ? 1 : MIN((unsigned) k, (unsigned) BATCHES_MAX);
-        }
-        return n;
-}
-
-static void batch_free(Batch *b) {
-        for (size_t i = 0; i < b->n_items; i++)
-                if (b->items[i].v) {
-                        b->items[i].v->reading = false;
-                        b->items[i].v->batch_item = NULL;
-                }
-        free(b->items);
-        free(b);
-}
-
-/* A view read (or not): the next read when it changed meanwhile. */
-static void view_read_done(WatchedView *v) {
-        v->reading = false;
-        v->batch_item = NULL;
-        watched_view_settled(v);
-        if (v->dirty) {
-                v->dirty = false;
-                poll_view_schedule_read(v);
-        }
-}
-
-/* The views a batch did not read (its child failed, or never started): each is read again. */
-static void batch_requeue(Batch *b) {
-        for (size_t i = 0; i < b->n_items; i++) {
-                WatchedView *v = b->items[i].v;
-
-                if (!v)
-                        continue;
-                b->items[i].v = NULL;
-                v->dirty = true;
-                v->last_emit = now_usec(CLOCK_MONOTONIC);
-                view_read_done(v);
-        }
-}
-
-static void on_batch_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
-        Batch *b = userdata;
-        MountEvents *e = b->events;
-        size_t off = 0;
-
-        e->batches_running--;
-        if (error)
-                log_warning("Failed to read the mount tables of %zu watched namespaces, trying again later: %s",
-                            b->n_items, nsm_error_message(error));
-        while (!error && size - off >= sizeof(TableHeader)) {
-                MountSnapshotEntry *s = NULL;
-                TableHeader h;
-                ssize_t used;
-
-                memcpy(&h, data + off, sizeof h);
-                off += sizeof h;
-                if (h.index >= b->n_items)
-                        break;
-                WatchedView *v = b->items[h.index].v;
-                used = parse_table(v, data + off, size - off, &h, &s);
-                if (used < 0)
-                        break;
-                off += (size_t) used;
-                if (!v) {
-                        snapshot_free(s, h.n_mounts);
-                        continue;
-                }
-                if (h.result < 0) {
-                        log_debug_errno(h.result, "Failed to read a watched mount table, trying again later: %m");
-                        snapshot_give_back(v, s, h.n_mounts);
-                        snapshot_free(s, h.n_mounts);
-                        v->dirty = true;
-                } else {
-                        v->unique_ids = h.unique_ids;
-                        view_diff(v, s, h.n_mounts);
-                        watched_view_emit(v);
-                }
-                v->last_emit = now_usec(CLOCK_MONOTONIC);
-                b->items[h.index].v = NULL;
-                view_read_done(v);
-        }
-        /* What the answer did not cover is read again later. */
-        batch_requeue(b);
-        batch_free(b);
-        batch_start(e);
-}
-
-static void batch_start(MountEvents *e) {
-        _cleanup_free_ int *fds = NULL;
-        Batch *b;
-        size_t n = 0;
-        int r;
-
-        if (e->batches_running >= batches_max() || e->exiting)
-                return;
-        b = calloc(1, sizeof(Batch));
-        if (!b || !(b->items = calloc(BATCH_MAX, sizeof(BatchItem))) || !(fds = calloc(BATCH_MAX + 1, sizeof(int)))) {
-                if (b)
-                        free(b->items);
-                free(b);
-                log_oom();
-                return;
-        }
-        *b = (Batch) { .events = e, .items = b->items, .host_ns_fd = e->host_ns_fd, .mountinfo_only = force_mountinfo() };
-        fds[n++] = e->host_ns_fd;
-        if (e->host && e->host->due) {
-                e->host->due = false;
-                e->host->reading = true;
-                e->host->batch_item = &b->items[b->n_items].v;
-                b->items[b->n_items++] = (BatchItem) { .v = e->host, .ns_fd = -EBADF };
-        }
-        for (WatchedView *v = e->views_list; v && b->n_items < BATCH_MAX; v = v->next)
-                if (v->due) {
-                        v->due = false;
-                        v->reading = true;
-                        v->batch_item = &b->items[b->n_items].v;
-                        b->items[b->n_items++] = (BatchItem) { .v = v, .ns_fd = v->ns->mntns_fd };
-                        fds[n++] = v->ns->mntns_fd;
-                }
-        if (b->n_items == 0) {
-                batch_free(b);
-                return;
-        }
-        ChildSpec spec = {
-                .description = "Reading the mount tables of watched namespaces",
-                .run = batch_run,
-                .run_userdata = b,
-                .keep_fds = fds,
-                .n_keep_fds = n,
-                .deadline = namespace_set_deadline(e->namespaces),
-                .done = on_batch_done,
-                .userdata = b,
-        };
-        r = child_start(e->children, &spec);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to start reading mount tables, trying again later: %m");
-                batch_requeue(b);
-                batch_free(b);
-                return;
-        }
-        e->batches_running++;
-        /* More due than one batch holds: another child, on another CPU. */
-        batch_start(e);
-}
-
-static int on_batch_defer(sd_event_source *s, void *userdata) {
-        MountEvents *e = userdata;
-
-        e->batch_defer = sd_event_source_disable_unref(e->batch_defer);
-        batch_start(e);
-        return 0;
-}
-
-/* Every view that is due by the end of this turn of the loop goes in one batch. */
-static void poll_view_due(WatchedView *v) {
-        MountEvents *e = v->events;
-        int r;
-
-        if (v->reading) {
-                v->dirty = true;
-                return;
-        }
-        v->due = true;
-        if (e->batches_running >= batches_max() || e->batch_defer)
-                return;
-        r = sd_event_add_defer(e->namespaces->event, &e->batch_defer, on_batch_defer, e);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to schedule reading mount tables, reading now: %m");
-                batch_start(e);
-        }
-}
-
-/* ---- watching a namespace's mountinfo ---- */
-
-static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static int on_watched(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         WatchedView *v = userdata;
+        const sd_bus_error *error = sd_bus_message_get_error(m);
 
-        /* The kernel reports a change once per poll: nothing to read here. */
-        if (v->reading || !v->have_snapshot)
-                v->dirty = true;
-        else
-                poll_view_schedule_read(v);
-        return 0;
-}
-
-static int poll_view_watch_fd(WatchedView *v, int fd) {
-        int r;
-
-        v->mountinfo_fd = fd;
-        r = sd_event_add_io(v->events->namespaces->event, &v->mountinfo_source, fd, EPOLLPRI, on_mountinfo, v);
-        if (r < 0)
-                return r;
-        /* The first table: what later ones are compared with. */
-        poll_view_due(v);
-        return 0;
-}
-
-typedef struct OpenRequest {
-        WatchedView *v;          /* NULL once v went */
-} OpenRequest;
-
-static void on_mountinfo_opened(BuilderReply *reply, void *userdata) {
-        OpenRequest *q = userdata;
-        WatchedView *v = q->v;
-        int r;
-
-        free(q);
-        if (!v)
-                return;
-        v->opening = false;
-        v->mountinfo_fd = -EBADF;   /* was the request */
-        if (reply->error || reply->fd < 0) {
-                log_warning("Cannot watch the mounts of the view of '%s': %s", v->ns->name,
-                            reply->error ? nsm_error_message(reply->error) : "the view builder sent no file.");
-                watched_view_settled(v);
-                return;
-        }
-        r = poll_view_watch_fd(v, TAKE_FD(reply->fd));
-        if (r < 0) {
-                log_warning_errno(r, "Cannot watch the mounts of the view of '%s': %m", v->ns->name);
-                watched_view_settled(v);
-        }
+        v->watch_slot = sd_bus_slot_unref(v->watch_slot);
+        v->baseline = false;
+        if (error)
+                log_warning("Cannot watch the mounts of %s%s: %s", v->ns ? "the view of " : "the host",
+                            v->ns ? v->ns->name : "", error->message ?: error->name);
+        watched_view_settled(v);
+        return 1;
 }
 
 int poll_view_start(WatchedView *v) {
         MountEvents *e = v->events;
-        OpenRequest *q;
-        int fd, r;
+        MountReader *reader = NULL;
+        int r;
 
-        if (!v->ns) {
-                /* The host is our own namespace: its mountinfo is ours to open (not to read). */
-                fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        return -errno;
-                return poll_view_watch_fd(v, fd);
-        }
-        q = calloc(1, sizeof(OpenRequest));
-        if (!q)
-                return -ENOMEM;
-        q->v = v;
-        r = builder_open_mountinfo(e->namespaces->builder, v->ns->mntns_fd, namespace_set_deadline(e->namespaces),
-                                   on_mountinfo_opened, q);
+        r = reader_pick(e, &reader);
+        if (r < 0)
+                return r;
+        do
+                v->key = ++e->next_key;
+        while (v->key == 0 || id_map_get(e->keys, v->key));
+        r = id_map_put(e->keys, v->key, v);
+        if (r < 0)
+                return r;
+        /* The host's first table is its block devices' (ReleaseWithHost=); a new view's is what it
+         * starts with, signalled as attached. */
+        r = mount_reader_watch(reader, v->key, v->ns ? v->ns->mntns_fd : e->host_ns_fd, !v->ns || v->new_view,
+                               on_watched, v, &v->watch_slot);
         if (r < 0) {
-                free(q);
+                id_map_remove(e->keys, v->key);
+                v->key = 0;
                 return r;
         }
-        v->opening = true;
-        /* While the builder works, the request is the view's to cancel. */
-        v->mountinfo_fd = -EBADF;
-        v->open_request = q;
+        v->reader = reader;
+        v->baseline = !v->ns;
+        (*mount_reader_load(reader))++;
         return 0;
 }
 
 void poll_view_stop(WatchedView *v) {
-        if (v->opening && v->open_request)
-                ((OpenRequest *) v->open_request)->v = NULL;
-        v->opening = false;
-        v->open_request = NULL;
-        v->mountinfo_source = sd_event_source_disable_unref(v->mountinfo_source);
-        v->mountinfo_fd = safe_close(v->mountinfo_fd);
-        v->due = false;
-        /* A batch reading it forgets it. */
-        if (v->batch_item)
-                *v->batch_item = NULL;
-        v->batch_item = NULL;
-        v->reading = false;
+        MountEvents *e = v->events;
+
+        v->watch_slot = sd_bus_slot_unref(v->watch_slot);
+        if (v->reader) {
+                mount_reader_unwatch(v->reader, v->key);
+                /* A reader with nothing to watch ends (from the loop). */
+                if (--(*mount_reader_load(v->reader)) == 0)
+                        readers_check(e);
+                v->reader = NULL;
+        }
+        if (v->key != 0)
+                id_map_remove(e->keys, v->key);
+        v->key = 0;
+}
+
+/* A view's own signals only where someone asked for them: an aggregated subscriber alone costs
+ * the daemon no work per view beyond naming it. */
+static bool view_signals(const WatchedView *v) {
+        if (!v->ns)
+                return v->events->n_all > 0;
+        return v->n_watchers > 0 || v->events->n_signal_all > 0;
+}
+
+typedef struct Touched {
+        WatchedView **views;
+        size_t n, cap;
+} Touched;
+
+static void touch(Touched *t, WatchedView *v) {
+        if (v->touched)
+                return;
+        if (t->n == t->cap) {
+                size_t cap = MAX(t->cap * 2, (size_t) 64);
+                WatchedView **p = realloc(t->views, cap * sizeof(WatchedView *));
+                if (!p) {
+                        log_oom();
+                        return;
+                }
+                t->views = p;
+                t->cap = cap;
+        }
+        v->touched = true;
+        t->views[t->n++] = v;
+}
+
+/* One entry of Changed: a mount point and device, and the views where it changed. */
+static int changed_entry(MountEvents *e, sd_bus_message *m, char sign, Touched *t, WatchedView ***agg,
+                         size_t *agg_cap) {
+        _cleanup_free_ char *path = NULL;
+        const void *p;
+        size_t size, n_agg = 0;
+        uint64_t dev;
+        int r;
+
+        r = sd_bus_message_read_array(m, 'y', &p, &size);
+        if (r < 0)
+                return r;
+        path = strndup(p, size);
+        if (!path)
+                return -ENOMEM;
+        r = sd_bus_message_read(m, "t", &dev);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', sign == '+' ? "(utt)" : "(ut)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                uint64_t id, parent_id = 0;
+                uint32_t key;
+                WatchedView *v;
+
+                r = sign == '+' ? sd_bus_message_read(m, "(utt)", &key, &id, &parent_id)
+                                : sd_bus_message_read(m, "(ut)", &key, &id);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                v = id_map_get(e->keys, key);
+                if (!v)
+                        continue;   /* no longer watched */
+                if (!v->ns && e->release) {
+                        if (sign == '+' && major((dev_t) dev) != 0)
+                                host_blocks_add(e, id, (dev_t) dev);
+                        else if (sign == '-')
+                                host_blocks_remove(e, id);
+                }
+                /* The host's first table is its baseline, not told. */
+                if (v->baseline)
+                        continue;
+                if (view_signals(v)) {
+                        if (sign == '+')
+                                watched_view_note_attach(v, id, parent_id, path);
+                        else
+                                watched_view_note_detach(v, id, path);
+                        touch(t, v);
+                }
+                if (v->ns && e->n_aggregate > 0) {
+                        if (n_agg == *agg_cap) {
+                                size_t cap = MAX(*agg_cap * 2, (size_t) 64);
+                                WatchedView **a = realloc(*agg, cap * sizeof(WatchedView *));
+                                if (!a)
+                                        return -ENOMEM;
+                                *agg = a;
+                                *agg_cap = cap;
+                        }
+                        (*agg)[n_agg++] = v;
+                }
+        }
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        if (n_agg > 0 && e->bus && e->bus->aggregate)
+                e->bus->aggregate(sign, path, *agg, n_agg, e->bus_userdata);
+        return 0;
+}
+
+static void reader_on_changed(MountReader *reader, sd_bus_message *m, void *userdata) {
+        MountEvents *e = userdata;
+        _cleanup_free_ WatchedView **agg = NULL;
+        Touched t = {};
+        size_t agg_cap = 0;
+        int r = 0;
+
+        /* Detached first: an id the kernel reused is detached, then attached again. */
+        for (const char *sign = "-+"; r >= 0 && *sign; sign++) {
+                r = sd_bus_message_enter_container(m, 'a', *sign == '+' ? "(ayta(utt))" : "(ayta(ut))");
+                while (r >= 0) {
+                        r = sd_bus_message_enter_container(m, 'r', *sign == '+' ? "ayta(utt)" : "ayta(ut)");
+                        if (r <= 0)
+                                break;
+                        r = changed_entry(e, m, *sign, &t, &agg, &agg_cap);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        if (r < 0)
+                log_warning_errno(r, "A mount reader sent changes we cannot read, ignoring the rest: %m");
+        for (size_t i = 0; i < t.n; i++) {
+                WatchedView *v = t.views[i];
+                int enabled = SD_EVENT_OFF;
+
+                v->touched = false;
+                /* (A signal held already goes when its timer says.) */
+                if (v->timer && sd_event_source_get_enabled(v->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                        continue;
+                watched_view_emit_unless_held(v);
+        }
+        free(t.views);
+        if (e->host && e->host->reader == reader)
+                host_blocks_release_candidates(e);
+}
+
+/* A reader that died: its views go to another (what changed meanwhile is not told). A reader
+ * that watches nothing ends. */
+static int on_readers_defer(sd_event_source *s, void *userdata) {
+        MountEvents *e = userdata;
+        bool orphans = false;
+
+        e->readers_defer = sd_event_source_disable_unref(e->readers_defer);
+        for (size_t i = 0; i < READERS_MAX; i++) {
+                MountReader *dead = e->readers[i];
+
+                if (dead && !e->readers_gone[i] && *mount_reader_load(dead) == 0) {
+                        e->readers[i] = mount_reader_free(dead);
+                        continue;
+                }
+                if (!dead || !e->readers_gone[i])
+                        continue;
+                if (e->host && e->host->reader == dead) {
+                        e->host->reader = NULL;
+                        e->host->orphaned = orphans = true;
+                }
+                for (WatchedView *v = e->views_list; v; v = v->next)
+                        if (v->reader == dead) {
+                                v->reader = NULL;
+                                v->orphaned = orphans = true;
+                        }
+                e->readers[i] = mount_reader_free(dead);
+                e->readers_gone[i] = false;
+        }
+        for (WatchedView *v = e->host ?: e->views_list; orphans && v; v = v == e->host ? e->views_list : v->next) {
+                if (!v->orphaned)
+                        continue;
+                v->orphaned = false;
+                poll_view_stop(v);
+                v->new_view = false;
+                if (e->exiting || poll_view_start(v) < 0)
+                        watched_view_settled(v);
+        }
+        return 0;
+}
+
+static void readers_check(MountEvents *e) {
+        if (!e->readers_defer && sd_event_add_defer(e->namespaces->event, &e->readers_defer, on_readers_defer, e) < 0)
+                log_warning("Failed to schedule replacing or ending a mount reader.");
+}
+
+static void reader_on_gone(MountReader *r, void *userdata) {
+        MountEvents *e = userdata;
+
+        for (size_t i = 0; i < READERS_MAX; i++)
+                if (e->readers[i] == r)
+                        e->readers_gone[i] = true;
+        readers_check(e);
+}
+
+void mount_readers_free(MountEvents *e) {
+        e->readers_defer = sd_event_source_disable_unref(e->readers_defer);
+        for (size_t i = 0; i < READERS_MAX; i++)
+                e->readers[i] = mount_reader_free(e->readers[i]);
 }

@@ -16,6 +16,7 @@
 #include "id-map.h"
 #include "macros.h"
 #include "namespace.h"
+#include "mount-reader.h"
 #include "time-util.h"
 
 /* ---- what mount events speak: mount-events.h, its owner and its bus glue use it too ---- */
@@ -44,9 +45,12 @@ typedef struct MountEvents MountEvents;
 /* What the bus glue does for mount events (mount-events-dbus.c): sends the signals (ns NULL:
  * the host's), ends the subscriptions of a view that is gone, and every subscription when
  * mount events end. */
+typedef struct WatchedView WatchedView;
 typedef struct MountEventsBus {
         void (*emit)(Namespace *ns, const MountChange *attached, size_t n_attached, const MountChange *detached,
                      size_t n_detached, void *userdata);
+        /* ViewsMountsChanged: 'path' attached ('+') or detached ('-') alike in the views. */
+        void (*aggregate)(char sign, const char *path, WatchedView *const *views, size_t n_views, void *userdata);
         void (*namespace_gone)(Namespace *ns, void *userdata);
         void (*done)(void *userdata);
 } MountEventsBus;
@@ -64,7 +68,6 @@ typedef struct MountSnapshotEntry {
         char *path;
 } MountSnapshotEntry;
 
-typedef struct WatchedView WatchedView;
 struct Subscriber;               /* mount-events-dbus.c */
 typedef struct WatchWaiter WatchWaiter;
 
@@ -92,19 +95,15 @@ struct WatchedView {
         uint64_t last_emit;      /* CLOCK_MONOTONIC µs of the last signal */
         sd_event_source *timer;  /* the next signal (fanotify) or the next read (poll) */
 
-        /* Read in its namespace (views always, the host in poll mode). */
-        int mountinfo_fd;        /* /proc/self/mountinfo opened in the namespace: POLLPRI after a change */
-        sd_event_source *mountinfo_source;
-        bool opening;            /* the builder is opening mountinfo_fd */
-        void *open_request;      /* … for this request, which forgets the view if it goes first */
-        WatchedView **batch_item; /* while a batch reads it: the batch's pointer to it */
-        MountSnapshotEntry *snapshot;
-        size_t n_snapshot;
-        bool have_snapshot;
-        bool unique_ids;         /* the snapshot's ids are unique ones (statmount), not mountinfo's */
-        bool due;                /* to be read by the next batch */
-        bool reading;            /* a batch is reading it */
-        bool dirty;              /* changed again while it was read */
+        /* Read in its namespace (views always, the host in poll mode) by a mount reader. */
+        struct MountReader *reader;
+        uint32_t key;            /* the reader's name for it: MountEvents.keys */
+        sd_bus_slot *watch_slot; /* its Watch() call, until answered */
+        char *bus_path;          /* its object path, for ViewsMountsChanged (made when first needed) */
+        uint64_t held_since;     /* its signal waits for an operation on the view to end, since */
+        bool baseline;           /* the host's first table is on its way: not told */
+        bool touched;            /* has changes in the reader's message being read */
+        bool orphaned;           /* its reader died: to be given to another */
 
         WatchedView *prev, *next; /* MountEvents.views_list, the most recently active first */
 };
@@ -134,9 +133,12 @@ struct MountEvents {
         IdMap *dev_counts;       /* block device → its mounts on the host */
         IdMap *release_candidates; /* block devices whose last host mount went in this read */
 
-        /* Poll mode. */
-        unsigned batches_running;
-        sd_event_source *batch_defer;
+        /* Poll mode: the readers (mount-reader.h), and the views by their keys. */
+        struct MountReader *readers[2];
+        bool readers_gone[2];
+        sd_event_source *readers_defer;
+        IdMap *keys;
+        uint32_t next_key;
 
         struct Subscriber *subscriptions;   /* mount-events-dbus.c's */
         unsigned n_signal_all;              /* … of them, Manager.Subscribe(): every view's MountsChanged */
@@ -170,4 +172,6 @@ void waiters_check(MountEvents *e);
 /* Poll mode: reading tables inside their namespaces. */
 int poll_view_start(WatchedView *v);
 void poll_view_stop(WatchedView *v);
-void poll_view_free_snapshot(WatchedView *v);
+void mount_readers_free(MountEvents *e);
+/* A reader is reading its changed tables: their changes are on their way. */
+bool mount_events_readers_busy(const MountEvents *e);

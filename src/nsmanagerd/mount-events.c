@@ -254,9 +254,9 @@ static WatchedView *watched_view_free(WatchedView *v) {
                 return NULL;
         watched_view_clear(v);
         poll_view_stop(v);
-        poll_view_free_snapshot(v);
         v->timer = sd_event_source_disable_unref(v->timer);
         namespace_unref(v->ns);
+        free(v->bus_path);
         free(v);
         return NULL;
 }
@@ -266,7 +266,7 @@ static WatchedView *watched_view_new(MountEvents *e, Namespace *ns) {
 
         if (!v)
                 return NULL;
-        *v = (WatchedView) { .events = e, .ns = ns ? namespace_ref(ns) : NULL, .mountinfo_fd = -EBADF };
+        *v = (WatchedView) { .events = e, .ns = ns ? namespace_ref(ns) : NULL };
         return v;
 }
 
@@ -281,7 +281,7 @@ static void view_stop(WatchedView *v) {
 }
 
 /* Watched while someone watches it alone or everything; started if it is not yet. */
-static int view_ensure(MountEvents *e, Namespace *ns) {
+static int view_ensure(MountEvents *e, Namespace *ns, bool new_view) {
         WatchedView *v = view_find(e, ns);
         int r;
 
@@ -290,6 +290,7 @@ static int view_ensure(MountEvents *e, Namespace *ns) {
         v = watched_view_new(e, ns);
         if (!v)
                 return -ENOMEM;
+        v->new_view = new_view;
         r = hashmap_put(e->views, v->ns->name, v);
         if (r < 0) {
                 watched_view_free(v);
@@ -389,7 +390,7 @@ int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready
         if (e->mode == MOUNT_EVENTS_NONE)
                 return -EOPNOTSUPP;
         if (ns) {
-                r = view_ensure(e, ns);
+                r = view_ensure(e, ns, false);
                 if (r < 0)
                         return r;
                 view_find(e, ns)->n_watchers++;
@@ -397,7 +398,7 @@ int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready
                 r = host_update(e);
                 for (HashmapIterator i = {}; r >= 0 && hashmap_iterate(e->namespaces->by_name, &i, (void **) &n, NULL);)
                         if (n->ready)
-                                r = view_ensure(e, n);
+                                r = view_ensure(e, n, false);
                 if (r < 0) {
                         e->n_all--;
                         views_drop_unwatched(e);
@@ -441,21 +442,15 @@ void mount_events_unwatch(MountEvents *e, Namespace *ns) {
 
 static void on_namespace_ready(Namespace *ns, void *userdata) {
         MountEvents *e = userdata;
-        WatchedView *v;
         int r;
 
         if (!e || e->n_all == 0)
                 return;
-        r = view_ensure(e, ns);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to watch the mounts of the new view of '%s', ignoring: %m", ns->name);
-                return;
-        }
         /* A subscriber learns of it from NamespaceNew, sent before its first table is read: what
          * it starts with is signalled as attached, so that nothing mounted in between is lost. */
-        v = view_find(e, ns);
-        if (v && !v->settled)
-                v->new_view = true;
+        r = view_ensure(e, ns, !view_find(e, ns));
+        if (r < 0)
+                log_warning_errno(r, "Failed to watch the mounts of the new view of '%s', ignoring: %m", ns->name);
 }
 
 static void on_namespace_gone(Namespace *ns, void *userdata) {
@@ -480,6 +475,13 @@ void mount_events_config_changed(MountEvents *e) {
                 host_blocks_reset(e);
         else if (e->host && e->mode == MOUNT_EVENTS_FANOTIFY)
                 (void) host_blocks_scan(e);
+        else if (e->host) {
+                /* Its mounts' devices come with a first table: read one again. */
+                poll_view_stop(e->host);
+                r = poll_view_start(e->host);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to read the host's mounts for ReleaseWithHost=, ignoring: %m");
+        }
         r = host_update(e);
         if (r < 0)
                 log_warning_errno(r, "Failed to watch the host's unmounts for ReleaseWithHost=, ignoring: %m");
@@ -531,8 +533,9 @@ int mount_events_new(NamespaceSet *namespaces, ChildSet *children, Ejector *ejec
         e->host_blocks = id_map_new();
         e->dev_counts = id_map_new();
         e->release_candidates = id_map_new();
+        e->keys = id_map_new();
         e->host_ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        if (!e->views || !e->host_blocks || !e->dev_counts || !e->release_candidates || e->host_ns_fd < 0) {
+        if (!e->views || !e->host_blocks || !e->dev_counts || !e->release_candidates || !e->keys || e->host_ns_fd < 0) {
                 r = e->host_ns_fd < 0 ? -errno : -ENOMEM;
                 mount_events_free(e);
                 return r;
@@ -590,7 +593,8 @@ MountEvents *mount_events_free(MountEvents *e) {
         }
         hashmap_free(e->views);
         host_stop(e);
-        e->batch_defer = sd_event_source_disable_unref(e->batch_defer);
+        mount_readers_free(e);
+        id_map_free(e->keys);
         id_map_free(e->host_blocks);
         id_map_free(e->dev_counts);
         id_map_free(e->release_candidates);

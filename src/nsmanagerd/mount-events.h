@@ -24,12 +24,12 @@
  * mount's unique id, read from the event loop, and looked at with statmount(2) (nothing in
  * either asks a file system anything). Elsewhere, or with NSM_MOUNT_EVENTS=poll, as a view.
  *
- * A watched view: the kernel flags each change of its mount table on a /proc/self/mountinfo
- * opened inside it (POLLPRI; the builder opens it, the daemon holds it unread), and a killable
- * child enters the view and reads the table (listmount(2) and statmount(2) with unique ids,
- * else mountinfo), which is compared with the last one. fanotify cannot serve the views:
- * Linux 6.18 cannot statmount(2) a view's mounts from outside (mount-notify.h says why), so
- * each change of a view is read inside it whichever way it was seen.
+ * A watched view: a mount reader (mount-reader.h), a long-lived helper process, holds a
+ * /proc/self/mountinfo opened inside it, which the kernel flags at each change (POLLPRI), enters
+ * the view and reads what changed (listmount(2) and statmount(2) with unique ids, else
+ * mountinfo), and sends the daemon the difference. fanotify cannot serve the views: Linux 6.18
+ * cannot statmount(2) a view's mounts from outside (mount-notify.h says why), so each change of
+ * a view is read inside it whichever way it was seen.
  *
  * Changes are coalesced: at most one signal per view per MOUNT_EVENTS_INTERVAL_USEC, and
  * together the signals of a view list each change once (detached before attached). */

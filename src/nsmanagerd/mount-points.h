@@ -12,7 +12,8 @@
  * a dead NFS server, a FUSE mount of theirs), never waited for; for each path, from its last
  * component up, what carries the tag of this view (uid, mount namespace inode) and is still
  * the inode checked is removed, and the walk stops at the first that is not: a directory the
- * user made, or one a later view of theirs mounts on, stays. Failures are logged at debug
- * level and ignored: what stays is the user's. */
+ * user made, or one a later view of theirs mounts on, stays. The child is
+ * mount-points-remove.h's: it is sent the paths and the view's uid and inode. Failures are
+ * logged at debug level and ignored: what stays is the user's. */
 void mount_points_remove(ChildSet *children, const char *name, uid_t uid, uint64_t mntns_inode, char *const *paths,
                          uint64_t deadline);

@@ -190,3 +190,7 @@ void op_queue_complete(QueuedOp *op) {
         }
         queued_op_free(op);
 }
+
+bool op_queue_running(const OpQueue *q) {
+        return q && q->running;
+}

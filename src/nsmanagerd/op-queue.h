@@ -37,5 +37,7 @@ static inline void op_queue_freep(OpQueue **q) {
 }
 
 int op_queue_add(OpQueue *q, uint64_t deadline, OpStartFunc start, OpFailFunc fail, void *userdata);
+/* An operation is running (it may be making mounts whose records are not there yet). */
+bool op_queue_running(const OpQueue *q);
 /* The running operation 'op' is finished: the next one starts. */
 void op_queue_complete(QueuedOp *op);

@@ -1,27 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdlib.h>
 
+#include "bus-util.h"
 #include "hashmap.h"
 #include "id-map.h"
-#include "ipc-fields.h"
+#include "user-lookup-child.h"
 #include "log.h"
 #include "parse-util.h"
 #include "text-escape.h"
 #include "time-util.h"
 #include "user-lookup.h"
-
-/* The child's answer: an ipc-fields.h message of this kind. */
-enum {
-        USER_LOOKUP_ANSWER = 1,
-};
-
-enum {
-        TAG_NAME = 1,
-        TAG_UID = 2,
-        TAG_GID = 3,
-        TAG_HOME = 4,
-        TAG_SHELL = 5,
-};
 
 typedef struct CacheEntry {
         char *key;               /* the name as asked */
@@ -142,77 +130,24 @@ static int charge(UserLookups *l, uid_t uid, int delta) {
         return id_map_put(l->in_flight, uid_key(uid), (void *) (uintptr_t) n);
 }
 
-/* ---- the child ---- */
-
-static int lookup_child_run(int sock, void *userdata, NsmError *error) {
-        _cleanup_(user_record_done) UserRecord u = {};
-        _cleanup_free_ char *shown = NULL;
-        _cleanup_free_ void *data = NULL;
-        Lookup *k = userdata;
-        FieldWriter w;
-        size_t size = 0;
-        uid_t uid;
-        int r;
-
-        r = parse_uid(k->name, &uid) >= 0 ? user_record_by_uid(uid, &u) : user_record_by_name(k->name, &u);
-        if (r < 0) {
-                shown = text_escape(k->name);
-                if (r == -ESRCH)
-                        return nsm_error_setf(error, NSM_ERROR_NO_SUCH_USER, "No user '%s' is known to the system.",
-                                              shown ?: "?");
-                return nsm_error_set_errnof(error, r, "Failed to look up user '%s': %m", shown ?: "?");
-        }
-        field_writer_init(&w, USER_LOOKUP_ANSWER);
-        field_put_string(&w, TAG_NAME, u.name);
-        field_put_u64(&w, TAG_UID, u.uid);
-        field_put_u64(&w, TAG_GID, u.gid);
-        field_put_string(&w, TAG_HOME, u.home);
-        field_put_string(&w, TAG_SHELL, u.shell);
-        r = field_writer_finish(&w, &data, &size);
-        if (r < 0)
-                return r;
-        return ipc_send_data(sock, data, size);
-}
-
 /* ---- the answer ---- */
 
-static int decode_field(uint8_t tag, const void *v, size_t n, void *userdata) {
-        UserRecord *u = userdata;
-
-        switch (tag) {
-        case TAG_NAME:
-                return field_get_string(v, n, &u->name);
-        case TAG_UID:
-                return field_get_u32(v, n, &u->uid);
-        case TAG_GID:
-                return field_get_u32(v, n, &u->gid);
-        case TAG_HOME:
-                return field_get_string(v, n, &u->home);
-        case TAG_SHELL:
-                return field_get_string(v, n, &u->shell);
-        default:
-                return -EBADMSG;
-        }
-}
-
-static int decode_answer(const char *data, size_t size, UserRecord *ret) {
-        static const FieldSchema schema = {
-                .allowed = FIELD_BIT(TAG_NAME) | FIELD_BIT(TAG_UID) | FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_HOME) |
-                           FIELD_BIT(TAG_SHELL),
-                .required = FIELD_BIT(TAG_NAME) | FIELD_BIT(TAG_UID) | FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_HOME) |
-                            FIELD_BIT(TAG_SHELL),
-        };
-        UserRecord u = {};
+static int read_answer(sd_bus_message *reply, UserRecord *ret) {
+        _cleanup_(user_record_done) UserRecord u = {};
         int r;
 
-        if (!data)
+        r = bus_message_read_bytes(reply, &u.name);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "uu", &u.uid, &u.gid);
+        if (r >= 0)
+                r = bus_message_read_bytes(reply, &u.home);
+        if (r >= 0)
+                r = bus_message_read_bytes(reply, &u.shell);
+        if (r < 0)
+                return r;
+        if (u.uid == (uid_t) -1 || u.gid == (gid_t) -1)
                 return -EBADMSG;
-        r = field_message_decode(data, size, USER_LOOKUP_ANSWER, &schema, decode_field, &u);
-        if (r < 0 || u.uid == (uid_t) -1 || u.gid == (gid_t) -1) {
-                user_record_done(&u);
-                return r < 0 ? r : -EBADMSG;
-        }
-        *ret = u;
+        *ret = TAKE_STRUCT(u);
         return 0;
 }
 
@@ -229,7 +164,7 @@ static void cache_put(UserLookups *l, CacheEntry *e) {
                 cache_entry_free(e);
 }
 
-static void on_lookup_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+static void on_lookup_done(const NsmError *error, sd_bus_message *reply, void *userdata) {
         Lookup *k = userdata;
         UserLookups *l = k->lookups;
         CacheEntry *e = calloc(1, sizeof(CacheEntry));
@@ -243,7 +178,7 @@ static void on_lookup_done(const NsmError *error, IpcMessage *final, const char 
                         e->failed = true;
                         (void) nsm_error_copy(&e->error, error);
                 } else {
-                        int r = decode_answer(data, size, &e->user);
+                        int r = read_answer(reply, &e->user);
                         if (r < 0) {
                                 e->failed = true;
                                 (void) nsm_error_set_errnof(&e->error, r, "Malformed answer of the lookup of a user.");
@@ -283,6 +218,11 @@ static int cache_answer(const CacheEntry *e, UserRecord *ret, NsmError *error) {
         return 1;
 }
 
+static int append_name(sd_bus_message *m, void *userdata) {
+        const Lookup *k = userdata;
+        return sd_bus_message_append(m, "s", k->name);
+}
+
 int user_lookup(UserLookups *l, const char *name, uid_t caller, uint64_t deadline, UserLookupDone done, void *userdata,
                 UserRecord *ret, NsmError *error) {
         _cleanup_free_ char *description = NULL;
@@ -319,11 +259,12 @@ int user_lookup(UserLookups *l, const char *name, uid_t caller, uint64_t deadlin
                 description = NULL;
         ChildSpec spec = {
                 .description = description,
-                .run = lookup_child_run,
-                .run_userdata = k,
+                .interface = &user_lookup_interface,
+                .method = "LookUp",
+                .append = append_name,
+                .reply = on_lookup_done,
                 .deadline = deadline,
                 .owner = caller,
-                .done = on_lookup_done,
                 .userdata = k,
         };
         r = child_start(l->children, &spec);

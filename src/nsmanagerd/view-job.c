@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <time.h>
 
+#include "bus-util.h"
 #include "child.h"
 #include "log.h"
 #include "namespace-state.h"
@@ -63,20 +64,37 @@ static void view_job_finish(ViewJob *j, const NsmError *error, const ViewOpResul
 
 static void view_jobs_start_waiting(ViewJobs *jobs);
 
-static void on_child_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+static int read_result(sd_bus_message *reply, ViewOpResult *res) {
+        _cleanup_free_ MountId *gone = NULL, *made = NULL;
+        size_t n_gone = 0, n_made = 0;
+        int r;
+
+        r = sd_bus_message_read(reply, "(tt)(tt)u", &res->mounted.unique, &res->mounted.old, &res->replaced.unique,
+                                &res->replaced.old, &res->n_mounts);
+        if (r >= 0)
+                r = bus_message_read_mount_ids(reply, VIEW_OP_MOUNTS_MAX, &gone, &n_gone);
+        if (r >= 0)
+                r = bus_message_read_mount_ids(reply, VIEW_OP_MOUNTS_MAX, &made, &n_made);
+        if (r < 0)
+                return r;
+        if (n_gone > 0)
+                memcpy(res->gone, gone, n_gone * sizeof(MountId));
+        res->n_gone = (uint32_t) n_gone;
+        if (n_made > 0)
+                memcpy(res->policy_mounts, made, n_made * sizeof(MountId));
+        res->n_policy_mounts = (uint32_t) n_made;
+        return 0;
+}
+
+static void on_child_done(const NsmError *error, sd_bus_message *reply, void *userdata) {
         _cleanup_(nsm_error_done) NsmError malformed = {};
         ViewJob *j = userdata;
         ViewJobs *jobs = j->jobs;
         ViewOpResult res = {};
 
         jobs->running--;
-        /* What the child sent ahead of its answer: sentences for the log, each NUL-terminated
-         * (the [View] policy's entries a user spoiled, paths that could be). */
-        for (size_t i = 0; data && i < size; i += strlen(data + i) + 1)
-                if (data[i])
-                        log_warning("%s: %s", j->description, data + i);
         if (!error) {
-                if (!final || view_op_result_decode(final->payload, final->size, &res) < 0) {
+                if (read_result(reply, &res) < 0) {
                         (void) nsm_error_set(&malformed, NSM_ERROR_SYSTEM, -EPROTO,
                                              "The helper process answered with a malformed result.");
                         error = &malformed;
@@ -106,10 +124,99 @@ static int view_job_fill_records(ViewJob *j) {
         return 0;
 }
 
+/* The call's arguments (view-op-message.h). */
+static int append_request(sd_bus_message *m, void *userdata) {
+        const ViewOp *op = &((ViewJob *) userdata)->op;
+        int r;
+
+        if (op->type == VIEW_OP_APPLY_POLICY) {
+                const ViewPolicy *p = op->policy;
+                const UserRecord *u = op->user;
+
+                r = sd_bus_message_append(m, "h", op->ns_fd);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'r', "btaayaayaayaayb");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "bt", p->private_tmp, p->tmp_size);
+                if (r >= 0)
+                        r = bus_message_append_bytes_strv(m, p->bind_paths);
+                if (r >= 0)
+                        r = bus_message_append_bytes_strv(m, p->bind_read_only_paths);
+                if (r >= 0)
+                        r = bus_message_append_bytes_strv(m, p->temporary_file_system);
+                if (r >= 0)
+                        r = bus_message_append_bytes_strv(m, p->inaccessible_paths);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "b", p->hide_other_homes);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'r', "suuayay");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "suu", u->name, u->uid, u->gid);
+                if (r >= 0)
+                        r = bus_message_append_bytes(m, u->home);
+                if (r >= 0)
+                        r = bus_message_append_bytes(m, u->shell);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                return r;
+        }
+        r = sd_bus_message_open_container(m, 'a', "h");
+        if (r >= 0 && op->ns_fd >= 0)
+                r = sd_bus_message_append(m, "h", op->ns_fd);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = bus_message_append_bytes(m, op->path);
+        if (r < 0)
+                return r;
+        switch (op->type) {
+        case VIEW_OP_SET_PROPAGATION:
+                r = sd_bus_message_append(m, "ubt", (uint32_t) op->mode, op->recursive, op->expected_id);
+                break;
+        case VIEW_OP_JOIN:
+                r = sd_bus_message_append(m, "u", (uint32_t) op->join);
+                break;
+        case VIEW_OP_BIND:
+                r = bus_message_append_bytes(m, op->source);
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "bbb", op->read_only, op->make_dir, op->host_propagates);
+                break;
+        case VIEW_OP_UNMOUNT:
+                r = sd_bus_message_append(m, "bt", op->recursive, op->expected_id);
+                break;
+        default:
+                return 0;   /* HOST_SHARE: root's alone */
+        }
+        /* The caller and the records the rules are checked against (own-view-rules.h). */
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(uuauu)");
+        if (r >= 0 && op->caller) {
+                r = sd_bus_message_open_container(m, 'r', "uuauu");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "uu", op->caller->uid, op->caller->gid);
+                if (r >= 0)
+                        r = sd_bus_message_append_array(m, 'u', op->caller->groups,
+                                                        op->caller->n_groups * sizeof(gid_t));
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "u", op->max_own_binds);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        if (r >= 0)
+                r = bus_message_append_mount_ids(m, op->own_mounts, op->n_own_mounts);
+        if (r >= 0)
+                r = bus_message_append_mount_ids(m, op->bind_mounts, op->n_bind_mounts);
+        if (r >= 0)
+                r = bus_message_append_mount_ids(m, op->policy_mounts, op->n_policy_mounts);
+        return r;
+}
+
 static int view_job_launch(ViewJob *j) {
         ViewJobs *jobs = j->jobs;
-        _cleanup_free_ void *request = NULL;
-        size_t size = 0;
         int r;
 
         /* A login's view with its [View] policy is never refused for the user's stuck
@@ -130,19 +237,14 @@ static int view_job_launch(ViewJob *j) {
                 return r;
         if (j->ns)
                 j->op.ns_fd = j->ns->mntns_fd;
-        r = view_op_request_encode(&j->op, &request, &size);
-        if (r < 0)
-                return r;
         ChildSpec spec = {
                 .description = j->description,
-                .run_request = view_op_child_run,
-                .request = request,
-                .request_size = size,
-                .request_fds = &j->op.ns_fd,
-                .n_request_fds = j->op.ns_fd >= 0 ? 1 : 0,
+                .interface = &view_ops_interface,
+                .method = view_op_type_to_method(j->op.type),
+                .append = append_request,
+                .reply = on_child_done,
                 .deadline = j->deadline,
                 .owner = j->owner,
-                .done = on_child_done,
                 .userdata = j,
         };
         r = child_start(jobs->children, &spec);

@@ -5,25 +5,27 @@
 #include <stddef.h>
 
 #include "macros.h"
+#include "child-main.h"
 #include "mount-util.h"
 
 
-/* The daemon's requests to the view builder (docs/processes.md): one ipc-fields.h message each,
- * sent with ipc_send_request(), with the namespace's fd where the kind takes one. Encoded by the
- * daemon (builder.c), decoded by the builder (builder-main.c); each kind's fields:
+/* The view builder's interface (docs/processes.md), served by src/builder/builder-main.c for
+ * as long as the daemon keeps the connection (its handshake once per builder):
  *
- *   OPEN_REGISTRY    REGISTRY_PIN, PINS_DIR (absolute paths)
- *   BUILD            NAME (a user name), SUBTREE_ROOT (absolute), PROPAGATION (ViewPropagation),
- *                    SHARED_SUBTREE (absolute, repeated: none or more)
- *   UNPIN            NAME (a file name: whatever LIST named)
- *   LIST             (none)
- *   READ_MOUNTS      WITH_FD (1: the namespace's fd comes with it; 0: the host's table),
- *                    WITH_IDS (optional; 1: after the table a NUL and the mounts' ids, see below)
- *   OPEN_MOUNTINFO   (none; the namespace's fd comes with it)
+ *   OpenRegistry(ay registry_pin, ay pins_dir) → (b created)
+ *   Build(s name, ay subtree_root, u propagation, aay shared_subtrees) → (u n_mounts, h ns): the
+ *        namespace pinned as pins_dir/NAME
+ *   Unpin(ay name) → (): whatever List named
+ *   List() → (a(ayah) pins): each pin's name and its namespace (none: a pin file that holds none)
+ *   ReadMounts(ah ns, b with_ids) → (ay table, a(tt) ids): the namespace's mountinfo (none: the
+ *        host's), with ids each mount's mountinfo id and unique id (none without statmount(2))
+ *   OpenMountinfo(h ns) → (h mountinfo): opened there, unread
  *
- * The decoder takes nothing on trust: a name must be one path component (it becomes one under
- * SubtreeRoot= and the pins' directory), a user name for BUILD, every path absolute and
- * normalized. */
+ * Paths are "ay" (any bytes but NUL). The builder takes nothing on trust: a name must be one path component (it becomes one under
+ * SubtreeRoot= and the pins' directory), a user name for Build, every path absolute and
+ * normalized; else "Malformed request." (EBADMSG). */
+
+#define BUILDER_INTERFACE "org.example.NSManager.Builder"
 
 typedef enum BuilderCallKind {
         BUILDER_OPEN_REGISTRY = 1,
@@ -48,21 +50,13 @@ typedef struct BuilderCall {
         bool with_ids;                   /* READ_MOUNTS */
 } BuilderCall;
 
-/* READ_MOUNTS WITH_IDS answers the table, a NUL (mountinfo never holds one), then per mount of
- * the namespace one BuilderMountIds (native byte order: the two ends are the same program),
- * where the kernel has unique mount ids (statmount(2), Linux 6.8); none where it does not. */
+/* What builder_read_mounts() with ids hands its caller (builder.h): the table, a NUL (mountinfo
+ * never holds one), then per mount of the namespace one BuilderMountIds, where the kernel has
+ * unique mount ids (statmount(2), Linux 6.8); none where it does not. */
 typedef struct BuilderMountIds {
         uint64_t old;            /* as /proc/PID/mountinfo numbers it */
         uint64_t unique;         /* never reused */
 } BuilderMountIds;
-
-void builder_call_done(BuilderCall *c);
-/* The message of 'c' (malloc'ed), or -EINVAL for a call the decoder would refuse. */
-int builder_call_encode(const BuilderCall *c, void **ret, size_t *ret_size);
-/* -EBADMSG for a malformed message (c is then empty), -ENOMEM. */
-int builder_call_decode(const void *data, size_t size, BuilderCall *ret);
-/* How many fds come with a call of this kind. */
-size_t builder_call_n_fds(const BuilderCall *c);
 
 /* What the daemon asks the builder to build (builder_build(), then BUILDER_BUILD). */
 typedef struct ViewSpec {
@@ -74,7 +68,7 @@ typedef struct ViewSpec {
 } ViewSpec;
 
 /* The view builder process (docs/processes.md): called right after the fork with its end of
- * the socket, it closes every other fd, then serves the requests above one at
- * a time until the daemon closes the socket. It reads nothing of the daemon's memory: what it
+ * the socket, it closes every other fd, then serves the interface above, one call at a time,
+ * until the daemon closes the socket. It reads nothing of the daemon's memory: what it
  * works on comes in each request. */
 _noreturn_ void builder_main(int sock);

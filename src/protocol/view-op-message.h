@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 
+#include "child-main.h"
 #include "manager-config.h"
 #include "mount-util.h"
 #include "nsm-error.h"
@@ -16,7 +17,7 @@
  * as root; a user acting on their own view with manage-own alone is held to the rules of
  * own-view-rules.h, checked in the child on the fds it acts on.
  *
- * The request and the answer are view-op-message.h's. The answer: a ViewOpResult, or the failure, named where it was
+ * The answer: a ViewOpResult, or the failure, named where it was
  * found: InvalidPath (the path does not qualify), AccessDenied (a rule of own-view-rules.h,
  * the sentence names it; or the caller's permissions), Busy, LimitExceeded (MaxUserMounts=),
  * else the system call's errno. */
@@ -81,45 +82,30 @@ typedef struct ViewOpResult {
         MountId policy_mounts[VIEW_OP_MOUNTS_MAX];
 } ViewOpResult;
 
-/* The child's function (ChildRequestFunc, child-main.h): decodes its request
- * (view-op-message.h), runs the operation and answers on sock. */
-int view_op_child_run(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error);
-
 const char *view_op_type_to_string(ViewOpType t) _pure_;
-ViewOpType view_op_type_from_string(const char *s) _pure_;
 
-/* The daemon ↔ mount child boundary (docs/processes.md): the request, one
- * ipc-fields.h message of kind VIEW_OP_MESSAGE_REQUEST with the view's fd beside it, and the
- * answer, one of kind VIEW_OP_MESSAGE_RESULT (or a failure, ipc_send_error()). The child reads
- * nothing but its request: the operation, the caller's credentials, the namespace's records
- * the rules need and, for the [View] policy, the policy and the user. */
+/* The daemon ↔ mount child boundary (docs/processes.md): the child serves this interface, one
+ * method per operation, served in src/children/view-ops.c. The child reads nothing but its
+ * call: the operation, the view's fd (none: the host's namespace), the caller and the
+ * namespace's records the rules need and, for the [View] policy, the policy and the user.
+ *
+ *   SetPropagation(ah view, ay path, u mode, b recursive, t expected_id, RULES) → RESULT
+ *   Join(ah view, ay path, u join_mode, RULES) → RESULT
+ *   BindMount(ah view, ay path, ay source, b read_only, b make_dir, b host_propagates, RULES) → RESULT
+ *   Unmount(ah view, ay path, b detach, t expected_id, RULES) → RESULT
+ *   HostShare(ah view, ay path) → RESULT
+ *   ApplyPolicy(h view, (btaayaayaayaayb) policy, (suuayay) user) → RESULT
+ *
+ * Paths are "ay": any bytes but NUL, as the kernel allows them. RULES, "a(uuauu)a(tt)a(tt)a(tt)": the caller (none: full power; else her uid, gid, groups
+ * and MaxUserMounts=), the binds made for her, every recorded bind, the policy's mounts.
+ * RESULT, "(tt)(tt)ua(tt)a(tt)": ViewOpResult. Warnings for the daemon's log come ahead of it
+ * as Warning(s) signals (child-main.h). */
 
-enum {
-        VIEW_OP_MESSAGE_REQUEST = 1,
-        VIEW_OP_MESSAGE_RESULT = 2,
-};
+#define VIEW_OPS_INTERFACE "org.example.NSManager.ViewOps"
+#define VIEW_OPS_RULES "a(uuauu)a(tt)a(tt)a(tt)"
+#define VIEW_OPS_RESULT "(tt)(tt)ua(tt)a(tt)"
 
-/* A decoded request: 'op' points into the rest, which it owns. */
-typedef struct ViewOpRequest {
-        ViewOp op;
-        bool with_fd;            /* the view's fd comes with it (else: the host) */
-        char *path, *source;
-        Credentials caller;
-        MountId *own, *binds, *policy_ids;
-        ViewPolicy policy;
-        UserRecord user;
-} ViewOpRequest;
+/* Its method for an operation. */
+const char *view_op_type_to_method(ViewOpType t) _pure_;
 
-void view_op_request_done(ViewOpRequest *r);
-
-/* 'op' as a request (malloc'ed); op->ns_fd is not in it: the view's fd goes beside it. -EINVAL
- * for an operation the decoder would refuse. */
-int view_op_request_encode(const ViewOp *op, void **ret, size_t *ret_size);
-/* -EBADMSG for a malformed request (an unknown or repeated field, a field of another
- * operation, a path that is not absolute and normalized, a missing one); ret->op.ns_fd is
- * -EBADF. */
-int view_op_request_decode(const void *data, size_t size, ViewOpRequest *ret);
-
-int view_op_result_encode(const ViewOpResult *res, void **ret, size_t *ret_size);
-/* -EBADMSG for a malformed answer (more than VIEW_OP_MOUNTS_MAX ids of a kind, say). */
-int view_op_result_decode(const void *data, size_t size, ViewOpResult *ret);
+extern const ChildInterface view_ops_interface;

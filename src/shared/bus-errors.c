@@ -90,3 +90,16 @@ NsmErrorCode bus_error_code(const sd_bus_error *error) {
                 return NSM_ERROR_SYSTEM;
         return _NSM_ERROR_CODE_INVALID;
 }
+
+int nsm_error_from_bus(NsmError *e, const sd_bus_error *error) {
+        _cleanup_free_ char *message = NULL;
+        NsmErrorCode code = bus_error_code(error);
+
+        if (code < 0)
+                return nsm_error_set_errnof(e, -EPROTO, "A helper process answered with an unknown error: %s",
+                                      error && error->name ? error->name : "(none)");
+        if (error->message && text_unescape(error->message, &message) < 0)
+                message = NULL;
+        return nsm_error_set(e, code, code == NSM_ERROR_SYSTEM ? sd_bus_error_get_errno(error) : 0,
+                             message ?: error->message);
+}

@@ -38,6 +38,12 @@ int bus_reply_method_errorf(sd_bus_message *call, NsmErrorCode code, const char 
  * makes from an errno, -EINVAL for any other (another service's). */
 NsmErrorCode bus_error_code(const sd_bus_error *error);
 
+/* The failure a process of the daemon answered with (bus_error_set_nsm() on its side) into 'e':
+ * the code of its name (another name: EPROTO, the process broke the protocol), its errno for
+ * NSM_ERROR_SYSTEM, and its sentence unescaped again, so that the reply the daemon makes of it
+ * carries the child's text. Returns e's negative errno. */
+int nsm_error_from_bus(NsmError *e, const sd_bus_error *error);
+
 /* Flags of the Manager methods */
 #define NSM_PROPAGATION_RECURSIVE UINT64_C(0x1)
 #define NSM_BIND_READ_ONLY UINT64_C(0x1)

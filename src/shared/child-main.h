@@ -1,27 +1,42 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <systemd/sd-bus.h>
 
 #include "ipc.h"
 
 /* The child's side of a killable child (the daemon's side, ChildSet, is child.h).
- * docs/processes.md: who runs what. */
+ * docs/processes.md: who runs what, and what each one's interface is. */
 
-/* Runs in the child with the request the daemon queued on 'sock' before the fork (one
- * ipc-fields.h message, ipc_send_request()) and the fds that came with it (the callee owns
- * them). Returns ≥ 0 once it sent its final answer on 'sock', or a negative errno with 'error'
- * naming the failure (unset: the errno names it), which is then sent as the answer. A request
- * it cannot decode is -EBADMSG. */
-typedef int (*ChildRequestFunc)(int sock, const void *request, size_t size, int *fds, size_t n_fds, NsmError *error);
+/* The one object a process of the daemon serves peer to peer on its socket: the daemon calls
+ * its interface's methods there (docs/processes.md, per process). */
+#define CHILD_OBJECT_PATH "/org/example/NSManager/Child"
+
+/* A process's interface: its D-Bus name and its methods. Each method reads its arguments from
+ * the call alone (never the daemon's memory as the fork left it), and answers with its reply,
+ * or with the failure's name from the error table (bus_error_set_nsm()). */
+typedef struct ChildInterface {
+        const char *name;
+        const sd_bus_vtable *vtable;
+} ChildInterface;
+
+/* A sentence for the daemon's log, sent ahead of the reply to 'call' as a Warning(s) signal
+ * (escaped, text-escape.h): the daemon logs it with the child's description. */
+int child_warn(sd_bus_message *call, const char *text);
+
+/* Serves 'interface' on 'sock' as the server of a peer-to-peer sd-bus connection, its methods
+ * called with 'userdata' (the process's own state, never the daemon's): until the first call
+ * is answered ('once'), or until the daemon hangs up. 0, or a negative errno. */
+int child_serve(int sock, const ChildInterface *interface, bool once, void *userdata);
 
 /* The older form, for children that read the daemon's memory as it was at the fork instead of a
  * request ('userdata' is the parent's pointer). docs/processes.md lists which still do, and
  * why. */
 typedef int (*ChildFunc)(int sock, void *userdata, NsmError *error);
 
-/* A killable child, from the fork to its exit: child_setup(), then 'run_request' on the
- * request read from 'sock' (or 'run' on 'userdata', when run_request is NULL), then the
- * failure as the answer if there is one. */
-_noreturn_ void child_main(int sock, ChildRequestFunc run_request, ChildFunc run, void *userdata, const int *keep,
+/* A killable child, from the fork to its exit: child_setup(), then one call of 'interface'
+ * (or 'run' on 'userdata', when interface is NULL, its failure then sent as the answer). */
+_noreturn_ void child_main(int sock, const ChildInterface *interface, ChildFunc run, void *userdata, const int *keep,
                            size_t n_keep);

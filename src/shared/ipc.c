@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#include "ipc-fields.h"
 #include "ipc.h"
 
 typedef struct IpcHeader {
@@ -68,63 +67,6 @@ int ipc_send_data(int sock, const void *data, size_t size) {
                 size -= k;
         }
         return ipc_send(sock, 0, 0, NULL, 0, NULL, 0);
-}
-
-int ipc_send_request(int sock, const void *data, size_t size, const int *fds, size_t n_fds) {
-        const char *p = data;
-        int r;
-
-        if (size > IPC_FIELDS_MAX)
-                return -E2BIG;
-        while (size > IPC_PAYLOAD_MAX) {
-                r = ipc_send(sock, 0, IPC_MORE, p, IPC_PAYLOAD_MAX, NULL, 0);
-                if (r < 0)
-                        return r;
-                p += IPC_PAYLOAD_MAX;
-                size -= IPC_PAYLOAD_MAX;
-        }
-        return ipc_send(sock, 0, 0, p, size, fds, n_fds);
-}
-
-int ipc_recv_request(int sock, size_t max, IpcMessage *final, void **ret, size_t *ret_size) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        bool refused = false;
-        int r;
-
-        for (bool first = true;; first = false) {
-                r = ipc_recv(sock, final, 0);
-                if (r == 0 && first)
-                        return 0;
-                if (r == 0)
-                        return -EBADMSG;   /* cut short */
-                if (r < 0)
-                        return r;
-                /* A refused request is still read to its last message: what is left of it must
-                 * not be taken for the next request (and answered twice). */
-                if (refused || final->error != NSM_ERROR_NONE || final->result != 0 || size + final->size > max ||
-                    ((final->flags & IPC_MORE) && final->n_fds > 0)) {
-                        ipc_message_close_fds(final);
-                        buf = mfree(buf);
-                        refused = true;
-                } else {
-                        char *b = realloc(buf, size + final->size + 1);
-                        if (!b) {
-                                ipc_message_close_fds(final);
-                                return -ENOMEM;
-                        }
-                        buf = b;
-                        memcpy(buf + size, final->payload, final->size);
-                        size += final->size;
-                }
-                if (!(final->flags & IPC_MORE))
-                        break;
-        }
-        if (refused)
-                return -EBADMSG;
-        *ret = TAKE_PTR(buf);
-        *ret_size = size;
-        return 1;
 }
 
 void ipc_message_close_fds(IpcMessage *m) {

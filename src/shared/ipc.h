@@ -8,8 +8,9 @@
 #include "macros.h"
 #include "nsm-error.h"
 
-/* Messages between the daemon and its helper processes (the view builder and the mount-work
- * children) over a SOCK_SEQPACKET socketpair: an int result (a request's type, an answer's
+/* The answers of the children that still run on the daemon's memory as the fork left it
+ * (ChildSpec.run: none is left; the others speak sd-bus, docs/processes.md)
+ * over a SOCK_SEQPACKET socketpair: an int result (an answer's
  * value), an error (an NsmErrorCode: NSM_ERROR_NONE, or what went wrong, named by the process
  * that knew), flags, a payload, and up to IPC_FDS_MAX fds (SCM_RIGHTS). A reply may span
  * several messages: all but the last carry IPC_MORE (a mount table larger than one message,
@@ -36,14 +37,6 @@ int ipc_send(int sock, int result, uint32_t flags, const void *payload, size_t s
 int ipc_send_error(int sock, const NsmError *e);
 /* Sends data of any size as IPC_MORE messages, then a final empty one. */
 int ipc_send_data(int sock, const void *data, size_t size);
-
-/* A request of any size up to IPC_FIELDS_MAX (ipc-fields.h), with up to IPC_FDS_MAX fds: its
- * bytes in IPC_MORE messages, then a final message with what is left and the fds. */
-int ipc_send_request(int sock, const void *data, size_t size, const int *fds, size_t n_fds);
-/* Receives one request, blocking: its bytes in *ret (malloc'ed; at most 'max'), the fds in
- * final->fds. 1, 0 at EOF before the first message, else negative errno (-EBADMSG for a
- * message that is no part of a request: an error, a request past 'max', fds before the last). */
-int ipc_recv_request(int sock, size_t max, IpcMessage *final, void **ret, size_t *ret_size);
 
 /* 1 for a message, 0 at EOF, -EAGAIN with MSG_DONTWAIT when nothing is queued, else negative
  * errno. Received fds are owned by the caller (O_CLOEXEC). */
