@@ -4,26 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus-util.h"
+#include "group-lookup-child.h"
 #include "group-lookup.h"
 #include "hashmap.h"
-#include "ipc-fields.h"
 #include "log.h"
 #include "strv.h"
 #include "time-util.h"
 
 /* Far above any site's: an answer longer than this is no answer (NGROUPS_MAX is 65536). */
 #define GROUPS_MAX 65536U
-
-/* The child's answer: an ipc-fields.h message of this kind. */
-enum {
-        GROUP_LOOKUP_ANSWER = 1,
-};
-
-enum {
-        TAG_GID = 1,            /* repeated: every gid, the primary one first */
-        TAG_GROUP_NAME = 2,     /* repeated: their names where asked, as user_group_names() gives them */
-        TAG_PRIMARY_NAME = 3,   /* where names are asked: the primary group's, if it has one */
-};
 
 typedef struct CacheEntry {
         char *key;               /* the uid, in decimal */
@@ -135,83 +125,46 @@ GroupLookups *group_lookups_free(GroupLookups *l) {
         return NULL;
 }
 
-/* ---- the child ---- */
-
-static int lookup_child_run(int sock, void *userdata, NsmError *error) {
-        _cleanup_(credentials_done) Credentials c = {};
-        _cleanup_strv_free_ char **names = NULL;
-        _cleanup_free_ char *primary = NULL;
-        _cleanup_free_ void *data = NULL;
-        Lookup *k = userdata;
-        FieldWriter w;
-        size_t size = 0;
-        int r;
-
-        r = user_credentials_from_record(&(const UserRecord) { .name = k->name, .uid = k->uid, .gid = k->gid }, &c);
-        if (r >= 0 && k->with_names) {
-                r = user_group_names(k->name, k->gid, &names);
-                if (r >= 0 && group_name_by_gid(k->gid, &primary) < 0)
-                        primary = NULL;         /* a gid without a name: %g cannot be expanded */
-        }
-        if (r < 0)
-                return nsm_error_set_errnof(error, r, "Failed to look up the groups of UID %u: %m", (unsigned) k->uid);
-        field_writer_init(&w, GROUP_LOOKUP_ANSWER);
-        for (size_t i = 0; i < c.n_groups; i++)
-                field_put_u64(&w, TAG_GID, c.groups[i]);
-        for (char **n = names; n && *n; n++)
-                field_put_string(&w, TAG_GROUP_NAME, *n);
-        field_put_string(&w, TAG_PRIMARY_NAME, primary);
-        r = field_writer_finish(&w, &data, &size);
-        if (r < 0)
-                return r;
-        return ipc_send_data(sock, data, size);
-}
-
 /* ---- the answer ---- */
 
-static int decode_field(uint8_t tag, const void *v, size_t n, void *userdata) {
-        CacheEntry *e = userdata;
-        uint32_t gid;
+static int read_answer(sd_bus_message *reply, CacheEntry *e) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *primary = NULL;
+        const void *gids;
+        size_t size;
         int r;
 
-        switch (tag) {
-        case TAG_GID: {
-                gid_t *g;
-
-                r = field_get_u32(v, n, &gid);
-                if (r < 0)
-                        return r;
-                if (gid == (gid_t) -1 || e->n_groups >= GROUPS_MAX)
+        r = sd_bus_message_read_array(reply, 'u', &gids, &size);
+        if (r < 0)
+                return r;
+        /* The primary gid first, as the child was asked: what she acts as must be hers. */
+        if (size == 0 || size / sizeof(gid_t) > GROUPS_MAX || ((const gid_t *) gids)[0] != e->gid)
+                return -EBADMSG;
+        for (size_t i = 0; i < size / sizeof(gid_t); i++)
+                if (((const gid_t *) gids)[i] == (gid_t) -1)
                         return -EBADMSG;
-                g = reallocarray(e->groups, e->n_groups + 1, sizeof(gid_t));
-                if (!g)
+        r = bus_message_read_bytes_strv(reply, &names);
+        if (r >= 0)
+                r = bus_message_read_bytes(reply, &primary);
+        if (r < 0)
+                return r;
+        if (strv_length(names) > GROUPS_MAX || (!e->with_names && (strv_length(names) > 0 || *primary)))
+                return -EBADMSG;
+        e->groups = memdup(gids, size);
+        if (!e->groups)
+                return -ENOMEM;
+        e->n_groups = size / sizeof(gid_t);
+        if (e->with_names) {
+                e->names = names ? TAKE_PTR(names) : calloc(1, sizeof(char *));
+                if (!e->names)
                         return -ENOMEM;
-                g[e->n_groups++] = gid;
-                e->groups = g;
-                return 0;
+                if (*primary)
+                        e->primary_name = TAKE_PTR(primary);
         }
-        case TAG_GROUP_NAME:
-                return field_strv_push(v, n, &e->names);
-        case TAG_PRIMARY_NAME:
-                return field_get_string(v, n, &e->primary_name);
-        default:
-                return -EBADMSG;
-        }
+        return 0;
 }
 
-static int decode_answer(const char *data, size_t size, CacheEntry *e) {
-        static const FieldSchema schema = {
-                .allowed = FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_GROUP_NAME) | FIELD_BIT(TAG_PRIMARY_NAME),
-                .repeated = FIELD_BIT(TAG_GID) | FIELD_BIT(TAG_GROUP_NAME),
-                .required = FIELD_BIT(TAG_GID),
-        };
-
-        if (!data)
-                return -EBADMSG;
-        return field_message_decode(data, size, GROUP_LOOKUP_ANSWER, &schema, decode_field, e);
-}
-
-static void on_lookup_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
+static void on_lookup_done(const NsmError *error, sd_bus_message *reply, void *userdata) {
         Lookup *k = userdata;
         GroupLookups *l = k->lookups;
         CacheEntry *e = calloc(1, sizeof(CacheEntry));
@@ -228,7 +181,7 @@ static void on_lookup_done(const NsmError *error, IpcMessage *final, const char 
                 if (error) {
                         e->failed = true;
                         (void) nsm_error_copy(&e->error, error);
-                } else if ((r = decode_answer(data, size, e)) < 0) {
+                } else if ((r = read_answer(reply, e)) < 0) {
                         e->failed = true;
                         (void) nsm_error_set_errnof(&e->error, r, "Malformed answer of the lookup of the groups of "
                                                     "UID %u.", (unsigned) k->uid);
@@ -282,6 +235,16 @@ static int cache_answer(const CacheEntry *e, uid_t uid, Credentials *ret, char *
         return 1;
 }
 
+static int append_request(sd_bus_message *m, void *userdata) {
+        const Lookup *k = userdata;
+        int r;
+
+        r = bus_message_append_bytes(m, k->name);
+        if (r < 0)
+                return r;
+        return sd_bus_message_append(m, "ub", (uint32_t) k->gid, (int) k->with_names);
+}
+
 int group_lookup(GroupLookups *l, const UserRecord *u, uid_t caller, uint64_t deadline, GroupLookupDone done,
                  void *userdata, Credentials *ret, char ***ret_names, char **ret_primary, NsmError *error) {
         _cleanup_free_ char *description = NULL;
@@ -320,11 +283,12 @@ int group_lookup(GroupLookups *l, const UserRecord *u, uid_t caller, uint64_t de
                 description = NULL;
         ChildSpec spec = {
                 .description = description,
-                .run = lookup_child_run,
-                .run_userdata = k,
+                .interface = &group_lookup_interface,
+                .method = "LookUp",
+                .append = append_request,
+                .reply = on_lookup_done,
                 .deadline = deadline,
                 .owner = caller,
-                .done = on_lookup_done,
                 .userdata = k,
         };
         r = child_start(l->children, &spec);
