@@ -3,9 +3,6 @@
  * sends it one request with an fd, waits for the answer and reaps the child.
  *
  *   fork    the fork, the child's exit and the reaping alone: the floor;
- *   ipc     ipc.h's messages (what every process spoke before sd-bus): a SOCK_SEQPACKET
- *           pair, the request and its fd queued before the fork, read by the child,
- *           answered with one message;
  *   sdbus   sd-bus peer to peer on a SOCK_STREAM pair: the child is the server (its own
  *           connection, a server id), the parent the client; the handshake, then one method
  *           call with the fd ('h') and its reply: what a short-lived child pays per operation;
@@ -14,6 +11,7 @@
  *
  * Prints the median of N iterations (default 500) of each in microseconds.
  * Usage: nsm-p2p [N] */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +21,6 @@
 #include <unistd.h>
 
 #include "bench-util.h"
-#include "ipc.h"
 
 #define PATH "/org/example/NSManager/Child"
 #define IFACE "org.example.NSManager.Child"
@@ -107,29 +104,6 @@ static double once_fork(void) {
         return now_us() - start;
 }
 
-static double once_ipc(void) {
-        static IpcMessage m;
-        int pair[2], fd = STDIN_FILENO;
-        double start = now_us();
-
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0 ||
-            ipc_send(pair[0], 0, 0, "/mnt", 4, &fd, 1) < 0)
-                exit(EXIT_FAILURE);
-        pid_t pid = fork();
-        if (pid == 0) {
-                close(pair[0]);
-                if (ipc_recv(pair[1], &m, 0) <= 0 || m.n_fds != 1)
-                        _exit(EXIT_FAILURE);
-                _exit(ipc_send(pair[1], 42, 0, NULL, 0, NULL, 0) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
-        }
-        close(pair[1]);
-        if (ipc_recv(pair[0], &m, 0) <= 0 || m.result != 42)
-                exit(EXIT_FAILURE);
-        close(pair[0]);
-        reap(pid);
-        return now_us() - start;
-}
-
 static double once_sdbus(void) {
         int pair[2];
         double start = now_us();
@@ -159,9 +133,6 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < n; i++)
                 t[i] = once_fork();
         printf("fork   %8.1f us  fork, exit, reap\n", median_of(t, n));
-        for (size_t i = 0; i < n; i++)
-                t[i] = once_ipc();
-        printf("ipc    %8.1f us  fork, one request with an fd (ipc.h), its answer, reap\n", median_of(t, n));
         for (size_t i = 0; i < n; i++)
                 t[i] = once_sdbus();
         printf("sdbus  %8.1f us  fork, handshake, one call with an fd, reap\n", median_of(t, n));

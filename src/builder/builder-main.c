@@ -288,32 +288,6 @@ static int method_read_mounts(sd_bus_message *m, void *userdata, sd_bus_error *e
         return sd_bus_send(NULL, reply, NULL);
 }
 
-/* An open mountinfo of a namespace flags every change in it (POLLPRI), whoever holds it and
- * wherever: for mount-events-view.c, which holds it without reading it. */
-static int method_open_mountinfo(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        _cleanup_(nsm_error_done) NsmError e = {};
-        _cleanup_close_ int fd = -EBADF;
-        BuilderProcess *p = userdata;
-        int r, ns_fd;
-
-        r = sd_bus_message_read(m, "h", &ns_fd);
-        if (r < 0)
-                return malformed(error);
-        if (setns(ns_fd, CLONE_NEWNS) < 0) {
-                (void) nsm_error_set_errnof(&e, -errno, "Failed to enter the namespace: %m");
-                return failed(error, &e);
-        }
-        fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-        r = fd < 0 ? -errno : 0;
-        if (setns(p->host_ns_fd, CLONE_NEWNS) < 0)
-                _exit(EXIT_FAILURE);   /* stranded outside the host: the daemon starts another */
-        if (r < 0) {
-                (void) nsm_error_set_errnof(&e, r, "Failed to open the namespace's mount table: %m");
-                return failed(error, &e);
-        }
-        return sd_bus_reply_method_return(m, "h", fd);
-}
-
 static const sd_bus_vtable builder_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD("OpenRegistry", "ayay", "b", method_open_registry, 0),
@@ -321,7 +295,6 @@ static const sd_bus_vtable builder_vtable[] = {
         SD_BUS_METHOD("Unpin", "ay", "", method_unpin, 0),
         SD_BUS_METHOD("List", "", "a(ayah)", method_list, 0),
         SD_BUS_METHOD("ReadMounts", "ahb", "aya(tt)", method_read_mounts, 0),
-        SD_BUS_METHOD("OpenMountinfo", "h", "h", method_open_mountinfo, 0),
         SD_BUS_VTABLE_END,
 };
 

@@ -318,13 +318,6 @@ static int on_builder_reply(sd_bus_message *reply, void *userdata, sd_bus_error 
         case BUILDER_READ_MOUNTS:
                 r = builder_read_table(b, reply);
                 break;
-        case BUILDER_OPEN_MOUNTINFO:
-                r = sd_bus_message_read(reply, "h", &fd);
-                if (r >= 0) {
-                        fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-                        r = fd < 0 ? -errno : 0;
-                }
-                break;
         default:
                 break;
         }
@@ -353,7 +346,6 @@ static const char *const builder_methods[_BUILDER_CALL_KIND_MAX] = {
         [BUILDER_UNPIN] = "Unpin",
         [BUILDER_LIST] = "List",
         [BUILDER_READ_MOUNTS] = "ReadMounts",
-        [BUILDER_OPEN_MOUNTINFO] = "OpenMountinfo",
 };
 
 /* The request as a call of the builder's interface (builder-message.h), without waiting: the
@@ -393,9 +385,6 @@ static int builder_call(Builder *b, const BuilderRequest *q) {
                         r = sd_bus_message_close_container(m);
                 if (r >= 0)
                         r = sd_bus_message_append(m, "b", c->with_ids);
-                break;
-        case BUILDER_OPEN_MOUNTINFO:
-                r = sd_bus_message_append(m, "h", q->fd);
                 break;
         default:
                 break;
@@ -612,13 +601,6 @@ int builder_read_mounts(Builder *b, int ns_fd, bool with_ids, uint64_t deadline,
         return builder_enqueue(b, false,
                                &(BuilderCall) { .kind = BUILDER_READ_MOUNTS, .with_fd = ns_fd >= 0, .with_ids = with_ids },
                                ns_fd, deadline, done, userdata);
-}
-
-int builder_open_mountinfo(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata) {
-        if (ns_fd < 0)
-                return -EBADF;
-        return builder_enqueue(b, false, &(BuilderCall) { .kind = BUILDER_OPEN_MOUNTINFO, .with_fd = true }, ns_fd,
-                               deadline, done, userdata);
 }
 
 void builder_sync_done(BuilderReply *reply, void *userdata) {

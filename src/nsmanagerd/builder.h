@@ -54,8 +54,6 @@ int builder_list(Builder *b, uint64_t deadline, BuilderDoneFunc done, void *user
  * by a NUL and the mounts' ids (BuilderMountIds, builder-message.h), reply->size counting them. */
 int builder_read_mounts(Builder *b, int ns_fd, bool with_ids, uint64_t deadline, BuilderDoneFunc done,
                         void *userdata);
-/* /proc/self/mountinfo opened in the namespace ns_fd, unread: reply->fd. */
-int builder_open_mountinfo(Builder *b, int ns_fd, uint64_t deadline, BuilderDoneFunc done, void *userdata);
 
 /* Runs the event loop until the request just made with done = builder_sync_done and
  * userdata = &sync has answered (for start-up, before the bus is connected). */

@@ -13,9 +13,6 @@
 #include "list.h"
 #include "log.h"
 
-/* A reply larger than this (a helper gone mad) ends the child. */
-#define CHILD_DATA_MAX (64U * 1024U * 1024U)
-
 typedef struct Child Child;
 
 struct Child {
@@ -29,15 +26,11 @@ struct Child {
         uint64_t deadline;
         bool answered;           /* 'done' was called */
         bool stuck;              /* past its deadline and not exited */
-        ChildDoneFunc done;
         ChildReplyFunc reply;
         void *userdata;
 
-        sd_bus *bus;             /* a child that serves an interface: our end, the client */
+        sd_bus *bus;             /* our end of the child's socket, the client */
         sd_bus_slot *call;       /* its call */
-        char *data;              /* IPC_MORE payloads */
-        size_t size;
-        IpcMessage *final;
         Child *prev, *next;
 };
 
@@ -73,10 +66,6 @@ static Child *child_free(Child *c) {
         child_close_bus(c);
         safe_close(c->sock);
         safe_close(c->pidfd);
-        if (c->final)
-                ipc_message_close_fds(c->final);
-        free(c->final);
-        free(c->data);
         free(c->description);
         free(c);
         return NULL;
@@ -92,22 +81,12 @@ void pidfd_kill_and_reap(int pidfd, uint64_t usec) {
                 (void) waitid(P_PIDFD, (id_t) pidfd, NULL, WEXITED | WNOHANG);
 }
 
-/* The answer: the child's final message, or 'error' when there is none. */
+/* Why there is no reply: its deadline passed, it died, the daemon is shutting down. */
 static void child_answer(Child *c, const NsmError *error) {
-        _cleanup_(nsm_error_done) NsmError failed = {};
-
         if (c->answered)
                 return;
         c->answered = true;
-        if (c->reply) {
-                c->reply(error, NULL, c->userdata);
-                return;
-        }
-        if (!error && c->final && ipc_message_error(c->final, &failed) < 0)
-                error = &failed;
-        c->done(error, c->final, c->data, c->size, c->userdata);
-        if (c->final)
-                ipc_message_close_fds(c->final);
+        c->reply(error, NULL, c->userdata);
 }
 
 ChildSet *child_set_free(ChildSet *s) {
@@ -138,53 +117,6 @@ unsigned child_set_stuck(ChildSet *s, uid_t owner) {
         return n;
 }
 
-/* Reads what the child sent; returns < 0 once the child broke the protocol. */
-static int child_read(Child *c) {
-        for (;;) {
-                _cleanup_free_ IpcMessage *m = malloc(sizeof(IpcMessage));
-                int r;
-
-                if (!m)
-                        return -ENOMEM;
-                r = ipc_recv(c->sock, m, MSG_DONTWAIT);
-                if (r == -EAGAIN || r == 0)
-                        return 0;
-                if (r < 0)
-                        return r;
-                if (c->final || c->answered) {
-                        /* Nothing is expected after the final message, nor after the deadline. */
-                        ipc_message_close_fds(m);
-                        continue;
-                }
-                if (m->flags & IPC_MORE) {
-                        ipc_message_close_fds(m);
-                        if (c->size + m->size > CHILD_DATA_MAX)
-                                return -EFBIG;
-                        char *d = realloc(c->data, c->size + m->size + 1);
-                        if (!d)
-                                return -ENOMEM;
-                        memcpy(d + c->size, m->payload, m->size);
-                        c->data = d;
-                        c->size += m->size;
-                        c->data[c->size] = 0;
-                        continue;
-                }
-                c->final = TAKE_PTR(m);
-        }
-}
-
-static int on_child_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Child *c = userdata;
-        int r = child_read(c);
-        if (r < 0) {
-                log_warning_errno(r, "%s: the helper process broke the protocol, killing it: %m", c->description);
-                (void) syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-                c->io_source = sd_event_source_disable_unref(c->io_source);
-        } else if (revents & (EPOLLHUP | EPOLLERR))
-                c->io_source = sd_event_source_disable_unref(c->io_source);
-        return 0;
-}
-
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
         Child *c = userdata;
 
@@ -192,13 +124,9 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
                 /* Its answer may still wait on the socket: read it first. */
                 while (!c->answered && sd_bus_process(c->bus, NULL) > 0)
                         ;
-        else
-                (void) child_read(c);
         if (c->stuck)
                 log_info("%s: the helper process that was stuck past its deadline has ended.", c->description);
-        if (c->final && !c->reply)
-                child_answer(c, NULL);
-        else if (!c->answered) {
+        if (!c->answered) {
                 /* The caller logs or reports it, with this sentence rather than "Protocol error". */
                 _cleanup_(nsm_error_done) NsmError e = {};
                 (void) nsm_error_set_errnof(&e, -EPROTO, "%s: the helper process %s %d without answering.",
@@ -222,8 +150,6 @@ static int on_child_deadline(sd_event_source *s, uint64_t usec, void *userdata) 
         (void) syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
         c->stuck = true;
         /* Late answers are not read: the caller has been told it timed out. */
-        c->io_source = sd_event_source_disable_unref(c->io_source);
-        c->sock = safe_close(c->sock);
         child_close_bus(c);
         (void) nsm_error_setf(&e, NSM_ERROR_TIMED_OUT, "%s did not finish within the deadline (OperationTimeoutSec=): "
                               "a file system on the way does not answer. Nothing was changed after the step it was "
@@ -371,14 +297,13 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         if (!c)
                 return -ENOMEM;
         *c = (Child) { .pidfd = -EBADF, .sock = -EBADF, .owner = spec->owner, .deadline = spec->deadline,
-                       .done = spec->done, .reply = spec->interface ? spec->reply : NULL,
-                       .userdata = spec->userdata };
+                       .reply = spec->reply, .userdata = spec->userdata };
         c->description = strdup(spec->description ?: "A helper process");
         if (!c->description) {
                 child_free(c);
                 return -ENOMEM;
         }
-        if (socketpair(AF_UNIX, (spec->interface ? SOCK_STREAM : SOCK_SEQPACKET) | SOCK_CLOEXEC, 0, pair) < 0) {
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
                 r = -errno;
                 child_free(c);
                 return r;
@@ -393,7 +318,7 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
                 return r;
         }
         if (c->pid == 0)
-                child_main(pair[1], spec->interface, spec->run, spec->run_userdata, spec->keep_fds, spec->n_keep_fds);
+                child_main(pair[1], spec->interface, spec->keep_fds, spec->n_keep_fds);
         safe_close(pair[1]);
 
         /* From here on the child is ours to watch: linked first, so child_free() unlinks it. */
@@ -401,10 +326,8 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         LIST_PREPEND(s->children, c);
 
         r = sd_event_add_child_pidfd(s->event, &c->exit_source, c->pidfd, WEXITED, on_child_exit, c);
-        if (r >= 0 && spec->interface) {
+        if (r >= 0)
                 r = child_call(c, s, TAKE_FD(c->sock), spec);
-        } else if (r >= 0)
-                r = sd_event_add_io(s->event, &c->io_source, c->sock, EPOLLIN, on_child_io, c);
         if (r >= 0 && spec->deadline > 0)
                 r = sd_event_add_time(s->event, &c->deadline_source, CLOCK_MONOTONIC, spec->deadline, 0,
                                       on_child_deadline, c);
@@ -419,9 +342,6 @@ int child_start(ChildSet *s, const ChildSpec *spec) {
         return 0;
 }
 
-static void adopted_done(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata) {
-}
-
 int child_set_adopt(ChildSet *s, int pidfd, const char *description, uid_t owner) {
         Child *c = calloc(1, sizeof(Child));
         int r;
@@ -430,8 +350,7 @@ int child_set_adopt(ChildSet *s, int pidfd, const char *description, uid_t owner
                 safe_close(pidfd);
                 return -ENOMEM;
         }
-        *c = (Child) { .pidfd = pidfd, .sock = -EBADF, .owner = owner, .stuck = true, .answered = true,
-                       .done = adopted_done };
+        *c = (Child) { .pidfd = pidfd, .sock = -EBADF, .owner = owner, .stuck = true, .answered = true };
         c->description = strdup(description);
         c->set = s;
         LIST_PREPEND(s->children, c);

@@ -8,7 +8,7 @@
 #include <systemd/sd-event.h>
 
 #include "child-main.h"
-#include "ipc.h"
+#include "nsm-error.h"
 
 /* Mount work that touches paths a user controls (their view, their home, a FUSE mount of
  * theirs, a dead NFS server) runs in a forked child that the event loop watches and never
@@ -26,18 +26,11 @@
  * daemon's fds (the bus connection!) nor leave what it opened in the daemon. Right after the
  * fork it closes everything but its socket and the fds its spec names. Then it serves its
  * interface peer to peer on that socket (sd-bus, child-main.h) and the daemon calls it
- * without waiting; the older 'run' children answer with ipc.h messages (docs/processes.md). */
+ * without waiting (docs/processes.md). */
 
 typedef struct ChildSet ChildSet;
 
-/* Called once per child: with the failure of its final message (NULL if it succeeded), and the
- * payload of its IPC_MORE messages ('data', NUL-terminated, NULL if none). 'final' holds the
- * final message: the callee takes any fds it wants from final->fds (set them to -EBADF); the
- * rest are closed. final is NULL when the child gave no final answer: then 'error' says why
- * (its deadline passed, it died, the daemon is shutting down). */
-typedef void (*ChildDoneFunc)(const NsmError *error, IpcMessage *final, const char *data, size_t size, void *userdata);
-
-/* A child that serves an interface (ChildSpec.interface): called once, with its reply, or with
+/* Called once per child, with its reply, or with
  * 'error' (its failure as it named it, or why there is no reply: its deadline passed, it died,
  * the daemon is shutting down; reply is NULL then). */
 typedef void (*ChildReplyFunc)(const NsmError *error, sd_bus_message *reply, void *userdata);
@@ -56,16 +49,11 @@ typedef struct ChildSpec {
         const char *method;
         ChildAppendFunc append;
         ChildReplyFunc reply;
-        /* Or, without an interface, 'run' on run_userdata (the daemon's memory at the fork), which
-         * answers with ipc.h messages: the mount points' removal still does. */
-        ChildFunc run;
-        void *run_userdata;
         const int *keep_fds;           /* fds the child keeps besides its socket (inherited) */
         size_t n_keep_fds;
         uint64_t deadline;             /* CLOCK_MONOTONIC µs; 0: none */
         uid_t owner;                   /* charged with the child if it gets stuck */
-        ChildDoneFunc done;            /* run's */
-        void *userdata;                /* for append, reply and done */
+        void *userdata;                /* for prepare, append and reply */
 } ChildSpec;
 
 ChildSet *child_set_new(sd_event *event);
@@ -77,7 +65,7 @@ static inline void child_set_freep(ChildSet **s) {
         child_set_free(*s);
 }
 
-/* Starts a child; its 'done' is called later, from the event loop, never from here. */
+/* Starts a child; its 'reply' is called later, from the event loop, never from here. */
 int child_start(ChildSet *s, const ChildSpec *spec);
 
 /* Children of 'owner' past their deadline that have not exited yet. */

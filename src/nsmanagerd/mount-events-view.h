@@ -16,12 +16,12 @@
 #include "id-map.h"
 #include "macros.h"
 #include "namespace.h"
-#include "mount-reader.h"
+#include "mount-reader-client.h"
 #include "time-util.h"
 
 /* ---- what mount events speak: mount-events.h, its owner and its bus glue use it too ---- */
 
-#define MOUNT_EVENTS_INTERVAL_USEC (100 * USEC_PER_MSEC)
+#define MOUNT_EVENTS_INTERVAL_USEC MOUNT_READER_INTERVAL_USEC
 
 typedef enum MountEventsMode {
         MOUNT_EVENTS_FANOTIFY,

@@ -19,7 +19,6 @@
  *   List() → (a(ayah) pins): each pin's name and its namespace (none: a pin file that holds none)
  *   ReadMounts(ah ns, b with_ids) → (ay table, a(tt) ids): the namespace's mountinfo (none: the
  *        host's), with ids each mount's mountinfo id and unique id (none without statmount(2))
- *   OpenMountinfo(h ns) → (h mountinfo): opened there, unread
  *
  * Paths are "ay" (any bytes but NUL). The builder takes nothing on trust: a name must be one path component (it becomes one under
  * SubtreeRoot= and the pins' directory), a user name for Build, every path absolute and
@@ -33,7 +32,6 @@ typedef enum BuilderCallKind {
         BUILDER_UNPIN,
         BUILDER_LIST,
         BUILDER_READ_MOUNTS,
-        BUILDER_OPEN_MOUNTINFO,
         _BUILDER_CALL_KIND_MAX,
         _BUILDER_CALL_KIND_INVALID = -EINVAL,
 } BuilderCallKind;
@@ -46,7 +44,7 @@ typedef struct BuilderCall {
         char *subtree_root;              /* BUILD */
         ViewPropagation propagation;
         char **shared_subtrees;
-        bool with_fd;                    /* READ_MOUNTS, OPEN_MOUNTINFO (always) */
+        bool with_fd;                    /* READ_MOUNTS */
         bool with_ids;                   /* READ_MOUNTS */
 } BuilderCall;
 

@@ -68,20 +68,8 @@ int child_serve(int sock, const ChildInterface *interface, bool once, void *user
         return sd_bus_flush(bus);
 }
 
-_noreturn_ void child_main(int sock, const ChildInterface *interface, ChildFunc run, void *userdata, const int *keep,
-                           size_t n_keep) {
-        _cleanup_(nsm_error_done) NsmError error = {};
-        int r;
-
+_noreturn_ void child_main(int sock, const ChildInterface *interface, const int *keep, size_t n_keep) {
         if (child_setup(sock, keep, n_keep) < 0)
                 _exit(EXIT_FAILURE);
-        if (interface)
-                _exit(child_serve(sock, interface, true, NULL) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
-        r = run(sock, userdata, &error);
-        if (r < 0) {
-                if (!nsm_error_is_set(&error))
-                        (void) nsm_error_set_errnof(&error, r, NULL);
-                (void) ipc_send_error(sock, &error);
-        }
-        _exit(EXIT_SUCCESS);
+        _exit(child_serve(sock, interface, true, NULL) < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <systemd/sd-bus.h>
 
-#include "ipc.h"
+#include "macros.h"
 
 /* The child's side of a killable child (the daemon's side, ChildSet, is child.h).
  * docs/processes.md: who runs what, and what each one's interface is. */
@@ -31,12 +31,5 @@ int child_warn(sd_bus_message *call, const char *text);
  * is answered ('once'), or until the daemon hangs up. 0, or a negative errno. */
 int child_serve(int sock, const ChildInterface *interface, bool once, void *userdata);
 
-/* The older form, for children that read the daemon's memory as it was at the fork instead of a
- * request ('userdata' is the parent's pointer). docs/processes.md lists which still do, and
- * why. */
-typedef int (*ChildFunc)(int sock, void *userdata, NsmError *error);
-
-/* A killable child, from the fork to its exit: child_setup(), then one call of 'interface'
- * (or 'run' on 'userdata', when interface is NULL, its failure then sent as the answer). */
-_noreturn_ void child_main(int sock, const ChildInterface *interface, ChildFunc run, void *userdata, const int *keep,
-                           size_t n_keep);
+/* A killable child, from the fork to its exit: child_setup(), then one call of 'interface'. */
+_noreturn_ void child_main(int sock, const ChildInterface *interface, const int *keep, size_t n_keep);

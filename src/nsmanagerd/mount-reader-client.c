@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The daemon's side of a mount reader (mount-reader.h): the process, and its peer-to-peer bus. */
+/* The daemon's side of a mount reader (mount-reader-client.h). */
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 #include "child.h"
 #include "log.h"
 #include "macros.h"
-#include "mount-reader.h"
+#include "mount-reader-client.h"
 
 struct MountReader {
         sd_event *event;
@@ -140,7 +140,7 @@ MountReader *mount_reader_free(MountReader *r) {
 int mount_reader_watch(MountReader *r, uint32_t key, int ns_fd, bool initial, sd_bus_message_handler_t callback,
                        void *userdata, sd_bus_slot **ret_slot) {
         return sd_bus_call_method_async(r->bus, ret_slot, NULL, MOUNT_READER_PATH, MOUNT_READER_INTERFACE, "Watch",
-                                        callback, userdata, "uhb", key, ns_fd, initial);
+                                        callback, userdata, MOUNT_READER_WATCH_SIGNATURE, key, ns_fd, initial);
 }
 
 void mount_reader_unwatch(MountReader *r, uint32_t key) {

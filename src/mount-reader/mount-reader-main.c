@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The mount reader process (mount-reader.h): it watches the mount tables it is sent, keeps
+/* The mount reader process (src/protocol/mount-reader.h): it watches the mount tables it is sent, keeps
  * each one's last table, and tells the daemon only what changed. */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -8,6 +8,8 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/sysmacros.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
 #include <unistd.h>
 
 #include "child-setup.h"
@@ -15,7 +17,6 @@
 #include "id-map.h"
 #include "log.h"
 #include "macros.h"
-#include "mount-events-view.h"
 #include "mount-notify.h"
 #include "mount-reader.h"
 #include "mount-util.h"
@@ -451,8 +452,8 @@ static uint64_t pass(Reader *rd) {
         while (rd->dirty) {
                 RView *v = rd->dirty;
                 rd->dirty = v->next_dirty;
-                if (v->last_read + MOUNT_EVENTS_INTERVAL_USEC > now) {
-                        uint64_t due = v->last_read + MOUNT_EVENTS_INTERVAL_USEC;
+                if (v->last_read + MOUNT_READER_INTERVAL_USEC > now) {
+                        uint64_t due = v->last_read + MOUNT_READER_INTERVAL_USEC;
                         next = next == 0 ? due : MIN(next, due);
                         v->next_dirty = waiting;
                         waiting = v;
@@ -620,7 +621,7 @@ static const sd_bus_vtable reader_vtable[] = {
                                 method_watch, 0),
         SD_BUS_METHOD_WITH_ARGS("Unwatch", SD_BUS_ARGS("u", key), SD_BUS_NO_RESULT, method_unwatch, 0),
         SD_BUS_SIGNAL("Reading", "", 0),
-        SD_BUS_SIGNAL_WITH_ARGS("Changed", SD_BUS_ARGS("a(ayta(ut))", detached, "a(ayta(utt))", attached), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("Changed", SD_BUS_ARGS(MOUNT_READER_DETACHED_SIGNATURE, detached, MOUNT_READER_ATTACHED_SIGNATURE, attached), 0),
         SD_BUS_VTABLE_END,
 };
 
