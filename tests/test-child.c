@@ -3,7 +3,8 @@
  * peer. A call of any size reaches it whole with its fd; its failure arrives under the error
  * table's name with its sentence, byte for byte; its warnings come ahead of the answer; a
  * child that dies without answering is said to; the status writer writes its line; the mount
- * points' remover refuses a path it cannot trust. TAP. */
+ * points' remover refuses a path it cannot trust; the groups' lookup answers NSS's groups for a
+ * name of any bytes and refuses an empty one. TAP. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,8 +17,10 @@
 #include "bus-errors.h"
 #include "bus-util.h"
 #include "child.h"
+#include "group-lookup-child.h"
 #include "macros.h"
 #include "mount-points-remove.h"
+#include "strv.h"
 #include "tap.h"
 
 #define TEST_INTERFACE "org.example.NSManager.Test"
@@ -70,6 +73,13 @@ typedef struct Call {
         const char *line;        /* WriteStatus's */
         bool no_args;            /* Die's */
         char **paths;            /* Remove's */
+        const char *user;        /* LookUp's (groups): the name, the primary gid, names wanted */
+        uint32_t gid;
+        bool with_names;
+        uint32_t first_gid;      /* its answer: the first gid, how many, the names, the primary's */
+        size_t n_gids;
+        char **names;
+        char *primary;
         int fd;
         bool done;
         uint64_t echoed;
@@ -84,6 +94,10 @@ static int append(sd_bus_message *m, void *userdata) {
                 return 0;
         if (c->line)
                 return sd_bus_message_append(m, "sh", c->line, c->fd);
+        if (c->user) {
+                int r = bus_message_append_bytes(m, c->user);
+                return r < 0 ? r : sd_bus_message_append(m, "ub", c->gid, (int) c->with_names);
+        }
         if (c->paths) {
                 int r = sd_bus_message_append(m, "ut", 1000U, UINT64_C(4026531841));
                 return r < 0 ? r : bus_message_append_bytes_strv(m, c->paths);
@@ -105,7 +119,15 @@ static void on_reply(const NsmError *error, sd_bus_message *reply, void *userdat
         c->done = true;
         if (error)
                 (void) nsm_error_copy(&c->error, error);
-        else if (!c->line && !c->paths && c->size > 0 && sd_bus_message_read(reply, "t", &c->echoed) < 0)
+        else if (c->user) {
+                const void *gids;
+                size_t size = 0;
+                if (sd_bus_message_read_array(reply, 'u', &gids, &size) >= 0 && size >= sizeof(uint32_t))
+                        c->first_gid = *(const uint32_t *) gids;
+                c->n_gids = size / sizeof(uint32_t);
+                if (bus_message_read_bytes_strv(reply, &c->names) < 0 || bus_message_read_bytes(reply, &c->primary) < 0)
+                        c->n_gids = 0;
+        } else if (!c->line && !c->paths && c->size > 0 && sd_bus_message_read(reply, "t", &c->echoed) < 0)
                 c->echoed = UINT64_MAX;
 }
 
@@ -195,6 +217,32 @@ int main(void) {
               "the mount points' remover refuses a relative path as malformed (%s)",
               removal.error.message ?: "none");
         nsm_error_done(&removal.error);
+
+        /* root: gid 0 first, its name, the primary group's; a name that is no UTF-8 travels as
+         * bytes (NSS knows no such user: her primary gid alone, without a name). */
+        Call root = { .user = "root", .gid = 0, .with_names = true };
+        (void) run_child(e, s, &group_lookup_interface, "LookUp", &root);
+        check(root.done && !nsm_error_is_set(&root.error) && root.n_gids >= 1 && root.first_gid == 0 &&
+              root.names && streq_ptr(root.names[0], "root") && streq_ptr(root.primary, "root"),
+              "the groups' lookup answers root's groups, primary first, with their names (%s)",
+              root.error.message ?: "ok");
+        nsm_error_done(&root.error);
+        strv_free(root.names);
+        free(root.primary);
+        Call odd = { .user = "nsm\xfftest", .gid = 4000004 };
+        (void) run_child(e, s, &group_lookup_interface, "LookUp", &odd);
+        check(odd.done && !nsm_error_is_set(&odd.error) && odd.n_gids == 1 && odd.first_gid == 4000004 &&
+              strv_length(odd.names) == 0 && streq_ptr(odd.primary, ""),
+              "a name that is no UTF-8 reaches the groups' lookup, which answers no names unasked (%s)",
+              odd.error.message ?: "ok");
+        nsm_error_done(&odd.error);
+        strv_free(odd.names);
+        free(odd.primary);
+        Call nameless = { .user = "", .gid = 0 };
+        (void) run_child(e, s, &group_lookup_interface, "LookUp", &nameless);
+        check(nameless.done && nameless.error.code == NSM_ERROR_SYSTEM && nameless.error.errno_value == EBADMSG,
+              "the groups' lookup refuses an empty name as malformed");
+        nsm_error_done(&nameless.error);
 
         child_set_free(s);
         sd_event_unref(e);

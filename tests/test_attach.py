@@ -546,13 +546,41 @@ def test_attach_refuses_a_status_fd_it_cannot_write(daemon, manager):
     (["bin/true"], [], "/", 0, E_INVALID_ARGS),                      # relative path with a slash
     (["true"], ["=value"], "/", 0, E_INVALID_ARGS),                  # empty key
     (["true"], [], "relative/dir", 0, E_INVALID_PATH),               # relative working directory
-    (["true"], [], "/", 0x2, E_INVALID_ARGS),                        # unknown flag
+    (["true"], [], "/", 0x4, E_INVALID_ARGS),                        # unknown flag
+    (["true"], [], "/", 0x2 | 24 << 32 | 80 << 48, E_INVALID_ARGS),  # a terminal's size, no terminal
+    (["true"], [], "/", 0x1 | 24 << 32 | 80 << 48, E_INVALID_ARGS),  # size bits without 0x2
 ])
 def test_open_attach_refuses_bad_arguments(daemon, manager, command, env, cwd, flags, error):
     """OpenAttach checks its arguments as Attach does, and its flags, before it makes any fd."""
     manager.CreateNamespace("alice")
     expect_error(lambda: manager.OpenAttach("alice", dbus.Array(command, "s"), dbus.Array(env, "s"), cwd,
                                             dbus.UInt64(flags)), error)
+
+
+def test_open_attach_sets_the_terminals_size_before_the_command_starts(alice_view, manager):
+    """The pty's size travels with the call (flag 0x2: rows in bits 32-47, columns in 48-63):
+    a command that asks for it at once sees it. nsctl set it after the reply, when the command
+    had started: once in a while `stty size` said "0 0"."""
+    flags = 0x1 | 0x2 | 33 << 32 | 77 << 48
+    pid, i, o, e, status = manager.OpenAttach("alice", ["stty", "size"], ["PATH=/usr/bin:/bin"], "/",
+                                              dbus.UInt64(flags))
+    master, status = i.take(), status.take()      # status stays open: closing it first hangs up the command
+    for fd in (o, e):
+        os.close(fd.take())
+    out = b""
+    try:
+        while select.select([master], [], [], timeout(20))[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:         # EIO: the command ended, the slave is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+        os.close(status)
+    assert out.split() == [b"33", b"77"], out
 
 
 def test_attach_to_a_user_without_a_namespace(daemon, manager):

@@ -20,6 +20,7 @@ host as it was.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -656,6 +657,54 @@ def test_release_and_a_reinstall_name_the_users_left_in_views(instance):
     finally:
         inside.kill()
         inside.wait()
+
+
+# A process that makes mount namespaces one after the other, keeping each (an fd), until one has
+# the inode number argv[1]; then it stays in that one until its stdin closes.
+REUSE_INODE = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+target, held = int(sys.argv[1]), []
+for _ in range(int(sys.argv[2])):
+    if libc.unshare(0x00020000) != 0:       # CLONE_NEWNS
+        sys.exit(f"unshare: {os.strerror(ctypes.get_errno())}")
+    fd = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+    if os.fstat(fd).st_ino == target:
+        print("reused", flush=True)
+        sys.stdin.read()
+        sys.exit(0)
+    held.append(fd)
+print("not reused", flush=True)
+"""
+
+
+def test_orphans_does_not_take_a_namespace_that_reused_a_views_inode(instance):
+    """bob's view ends with --release (nothing is in it). The kernel gives its inode number to the
+    next namespace made anywhere (another sandbox's, here a process of the test's): --orphans
+    named bob "(1 process)" for it (seen once with test_interface.py running beside). His state
+    file's MNTNS_UNIQUE_ID (NS_GET_MNTNS_ID, never reused) tells the two apart."""
+    sb = instance
+    sb.start_daemon()
+    sb.manager().CreateNamespace("bob")
+    state = (sb.state_dir / "namespaces" / "bob").read_text()
+    inode = int(re.search(r"^MNTNS_ID=(\d+)$", state, re.M).group(1))
+    assert re.search(r"^MNTNS_UNIQUE_ID=\d+$", state, re.M), state
+    config = f"--config={sb.config_file}"
+    sb.stop_daemon()
+    p = run_daemon(sb, config, "--release")
+    assert p.returncode == 0 and "bob" not in p.stderr, p.stderr
+    reuse = subprocess.Popen(["/usr/bin/python3", "-c", REUSE_INODE, str(inode), "2000"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        outcome = reuse.stdout.readline().strip()
+        if outcome != "reused":
+            pytest.skip(f"no new mount namespace got the inode number of bob's ended view ({outcome or 'no answer'}): "
+                        "the kernel gave it elsewhere, or has not freed it yet")
+        p = run_daemon(sb, config, "--orphans")
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+    finally:
+        reuse.stdin.close()
+        reuse.wait(timeout(30))
 
 
 def test_orphans_walks_proc_once_for_all_views(instance, tmp_path):

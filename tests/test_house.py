@@ -69,7 +69,7 @@ REACHES = {
 # includes the other's headers.
 ENTRY_POINTS = {"builder_main", "mount_reader_main", "view_ops_interface", "attach_status_interface",
                 "eject_scan_interface", "fd_release_interface", "mount_points_remove_interface",
-                "user_lookup_interface"}
+                "user_lookup_interface", "group_lookup_interface"}
 
 
 def folder(module: str) -> str:

@@ -16,12 +16,14 @@ PAM.
 import os
 import shutil
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 import sandbox as sb_module
-from helpers import E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER, E_USER_EXCLUDED, expect_error, ns_path
+from helpers import E_NO_SUCH_NAMESPACE, E_NO_SUCH_USER, E_TIMED_OUT, E_USER_EXCLUDED, expect_error, ns_path
 from sandbox import BUS_NAME, MANAGER_IFACE, MANAGER_PATH, TEST_USERS, timeout
 from test_login_without_view import failing, profile  # noqa: F401 (a fixture)
 from sshd import Sshd
@@ -80,6 +82,9 @@ def directory(sandbox):
     DATA.mkdir(mode=0o755, exist_ok=True)
     (DATA / "slow").unlink(missing_ok=True)
     (DATA / "slow-uid").unlink(missing_ok=True)
+    (DATA / "slow-uid-asked").unlink(missing_ok=True)
+    (DATA / "slow-gid-main").unlink(missing_ok=True)
+    (DATA / "slow-gid-main-asked").unlink(missing_ok=True)
     # No shadow entry ("*", not "x"): pam_unix's account check then asks for none, as with
     # sssd, whose pam_sss answers it.
     passwd = [f"{u.name}:*:{u.uid}:{u.gid}:{u.name}:{u.home}:{u.shell}" for u in TEST_USERS.values()]
@@ -339,6 +344,107 @@ def test_a_callers_slow_uid_does_not_hold_up_others(directory, daemon):
     assert "NSM_CALLER_USER" not in records[0], records
 
 
+OWN_VIEW_RULES = """
+polkit.addRule(function(action, subject) {
+        if (action.id == "org.example.NSManager.manage-own" && (subject.user == "alice" || subject.user == "bob"))
+                return polkit.Result.YES;
+});
+"""
+
+
+@pytest.mark.daemon_config(OperationTimeoutSec=f"{int(timeout(5))}s")
+def test_a_callers_slow_groups_do_not_hold_up_others(directory, daemon, polkit_rules):
+    """The directory takes 30 s for bob's uid (his groups, as the daemon asks for them). His
+    own-view call (manage-own: the daemon acts with his groups) and his OpenAttach (the command
+    gets his groups) wait for NSS in a child, never on the loop: meanwhile root's and alice's
+    calls, her own-view call and her OpenAttach among them, answer; his get TimedOut at their
+    deadline. Before, getpwuid() and getgrouplist() ran on the loop and held up everybody."""
+    from caller import assert_ok, call_as
+    bob = TEST_USERS["bob"]
+    polkit_rules("50-own-view", OWN_VIEW_RULES)
+    for u in ("alice", "bob"):
+        daemon.manager().CreateNamespace(u)
+    (DATA / "slow-uid").write_text(f"{bob.uid} 30\n")
+    os.chmod(DATA / "slow-uid", 0o644)
+    attach = ("OpenAttach", "sasasst", ["true"], ["PATH=/usr/bin:/bin"], "/", 0)
+    propagation = ("SetPropagation", "ssst", "/mnt", "private", 0)
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            own = pool.submit(call_as, daemon, "bob", propagation[0], propagation[1], "bob", *propagation[2:],
+                              call_timeout=60)
+            attached = pool.submit(call_as, daemon, "bob", attach[0], attach[1], "bob", *attach[2:], call_timeout=60)
+            # Until the directory is asked for him (the daemon got his call).
+            for _ in range(int(timeout(300))):
+                if (DATA / "slow-uid-asked").exists() or own.done():
+                    break
+                time.sleep(0.1)
+            assert (DATA / "slow-uid-asked").exists(), own.result() if own.done() else "bob's groups never asked"
+            assert_ok(call_as(daemon, "root", "ListNamespaces", call_timeout=20), "root: ListNamespaces")
+            assert_ok(call_as(daemon, "alice", "GetNamespace", "s", "alice", call_timeout=20), "alice: GetNamespace")
+            assert_ok(call_as(daemon, "alice", propagation[0], propagation[1], "alice", *propagation[2:],
+                              call_timeout=20), "alice: SetPropagation in her view")
+            assert_ok(call_as(daemon, "alice", attach[0], attach[1], "alice", *attach[2:], call_timeout=20),
+                      "alice: OpenAttach")
+            for what, result in (("SetPropagation", own.result()), ("OpenAttach", attached.result())):
+                assert result.get("error") == E_TIMED_OUT, f"bob's {what}: {result}"
+    finally:
+        (DATA / "slow-uid").unlink(missing_ok=True)
+
+
+@pytest.mark.daemon_config(OperationTimeoutSec=f"{int(timeout(5))}s",
+                           files={"group.d/nsm-id-team.conf": "[View]\nInaccessiblePaths=-/srv/nsm-id-team\n"})
+def test_a_users_slow_groups_do_not_hold_up_other_logins(directory, daemon):
+    """With a group policy file, a view's build needs the user's groups. The directory takes
+    30 s for bob's (as the daemon asks for them): his view's build asks NSS in a child, never on
+    the loop, and fails TimedOut at its deadline; meanwhile alice's view is made, and root's and
+    alice's calls answer. Before, getgrouplist() ran on the loop and held up every login."""
+    from caller import assert_ok, call_as
+    bob = TEST_USERS["bob"]
+    (DATA / "slow-uid").write_text(f"{bob.uid} 30\n")
+    os.chmod(DATA / "slow-uid", 0o644)
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            his = pool.submit(call_as, daemon, "root", "CreateNamespace", "s", "bob", call_timeout=60)
+            for _ in range(int(timeout(300))):
+                if (DATA / "slow-uid-asked").exists() or his.done():
+                    break
+                time.sleep(0.1)
+            assert (DATA / "slow-uid-asked").exists(), his.result() if his.done() else "bob's groups never asked"
+            assert_ok(call_as(daemon, "root", "CreateNamespace", "s", "alice", call_timeout=20), "root: alice's view")
+            assert_ok(call_as(daemon, "root", "ListNamespaces", call_timeout=20), "root: ListNamespaces")
+            assert_ok(call_as(daemon, "alice", "GetNamespace", "s", "alice", call_timeout=20), "alice: GetNamespace")
+            result = his.result()
+            assert result.get("error") == E_TIMED_OUT and "groups" in result.get("message", ""), result
+    finally:
+        (DATA / "slow-uid").unlink(missing_ok=True)
+    assert [n for n, _ in listed(daemon)] == ["alice"]
+
+
+@pytest.mark.daemon_config(extra_config="[View]\nInaccessiblePaths=-/srv/nsm-id-%g\n")
+def test_a_policys_group_specifier_asks_no_nss_on_the_loop(directory, daemon):
+    """%g in the policy is expanded in the child that applies it, and again by the daemon for
+    the mount points it records: that one asked getgrgid() on the loop. The directory is slow
+    (30 s) for gina's group as the daemon's own process asks (its children are answered at
+    once): her view is made, with her group's name from the lookup in a child, and root's and
+    alice's calls after it answer (NoReply before)."""
+    from caller import assert_ok, call_as
+    daemon.manager().CreateNamespace("alice")
+    (DATA / "slow-gid-main").write_text(f"{GINA[1]} 30\n")
+    os.chmod(DATA / "slow-gid-main", 0o644)
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            hers = pool.submit(call_as, daemon, "root", "CreateNamespace", "s", GINA[0], call_timeout=60)
+            for _ in range(int(timeout(300))):
+                if (DATA / "slow-gid-main-asked").exists() or hers.done():
+                    break
+                time.sleep(0.1)
+            assert_ok(call_as(daemon, "root", "ListNamespaces", call_timeout=20), "root: ListNamespaces")
+            assert_ok(call_as(daemon, "alice", "GetNamespace", "s", "alice", call_timeout=20), "alice: GetNamespace")
+            assert_ok(hers.result(), "root: gina's view")
+    finally:
+        (DATA / "slow-gid-main").unlink(missing_ok=True)
+
+
 @pytest.mark.daemon_config(RateLimitBurst="3", RateLimitIntervalSec="1h")
 def test_names_only_nss_can_answer_are_charged_and_bounded(directory, daemon):
     """Each name that needs NSS costs a lookup child: GetNamespace and Can of fresh names are
@@ -375,6 +481,25 @@ def test_a_rename_in_the_directory_keeps_her_namespace(directory, daemon):
     assert str(m.CreateNamespace("GINA.NEW")) == path
     assert listed(daemon) == [(renamed, GINA[1])]
     assert (daemon.subtree_root / renamed).is_dir()
+
+
+def test_a_start_restores_views_without_asking_nss(directory, daemon):
+    """The directory stops answering for gina (uid 2005) while the daemon is stopped: a start
+    restores her view from its state file, asking NSS nothing (before, a start asked NSS for
+    each view before it took its bus name, which logins wait for: as many stalls as views, and
+    a failure dropped the view)."""
+    m = daemon.manager()
+    path = str(m.CreateNamespace(GINA[0]))
+    daemon.stop_daemon()
+    (DATA / "slow-uid").write_text(f"{GINA[1]} 300\n")
+    os.chmod(DATA / "slow-uid", 0o644)
+    try:
+        daemon.restart_daemon()
+        assert listed(daemon) == [GINA], "her namespace was not restored"
+        assert str(daemon.manager().GetNamespace(str(GINA[1]))) == path
+        assert not (DATA / "slow-uid-asked").exists(), "the start asked NSS for her"
+    finally:
+        (DATA / "slow-uid").unlink(missing_ok=True)
 
 
 def test_a_uid_above_2_to_the_31_is_printed_right(directory, daemon, nsctl):

@@ -58,6 +58,11 @@ int view_policy_expand_specifiers(const char *s, const UserRecord *u, char **ret
                         fputs(u->home, f);
                         break;
                 case 'g':
+                        if (!group && u->group) {
+                                group = strdup(u->group);
+                                if (!group)
+                                        return -ENOMEM;
+                        }
                         if (!group) {
                                 r = group_name_by_gid(u->gid, &group);
                                 if (r < 0)

@@ -485,6 +485,19 @@ static int block_signals(BlockedSignals *b, int *ret_fd) {
 }
 
 #define OPEN_ATTACH_PTY UINT64_C(0x1)
+#define OPEN_ATTACH_PTY_SIZE UINT64_C(0x2)
+
+/* With a pty: our terminal's size goes with the call, for the daemon to set before the command
+ * starts (set afterwards, the command could look first and see 0 by 0). */
+static uint64_t open_attach_flags(bool pty) {
+        struct winsize ws;
+
+        if (!pty)
+                return 0;
+        if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) < 0)
+                return OPEN_ATTACH_PTY;
+        return OPEN_ATTACH_PTY | OPEN_ATTACH_PTY_SIZE | (uint64_t) ws.ws_row << 32 | (uint64_t) ws.ws_col << 48;
+}
 
 /* Takes a copy of an fd of the reply, non-blocking: the reply owns its own. */
 static int take_fd(sd_bus_message *reply, int *ret) {
@@ -523,7 +536,7 @@ static int call_open_attach(sd_bus *bus, const char *user, char **command, bool 
         if (r >= 0)
                 r = sd_bus_message_append_strv(m, environ);
         if (r >= 0)
-                r = sd_bus_message_append(m, "st", cwd ?: "", pty ? OPEN_ATTACH_PTY : 0);
+                r = sd_bus_message_append(m, "st", cwd ?: "", open_attach_flags(pty));
         if (r >= 0)
                 r = sd_bus_message_set_allow_interactive_authorization(m, arg_bus.ask_password);
         if (r < 0)
@@ -548,8 +561,8 @@ static int call_open_attach(sd_bus *bus, const char *user, char **command, bool 
         return 0;
 }
 
-/* Our terminal's settings and size for the pty (on its master: they are the slave's). The
- * command may have started before: a size change reaches it as SIGWINCH. */
+/* Our terminal's settings for the pty (on its master: they are the slave's), and its size again,
+ * should it have changed since the call (the command gets SIGWINCH). */
 static void pty_take_terminal(Attach *a) {
         struct termios t;
 

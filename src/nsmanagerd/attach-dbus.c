@@ -38,6 +38,12 @@
 
 /* OpenAttach() flags */
 #define OPEN_ATTACH_PTY UINT64_C(0x1)
+/* The pty's size travels with the call (rows in bits 32-47, columns in 48-63) and is set before
+ * the command starts: set by the caller afterwards, it raced with the command's first look
+ * (`stty size` said "0 0"). */
+#define OPEN_ATTACH_PTY_SIZE UINT64_C(0x2)
+#define OPEN_ATTACH_SIZE_BITS UINT64_C(0xffffffff00000000)
+#define OPEN_ATTACH_FLAGS (OPEN_ATTACH_PTY | OPEN_ATTACH_PTY_SIZE | OPEN_ATTACH_SIZE_BITS)
 
 /* The arguments, as read from the message (strings and fds belong to it). */
 typedef struct AttachArgs {
@@ -114,9 +120,15 @@ static int validate_args(const AttachArgs *a, sd_bus_error *error) {
                 return bus_error_setf(error, NSM_ERROR_INVALID_PATH, "Working directory '%s' is not an absolute path.",
                                       a->working_directory);
         if (a->open_attach) {
-                if (a->flags & ~OPEN_ATTACH_PTY)
+                if (a->flags & ~OPEN_ATTACH_FLAGS)
                         return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64 ".",
-                                              a->flags & ~OPEN_ATTACH_PTY);
+                                              a->flags & ~OPEN_ATTACH_FLAGS);
+                if ((a->flags & OPEN_ATTACH_PTY_SIZE) && !(a->flags & OPEN_ATTACH_PTY))
+                        return bus_error_setf(error, NSM_ERROR_INVALID_ARGS,
+                                              "Flag 0x2 (the terminal's size) needs flag 0x1 (a terminal).");
+                if ((a->flags & OPEN_ATTACH_SIZE_BITS) && !(a->flags & OPEN_ATTACH_PTY_SIZE))
+                        return bus_error_setf(error, NSM_ERROR_INVALID_ARGS, "Unknown flags 0x%" PRIx64
+                                              " (a terminal's size needs flag 0x2).", a->flags & OPEN_ATTACH_SIZE_BITS);
                 return 0;
         }
         return check_fds(a->fds, error);
@@ -187,7 +199,8 @@ static int open_pty(uid_t uid, gid_t gid, int *ret_master, int *ret_slave) {
  * ends go to ret_command, the caller's to p->reply_fds. The status is a socket, not a pipe: the
  * daemon's end is shut for reading at once, so nothing (no fd either) can ever be queued to it,
  * and neither writing a line to it nor closing it takes a lock the caller's end can hold. */
-static int make_fds(AttachProcess *p, bool pty, gid_t gid, int ret_command[3], int *ret_status, NsmError *error) {
+static int make_fds(AttachProcess *p, bool pty, const struct winsize *size, gid_t gid, int ret_command[3],
+                    int *ret_status, NsmError *error) {
         _cleanup_close_ int status = -EBADF;
         int pair[2], r;
 
@@ -210,6 +223,12 @@ static int make_fds(AttachProcess *p, bool pty, gid_t gid, int ret_command[3], i
                 r = open_pty(p->uid, gid, &master, &slave);
                 if (r < 0)
                         return nsm_error_set_errnof(error, r, "Failed to allocate a pseudo terminal: %m");
+                if (size && ioctl(master, TIOCSWINSZ, size) < 0) {
+                        r = -errno;
+                        safe_close(master);
+                        safe_close(slave);
+                        return nsm_error_set_errnof(error, r, "Failed to set the terminal's size: %m");
+                }
                 r = attach_process_keep_fd(p, master);
                 if (r >= 0)
                         r = attach_process_keep_fd(p, slave);
@@ -273,27 +292,17 @@ static void on_started(AttachProcess *p, const NsmError *error) {
         p->call = sd_bus_message_unref(p->call);
 }
 
-/* Act: the caller in NSS, then the command started one way or the other. Returns 1 when
- * attach_unit_start() answers the call later, 0 when the caller is to reply with p->pid. */
+/* Act: the command started one way or the other, as the caller NSS named (her record and
+ * groups, looked up off the loop by attach_common()). Returns 1 when attach_unit_start()
+ * answers the call later, 0 when the caller is to reply with p->pid. */
 static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Namespace *ns, uid_t uid,
-                 AttachProcess **ret, sd_bus_error *error) {
+                 const UserRecord *record, const Credentials *caller, AttachProcess **ret, sd_bus_error *error) {
         _cleanup_(attach_process_freep) AttachProcess *p = NULL;
-        _cleanup_(user_record_done) UserRecord record = {};
-        _cleanup_(credentials_done) Credentials caller = {};
         _cleanup_(nsm_error_done) NsmError e = {};
         _cleanup_close_ int status_fd = -EBADF;
         int fds[3] = { a->fds[0], a->fds[1], a->fds[2] };
         AttachRequest req;
         int r;
-
-        r = user_record_by_uid(uid, &record);
-        if (r >= 0)
-                r = user_credentials_from_record(&record, &caller);
-        if (r == -ESRCH)
-                return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "uid %u has no user record (NSS).",
-                                      (unsigned) uid);
-        if (r < 0)
-                return bus_error_set_errnof(error, r, "Failed to look up uid %u and its groups: %m", (unsigned) uid);
 
         if (!a->open_attach) {
                 status_fd = fcntl(a->fds[3], F_DUPFD_CLOEXEC, 3);
@@ -305,7 +314,10 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 return bus_error_set_errnof(error, r, "Failed to set up the status fd: %m");
         if (a->open_attach) {
                 p->open_attach = true;
-                r = make_fds(p, a->flags & OPEN_ATTACH_PTY, caller.gid, fds, &p->status_fd, &e);
+                struct winsize size = { .ws_row = (unsigned short) (a->flags >> 32),
+                                        .ws_col = (unsigned short) (a->flags >> 48) };
+                r = make_fds(p, a->flags & OPEN_ATTACH_PTY, a->flags & OPEN_ATTACH_PTY_SIZE ? &size : NULL,
+                             caller->gid, fds, &p->status_fd, &e);
                 if (r < 0 && !nsm_error_is_set(&e))
                         (void) nsm_error_set_errnof(&e, r, "Failed to keep the command's fds: %m");
                 if (r < 0)
@@ -316,8 +328,8 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
                 .user = ns->name,
                 .mntns_fd = ns->mntns_fd,
                 .uid = uid,
-                .caller = &caller,
-                .home = record.home,
+                .caller = caller,
+                .home = record->home,
                 .command = a->command,
                 .environment = a->environment,
                 .working_directory = a->working_directory[0] ? a->working_directory : NULL,
@@ -339,7 +351,8 @@ static int start(Manager *m, sd_bus_message *message, const AttachArgs *a, Names
 
 static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, sd_bus_error *error) {
         _cleanup_(attach_args_done) AttachArgs a = { .open_attach = open_attach };
-        _cleanup_(user_record_done) UserRecord u = {};
+        _cleanup_(user_record_done) UserRecord u = {}, record = {};
+        _cleanup_(credentials_done) Credentials caller = {};
         const char *details[] = { "user", NULL, NULL };
         AttachProcess *p = NULL;
         Namespace *ns;
@@ -399,8 +412,15 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         if (r < 0)
                 return r;
 
+        /* Who the command runs as: her record and groups, NSS's in a child, never on the loop. */
+        r = bus_caller_credentials(m, message, uid, manager_deadline(m), &record, &caller, error);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return 1; /* NSS is asked; we are called again */
+
         /* Act */
-        r = start(m, message, &a, ns, uid, &p, error);
+        r = start(m, message, &a, ns, uid, &record, &caller, &p, error);
         if (r != 0)
                 return r;
 

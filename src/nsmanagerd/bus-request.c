@@ -339,6 +339,39 @@ bool bus_user_needs_lookup(Manager *m, const char *user) {
         return *user && !bus_namespace_of_user(m, user) && !user_lookup_answered(m->user_lookups, user);
 }
 
+int bus_caller_credentials(Manager *m, sd_bus_message *message, uid_t uid, uint64_t deadline, UserRecord *ret_record,
+                           Credentials *ret, sd_bus_error *error) {
+        _cleanup_(user_record_done) UserRecord u = {};
+        _cleanup_(nsm_error_done) NsmError e = {};
+        char number[16];
+        int r;
+
+        /* Who she is (the record of her view, or NSS in a child), then her groups (NSS in a child):
+         * neither on the loop, where a directory server slow for her would hold up every call. */
+        snprintf(number, sizeof number, "%" PRIu32, (uint32_t) uid);
+        r = bus_resolve_user(m, message, number, deadline, &u, error);
+        if (r <= 0)
+                return r;
+        if (u.uid != uid)       /* a user whose name is another's uid in decimal */
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "UID %u has no user record (NSS).", (unsigned) uid);
+
+        LookupWaiter *w = calloc(1, sizeof(LookupWaiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (LookupWaiter) { .manager = m, .message = message };
+        r = group_lookup(m->group_lookups, &u, uid, deadline, on_user_looked_up, w, ret, NULL, NULL, &e);
+        if (r == 0) {
+                sd_bus_message_ref(message);
+                return 0;
+        }
+        free(w);
+        if (r < 0)
+                return bus_error_set_nsm(error, &e);
+        if (ret_record)
+                *ret_record = TAKE_STRUCT(u);
+        return 1;
+}
+
 int bus_request_resolve_user(BusRequest *req, const char *user, UserRecord *ret, sd_bus_error *error) {
         int r;
 
@@ -423,10 +456,11 @@ int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, O
                 return r;
         if (streq(action, ACTION_MANAGE_OWN)) {
                 credentials_done(&req->caller);
-                r = user_credentials_by_uid(uid, &req->caller);
-                if (r < 0)
-                        return bus_error_setf(error, NSM_ERROR_ACCESS_DENIED, "Cannot look up the caller's groups "
-                                              "(UID %u): %s", (unsigned) uid, strerror(-r));
+                r = bus_caller_credentials(m, req->message, uid, req->deadline, NULL, &req->caller, error);
+                if (r == 0)
+                        bus_request_wait(req);
+                if (r <= 0)
+                        return r;
                 req->own = true;
         }
         return 1;

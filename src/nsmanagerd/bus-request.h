@@ -121,6 +121,13 @@ int bus_resolve_user(Manager *m, sd_bus_message *message, const char *user, uint
 /* The same for a request (its deadline), charged to the caller's rate limit first when NSS
  * must be asked; 0 has called bus_request_wait(). */
 int bus_request_resolve_user(BusRequest *req, const char *user, UserRecord *ret, sd_bus_error *error);
+/* Who the caller 'uid' is to the kernel, as the daemon acts as her: her record (her view's, or
+ * NSS's in a child) and her groups (NSS's initgroups in a child, group-lookup.h), never asked on
+ * the loop. 1 with *ret (and *ret_record unless NULL); 0 while a child asks, and the message is
+ * dispatched to its method again when it answered; < 0 with 'error' set (TimedOut at 'deadline',
+ * NoSuchUser, LimitExceeded, …). */
+int bus_caller_credentials(Manager *m, sd_bus_message *message, uid_t uid, uint64_t deadline, UserRecord *ret_record,
+                           Credentials *ret, sd_bus_error *error);
 /* The namespace a spelling names without NSS: by the namespace's name, or a decimal UID. */
 Namespace *bus_namespace_of_user(Manager *m, const char *user);
 /* Whether resolving 'user' would start or join an NSS lookup (no namespace, no cached answer). */

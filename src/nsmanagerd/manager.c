@@ -59,6 +59,10 @@ int manager_new(Manager **ret) {
         r = user_lookups_new(m->children, &m->user_lookups);
         if (r < 0)
                 return r;
+        r = group_lookups_new(m->children, &m->group_lookups);
+        if (r < 0)
+                return r;
+        m->namespaces.group_lookups = m->group_lookups;
         r = view_jobs_new(m->event, m->children, m->host_ops, &m->config, &m->jobs);
         if (r < 0)
                 return r;
@@ -90,6 +94,7 @@ Manager *manager_free(Manager *m) {
         mount_events_shutdown(m->mount_events);
         m->children = child_set_free(m->children);
         m->user_lookups = user_lookups_free(m->user_lookups);
+        m->group_lookups = m->namespaces.group_lookups = group_lookups_free(m->group_lookups);
         manager_set_builder(m, builder_free(m->builder));
         m->mount_events = mount_events_free(m->mount_events);
         namespace_set_done(&m->namespaces);

@@ -15,6 +15,7 @@
 #include "namespace.h"
 #include "nsm-error.h"
 #include "state-dir.h"
+#include "group-lookup.h"
 #include "user-lookup.h"
 #include "user-util.h"
 
@@ -62,6 +63,7 @@ typedef struct Manager {
         StoredFds *stored_fds;   /* what systemd's fd store gave this start, until the namespaces are restored */
         IdMap *rate_limits;      /* uid_key(caller uid) → RateLimit (manager.c) */
         UserLookups *user_lookups; /* NSS lookups of the names callers send, off the loop (user-lookup.h) */
+        GroupLookups *group_lookups; /* NSS lookups of callers' groups, off the loop (group-lookup.h) */
         IdMap *audit_limits;     /* uid_key(caller uid) → its audit records' window (audit.c) */
 
         AttachProcess *attach_processes; /* commands Attach() started that have not ended (attach-process.c) */

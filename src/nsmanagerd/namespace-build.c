@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "builder.h"
+#include "group-lookup.h"
 #include "log.h"
 #include "namespace-build.h"
 #include "namespace-session.h"
 #include "namespace-state.h"
 #include "parse-util.h"
 #include "strv.h"
+#include "text-escape.h"
 #include "time-util.h"
 #include "view-policy.h"
 
@@ -20,6 +22,7 @@ typedef struct BuildContext {
         uint64_t deadline;
         ViewPolicy policy;
         UserRecord user;
+        bool groups_asked;       /* her groups were looked up (group-lookup.h) */
 } BuildContext;
 
 static void build_context_free(BuildContext *c) {
@@ -28,6 +31,7 @@ static void build_context_free(BuildContext *c) {
         free(c->user.name);
         free(c->user.home);
         free(c->user.shell);
+        free(c->user.group);
         free(c);
 }
 
@@ -153,9 +157,103 @@ static void on_view_built(BuilderReply *reply, void *userdata) {
                 build_fail(c, r, "Failed to start applying the [View] policy.");
 }
 
+static void build_look_up_groups(BuildContext *c);
+
+/* Whether an entry of the policy names the user's primary group (%g): expanded on the loop too
+ * (view_policy_mount_points()), so its name must be known before, not asked of NSS there. */
+static bool policy_uses_group(const ViewPolicy *p) {
+        char **const lists[] = { p->bind_paths, p->bind_read_only_paths, p->temporary_file_system,
+                                 p->inaccessible_paths };
+
+        for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+                for (char **e = lists[i]; e && *e; e++)
+                        for (const char *q = strchr(*e, '%'); q && q[1]; q = strchr(q + 2, '%'))
+                                if (q[1] == 'g')
+                                        return true;
+        return false;
+}
+
+/* The user's groups are known (NULL where no group has a policy file): her policy, then the
+ * builder. */
+static void build_with_groups(BuildContext *c, char **groups) {
+        Namespace *ns = c->ns;
+        NamespaceSet *s = ns->set;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (!s) {
+                _cleanup_(nsm_error_done) NsmError e = {};
+                (void) nsm_error_setf(&e, NSM_ERROR_NO_SUCH_NAMESPACE, "The namespace of '%s' was removed while it was "
+                                      "being built.", ns->name);
+                build_finish(c, &e);
+                return;
+        }
+        r = view_policy_load(s->config, ns->name, groups, &c->policy);
+        if (r < 0) {
+                if (asprintf(&why, "Failed to find the [View] policy of '%s': %s", ns->name, strerror(-r)) < 0)
+                        why = NULL;
+                build_fail(c, r, why);
+                return;
+        }
+        if (!c->groups_asked && policy_uses_group(&c->policy)) {
+                /* %g: her primary group's name, from the same lookup in a child; then again. */
+                view_policy_done(&c->policy);
+                build_look_up_groups(c);
+                return;
+        }
+
+        ViewSpec spec = {
+                .name = ns->name,
+                .subtree_root = s->config->subtree_root,
+                .shared_subtrees = s->config->shared_subtrees,
+                .propagation = s->config->view_propagation,
+        };
+        r = builder_build(s->builder, &spec, c->deadline, on_view_built, c);
+        if (r < 0)
+                build_fail(c, r, "Failed to ask the view builder.");
+}
+
+static void on_groups_looked_up(void *userdata);
+
+/* Her group names, asked of NSS in a child (group-lookup.h), never on the loop: with sssd or
+ * winbind a directory slow for her would hold up every login and call. Charged to root: a
+ * login's lookups are never refused. */
+static void build_look_up_groups(BuildContext *c) {
+        _cleanup_(nsm_error_done) NsmError e = {}, failed = {};
+        _cleanup_strv_free_ char **groups = NULL;
+        _cleanup_free_ char *why = NULL, *primary = NULL;
+        int r;
+
+        c->groups_asked = true;
+        if (!c->ns->set || !c->ns->set->group_lookups) {
+                build_with_groups(c, NULL);
+                return;
+        }
+        r = group_lookup(c->ns->set->group_lookups, &c->user, 0, c->deadline, on_groups_looked_up, c, NULL, &groups,
+                         &primary, &e);
+        if (r == 0)
+                return;
+        if (r < 0) {
+                if (asprintf(&why, "Failed to find the [View] policy of '%s': her groups: %s", c->ns->name,
+                             nsm_error_message(&e)) < 0)
+                        why = NULL;
+                (void) nsm_error_set(&failed, nsm_error_is_set(&e) ? e.code : NSM_ERROR_SYSTEM,
+                                     nsm_error_is_set(&e) ? e.errno_value : r, why ?: nsm_error_message(&e));
+                build_finish(c, &failed);
+                return;
+        }
+        free(c->user.group);
+        c->user.group = TAKE_PTR(primary);
+        build_with_groups(c, groups);
+}
+
+static void on_groups_looked_up(void *userdata) {
+        build_look_up_groups(userdata);
+}
+
 int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
         NamespaceSet *s = ns->set;
-        _cleanup_strv_free_ char **groups = NULL, **with_files = NULL;
+        _cleanup_strv_free_ char **with_files = NULL;
         _cleanup_free_ char *why = NULL;
         BuildContext *c;
         int r;
@@ -177,30 +275,50 @@ int namespace_build(Namespace *ns, ViewJobs *jobs, uint64_t deadline) {
          * they are not looked up: NSS's initgroups asks every source of groups (it reads all
          * of /etc/group, then asks systemd-userdb), which can cost more than building the view. */
         r = view_policy_groups_with_files(s->config, &with_files);
-        if (r >= 0 && with_files)
-                r = user_group_names(ns->name, ns->gid, &groups);
-        if (r >= 0)
-                r = view_policy_load(s->config, ns->name, groups, &c->policy);
         if (r < 0) {
                 if (asprintf(&why, "Failed to find the [View] policy of '%s': %s", ns->name, strerror(-r)) < 0)
                         why = NULL;
                 build_fail(c, r, why);
                 return 0;
         }
-
-        ViewSpec spec = {
-                .name = ns->name,
-                .subtree_root = s->config->subtree_root,
-                .shared_subtrees = s->config->shared_subtrees,
-                .propagation = s->config->view_propagation,
-        };
-        r = builder_build(s->builder, &spec, deadline, on_view_built, c);
-        if (r < 0)
-                build_fail(c, r, "Failed to ask the view builder.");
+        if (with_files)
+                build_look_up_groups(c);
+        else
+                build_with_groups(c, NULL);
         return 0;
 }
 
 /* ---- loading ---- */
+
+/* The user as the state file recorded her when her namespace was made: UID=, GID=, HOME=,
+ * SHELL= (namespace_save()). -ENOENT if one is missing (a state file of an older version). */
+static int state_file_user(FILE *f, const char *name, UserRecord *ret) {
+        _cleanup_(user_record_done) UserRecord u = { .uid = (uid_t) -1, .gid = (gid_t) -1 };
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        while (r >= 0 && getline(&line, &n, f) >= 0) {
+                line[strcspn(line, "\n")] = 0;
+                if (strncmp(line, "UID=", 4) == 0)
+                        r = parse_uid(line + 4, &u.uid);
+                else if (strncmp(line, "GID=", 4) == 0)
+                        r = parse_uid(line + 4, &u.gid);
+                else if (strncmp(line, "HOME=", 5) == 0 && !u.home)
+                        r = text_unescape(line + 5, &u.home);
+                else if (strncmp(line, "SHELL=", 6) == 0 && !u.shell)
+                        r = text_unescape(line + 6, &u.shell);
+        }
+        if (r < 0)
+                return r;
+        if (u.uid == (uid_t) -1 || u.gid == (gid_t) -1 || !u.home || !u.shell)
+                return -ENOENT;
+        u.name = strdup(name);
+        if (!u.name)
+                return -ENOMEM;
+        *ret = TAKE_STRUCT(u);
+        return 0;
+}
 
 /* The UID= line of a state file. */
 static int state_file_uid(FILE *f, uid_t *ret) {
@@ -229,14 +347,25 @@ int namespace_load(NamespaceSet *set, StoredFds *stored_fds, const char *name, i
         f = fopen(path, "re");
         if (!f)
                 return -errno;
-        /* By the uid the state file recorded (every state file has one): a user is her uid. A
-         * rename in the directory while the daemon was away leaves her namespace its name, as
-         * at run time (docs/interface.md); a state file without a uid is looked up by name. */
-        r = state_file_uid(f, &uid);
-        if (r >= 0)
-                r = user_record_by_uid(uid, &u);
-        else
-                r = user_record_by_name(name, &u);
+        /* The user as NSS gave her when the namespace was made, as the state file recorded
+         * her: a start asks NSS nothing. It runs before the daemon takes its bus name, which
+         * logins wait for (the unit is ordered before systemd-user-sessions.service): a
+         * directory server that does not answer (sssd's client waits up to 300 s per question)
+         * would hold up every login for as many questions as there are views, past the unit's
+         * start timeout, and a failure would drop her view. A rename in the directory while the
+         * daemon was away leaves her namespace its name, as at run time (docs/interface.md).
+         * Only a state file of an older version, without HOME= and SHELL=, is looked up in
+         * NSS: by the uid it recorded (a user is her uid), else by name; its next save writes
+         * them. */
+        r = state_file_user(f, name, &u);
+        if (r == -ENOENT) {
+                rewind(f);
+                r = state_file_uid(f, &uid);
+                if (r >= 0)
+                        r = user_record_by_uid(uid, &u);
+                else
+                        r = user_record_by_name(name, &u);
+        }
         if (r < 0)
                 return r;
         rewind(f);

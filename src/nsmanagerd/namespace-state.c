@@ -42,7 +42,7 @@ static int write_records(FILE *f, Namespace *ns) {
 
 int namespace_save(Namespace *ns) {
         NamespaceSet *s = ns->set;
-        _cleanup_free_ char *path = NULL, *buf = NULL;
+        _cleanup_free_ char *path = NULL, *buf = NULL, *home = NULL, *shell = NULL;
         size_t size = 0;
         FILE *f;
         int r;
@@ -56,11 +56,24 @@ int namespace_save(Namespace *ns) {
                         fclose(f);
                 return -ENOMEM;
         }
+        home = text_escape_word(ns->home);
+        shell = text_escape_word(ns->shell);
+        if (!home || !shell) {
+                fclose(f);
+                return -ENOMEM;
+        }
+        /* HOME= and SHELL=: with UID= and GID=, the user as NSS gave her when the namespace was
+         * made, so that a start restores her namespace without asking NSS (namespace_load()). */
         fprintf(f,
                 "# This is private data. Do not parse.\n"
-                "NAME=%s\nUID=%u\nGID=%u\nMNTNS_ID=%" PRIu64 "\nTIMESTAMP=%" PRIu64 "\nLINGER=%s\n",
-                ns->name, (unsigned) ns->uid, (unsigned) ns->gid, ns->mntns_inode, ns->timestamp,
+                "NAME=%s\nUID=%u\nGID=%u\nHOME=%s\nSHELL=%s\nMNTNS_ID=%" PRIu64 "\nTIMESTAMP=%" PRIu64 "\nLINGER=%s\n",
+                ns->name, (unsigned) ns->uid, (unsigned) ns->gid, home, shell, ns->mntns_inode, ns->timestamp,
                 ns->linger ? "yes" : "no");
+        /* The namespace's 64-bit id (NS_GET_MNTNS_ID, never reused while the machine runs): its
+         * inode number is, once it is gone, and --orphans must not take a stranger's namespace
+         * for a view a removal left behind. */
+        if (ns->mntns_id != 0)
+                fprintf(f, "MNTNS_UNIQUE_ID=%" PRIu64 "\n", ns->mntns_id);
         r = write_records(f, ns);
         if (fclose(f) != 0 && r >= 0)
                 r = -ENOMEM;

@@ -26,6 +26,7 @@
 typedef struct Namespace Namespace;
 typedef struct NamespaceSet NamespaceSet;
 typedef struct ChildSet ChildSet;
+typedef struct GroupLookups GroupLookups;
 
 typedef enum NamespaceState {
         NAMESPACE_ACTIVE,
@@ -110,6 +111,7 @@ struct NamespaceSet {
         const StateDir *state;
         Builder *builder;              /* from manager_startup() until the builder goes */
         ChildSet *children;            /* the Manager's: the mount points of a view that ended go in one */
+        GroupLookups *group_lookups;   /* the Manager's: a user's groups for her policy, off the loop */
         Hashmap *by_name;              /* user name → Namespace */
         IdMap *by_uid;                 /* uid_key(uid) → Namespace */
         struct {

@@ -4,7 +4,9 @@
  * views; a reinstalled daemon knows nothing of those (the registry's pin went with --release),
  * so each such user's next login gets a second view. Nobody would notice: say it, once at the
  * removal and once at the reinstall, with who and how to end them. The state files name each
- * view's user and namespace inode (MNTNS_ID); /proc says who is still in it.
+ * view's user and namespace inode (MNTNS_ID); /proc says who is still in it. A view nothing was
+ * in ended with the removal, and the kernel gives its inode number to the next namespace made
+ * anywhere: its 64-bit id (MNTNS_UNIQUE_ID, never reused) tells them apart.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,11 +26,12 @@
 #include "text-escape.h"
 #include "view-processes.h"
 
-/* NAME= and MNTNS_ID= of one state file (namespace-state.c writes them). */
-static int read_state_file(int dir_fd, const char *file, char **ret_name, uint64_t *ret_id) {
+/* NAME=, MNTNS_ID= and MNTNS_UNIQUE_ID= (0 where the file has none) of one state file
+ * (namespace-state.c writes them). */
+static int read_state_file(int dir_fd, const char *file, char **ret_name, uint64_t *ret_id, uint64_t *ret_unique) {
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_free_ char *line = NULL, *name = NULL;
-        uint64_t id = 0;
+        uint64_t id = 0, unique = 0;
         size_t size = 0;
         ssize_t n;
         int fd;
@@ -51,11 +54,14 @@ static int read_state_file(int dir_fd, const char *file, char **ret_name, uint64
                                 return -ENOMEM;
                 } else if (strncmp(line, "MNTNS_ID=", 9) == 0)
                         id = strtoull(line + 9, NULL, 10);
+                else if (strncmp(line, "MNTNS_UNIQUE_ID=", 16) == 0)
+                        unique = strtoull(line + 16, NULL, 10);
         }
         if (!name || id == 0)
                 return -EBADMSG;
         *ret_name = TAKE_PTR(name);
         *ret_id = id;
+        *ret_unique = unique;
         return 0;
 }
 
@@ -88,7 +94,7 @@ int orphans_report(const char *state_directory, bool removing) {
         _cleanup_(closedirp) DIR *dir = NULL;
         _cleanup_strv_free_ char **who = NULL, **kill = NULL, **names = NULL;
         _cleanup_free_ char *who_text = NULL, *kill_text = NULL;
-        _cleanup_free_ uint64_t *ids = NULL;
+        _cleanup_free_ uint64_t *ids = NULL, *uniques = NULL;
         _cleanup_free_ size_t *counts = NULL;
         size_t n_views = 0;
         struct dirent *de;
@@ -111,20 +117,25 @@ int orphans_report(const char *state_directory, bool removing) {
         /* The views first, then one walk of /proc for all of them. */
         while ((de = readdir(dir))) {
                 _cleanup_free_ char *name = NULL;
-                uint64_t id = 0;
+                uint64_t id = 0, unique = 0;
 
                 if (de->d_name[0] == '.')
                         continue;
-                if (read_state_file(dirfd(dir), de->d_name, &name, &id) < 0)
+                if (read_state_file(dirfd(dir), de->d_name, &name, &id, &unique) < 0)
                         continue;
                 if (n_views % 16 == 0) {
                         uint64_t *b = realloc(ids, (n_views + 16) * sizeof(uint64_t));
                         if (!b)
                                 return log_oom();
                         ids = b;
+                        b = realloc(uniques, (n_views + 16) * sizeof(uint64_t));
+                        if (!b)
+                                return log_oom();
+                        uniques = b;
                 }
                 if (strv_consume(&names, TAKE_PTR(name)) < 0)
                         return log_oom();
+                uniques[n_views] = unique;
                 ids[n_views++] = id;
         }
         if (n_views == 0)
@@ -132,7 +143,7 @@ int orphans_report(const char *state_directory, bool removing) {
         counts = calloc(n_views, sizeof(size_t));
         if (!counts)
                 return log_oom();
-        r = view_processes_count(self.st_dev, ids, n_views, counts);
+        r = view_processes_count(self.st_dev, ids, uniques, n_views, counts);
         if (r < 0)
                 return log_warning_errno(r, "Failed to read /proc: %m");
 

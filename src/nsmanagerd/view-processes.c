@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "macros.h"
+#include "mount-util.h"
 #include "parse-util.h"
 #include "text-escape.h"
 #include "view-processes.h"
@@ -219,7 +220,23 @@ int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *r
         return r < 0 ? r : 0;
 }
 
-int view_processes_count(dev_t dev, const uint64_t *ids, size_t n_ids, size_t *counts) {
+/* Whether the namespace /proc/PID/ns/mnt ('path' under 'proc_fd') is the one with 64-bit id
+ * 'unique' (0: not known, the inode decides). Asked only of the processes whose inode matched:
+ * an open and an ioctl each. A kernel without NS_GET_MNTNS_ID (before 6.8) leaves the inode. */
+static bool same_namespace(int proc_fd, const char *path, uint64_t unique) {
+        _cleanup_close_ int fd = -EBADF;
+        uint64_t id;
+
+        if (unique == 0)
+                return true;
+        fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;           /* gone meanwhile */
+        id = mntns_get_id(fd);
+        return id == 0 || id == unique;
+}
+
+int view_processes_count(dev_t dev, const uint64_t *ids, const uint64_t *unique_ids, size_t n_ids, size_t *counts) {
         _cleanup_(closedirp) DIR *proc = NULL;
         struct dirent *de;
 
@@ -244,7 +261,8 @@ int view_processes_count(dev_t dev, const uint64_t *ids, size_t n_ids, size_t *c
                         continue;
                 for (size_t i = 0; i < n_ids; i++)
                         if (ids[i] == (uint64_t) st.st_ino) {
-                                counts[i]++;
+                                if (same_namespace(dirfd(proc), path, unique_ids ? unique_ids[i] : 0))
+                                        counts[i]++;
                                 break;
                         }
         }

@@ -39,5 +39,8 @@ void view_process_scan_result(ViewProcessScan *s, ViewProcess **ret, size_t *ret
 ViewProcessScan *view_process_scan_free(ViewProcessScan *s);
 
 /* How many processes are in each of the views of nsfs device 'dev' and inodes ids[0..n_ids)
- * (MNTNS_ID of the state files), into counts[]: one walk of /proc for all of them. */
-int view_processes_count(dev_t dev, const uint64_t *ids, size_t n_ids, size_t *counts);
+ * (MNTNS_ID of the state files), into counts[]: one walk of /proc for all of them. A view that
+ * ended may have left its inode number to another namespace: where unique_ids[i] (its
+ * NS_GET_MNTNS_ID, MNTNS_UNIQUE_ID of the state file) is not 0, a process with that inode counts
+ * only if its namespace has that id too. */
+int view_processes_count(dev_t dev, const uint64_t *ids, const uint64_t *unique_ids, size_t n_ids, size_t *counts);

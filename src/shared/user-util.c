@@ -84,6 +84,7 @@ void user_record_done(UserRecord *u) {
         free(u->name);
         free(u->home);
         free(u->shell);
+        free(u->group);
         *u = (UserRecord) {};
 }
 

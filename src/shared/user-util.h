@@ -11,6 +11,7 @@ typedef struct UserRecord {
         gid_t gid;
         char *home;
         char *shell;
+        char *group;             /* the primary group's name where known already (NULL: NSS is asked for %g) */
 } UserRecord;
 
 /* A canonical name NSS gave that we serve: whatever the directory calls its users

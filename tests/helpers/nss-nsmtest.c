@@ -144,8 +144,9 @@ enum nss_status _nss_nsmtest_getpwnam_r(const char *name, struct passwd *pw, cha
 }
 
 /* A directory slow for one uid (/run/nsm-test-nss/slow-uid: "UID SECONDS"), as asked by
- * nsmanagerd alone: the bus daemon asks for a connecting uid too, and its stall would hold up
- * everybody whatever nsmanagerd does. */
+ * nsmanagerd alone (its user record and her groups): the bus daemon asks for a connecting uid
+ * too, and its stall would hold up everybody whatever nsmanagerd does. Once asked, the
+ * directory says so in /run/nsm-test-nss/slow-uid-asked, for a test to wait for. */
 static void maybe_slow_uid(uid_t uid) {
         FILE *f = fopen(DATA_DIR "/slow-uid", "re");
         unsigned long slow = 0;
@@ -156,8 +157,12 @@ static void maybe_slow_uid(uid_t uid) {
         if (fscanf(f, "%lu %u", &slow, &seconds) != 2)
                 slow = (unsigned long) -1;
         fclose(f);
-        if (slow == (unsigned long) uid && strcmp(program_invocation_short_name, "nsmanagerd") == 0)
-                sleep(seconds);
+        if (slow != (unsigned long) uid || strcmp(program_invocation_short_name, "nsmanagerd") != 0)
+                return;
+        f = fopen(DATA_DIR "/slow-uid-asked", "we");
+        if (f)
+                fclose(f);
+        sleep(seconds);
 }
 
 enum nss_status _nss_nsmtest_getpwuid_r(uid_t uid, struct passwd *pw, char *buf, size_t len, int *errnop) {
@@ -212,16 +217,53 @@ enum nss_status _nss_nsmtest_getgrnam_r(const char *name, struct group *gr, char
         return find_group(name, 0, gr, buf, len, errnop);
 }
 
+/* A directory slow for one gid (/run/nsm-test-nss/slow-gid-main: "GID SECONDS") as asked by
+ * nsmanagerd's own process alone, the one that runs the event loop (its children, whose parent
+ * is nsmanagerd, are answered at once); says so in slow-gid-main-asked. */
+static void maybe_slow_gid_main(gid_t gid) {
+        FILE *f = fopen(DATA_DIR "/slow-gid-main", "re");
+        unsigned long slow = 0;
+        unsigned seconds = 0;
+        char parent[64] = "";
+
+        if (!f)
+                return;
+        if (fscanf(f, "%lu %u", &slow, &seconds) != 2)
+                slow = (unsigned long) -1;
+        fclose(f);
+        if (slow != (unsigned long) gid || strcmp(program_invocation_short_name, "nsmanagerd") != 0)
+                return;
+        snprintf(parent, sizeof parent, "/proc/%d/comm", (int) getppid());
+        f = fopen(parent, "re");
+        if (f) {
+                if (!fgets(parent, sizeof parent, f))
+                        parent[0] = 0;
+                fclose(f);
+                if (strncmp(parent, "nsmanagerd", 10) == 0)
+                        return;
+        }
+        f = fopen(DATA_DIR "/slow-gid-main-asked", "we");
+        if (f)
+                fclose(f);
+        sleep(seconds);
+}
+
 enum nss_status _nss_nsmtest_getgrgid_r(gid_t gid, struct group *gr, char *buf, size_t len, int *errnop) {
+        maybe_slow_gid_main(gid);
         return find_group(NULL, gid, gr, buf, len, errnop);
 }
 
 /* The groups whose member list names 'user' (the canonical name, as getgrouplist() gets it). */
 enum nss_status _nss_nsmtest_initgroups_dyn(const char *user, gid_t group, long *start, long *size, gid_t **groups,
                                             long limit, int *errnop) {
-        FILE *f = fopen(DATA_DIR "/group", "re");
+        FILE *f;
+        struct passwd pw;
         char line[1024];
+        int e;
 
+        if (find_user(user, 0, &pw, line, sizeof line, &e) == NSS_STATUS_SUCCESS)
+                maybe_slow_uid(pw.pw_uid);
+        f = fopen(DATA_DIR "/group", "re");
         if (!f)
                 return NSS_STATUS_NOTFOUND;
         while (fgets(line, sizeof line, f)) {
