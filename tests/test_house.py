@@ -23,6 +23,8 @@ private mount namespace that conftest.py enters.
 import json
 import re
 import subprocess
+import tempfile
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -144,8 +146,13 @@ def test_the_graph_of_src_is_read_whole():
 
 
 @pytest.fixture
-def tree(tmp_path):
-    """A directory on a tmpfs of the test's own; write(path, text) puts a file in it."""
+def tree():
+    """A directory on a tmpfs of the test's own; write(path, text) puts a file in it. Its
+    mount point is made in the build directory, not with tmp_path: a static test may run
+    before the sandbox has put its tmpfs on /tmp, and pytest's base directory made there
+    first would be on the machine's /tmp, then hidden from the tests after it."""
+    from sandbox import build_dir
+    tmp_path = Path(tempfile.mkdtemp(prefix="house-tree.", dir=build_dir()))
     sys_mount("tmpfs", str(tmp_path), "tmpfs", 0, "mode=0755,size=1m")
 
     def write(path, text):
@@ -156,6 +163,7 @@ def tree(tmp_path):
     write.root = tmp_path
     yield write
     sys_umount(str(tmp_path), MNT_DETACH)
+    tmp_path.rmdir()
 
 
 def plant(write, call_back: bool) -> None:
