@@ -391,6 +391,17 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         if (r < 0)
                 return r;
 
+        /* Who the command runs as: her record and groups, NSS's in a child, never on the loop.
+         * Asked before the charge and polkit: the answer waits in the lookups' cache, and a call
+         * dispatched again after polkit's answer must find polkit's answer still there (it is
+         * released after that dispatch), or it would be charged and asked about twice. The
+         * lookup is the caller's own, one in flight per uid (group-lookup.c). */
+        r = bus_caller_credentials(m, message, uid, manager_deadline(m), &record, &caller, error);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return 1; /* NSS is asked; we are called again */
+
         /* Charged before polkit is asked, refused calls included; once (a call that waited for
          * polkit is dispatched twice). */
         if (!polkit_registry_knows(m->polkit_registry, message)) {
@@ -411,13 +422,6 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         r = check_limit(m, uid, error);
         if (r < 0)
                 return r;
-
-        /* Who the command runs as: her record and groups, NSS's in a child, never on the loop. */
-        r = bus_caller_credentials(m, message, uid, manager_deadline(m), &record, &caller, error);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return 1; /* NSS is asked; we are called again */
 
         /* Act */
         r = start(m, message, &a, ns, uid, &record, &caller, &p, error);
