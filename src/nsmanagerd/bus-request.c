@@ -451,18 +451,21 @@ int bus_request_authorize_view(BusRequest *req, const char *user, uid_t owner, O
                         req->rule = TAKE_PTR(reason.message);
                 }
         }
-        r = bus_request_authorize(req, action, details, error);
-        if (r <= 0)
-                return r;
-        if (streq(action, ACTION_MANAGE_OWN)) {
+        /* Her credentials before polkit: polkit's answer is kept for the one dispatch that follows
+         * it, so a lookup after it would have polkit asked (and the call charged) again. */
+        if (streq(action, ACTION_MANAGE_OWN) && !req->caller_known) {
                 credentials_done(&req->caller);
                 r = bus_caller_credentials(m, req->message, uid, req->deadline, NULL, &req->caller, error);
                 if (r == 0)
                         bus_request_wait(req);
                 if (r <= 0)
                         return r;
-                req->own = true;
+                req->caller_known = true;
         }
+        r = bus_request_authorize(req, action, details, error);
+        if (r <= 0)
+                return r;
+        req->own = streq(action, ACTION_MANAGE_OWN);
         return 1;
 }
 

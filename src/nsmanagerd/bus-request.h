@@ -60,6 +60,7 @@ struct BusRequest {
         bool own;                /* acting for a user on their own view, held to the rules */
         char *rule;              /* the rule that asked for manage, for a refusal */
         Credentials caller;      /* NSS credentials of the caller, when 'own' */
+        bool caller_known;       /* 'caller' was looked up (kept across the call's dispatches) */
         void *data;              /* the method's own */
         void (*free_data)(void *data);
         BusRequest *prev, *next;
