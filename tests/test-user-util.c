@@ -17,7 +17,8 @@ static void test_user_names(void) {
         for (size_t i = 0; i < ELEMENTSOF(good); i++)
                 check(valid_user_name(good[i]), "user name '%s' is valid", good[i]);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
-                check(!valid_user_name(bad[i]), "user name '%s' is refused", bad[i]);
+                /* By number: the names hold a newline and bytes a TAP line cannot carry. */
+                check(!valid_user_name(bad[i]), "bad user name #%zu is refused", i);
 }
 
 static void test_long_names(void) {
