@@ -381,6 +381,18 @@ def test_mount_points_go_with_a_view_that_ends_after_a_restart(daemon, host_file
     wait_gone("/home/alice/nsm-mp-t")
 
 
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=%h/nsm-mp-ro/a/b\n"})
+def test_no_root_mount_points_in_her_unwritable_directory(daemon, host_files):
+    """A directory of hers she made unwritable to herself (chmod u-w) gets nothing from the
+    policy: what she could not make there is not made as root instead (root-owned
+    directories in her home, deeper ones made as root too). The entry fails as her own mkdir
+    would: the entry is skipped with a note, as for a path of hers that cannot be used."""
+    host_files("/home/alice/nsm-mp-ro", owner="alice", mode=0o555)
+    daemon.manager().CreateNamespace("alice")
+    assert os.listdir("/home/alice/nsm-mp-ro") == []
+    spoiled_note(daemon, "alice", "TemporaryFileSystem=%h/nsm-mp-ro/a/b", "Permission denied")
+
+
 # ---------------------------------------------------------------------------
 # Paths from specifiers (%h) never follow a user's symlink, nor one her FUSE server says is root's
 
