@@ -10,8 +10,10 @@ elsewhere would land on its disk. A path from a specifier (%h) never follows a u
 symlink, nor one her FUSE server says is root's.
 The fixture fails a test whose views leaked a mount into the host namespace."""
 
+import fcntl
 import os
 import shutil
+import struct
 import subprocess
 import time
 import uuid
@@ -363,6 +365,29 @@ def test_what_she_made_stays(daemon, host_files):
     assert os.path.isdir("/home/alice/nsm-mp-moved")     # not where the policy mounts: not looked at
     assert Path("/home/alice/nsm-mp-a/keep").read_text() == "keep\n"
     assert os.path.isdir("/home/alice/nsm-mp-swapped")
+
+
+# NS_GET_MNTNS_ID: _IOR(0xb7, 5, __u64)
+NS_GET_MNTNS_ID = 0x8008b705
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": MADE})
+def test_mount_points_are_tagged_with_the_views_id(daemon, host_files):
+    """What the policy made carries the view's 64-bit namespace id, never reused, not its
+    inode: the kernel gives a freed inode to the next namespace, so a later view of hers could
+    carry the tag of the earlier one, whose end would then remove (detach) her new view's
+    mount points."""
+    host_files("/tmp/nsm-vp-mp-src/f", "f\n")
+    host_files.forget_later("/home/alice/nsm-mp")
+    host_files.forget_later("/home/alice/nsm-mp-t")
+    daemon.manager().CreateNamespace("alice")
+    fd = daemon.open_view_fd("alice")
+    try:
+        ns_id = struct.unpack("Q", fcntl.ioctl(fd, NS_GET_MNTNS_ID, bytes(8)))[0]
+    finally:
+        os.close(fd)
+    for p in ("/home/alice/nsm-mp", "/home/alice/nsm-mp/deep/x", "/home/alice/nsm-mp-t"):
+        assert os.getxattr(p, "trusted.nsmanager.made-for").decode() == f"{ALICE.uid}:id:{ns_id}", p
 
 
 @pytest.mark.daemon_config(files={"user.d/alice.conf": MADE})
