@@ -73,13 +73,15 @@ typedef struct Call {
         const char *line;        /* WriteStatus's */
         bool no_args;            /* Die's */
         char **paths;            /* Remove's */
-        const char *user;        /* LookUp's (groups): the name, the primary gid, names wanted */
+        bool groups;             /* LookUp's (groups): the uid, the primary gid, names wanted */
+        uint32_t uid;
         uint32_t gid;
         bool with_names;
         uint32_t first_gid;      /* its answer: the first gid, how many, the names, the primary's */
         size_t n_gids;
         char **names;
         char *primary;
+        char *name;              /* the name it asked NSS by */
         int fd;
         bool done;
         uint64_t echoed;
@@ -94,10 +96,8 @@ static int append(sd_bus_message *m, void *userdata) {
                 return 0;
         if (c->line)
                 return sd_bus_message_append(m, "sh", c->line, c->fd);
-        if (c->user) {
-                int r = bus_message_append_bytes(m, c->user);
-                return r < 0 ? r : sd_bus_message_append(m, "ub", c->gid, (int) c->with_names);
-        }
+        if (c->groups)
+                return sd_bus_message_append(m, "uub", c->uid, c->gid, (int) c->with_names);
         if (c->paths) {
                 int r = sd_bus_message_append(m, "ut", 1000U, UINT64_C(4026531841));
                 return r < 0 ? r : bus_message_append_bytes_strv(m, c->paths);
@@ -119,13 +119,14 @@ static void on_reply(const NsmError *error, sd_bus_message *reply, void *userdat
         c->done = true;
         if (error)
                 (void) nsm_error_copy(&c->error, error);
-        else if (c->user) {
+        else if (c->groups) {
                 const void *gids;
                 size_t size = 0;
                 if (sd_bus_message_read_array(reply, 'u', &gids, &size) >= 0 && size >= sizeof(uint32_t))
                         c->first_gid = *(const uint32_t *) gids;
                 c->n_gids = size / sizeof(uint32_t);
-                if (bus_message_read_bytes_strv(reply, &c->names) < 0 || bus_message_read_bytes(reply, &c->primary) < 0)
+                if (bus_message_read_bytes_strv(reply, &c->names) < 0 || bus_message_read_bytes(reply, &c->primary) < 0 ||
+                    bus_message_read_bytes(reply, &c->name) < 0)
                         c->n_gids = 0;
         } else if (!c->line && !c->paths && c->size > 0 && sd_bus_message_read(reply, "t", &c->echoed) < 0)
                 c->echoed = UINT64_MAX;
@@ -218,31 +219,38 @@ int main(void) {
               removal.error.message ?: "none");
         nsm_error_done(&removal.error);
 
-        /* root: gid 0 first, its name, the primary group's; a name that is no UTF-8 travels as
-         * bytes (NSS knows no such user: her primary gid alone, without a name). */
-        Call root = { .user = "root", .gid = 0, .with_names = true };
+        /* root by uid: gid 0 first, its name, the primary group's, and the name it asked by. */
+        Call root = { .groups = true, .uid = 0, .gid = 0, .with_names = true };
         (void) run_child(e, s, &group_lookup_interface, "LookUp", &root);
         check(root.done && !nsm_error_is_set(&root.error) && root.n_gids >= 1 && root.first_gid == 0 &&
-              root.names && streq_ptr(root.names[0], "root") && streq_ptr(root.primary, "root"),
+              root.names && streq_ptr(root.names[0], "root") && streq_ptr(root.primary, "root") &&
+              streq_ptr(root.name, "root"),
               "the groups' lookup answers root's groups, primary first, with their names (%s)",
               root.error.message ?: "ok");
         nsm_error_done(&root.error);
         strv_free(root.names);
         free(root.primary);
-        Call odd = { .user = "nsm\xfftest", .gid = 4000004 };
-        (void) run_child(e, s, &group_lookup_interface, "LookUp", &odd);
-        check(odd.done && !nsm_error_is_set(&odd.error) && odd.n_gids == 1 && odd.first_gid == 4000004 &&
-              strv_length(odd.names) == 0 && streq_ptr(odd.primary, ""),
-              "a name that is no UTF-8 reaches the groups' lookup, which answers no names unasked (%s)",
-              odd.error.message ?: "ok");
-        nsm_error_done(&odd.error);
-        strv_free(odd.names);
-        free(odd.primary);
-        Call nameless = { .user = "", .gid = 0 };
-        (void) run_child(e, s, &group_lookup_interface, "LookUp", &nameless);
-        check(nameless.done && nameless.error.code == NSM_ERROR_SYSTEM && nameless.error.errno_value == EBADMSG,
-              "the groups' lookup refuses an empty name as malformed");
-        nsm_error_done(&nameless.error);
+        free(root.name);
+        Call unasked = { .groups = true, .uid = 0, .gid = 0 };
+        (void) run_child(e, s, &group_lookup_interface, "LookUp", &unasked);
+        check(unasked.done && !nsm_error_is_set(&unasked.error) && unasked.n_gids >= 1 &&
+              strv_length(unasked.names) == 0 && streq_ptr(unasked.primary, ""),
+              "the groups' lookup answers no names unasked (%s)", unasked.error.message ?: "ok");
+        nsm_error_done(&unasked.error);
+        strv_free(unasked.names);
+        free(unasked.primary);
+        free(unasked.name);
+        /* A uid NSS has no user for: no groups of a name kept elsewhere. */
+        Call nobody = { .groups = true, .uid = 4000004, .gid = 4000004 };
+        (void) run_child(e, s, &group_lookup_interface, "LookUp", &nobody);
+        check(nobody.done && nobody.error.code == NSM_ERROR_NO_SUCH_USER,
+              "the groups' lookup of a uid without a user is NoSuchUser (%s)", nobody.error.message ?: "ok");
+        nsm_error_done(&nobody.error);
+        Call malformed = { .groups = true, .uid = (uint32_t) -1, .gid = 0 };
+        (void) run_child(e, s, &group_lookup_interface, "LookUp", &malformed);
+        check(malformed.done && malformed.error.code == NSM_ERROR_SYSTEM && malformed.error.errno_value == EBADMSG,
+              "the groups' lookup refuses a uid of -1 as malformed");
+        nsm_error_done(&malformed.error);
 
         child_set_free(s);
         sd_event_unref(e);

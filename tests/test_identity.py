@@ -529,3 +529,23 @@ def test_a_canonical_name_that_cannot_name_a_view(directory, daemon, profile):
     p, log = run_with_syslog(["pamtester", "nsm-pamtester-profile", BAD[0], "open_session"], sb_module.BASE / "syslog")
     assert p.returncode != 0, p.stdout + p.stderr
     assert any("cannot name a view" in line for line in log), log
+
+
+def test_after_a_rename_her_groups_are_her_uids_not_her_old_names(directory, daemon):
+    """The directory renames gina (uid 2005) and gives her old name to a new user (uid 2009)
+    in a group she is no longer in: her own-view calls run with the groups of her uid's
+    name, not with those of the new user who took the name her view was made with."""
+    m = daemon.manager()
+    m.CreateNamespace(GINA[0])
+    daemon.stop_daemon()
+    renamed = "gina.new@corp.example"
+    text = (directory / "passwd").read_text(errors="surrogateescape").replace(f"{GINA[0]}:", f"{renamed}:")
+    text += f"{GINA[0]}:*:2009:2009:The new gina:/home/nobody:/bin/bash\n"
+    (directory / "passwd").write_text(text, errors="surrogateescape")
+    daemon.restart_daemon()
+    argv = ["setpriv", f"--reuid={GINA[1]}", f"--regid={GINA[1]}", "--clear-groups", "--",
+            str(sb_module.nsctl_binary()), "attach", str(GINA[1]), "--", "id", "-G"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout(60))
+    assert p.returncode == 0, p.stderr
+    assert sorted(int(g) for g in p.stdout.split()) == [GINA[1]], \
+        f"her command ran with groups {p.stdout.strip()}, those of the new '{GINA[0]}'"

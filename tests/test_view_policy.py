@@ -10,8 +10,10 @@ elsewhere would land on its disk. A path from a specifier (%h) never follows a u
 symlink, nor one her FUSE server says is root's.
 The fixture fails a test whose views leaked a mount into the host namespace."""
 
+import fcntl
 import os
 import shutil
+import struct
 import subprocess
 import time
 import uuid
@@ -365,6 +367,29 @@ def test_what_she_made_stays(daemon, host_files):
     assert os.path.isdir("/home/alice/nsm-mp-swapped")
 
 
+# NS_GET_MNTNS_ID: _IOR(0xb7, 5, __u64)
+NS_GET_MNTNS_ID = 0x8008b705
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": MADE})
+def test_mount_points_are_tagged_with_the_views_id(daemon, host_files):
+    """What the policy made carries the view's 64-bit namespace id, never reused, not its
+    inode: the kernel gives a freed inode to the next namespace, so a later view of hers could
+    carry the tag of the earlier one, whose end would then remove (detach) her new view's
+    mount points."""
+    host_files("/tmp/nsm-vp-mp-src/f", "f\n")
+    host_files.forget_later("/home/alice/nsm-mp")
+    host_files.forget_later("/home/alice/nsm-mp-t")
+    daemon.manager().CreateNamespace("alice")
+    fd = daemon.open_view_fd("alice")
+    try:
+        ns_id = struct.unpack("Q", fcntl.ioctl(fd, NS_GET_MNTNS_ID, bytes(8)))[0]
+    finally:
+        os.close(fd)
+    for p in ("/home/alice/nsm-mp", "/home/alice/nsm-mp/deep/x", "/home/alice/nsm-mp-t"):
+        assert os.getxattr(p, "trusted.nsmanager.made-for").decode() == f"{ALICE.uid}:id:{ns_id}", p
+
+
 @pytest.mark.daemon_config(files={"user.d/alice.conf": MADE})
 def test_mount_points_go_with_a_view_that_ends_after_a_restart(daemon, host_files):
     """Where the policy may have made them is in the view's state: a daemon started again
@@ -379,6 +404,18 @@ def test_mount_points_go_with_a_view_that_ends_after_a_restart(daemon, host_file
     daemon.manager().RemoveNamespace("alice")
     wait_gone("/home/alice/nsm-mp")
     wait_gone("/home/alice/nsm-mp-t")
+
+
+@pytest.mark.daemon_config(files={"user.d/alice.conf": "[View]\nTemporaryFileSystem=%h/nsm-mp-ro/a/b\n"})
+def test_no_root_mount_points_in_her_unwritable_directory(daemon, host_files):
+    """A directory of hers she made unwritable to herself (chmod u-w) gets nothing from the
+    policy: what she could not make there is not made as root instead (root-owned
+    directories in her home, deeper ones made as root too). The entry fails as her own mkdir
+    would: the entry is skipped with a note, as for a path of hers that cannot be used."""
+    host_files("/home/alice/nsm-mp-ro", owner="alice", mode=0o555)
+    daemon.manager().CreateNamespace("alice")
+    assert os.listdir("/home/alice/nsm-mp-ro") == []
+    spoiled_note(daemon, "alice", "TemporaryFileSystem=%h/nsm-mp-ro/a/b", "Permission denied")
 
 
 # ---------------------------------------------------------------------------

@@ -6,7 +6,8 @@
 #include "text-escape.h"
 #include "user-util.h"
 
-static int reply_groups(sd_bus_message *call, const Credentials *c, char **names, const char *primary) {
+static int reply_groups(sd_bus_message *call, const Credentials *c, char **names, const char *primary,
+                        const char *name) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r;
 
@@ -18,25 +19,35 @@ static int reply_groups(sd_bus_message *call, const Credentials *c, char **names
         if (r >= 0)
                 r = bus_message_append_bytes(reply, primary ?: "");
         if (r >= 0)
+                r = bus_message_append_bytes(reply, name);
+        if (r >= 0)
                 r = sd_bus_send(NULL, reply, NULL);
         return r;
 }
 
 static int method_look_up(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         _cleanup_(credentials_done) Credentials c = {};
+        _cleanup_(user_record_done) UserRecord u = {};
         _cleanup_strv_free_ char **names = NULL;
-        _cleanup_free_ char *name = NULL, *primary = NULL, *shown = NULL;
-        uint32_t gid;
+        _cleanup_free_ char *primary = NULL, *shown = NULL;
+        uint32_t uid, gid;
         int with_names, r;
 
-        r = bus_message_read_bytes(m, &name);
-        if (r >= 0)
-                r = sd_bus_message_read(m, "ub", &gid, &with_names);
-        if (r < 0 || !*name || gid == (gid_t) -1)
+        r = sd_bus_message_read(m, "uub", &uid, &gid, &with_names);
+        if (r < 0 || uid == (uid_t) -1 || gid == (gid_t) -1)
                 return bus_error_set_errnof(error, -EBADMSG, "Malformed request.");
 
-        /* The uid plays no part in initgroups: the name and the primary gid are what NSS is asked. */
-        r = user_credentials_from_record(&(const UserRecord) { .name = name, .uid = 0, .gid = gid }, &c);
+        /* A user is her uid: her groups are those of the name NSS gives it now, not of a name
+         * the daemon keeps (her view's), which a rename may have given to another user. */
+        r = user_record_by_uid((uid_t) uid, &u);
+        if (r == -ESRCH)
+                return bus_error_setf(error, NSM_ERROR_NO_SUCH_USER, "UID %u has no user record (NSS).",
+                                      (unsigned) uid);
+        if (r < 0)
+                return bus_error_set_errnof(error, r, "Failed to look up UID %u: %m", (unsigned) uid);
+        const char *name = u.name;
+        /* initgroups asks by the name and the primary gid. */
+        r = user_credentials_from_record(&(const UserRecord) { .name = u.name, .uid = 0, .gid = gid }, &c);
         if (r >= 0 && with_names) {
                 r = user_group_names(name, gid, &names);
                 if (r >= 0 && group_name_by_gid(gid, &primary) < 0)
@@ -46,12 +57,12 @@ static int method_look_up(sd_bus_message *m, void *userdata, sd_bus_error *error
                 shown = text_escape(name);
                 return bus_error_set_errnof(error, r, "Failed to look up the groups of user '%s': %m", shown ?: "?");
         }
-        return reply_groups(m, &c, names, primary);
+        return reply_groups(m, &c, names, primary, name);
 }
 
 static const sd_bus_vtable group_lookup_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD("LookUp", "ayub", "auaayay", method_look_up, 0),
+        SD_BUS_METHOD("LookUp", "uub", "auaayayay", method_look_up, 0),
         SD_BUS_VTABLE_END,
 };
 

@@ -89,21 +89,21 @@ static int method_remove(sd_bus_message *m, void *userdata, sd_bus_error *error)
         _cleanup_close_ int root_fd = -EBADF;
         char tag[VIEW_POLICY_MADE_TAG_MAX];
         unsigned removed = 0;
-        uint64_t inode;
+        uint64_t mntns_id;
         uint32_t uid;
         int r;
 
         /* Every path is checked before anything is removed. */
-        r = sd_bus_message_read(m, "ut", &uid, &inode);
+        r = sd_bus_message_read(m, "ut", &uid, &mntns_id);
         if (r >= 0)
                 r = bus_message_read_bytes_strv(m, &paths);
-        if (r < 0 || inode == 0 || (uid_t) uid == (uid_t) -1)
+        if (r < 0 || mntns_id == 0 || (uid_t) uid == (uid_t) -1)
                 return bus_error_set_errnof(error, -EBADMSG, "Malformed request.");
         for (char **path = paths; path && *path; path++)
                 if (!path_is_absolute_normalized(*path))
                         return bus_error_set_errnof(error, -EBADMSG, "Malformed request.");
 
-        (void) view_policy_made_tag((uid_t) uid, inode, tag);
+        (void) view_policy_made_tag((uid_t) uid, mntns_id, tag);
         root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)
                 return bus_error_set_errnof(error, -errno, "Failed to open '/': %m");

@@ -80,7 +80,7 @@ typedef struct PolicyContext {
         int root_fd;
         int inaccessible_fd;     /* detached tmpfs holding an inaccessible file, made lazily */
         CreatedPaths created;    /* made as the user in the user's own directories (owner_uid) */
-        char tag[VIEW_POLICY_MADE_TAG_MAX];  /* for what was made so; "" if the view's inode is unknown */
+        char tag[VIEW_POLICY_MADE_TAG_MAX];  /* for what was made so; "" if the view's id is unknown */
         AttachedMount *mounts;
         size_t n_mounts;
 } PolicyContext;
@@ -829,7 +829,8 @@ int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids
         r = policy_plan_build(p, u, &plan, &c.error);
         if (r >= 0 &&
             (plan.n_tmpfs > 0 || plan.n_binds > 0 || plan.n_inaccessible > 0 || p->private_tmp || p->hide_other_homes)) {
-                struct stat ns_st;
+                _cleanup_close_ int ns_fd = -EBADF;
+                uint64_t ns_id = 0;
 
                 c.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (c.root_fd < 0)
@@ -837,8 +838,12 @@ int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids
                 /* What the policy makes in the user's own directories is the user's. */
                 c.created.owner_uid = u->uid;
                 c.created.owner_gid = u->gid;
-                if (stat("/proc/self/ns/mnt", &ns_st) >= 0)
-                        (void) view_policy_made_tag(u->uid, (uint64_t) ns_st.st_ino, c.tag);
+                /* A kernel without NS_GET_MNTNS_ID (before 6.8): no tag, so nothing is removed. */
+                ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+                if (ns_fd >= 0)
+                        ns_id = mntns_get_id(ns_fd);
+                if (ns_id != 0)
+                        (void) view_policy_made_tag(u->uid, ns_id, c.tag);
                 if (r >= 0)
                         r = clone_bind_sources(&c, &plan);
                 if (r >= 0)

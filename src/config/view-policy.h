@@ -46,8 +46,10 @@ int view_policy_forecast(const ViewPolicy *p, const UserRecord *u, int root_fd, 
  * one tags it anew, so the end of the earlier one leaves it alone. */
 #define VIEW_POLICY_MADE_XATTR "trusted.nsmanager.made-for"
 #define VIEW_POLICY_MADE_TAG_MAX 64
-/* "UID:INODE", INODE the view's mount namespace inode (as readlink /proc/PID/ns/mnt shows it). */
-const char *view_policy_made_tag(uid_t uid, uint64_t mntns_inode, char buf[static VIEW_POLICY_MADE_TAG_MAX]);
+/* "UID:id:ID", ID the view's mount namespace id (NS_GET_MNTNS_ID), which is never reused while
+ * the machine runs: not its inode, which the kernel gives to the next namespace once it is
+ * freed, so that a later view would carry the tag of an earlier one. */
+const char *view_policy_made_tag(uid_t uid, uint64_t mntns_id, char buf[static VIEW_POLICY_MADE_TAG_MAX]);
 
 /* The paths where applying the policy of 'u' may create something to mount on: each
  * TemporaryFileSystem= path and each bind's destination, without repeats. Touches nothing.

@@ -15,6 +15,13 @@
 
 typedef struct Child Child;
 
+/* Messages read from one child's connection per turn of the loop, so that a child that
+ * floods its socket (warnings) cannot hold the daemon's loop; the rest on the next turn. */
+#define CHILD_MESSAGES_PER_WAKEUP 64
+/* After its exit the socket holds what it wrote, no more: read it to find its answer, with a
+ * bound all the same (more than a socket buffer holds of the smallest messages). */
+#define CHILD_MESSAGES_AFTER_EXIT 8192
+
 struct Child {
         ChildSet *set;
         char *description;
@@ -22,6 +29,7 @@ struct Child {
         int pidfd;
         int sock;
         sd_event_source *exit_source, *io_source, *deadline_source;
+        sd_event_source *more_source;    /* messages left over from a capped wakeup */
         uid_t owner;
         uint64_t deadline;
         bool answered;           /* 'done' was called */
@@ -49,6 +57,7 @@ ChildSet *child_set_new(sd_event *event) {
 
 static void child_close_bus(Child *c) {
         c->call = sd_bus_slot_unref(c->call);
+        c->more_source = sd_event_source_disable_unref(c->more_source);
         if (c->bus) {
                 c->io_source = sd_event_source_disable_unref(c->io_source);
                 c->bus = sd_bus_close_unref(c->bus);
@@ -122,8 +131,9 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
 
         if (c->bus)
                 /* Its answer may still wait on the socket: read it first. */
-                while (!c->answered && sd_bus_process(c->bus, NULL) > 0)
-                        ;
+                for (unsigned n = 0; n < CHILD_MESSAGES_AFTER_EXIT; n++)
+                        if (c->answered || sd_bus_process(c->bus, NULL) <= 0)
+                                break;
         if (c->stuck)
                 log_info("%s: the helper process that was stuck past its deadline has ended.", c->description);
         if (!c->answered) {
@@ -226,17 +236,43 @@ static int child_bus_arm(Child *c) {
         return sd_event_source_set_io_events(c->io_source, (uint32_t) events);
 }
 
-static int on_child_bus_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Child *c = userdata;
+static int on_child_bus_more(sd_event_source *s, void *userdata);
+
+static void child_bus_process(Child *c) {
+        unsigned n = 0;
         int r;
 
         while ((r = sd_bus_process(c->bus, NULL)) > 0)
-                ;
-        if (r < 0)
+                if (++n >= CHILD_MESSAGES_PER_WAKEUP)
+                        break;
+        if (r < 0) {
                 c->io_source = sd_event_source_disable_unref(c->io_source);
-        else if (child_bus_arm(c) < 0)
+                return;
+        }
+        if (r > 0 && !c->more_source) {
+                /* Capped: what was already read sits in sd-bus's queue, which no poll reports. */
+                r = sd_event_add_defer(c->set->event, &c->more_source, on_child_bus_more, c);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(c->more_source, SD_EVENT_ONESHOT);
+                if (r < 0)
+                        c->more_source = sd_event_source_disable_unref(c->more_source);
+        }
+        if (child_bus_arm(c) < 0)
                 log_warning("%s: cannot watch the helper process's connection, leaving it to its exit.",
                             c->description);
+}
+
+static int on_child_bus_more(sd_event_source *s, void *userdata) {
+        Child *c = userdata;
+
+        c->more_source = sd_event_source_disable_unref(c->more_source);
+        if (c->bus)
+                child_bus_process(c);
+        return 0;
+}
+
+static int on_child_bus_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        child_bus_process(userdata);
         return 0;
 }
 

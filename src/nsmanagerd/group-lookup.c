@@ -129,7 +129,7 @@ GroupLookups *group_lookups_free(GroupLookups *l) {
 
 static int read_answer(sd_bus_message *reply, CacheEntry *e) {
         _cleanup_strv_free_ char **names = NULL;
-        _cleanup_free_ char *primary = NULL;
+        _cleanup_free_ char *primary = NULL, *name = NULL;
         const void *gids;
         size_t size;
         int r;
@@ -146,8 +146,14 @@ static int read_answer(sd_bus_message *reply, CacheEntry *e) {
         r = bus_message_read_bytes_strv(reply, &names);
         if (r >= 0)
                 r = bus_message_read_bytes(reply, &primary);
+        if (r >= 0)
+                r = bus_message_read_bytes(reply, &name);
         if (r < 0)
                 return r;
+        /* The name the child asked by: NSS's for the uid now, which after a rename in the
+         * directory is not the one her view keeps; the groups are her uid's either way. */
+        if (!*name)
+                return -EBADMSG;
         if (strv_length(names) > GROUPS_MAX || (!e->with_names && (strv_length(names) > 0 || *primary)))
                 return -EBADMSG;
         e->groups = memdup(gids, size);
@@ -237,12 +243,8 @@ static int cache_answer(const CacheEntry *e, uid_t uid, Credentials *ret, char *
 
 static int append_request(sd_bus_message *m, void *userdata) {
         const Lookup *k = userdata;
-        int r;
 
-        r = bus_message_append_bytes(m, k->name);
-        if (r < 0)
-                return r;
-        return sd_bus_message_append(m, "ub", (uint32_t) k->gid, (int) k->with_names);
+        return sd_bus_message_append(m, "uub", (uint32_t) k->uid, (uint32_t) k->gid, (int) k->with_names);
 }
 
 int group_lookup(GroupLookups *l, const UserRecord *u, uid_t caller, uint64_t deadline, GroupLookupDone done,

@@ -885,7 +885,6 @@ static int list_processes_step(BusRequest *req, sd_bus_error *error) {
         ProcessList *l;
         const char *user;
         Namespace *ns = NULL;
-        struct stat st;
         uid_t uid;
         int r;
 
@@ -912,14 +911,11 @@ static int list_processes_step(BusRequest *req, sd_bus_error *error) {
                 return bus_error_setf(error, NSM_ERROR_LIMIT_EXCEEDED,
                                       "%u ListProcesses() calls of UID %u are still reading /proc; one more is "
                                       "taken once they are answered.", LIST_PROCESSES_PER_UID, (unsigned) uid);
-        if (fstat(ns->mntns_fd, &st) < 0)
-                return bus_error_set_errnof(error, -errno, "Failed to stat the view of '%s': %m", ns->name);
-
         l = calloc(1, sizeof(ProcessList));
         if (!l)
                 return -ENOMEM;
         *l = (ProcessList) { .req = req, .caller = uid };
-        r = view_process_scan_new(st.st_dev, st.st_ino, &l->scan);
+        r = view_process_scan_new(ns->mntns_fd, &l->scan);
         if (r >= 0)
                 r = sd_event_add_time(m->event, &l->source, CLOCK_MONOTONIC, 0, 1, on_process_list_turn, l);
         if (r >= 0)

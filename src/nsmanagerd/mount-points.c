@@ -7,7 +7,7 @@
 typedef struct RemoveCall {
         char *description;
         uid_t uid;
-        uint64_t mntns_inode;
+        uint64_t mntns_id;
         char *const *paths;      /* the caller's, read within child_start() */
 } RemoveCall;
 
@@ -15,7 +15,7 @@ static int append_remove(sd_bus_message *call, void *userdata) {
         const RemoveCall *c = userdata;
         int r;
 
-        r = sd_bus_message_append(call, "ut", (uint32_t) c->uid, c->mntns_inode);
+        r = sd_bus_message_append(call, "ut", (uint32_t) c->uid, c->mntns_id);
         if (r < 0)
                 return r;
         return bus_message_append_bytes_strv(call, (char **) c->paths);
@@ -35,18 +35,18 @@ static void on_removed(const NsmError *error, sd_bus_message *reply, void *userd
         free(c);
 }
 
-void mount_points_remove(ChildSet *children, const char *name, uid_t uid, uint64_t mntns_inode, char *const *paths,
+void mount_points_remove(ChildSet *children, const char *name, uid_t uid, uint64_t mntns_id, char *const *paths,
                          uint64_t deadline) {
         RemoveCall *c;
         int r;
 
-        /* Without the view's inode, nothing carries its tag. */
-        if (!children || !paths || !*paths || mntns_inode == 0)
+        /* Without the view's id (a kernel before 6.8), nothing carries its tag. */
+        if (!children || !paths || !*paths || mntns_id == 0)
                 return;
         c = calloc(1, sizeof(RemoveCall));
         if (!c)
                 return;
-        *c = (RemoveCall) { .uid = uid, .mntns_inode = mntns_inode, .paths = paths };
+        *c = (RemoveCall) { .uid = uid, .mntns_id = mntns_id, .paths = paths };
         if (asprintf(&c->description, "Removing the empty mount points the [View] policy made for '%s'", name) < 0) {
                 free(c);
                 return;

@@ -306,7 +306,7 @@ typedef struct RemoveContext {
         NamespaceSet *set;
         char *name;
         uid_t uid;
-        uint64_t mntns_inode;
+        uint64_t mntns_id;
         char **mount_points;     /* the view's (mount-points.h), removed once it is unpinned */
         void (*done)(const NsmError *error, void *userdata);
         void *userdata;
@@ -328,8 +328,12 @@ static void on_unpinned(BuilderReply *reply, void *userdata) {
                 if (asprintf(&root, "%s/%s", s->config->subtree_root, c->name) >= 0)
                         (void) rmdir(root);
                 log_info("Removed the mount namespace of '%s'.", c->name);
-                mount_points_remove(s->children, c->name, c->uid, c->mntns_inode, c->mount_points,
-                                    namespace_set_deadline(s));
+                /* Not while they have a view again: it may be re-tagging the same directories to
+                 * mount on them, and rmdir() of a mount point of another namespace detaches it
+                 * there. What stays is theirs, and that view's end removes it. */
+                if (!namespace_set_get_by_uid(s, c->uid) && !namespace_set_get(s, c->name))
+                        mount_points_remove(s->children, c->name, c->uid, c->mntns_id, c->mount_points,
+                                            namespace_set_deadline(s));
         }
         if (c->done)
                 c->done(reply->error, c->userdata);
@@ -349,7 +353,7 @@ int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(const NsmErr
         c = calloc(1, sizeof(RemoveContext));
         if (!c)
                 return -ENOMEM;
-        *c = (RemoveContext) { .set = s, .name = strdup(ns->name), .uid = ns->uid, .mntns_inode = ns->mntns_inode,
+        *c = (RemoveContext) { .set = s, .name = strdup(ns->name), .uid = ns->uid, .mntns_id = ns->mntns_id,
                                .mount_points = TAKE_PTR(ns->mount_points), .done = done, .userdata = userdata };
         if (!c->name) {
                 ns->mount_points = TAKE_PTR(c->mount_points);

@@ -89,16 +89,9 @@ static char *read_comm(int dir_fd) {
         return text_escape_bytes(buf, (size_t) n);
 }
 
-int view_processes_list(int mntns_fd, ViewProcess **ret, size_t *ret_n) {
-        struct stat ns;
-
-        if (fstat(mntns_fd, &ns) < 0)
-                return -errno;
-        return view_processes_list_by_id(ns.st_dev, ns.st_ino, ret, ret_n);
-}
-
 struct ViewProcessScan {
         DIR *proc;
+        int mntns_fd;            /* held for the walk: its inode is not another namespace's meanwhile */
         dev_t dev;
         ino_t ino;
         ViewProcess *a;
@@ -110,21 +103,33 @@ ViewProcessScan *view_process_scan_free(ViewProcessScan *s) {
                 return NULL;
         if (s->proc)
                 closedir(s->proc);
+        safe_close(s->mntns_fd);
         view_processes_free(s->a, s->n);
         free(s);
         return NULL;
 }
 
-int view_process_scan_new(dev_t dev, ino_t ino, ViewProcessScan **ret) {
+int view_process_scan_new(int mntns_fd, ViewProcessScan **ret) {
         ViewProcessScan *s = calloc(1, sizeof(ViewProcessScan));
+        struct stat st;
 
         if (!s)
                 return -ENOMEM;
-        *s = (ViewProcessScan) { .dev = dev, .ino = ino };
+        *s = (ViewProcessScan) { .mntns_fd = -EBADF };
+        /* The walk spans turns of the loop, in which the view may be removed: were its inode
+         * free, the kernel would give it to the next namespace, whose processes would match. */
+        s->mntns_fd = fcntl(mntns_fd, F_DUPFD_CLOEXEC, 3);
+        if (s->mntns_fd < 0 || fstat(s->mntns_fd, &st) < 0) {
+                int r = -errno;
+                view_process_scan_free(s);
+                return r;
+        }
+        s->dev = st.st_dev;
+        s->ino = st.st_ino;
         s->proc = opendir("/proc");
         if (!s->proc) {
                 int r = -errno;
-                free(s);
+                view_process_scan_free(s);
                 return r;
         }
         *ret = s;
@@ -136,6 +141,7 @@ static int scan_one(ViewProcessScan *s, const char *name) {
         _cleanup_close_ int dir_fd = -EBADF;
         ViewProcess p = {};
         struct stat st;
+        uid_t uid_after;
         char *end;
         long pid;
 
@@ -153,8 +159,15 @@ static int scan_one(ViewProcessScan *s, const char *name) {
                 return 0; /* gone meanwhile */
         p.pid = (pid_t) pid;
         p.comm = read_comm(dir_fd);
+        /* sd-login asks by number: the answer is this process's only if it has not been reaped
+         * meanwhile (until then its pid is not reused), which its /proc directory tells. */
         if (sd_pid_get_session(p.pid, &p.session) < 0)
                 p.session = strdup("");
+        if (read_real_uid(dir_fd, &uid_after) < 0) {
+                free(p.comm);
+                free(p.session);
+                return 0; /* gone meanwhile: the answer may be another's */
+        }
         if (p.comm && p.session && s->n % 64 == 0) {
                 ViewProcess *b = realloc(s->a, (s->n + 64) * sizeof(ViewProcess));
                 if (b)
@@ -206,11 +219,11 @@ void view_process_scan_result(ViewProcessScan *s, ViewProcess **ret, size_t *ret
         *ret_n = n;
 }
 
-int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *ret_n) {
+int view_processes_list(int mntns_fd, ViewProcess **ret, size_t *ret_n) {
         ViewProcessScan *s = NULL;
         int r;
 
-        r = view_process_scan_new(dev, ino, &s);
+        r = view_process_scan_new(mntns_fd, &s);
         if (r < 0)
                 return r;
         r = view_process_scan_step(s, UINT_MAX);

@@ -25,15 +25,14 @@ void view_processes_free(ViewProcess *p, size_t n);
  * only procfs files (ns/mnt, status, comm, cgroup): no user's file system is asked anything.
  * Processes that exit meanwhile are skipped. */
 int view_processes_list(int mntns_fd, ViewProcess **ret, size_t *ret_n);
-/* The same for the nsfs file of device 'dev' and inode 'ino' (MNTNS_ID of a state file). */
-int view_processes_list_by_id(dev_t dev, ino_t ino, ViewProcess **ret, size_t *ret_n);
 
 /* The same, a few /proc entries at a time (ListProcesses runs it from the event loop between
- * other callers' calls): _new() opens /proc, each _step() reads at most 'max_entries' entries
+ * other callers' calls): _new() opens /proc and holds a copy of 'mntns_fd' until _free(), so
+ * that the namespace's inode is not another's while the walk lasts, each _step() reads at most 'max_entries' entries
  * (1 when /proc is read to its end, 0 when there is more, < 0 on failure), _result() hands
  * over what was found, sorted and bounded as above. */
 typedef struct ViewProcessScan ViewProcessScan;
-int view_process_scan_new(dev_t dev, ino_t ino, ViewProcessScan **ret);
+int view_process_scan_new(int mntns_fd, ViewProcessScan **ret);
 int view_process_scan_step(ViewProcessScan *s, unsigned max_entries);
 void view_process_scan_result(ViewProcessScan *s, ViewProcess **ret, size_t *ret_n);
 ViewProcessScan *view_process_scan_free(ViewProcessScan *s);

@@ -98,9 +98,9 @@ static int make_component_as(const CreatedPaths *c, int dir_fd, const char *name
         r = make_component(dir_fd, name, make_dir);
         (void) setfsgid(old_gid);
         (void) setfsuid(old_uid);
-        if (r == -EACCES || r == -EPERM)
-                /* Their own directory, but not writable to them (a read-only home): as before. */
-                r = make_component(dir_fd, name, make_dir);
+        /* Not writable to them (chmod u-w, an immutable directory): fails as their own mkdir
+         * would. Never made as root instead: what root makes there, and deeper, would be
+         * root's in their home and never removed. A read-only file system refuses root too. */
         return r;
 }
 
