@@ -392,15 +392,18 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
                 return r;
 
         /* Who the command runs as: her record and groups, NSS's in a child, never on the loop.
-         * Asked before the charge and polkit: the answer waits in the lookups' cache, and a call
-         * dispatched again after polkit's answer must find polkit's answer still there (it is
-         * released after that dispatch), or it would be charged and asked about twice. The
-         * lookup is the caller's own, one in flight per uid (group-lookup.c). */
-        r = bus_caller_credentials(m, message, uid, manager_deadline(m), &record, &caller, error);
-        if (r < 0)
-                return r;
-        if (r == 0)
-                return 1; /* NSS is asked; we are called again */
+         * Looked up before polkit is asked (not again in the dispatch that brings polkit's
+         * answer): polkit's answer is kept for that one dispatch only, so a lookup started after
+         * it would have the call charged and polkit asked a second time. Asked once more after
+         * polkit, the answer is in the lookups' cache unless polkit took longer than it keeps
+         * answers. The lookup is the caller's own, one in flight per uid (group-lookup.c). */
+        if (!polkit_registry_knows(m->polkit_registry, message)) {
+                r = bus_caller_credentials(m, message, uid, manager_deadline(m), NULL, NULL, error);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        return 1; /* NSS is asked; we are called again */
+        }
 
         /* Charged before polkit is asked, refused calls included; once (a call that waited for
          * polkit is dispatched twice). */
@@ -422,6 +425,12 @@ static int attach_common(sd_bus_message *message, Manager *m, bool open_attach, 
         r = check_limit(m, uid, error);
         if (r < 0)
                 return r;
+
+        r = bus_caller_credentials(m, message, uid, manager_deadline(m), &record, &caller, error);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return 1; /* NSS is asked again (polkit took longer than the cache keeps answers) */
 
         /* Act */
         r = start(m, message, &a, ns, uid, &record, &caller, &p, error);
