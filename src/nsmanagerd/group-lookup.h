@@ -5,32 +5,26 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "child.h"
+#include "lookup-cache.h"
 #include "nsm-error.h"
 #include "user-util.h"
 
 /* A user's groups, as the daemon acts "as the caller" with them (own-view calls, the commands
  * OpenAttach() forks) and as her group policy files name them (a view's build): NSS's
  * initgroups asks every source of groups, with sssd or winbind a directory server, for as long
- * as it takes. Never on the event loop: each lookup runs in a killable child (child.h) with the
- * call's deadline, the way user-lookup.h looks up names, charged to the caller (one lookup per
- * user in flight, joined by the other calls for her; GROUP_LOOKUPS_USERS_MAX of all callers'
- * but root's together: root's, the logins', are never refused). Every answer, a failure too,
- * is kept GROUP_LOOKUP_CACHE_USEC, so that the call it was made for finds it when it runs
- * again. */
+ * as it takes. Never on the event loop (lookup-cache.h): keyed by her uid, one lookup per user
+ * in flight, joined by the other calls for her; no limit per caller but the users' one. */
 
 #define GROUP_LOOKUPS_USERS_MAX 32U
 #define GROUP_LOOKUP_CACHE_USEC (5U * 1000U * 1000U)
 #define GROUP_LOOKUP_CACHE_MAX 4096U
 
-typedef struct GroupLookups GroupLookups;
+typedef LookupCache GroupLookups;
+typedef LookupDone GroupLookupDone;
 
 int group_lookups_new(ChildSet *children, GroupLookups **ret);
 /* After the children were freed: their answers are in. */
-GroupLookups *group_lookups_free(GroupLookups *l);
-
-/* Called once, from the event loop, when the lookup ended (its answer is cached). */
-typedef void (*GroupLookupDone)(void *userdata);
+#define group_lookups_free lookup_cache_free
 
 /* The credentials of user 'u' (her uid, her primary gid, every group NSS gives her name), and
  * with 'ret_names' their names (user_group_names(): primary first, unnamed gids left out) and

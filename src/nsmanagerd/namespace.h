@@ -26,7 +26,7 @@
 typedef struct Namespace Namespace;
 typedef struct NamespaceSet NamespaceSet;
 typedef struct ChildSet ChildSet;
-typedef struct GroupLookups GroupLookups;
+typedef struct LookupCache GroupLookups;
 
 typedef enum NamespaceState {
         NAMESPACE_ACTIVE,

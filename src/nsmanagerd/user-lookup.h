@@ -4,34 +4,27 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "child.h"
+#include "lookup-cache.h"
 #include "nsm-error.h"
 #include "user-util.h"
 
-/* Who a name a caller sent is: NSS decides (docs/security.md), but never on the event loop.
- * With sssd or winbind a name the directory does not know is a round trip to it, and an
- * unreachable server seconds: one user's stream of fresh random names must not delay anybody's
- * login. Each lookup runs in a killable child (child.h) with the call's deadline, charged to
- * the caller: at most USER_LOOKUPS_PER_UID_MAX of a uid's, and USER_LOOKUPS_USERS_MAX of all
- * users' together, in flight; root's (the logins: OpenSession from pam_nsmanager) are never
- * refused nor queued behind them. Every answer, a failure too, is kept USER_LOOKUP_CACHE_USEC,
- * so that the call it was made for finds it when it runs again, and a name asked twice in a row
- * costs one lookup; a name asked again while its lookup is in flight waits for that lookup
- * (200 calls at once naming three users are three lookups, not 200 refused past the cap). */
+/* Who a name a caller sent is: NSS decides (docs/security.md), but never on the event loop
+ * (lookup-cache.h): with sssd or winbind a name the directory does not know is a round trip to
+ * it, an unreachable server seconds, and one user's stream of fresh random names must not delay
+ * anybody's login (root's: OpenSession from pam_nsmanager). Keyed by the name as asked: 200 calls
+ * at once naming three users are three lookups, not 200 refused past the cap. */
 
 #define USER_LOOKUPS_PER_UID_MAX 4U
 #define USER_LOOKUPS_USERS_MAX 32U
 #define USER_LOOKUP_CACHE_USEC (5U * 1000U * 1000U)
 #define USER_LOOKUP_CACHE_MAX 4096U
 
-typedef struct UserLookups UserLookups;
+typedef LookupCache UserLookups;
+typedef LookupDone UserLookupDone;
 
 int user_lookups_new(ChildSet *children, UserLookups **ret);
 /* After the children were freed: their answers are in. */
-UserLookups *user_lookups_free(UserLookups *l);
-
-/* Called once, from the event loop, when the lookup of a name ended (its answer is cached). */
-typedef void (*UserLookupDone)(void *userdata);
+#define user_lookups_free lookup_cache_free
 
 /* 'name': a user in any spelling NSS knows, or a UID in decimal. 1: the answer is cached:
  * *ret is the record (canonical name, uid, …), or the failure is in 'error' (NoSuchUser, a
