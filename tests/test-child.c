@@ -99,7 +99,7 @@ static int append(sd_bus_message *m, void *userdata) {
         if (c->groups)
                 return sd_bus_message_append(m, "uub", c->uid, c->gid, (int) c->with_names);
         if (c->paths) {
-                int r = sd_bus_message_append(m, "ut", 1000U, UINT64_C(4026531841));
+                int r = sd_bus_message_append(m, "utb", 1000U, UINT64_C(4026531841), 0);
                 return r < 0 ? r : bus_message_append_bytes_strv(m, c->paths);
         }
         if (c->size == 0)

@@ -91,10 +91,11 @@ static int method_remove(sd_bus_message *m, void *userdata, sd_bus_error *error)
         unsigned removed = 0;
         uint64_t mntns_id;
         uint32_t uid;
+        int inode;
         int r;
 
         /* Every path is checked before anything is removed. */
-        r = sd_bus_message_read(m, "ut", &uid, &mntns_id);
+        r = sd_bus_message_read(m, "utb", &uid, &mntns_id, &inode);
         if (r >= 0)
                 r = bus_message_read_bytes_strv(m, &paths);
         if (r < 0 || mntns_id == 0 || (uid_t) uid == (uid_t) -1)
@@ -103,7 +104,7 @@ static int method_remove(sd_bus_message *m, void *userdata, sd_bus_error *error)
                 if (!path_is_absolute_normalized(*path))
                         return bus_error_set_errnof(error, -EBADMSG, "Malformed request.");
 
-        (void) view_policy_made_tag((uid_t) uid, mntns_id, tag);
+        (void) view_policy_made_tag((uid_t) uid, mntns_id, inode, tag);
         root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)
                 return bus_error_set_errnof(error, -errno, "Failed to open '/': %m");
@@ -114,7 +115,7 @@ static int method_remove(sd_bus_message *m, void *userdata, sd_bus_error *error)
 
 static const sd_bus_vtable mount_points_remove_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD("Remove", "utaay", "u", method_remove, 0),
+        SD_BUS_METHOD("Remove", "utbaay", "u", method_remove, 0),
         SD_BUS_VTABLE_END,
 };
 

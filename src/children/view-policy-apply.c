@@ -831,6 +831,7 @@ int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids
             (plan.n_tmpfs > 0 || plan.n_binds > 0 || plan.n_inaccessible > 0 || p->private_tmp || p->hide_other_homes)) {
                 _cleanup_close_ int ns_fd = -EBADF;
                 uint64_t ns_id = 0;
+                struct stat ns_st;
 
                 c.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (c.root_fd < 0)
@@ -838,12 +839,14 @@ int view_policy_apply(const ViewPolicy *p, const UserRecord *u, MountId *ret_ids
                 /* What the policy makes in the user's own directories is the user's. */
                 c.created.owner_uid = u->uid;
                 c.created.owner_gid = u->gid;
-                /* A kernel without NS_GET_MNTNS_ID (before 6.8): no tag, so nothing is removed. */
+                /* A kernel without NS_GET_MNTNS_ID (before 6.8): the namespace's inode number. */
                 ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
                 if (ns_fd >= 0)
                         ns_id = mntns_get_id(ns_fd);
                 if (ns_id != 0)
-                        (void) view_policy_made_tag(u->uid, ns_id, c.tag);
+                        (void) view_policy_made_tag(u->uid, ns_id, false, c.tag);
+                else if (ns_fd >= 0 && fstat(ns_fd, &ns_st) >= 0)
+                        (void) view_policy_made_tag(u->uid, (uint64_t) ns_st.st_ino, true, c.tag);
                 if (r >= 0)
                         r = clone_bind_sources(&c, &plan);
                 if (r >= 0)

@@ -443,8 +443,8 @@ int view_policy_check(const ViewPolicy *p, const UserRecord *u, NsmError *error)
         return policy_plan_build(p, u, &plan, error);
 }
 
-const char *view_policy_made_tag(uid_t uid, uint64_t mntns_id, char buf[static VIEW_POLICY_MADE_TAG_MAX]) {
-        snprintf(buf, VIEW_POLICY_MADE_TAG_MAX, "%u:id:%" PRIu64, (unsigned) uid, mntns_id);
+const char *view_policy_made_tag(uid_t uid, uint64_t mntns_id, bool inode, char buf[static VIEW_POLICY_MADE_TAG_MAX]) {
+        snprintf(buf, VIEW_POLICY_MADE_TAG_MAX, "%u:%s:%" PRIu64, (unsigned) uid, inode ? "ino" : "id", mntns_id);
         return buf;
 }
 

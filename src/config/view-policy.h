@@ -49,7 +49,11 @@ int view_policy_forecast(const ViewPolicy *p, const UserRecord *u, int root_fd, 
 /* "UID:id:ID", ID the view's mount namespace id (NS_GET_MNTNS_ID), which is never reused while
  * the machine runs: not its inode, which the kernel gives to the next namespace once it is
  * freed, so that a later view would carry the tag of an earlier one. */
-const char *view_policy_made_tag(uid_t uid, uint64_t mntns_id, char buf[static VIEW_POLICY_MADE_TAG_MAX]);
+/* mntns_id: the namespace's 64-bit id (NS_GET_MNTNS_ID, never reused), or where the kernel has
+ * none (before 6.8) its inode number ('inode'), which the kernel reuses: namespace.c starts no
+ * removal while the user has a view again, so only a view made during the removal can lose a
+ * mount point it reused (a bind missing from her own view, nothing more). */
+const char *view_policy_made_tag(uid_t uid, uint64_t mntns_id, bool inode, char buf[static VIEW_POLICY_MADE_TAG_MAX]);
 
 /* The paths where applying the policy of 'u' may create something to mount on: each
  * TemporaryFileSystem= path and each bind's destination, without repeats. Touches nothing.

@@ -8,6 +8,7 @@ typedef struct RemoveCall {
         char *description;
         uid_t uid;
         uint64_t mntns_id;
+        bool inode;
         char *const *paths;      /* the caller's, read within child_start() */
 } RemoveCall;
 
@@ -15,7 +16,7 @@ static int append_remove(sd_bus_message *call, void *userdata) {
         const RemoveCall *c = userdata;
         int r;
 
-        r = sd_bus_message_append(call, "ut", (uint32_t) c->uid, c->mntns_id);
+        r = sd_bus_message_append(call, "utb", (uint32_t) c->uid, c->mntns_id, (int) c->inode);
         if (r < 0)
                 return r;
         return bus_message_append_bytes_strv(call, (char **) c->paths);
@@ -35,18 +36,20 @@ static void on_removed(const NsmError *error, sd_bus_message *reply, void *userd
         free(c);
 }
 
-void mount_points_remove(ChildSet *children, const char *name, uid_t uid, uint64_t mntns_id, char *const *paths,
-                         uint64_t deadline) {
+void mount_points_remove(ChildSet *children, const char *name, uid_t uid, uint64_t mntns_id, uint64_t mntns_inode,
+                         char *const *paths, uint64_t deadline) {
+        bool inode = mntns_id == 0;   /* a kernel before 6.8: the tag names the inode */
         RemoveCall *c;
         int r;
 
-        /* Without the view's id (a kernel before 6.8), nothing carries its tag. */
+        if (inode)
+                mntns_id = mntns_inode;
         if (!children || !paths || !*paths || mntns_id == 0)
                 return;
         c = calloc(1, sizeof(RemoveCall));
         if (!c)
                 return;
-        *c = (RemoveCall) { .uid = uid, .mntns_id = mntns_id, .paths = paths };
+        *c = (RemoveCall) { .uid = uid, .mntns_id = mntns_id, .inode = inode, .paths = paths };
         if (asprintf(&c->description, "Removing the empty mount points the [View] policy made for '%s'", name) < 0) {
                 free(c);
                 return;

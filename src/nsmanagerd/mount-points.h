@@ -15,5 +15,5 @@
  * user made, or one a later view of theirs mounts on, stays. The child is
  * mount-points-remove.h's: it is sent the paths and the view's uid and id. Failures are
  * logged at debug level and ignored: what stays is the user's. */
-void mount_points_remove(ChildSet *children, const char *name, uid_t uid, uint64_t mntns_id, char *const *paths,
-                         uint64_t deadline);
+void mount_points_remove(ChildSet *children, const char *name, uid_t uid, uint64_t mntns_id, uint64_t mntns_inode,
+                         char *const *paths, uint64_t deadline);

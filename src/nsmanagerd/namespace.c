@@ -307,6 +307,7 @@ typedef struct RemoveContext {
         char *name;
         uid_t uid;
         uint64_t mntns_id;
+        uint64_t mntns_inode;
         char **mount_points;     /* the view's (mount-points.h), removed once it is unpinned */
         void (*done)(const NsmError *error, void *userdata);
         void *userdata;
@@ -332,7 +333,7 @@ static void on_unpinned(BuilderReply *reply, void *userdata) {
                  * mount on them, and rmdir() of a mount point of another namespace detaches it
                  * there. What stays is theirs, and that view's end removes it. */
                 if (!namespace_set_get_by_uid(s, c->uid) && !namespace_set_get(s, c->name))
-                        mount_points_remove(s->children, c->name, c->uid, c->mntns_id, c->mount_points,
+                        mount_points_remove(s->children, c->name, c->uid, c->mntns_id, c->mntns_inode, c->mount_points,
                                             namespace_set_deadline(s));
         }
         if (c->done)
@@ -353,7 +354,7 @@ int namespace_remove(Namespace *ns, uint64_t deadline, void (*done)(const NsmErr
         c = calloc(1, sizeof(RemoveContext));
         if (!c)
                 return -ENOMEM;
-        *c = (RemoveContext) { .set = s, .name = strdup(ns->name), .uid = ns->uid, .mntns_id = ns->mntns_id,
+        *c = (RemoveContext) { .set = s, .name = strdup(ns->name), .uid = ns->uid, .mntns_id = ns->mntns_id, .mntns_inode = ns->mntns_inode,
                                .mount_points = TAKE_PTR(ns->mount_points), .done = done, .userdata = userdata };
         if (!c->name) {
                 ns->mount_points = TAKE_PTR(c->mount_points);
