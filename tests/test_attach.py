@@ -478,7 +478,7 @@ print(s.recv(64).decode(), end="")
     assert p.stdout == "EPIPE\nEPIPE\nEXITED 0\n", (p.stdout, p.stderr)
 
 
-def test_attach_exec_takes_the_command_from_its_environment(tmp_path):
+def test_attach_exec_takes_the_command_from_its_environment(sandbox, tmp_path):
     """nsmanager-attach-exec, the fixed main program of attach units where systemd starts the
     command (tests/test_nspawn_attach.py runs it there): it decodes the command, environment
     and directory the daemon escaped (a newline, a backslash, quotes, '$'), drops every
