@@ -107,7 +107,11 @@ def view_watch_fds(sb):
     readers hold the views', the daemon none)."""
     out = [f for f in daemon_fds(sb) if f.endswith("/mountinfo")]
     for pid in reader_pids(sb):
-        for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue                      # a reader that ended with its last view meanwhile
+        for fd in fds:
             try:
                 link = os.readlink(f"/proc/{pid}/fd/{fd}")
             except OSError:
