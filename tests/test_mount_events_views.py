@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The aggregated subscription (Manager.SubscribeViews(), the ViewsMountsChanged signal), and
+"""The aggregated subscriptions (Manager.SubscribeViews(), the ViewsMountsChanged signal;
+Manager.SubscribeMountCounts(), the MountCountsChanged signal), and
 that every kind of subscriber hears each mount once attached and once detached, on the
 fanotify path and on the poll path (the daemon's test knob NSM_MOUNT_EVENTS=poll), docs/
 mount-events.md and docs/interface.md."""
@@ -27,14 +28,31 @@ USERS = ("alice", "bob", "carol")
 
 def subscriber(sb, kind, user=None):
     """A connection of its own subscribed as `kind`: "view" (Namespace.Subscribe() of user),
-    "all" (Manager.Subscribe()) or "views" (Manager.SubscribeViews())."""
+    "all" (Manager.Subscribe()), "views" (Manager.SubscribeViews()) or "counts"
+    (Manager.SubscribeMountCounts())."""
     rec = sb.signals()
     if kind == "view":
         dbus.Interface(rec.bus.get_object(BUS_NAME, ns_path(user)), NAMESPACE_IFACE).Subscribe()
     else:
         manager = dbus.Interface(rec.bus.get_object(BUS_NAME, MANAGER_PATH), MANAGER_IFACE)
-        manager.SubscribeViews() if kind == "views" else manager.Subscribe()
+        {"views": manager.SubscribeViews, "counts": manager.SubscribeMountCounts}.get(kind, manager.Subscribe)()
     return rec
+
+
+def counts(rec, start=None):
+    """Each view's number of mounts as MountCountsChanged last told it (over `start`: view path
+    → NMounts read after subscribing)."""
+    out = dict(start or {})
+    for s in rec.received:
+        if s[1] == "MountCountsChanged":
+            assert str(s[2]) == MANAGER_PATH
+            out.update({str(p): int(n) for p, n in s[3][0]})
+    return out
+
+
+def nmounts(sb, users):
+    """NMounts of each user's view, by path."""
+    return {ns_path(u): int(sb.properties(ns_path(u))["NMounts"]) for u in users}
 
 
 def per_view(rec, path):
@@ -106,6 +124,79 @@ def test_views_subscription_is_budgeted_and_ends_with_its_name(daemon):
     wait_until(lambda: view_watch_fds(daemon), "the watch of every view")
     recs[0].close()
     wait_until(lambda: view_watch_fds(daemon) == [], "the watch to end with the subscriber's name")
+
+
+def setns_calls(pid, action):
+    """The setns(2) calls of process pid while action() runs (strace attached)."""
+    import subprocess
+    import tempfile
+    with tempfile.NamedTemporaryFile("r", dir="/run", prefix="nsm-strace.") as out:
+        st = subprocess.Popen(["strace", "-q", "-e", "trace=setns", "-o", out.name, "-p", str(pid)])
+        try:
+            wait_until(lambda: any(line.split()[1] != "0" for line in open(f"/proc/{pid}/status")
+                                   if line.startswith("TracerPid:")), "strace to attach")
+            action()
+        finally:
+            st.send_signal(signal.SIGINT)
+            st.wait(timeout(10))
+        return [line for line in out.read().splitlines() if "setns(" in line]
+
+
+def test_mount_counts_of_every_view_are_read_without_entering_them(daemon):
+    """SubscribeMountCounts(): each view whose number of mounts changed is named once per
+    interval with its number, the one NMounts gives; its reader counts from outside the view
+    (no setns(2)) unless someone wants that view's changes (Namespace.Subscribe()), then it
+    enters that view alone, and counts from outside again once that watch ends; a view created
+    while subscribed has its count told; the subscription ends with Unsubscribe."""
+    paths = create(daemon, *USERS)
+    bob_path = ns_path("bob")
+    rec = subscriber(daemon, "counts")
+    start = nmounts(daemon, USERS)
+    assert start == {ns_path(u): daemon.mount_count(u) for u in USERS}, start
+    [reader] = reader_pids(daemon)
+    rec.drain(0.3)
+    n0 = len(rec.received)
+
+    def host_mount():
+        daemon.mount_tmpfs("/mnt/counted")
+        drain_until([rec], lambda: counts(rec, start) == {p: start[p] + 1 for p in paths}, "every view counted")
+
+    assert setns_calls(reader, host_mount) == [], "the reader entered views to count them"
+    assert nmounts(daemon, USERS) == counts(rec, start) == {ns_path(u): daemon.mount_count(u) for u in USERS}
+    rec.drain(0.3)
+    seen = [s for s in rec.received[n0:] if s[1] == "MountCountsChanged"]
+    assert sum(len(s[3][0]) for s in seen) == len(USERS), f"a view named twice for one mount: {seen}"
+
+    # bob's changes wanted: his table is read (his view entered).
+    bob = subscriber(daemon, "view", "bob")
+
+    def host_umount():
+        daemon.umount("/mnt/counted")
+        drain_until([rec, bob], lambda: counts(rec, start) == start and per_view(bob, bob_path)[1],
+                    "the unmount counted and told bob's subscriber")
+
+    assert setns_calls(reader, host_umount), "bob's view was not read for his subscriber"
+    daemon.mount_tmpfs("/home/bob/own", view="bob")
+    drain_until([rec, bob], lambda: [p for _, p in per_view(bob, bob_path)[0]] == ["/home/bob/own"] and
+                counts(rec, start)[bob_path] == start[bob_path] + 1, "bob's own mount, told and counted")
+    daemon.umount("/home/bob/own", view="bob")
+    drain_until([rec], lambda: counts(rec, start) == start, "bob's own unmount counted")
+    bob.close()
+
+    def bob_mounts():
+        daemon.mount_tmpfs("/home/bob/own2", view="bob")
+        drain_until([rec], lambda: counts(rec, start)[bob_path] == start[bob_path] + 1, "bob's mount counted")
+        daemon.umount("/home/bob/own2", view="bob")
+        drain_until([rec], lambda: counts(rec, start) == start, "bob's unmount counted")
+
+    wait_until(lambda: not setns_calls(reader, bob_mounts),
+               "bob's view counted from outside again once his subscriber left", wait=10)
+
+    # A new view: its first count told.
+    new = create(daemon, "dave")[0]
+    drain_until([rec], lambda: counts(rec).get(new) == daemon.mount_count("dave"), "dave's view counted")
+    dbus.Interface(rec.bus.get_object(BUS_NAME, MANAGER_PATH), MANAGER_IFACE).UnsubscribeMountCounts()
+    wait_until(lambda: view_watch_fds(daemon) == [], "the watches to end with UnsubscribeMountCounts")
 
 
 def test_mount_readers_follow_the_watches_and_are_replaced(daemon):
@@ -209,7 +300,9 @@ def test_every_subscriber_hears_each_mount_once(sandbox, request, mode):
     views = {u: subscriber(sb, "view", u) for u in USERS}
     everything = subscriber(sb, "all")
     agg = subscriber(sb, "views")
-    recs = [*views.values(), everything, agg]
+    counter = subscriber(sb, "counts")
+    start = nmounts(sb, USERS)
+    recs = [*views.values(), everything, agg, counter]
 
     expected = collections.Counter()          # (point, view path) → mounts attached there
     gone = collections.Counter()              # … and detached
@@ -221,14 +314,19 @@ def test_every_subscriber_hears_each_mount_once(sandbox, request, mode):
         want_gone = [i for (p, v), n in gone.items() if v == paths[u] for i in ids.get(p, [])[:n]]
         return collections.Counter(p for _, p in attached) == want and sorted(detached) == sorted(want_gone)
 
+    def counted():
+        return {paths[u]: start[paths[u]] + sum(n for (p, v), n in expected.items() if v == paths[u]) -
+                sum(n for (p, v), n in gone.items() if v == paths[u]) for u in USERS}
+
     def all_heard():
         return (all(heard(views[u], u) for u in USERS) and all(heard(everything, u) for u in USERS) and
-                aggregated(agg) == (expected, gone))
+                aggregated(agg) == (expected, gone) and counts(counter, start) == counted())
 
     def state():
         return (f"per view: { {u: per_view(views[u], paths[u]) for u in USERS} }\n"
                 f"manager: { {u: per_view(everything, paths[u]) for u in USERS} }\n"
-                f"aggregated: {aggregated(agg)}\nexpected: {expected}\ngone: {gone}")
+                f"aggregated: {aggregated(agg)}\ncounts: {counts(counter, start)}, want {counted()}\n"
+                f"expected: {expected}\ngone: {gone}")
 
     def wait_all(what):
         try:
@@ -246,6 +344,7 @@ def test_every_subscriber_hears_each_mount_once(sandbox, request, mode):
         changed = [(p, paths[u]) for p in points for u in USERS] + [(local, paths[owner])]
         expected.update(changed)
         wait_all(f"round {r}: every subscriber to hear every mount attached")
+        assert counts(counter, start) == {paths[u]: sb.mount_count(u) for u in USERS}, state()
         for p in points:
             sb.umount(p)
         sb.umount(local, view=owner)
@@ -272,6 +371,8 @@ def test_every_subscriber_hears_each_mount_once(sandbox, request, mode):
         assert per_view(everything, paths[u])[0] == attached or \
             sorted(per_view(everything, paths[u])[0]) == sorted(attached), state()
     assert aggregated(agg)[0] == expected, state()
+    drain_until([counter], lambda: counts(counter, start) == start, "every view's count back to its start")
+    assert start == {paths[u]: sb.mount_count(u) for u in USERS}
 
 
 STORM = 8500      # mounts and unmounts: 17,000 events, past the kernel's default queue of 16,384

@@ -38,11 +38,18 @@ typedef struct RView {
         bool mountinfo;          /* its table comes from mountinfo_fd (ids the kernel reuses) */
         bool dirty;
         bool no_count;           /* the kernel does not tell its number of mounts (before 6.12) */
+        bool detail;             /* its table is kept and its changes told; else only its number of mounts */
+        uint32_t count;          /* its number of mounts, as last read */
+        uint32_t sent_count;     /* … as last told the daemon */
         uint64_t last_read;      /* CLOCK_MONOTONIC µs */
         RMount *mounts;          /* sorted by id */
         size_t n_mounts;
         struct RView *next_dirty;
 } RView;
+
+typedef struct CountItem {
+        uint32_t key, count;
+} CountItem;
 
 typedef struct GroupItem {
         uint32_t key;
@@ -71,6 +78,8 @@ struct Reader {
         Hashmap *groups;
         Group **group_list;
         size_t n_groups;
+        CountItem *counts;       /* the views whose number of mounts changed in this pass */
+        size_t n_counts;
 };
 
 static void mounts_free(RMount *m, size_t n) {
@@ -137,6 +146,23 @@ static void groups_clear(Reader *rd) {
         }
         rd->group_list = mfree(rd->group_list);
         rd->n_groups = 0;
+        rd->counts = mfree(rd->counts);
+        rd->n_counts = 0;
+}
+
+/* Tells v's number of mounts in this pass's Changed if the daemon has not heard it yet. */
+static int count_note(Reader *rd, RView *v) {
+        CountItem *c;
+
+        if (v->count == v->sent_count)
+                return 0;
+        c = reallocarray(rd->counts, rd->n_counts + 1, sizeof(CountItem));
+        if (!c)
+                return -ENOMEM;
+        rd->counts = c;
+        c[rd->n_counts++] = (CountItem) { .key = v->key, .count = v->count };
+        v->sent_count = v->count;
+        return 0;
 }
 
 static int append_groups(sd_bus_message *m, Reader *rd, char sign) {
@@ -176,6 +202,12 @@ static int send_changed(Reader *rd) {
                 r = append_groups(m, rd, '-');
         if (r >= 0)
                 r = append_groups(m, rd, '+');
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "(uu)");
+        for (size_t i = 0; r >= 0 && i < rd->n_counts; i++)
+                r = sd_bus_message_append(m, "(uu)", rd->counts[i].key, rd->counts[i].count);
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
         if (r >= 0)
                 r = sd_bus_send(rd->bus, m, NULL);
         groups_clear(rd);
@@ -429,7 +461,42 @@ static int view_read(Reader *rd, RView *v, bool report) {
         mounts_free(v->mounts, v->n_mounts);
         v->mounts = s;
         v->n_mounts = n;
+        v->count = (uint32_t) n;
         return 0;
+}
+
+/* The number of a mountinfo's lines, read from outside the view (before 6.12). */
+static int count_mountinfo(int fd, uint32_t *ret) {
+        char buf[16384];
+        uint32_t n = 0;
+        ssize_t k;
+
+        /* (A seq_file: read from its start, no pread()) */
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                return -errno;
+        while ((k = read(fd, buf, sizeof buf)) > 0)
+                for (char *p = buf; (p = memchr(p, '\n', (size_t) (buf + k - p))); p++)
+                        n++;
+        if (k < 0)
+                return -errno;
+        *ret = n;
+        return 0;
+}
+
+/* v's number of mounts without its table: the namespace's count (one ioctl, from outside the
+ * view: the same number as its table's, nothing outside the view's root is in the namespace),
+ * else its mountinfo's lines. */
+static int view_count(RView *v) {
+        struct nsm_mnt_ns_info info = { .size = sizeof info };
+
+        if (!v->no_count) {
+                if (ioctl(v->ns_fd, NSM_NS_MNT_GET_INFO, &info) >= 0) {
+                        v->count = info.nr_mounts;
+                        return 0;
+                }
+                v->no_count = true;
+        }
+        return count_mountinfo(v->mountinfo_fd, &v->count);
 }
 
 /* Back in the host's namespace after reading views: a view deleted must not stay alive for us. */
@@ -468,8 +535,13 @@ static uint64_t pass(Reader *rd) {
                 v->next_dirty = NULL;
                 v->dirty = false;
                 v->last_read = now;
-                entered = entered || !v->mountinfo;
-                r = view_read(rd, v, true);
+                if (v->detail) {
+                        entered = entered || !v->mountinfo;
+                        r = view_read(rd, v, true);
+                } else
+                        r = view_count(v);
+                if (r >= 0)
+                        r = count_note(rd, v);
                 if (r < 0)
                         log_debug_errno(r, "Failed to read the mount table of view %" PRIu32 ": %m", v->key);
         }
@@ -554,9 +626,9 @@ static int method_watch(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         Reader *rd = userdata;
         RView *v;
         uint32_t key;
-        int fd, initial, r;
+        int fd, initial, detail, r;
 
-        r = sd_bus_message_read(m, "uhb", &key, &fd, &initial);
+        r = sd_bus_message_read(m, "uhbb", &key, &fd, &initial, &detail);
         if (r < 0)
                 return r;
         if (key == 0 || id_map_get(rd->views, key))
@@ -564,7 +636,8 @@ static int method_watch(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         v = calloc(1, sizeof(RView));
         if (!v)
                 return -ENOMEM;
-        *v = (RView) { .reader = rd, .key = key, .mountinfo_fd = -EBADF, .mountinfo = rd->force_mountinfo };
+        *v = (RView) { .reader = rd, .key = key, .mountinfo_fd = -EBADF, .mountinfo = rd->force_mountinfo,
+                       .detail = detail };
         v->ns_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (v->ns_fd < 0) {
                 r = -errno;
@@ -578,10 +651,11 @@ static int method_watch(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         v->mountinfo_fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
         r = v->mountinfo_fd < 0 ? -errno : 0;
         if (r >= 0)
-                r = view_read(rd, v, initial);
+                r = detail ? view_read(rd, v, initial) : view_count(v);
         back_home(rd);
         if (r < 0)
                 goto fail;
+        v->sent_count = v->count;   /* in the answer */
         r = id_map_put(rd->views, key, v);
         if (r < 0)
                 goto fail;
@@ -596,11 +670,41 @@ static int method_watch(sd_bus_message *m, void *userdata, sd_bus_error *error) 
                         log_warning_errno(r, "Failed to send a first table: %m");
         }
         groups_clear(rd);
-        return sd_bus_reply_method_return(m, NULL);
+        return sd_bus_reply_method_return(m, "u", v->count);
 fail:
         groups_clear(rd);
         rview_free(rd, v);
         return sd_bus_error_set_errnof(error, -r, "Failed to watch the mount table: %m");
+}
+
+/* A view's table kept (its changes told from now on: the answer waits for the first table) or
+ * dropped (only its number of mounts from now on). */
+static int method_set_detail(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Reader *rd = userdata;
+        uint32_t key;
+        int detail, r = 0;
+        RView *v;
+
+        r = sd_bus_message_read(m, "ub", &key, &detail);
+        if (r < 0)
+                return r;
+        v = id_map_get(rd->views, key);
+        if (!v)
+                return sd_bus_error_set_errnof(error, ENOENT, "View %" PRIu32 " is not watched.", key);
+        if (detail && !v->detail) {
+                bool entered = !v->mountinfo;
+                r = view_read(rd, v, false);
+                if (entered)
+                        back_home(rd);
+                if (r < 0)
+                        return sd_bus_error_set_errnof(error, -r, "Failed to read the mount table: %m");
+        } else if (!detail && v->detail) {
+                mounts_free(v->mounts, v->n_mounts);
+                v->mounts = NULL;
+                v->n_mounts = 0;
+        }
+        v->detail = detail;
+        return sd_bus_reply_method_return(m, NULL);
 }
 
 static int method_unwatch(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -617,11 +721,13 @@ static int method_unwatch(sd_bus_message *m, void *userdata, sd_bus_error *error
 
 static const sd_bus_vtable reader_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD_WITH_ARGS("Watch", SD_BUS_ARGS("u", key, "h", namespace, "b", initial), SD_BUS_NO_RESULT,
-                                method_watch, 0),
+        SD_BUS_METHOD_WITH_ARGS("Watch", SD_BUS_ARGS("u", key, "h", namespace, "b", initial, "b", detail),
+                                SD_BUS_RESULT("u", count), method_watch, 0),
+        SD_BUS_METHOD_WITH_ARGS("SetDetail", SD_BUS_ARGS("u", key, "b", detail), SD_BUS_NO_RESULT, method_set_detail, 0),
         SD_BUS_METHOD_WITH_ARGS("Unwatch", SD_BUS_ARGS("u", key), SD_BUS_NO_RESULT, method_unwatch, 0),
         SD_BUS_SIGNAL("Reading", "", 0),
-        SD_BUS_SIGNAL_WITH_ARGS("Changed", SD_BUS_ARGS(MOUNT_READER_DETACHED_SIGNATURE, detached, MOUNT_READER_ATTACHED_SIGNATURE, attached), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("Changed", SD_BUS_ARGS(MOUNT_READER_DETACHED_SIGNATURE, detached, MOUNT_READER_ATTACHED_SIGNATURE, attached,
+                                                       MOUNT_READER_COUNTS_SIGNATURE, counts), 0),
         SD_BUS_VTABLE_END,
 };
 

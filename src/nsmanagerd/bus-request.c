@@ -543,6 +543,8 @@ static const struct {
         { "Unsubscribe",        NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "SubscribeViews",     NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
         { "UnsubscribeViews",   NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
+        { "SubscribeMountCounts", NEED_NOTHING,  NEED_NOTHING,    NEED_NOTHING },
+        { "UnsubscribeMountCounts", NEED_NOTHING, NEED_NOTHING,   NEED_NOTHING },
         { "Can",                NEED_NOTHING,    NEED_NOTHING,    NEED_NOTHING },
 };
 

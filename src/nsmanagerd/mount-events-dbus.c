@@ -23,6 +23,7 @@ struct Subscriber {
         uid_t uid;
         bool all;                /* Manager.Subscribe() */
         bool aggregate;          /* Manager.SubscribeViews() */
+        bool counts;             /* Manager.SubscribeMountCounts() */
         Namespace **views;       /* references: Namespace.Subscribe() of each */
         size_t n_views;
         BusNameWatch *watch;     /* the name: when it leaves the bus, its watches end */
@@ -34,15 +35,16 @@ static Subscriber **subscribers(Manager *m) {
 }
 
 /* What a subscription is of: one view, every view one signal each (Subscribe()), every view in
- * one signal (SubscribeViews()). */
+ * one signal (SubscribeViews()), every view's number of mounts (SubscribeMountCounts()). */
 typedef enum SubscriptionKind {
         SUBSCRIPTION_VIEW,
         SUBSCRIPTION_ALL,
         SUBSCRIPTION_AGGREGATE,
+        SUBSCRIPTION_COUNTS,
 } SubscriptionKind;
 
 static unsigned subscriber_count(const Subscriber *s) {
-        return (unsigned) s->n_views + s->all + s->aggregate;
+        return (unsigned) s->n_views + s->all + s->aggregate + s->counts;
 }
 
 static void aggregate_free(Manager *m);
@@ -66,6 +68,8 @@ static Subscriber *subscriber_free(Subscriber *s, bool unwatch) {
                 mount_events_unwatch(m->mount_events, NULL);
         if (unwatch && m->mount_events && s->aggregate)
                 mount_events_unwatch(m->mount_events, NULL);
+        if (unwatch && m->mount_events && s->counts)
+                mount_events_unwatch_counts(m->mount_events);
         free(s->views);
         s->watch = bus_name_watch_free(s->watch);
         free(s->name);
@@ -85,6 +89,8 @@ static bool subscriber_has(const Subscriber *s, SubscriptionKind kind, Namespace
                 return s->all;
         if (kind == SUBSCRIPTION_AGGREGATE)
                 return s->aggregate;
+        if (kind == SUBSCRIPTION_COUNTS)
+                return s->counts;
         for (size_t i = 0; i < s->n_views; i++)
                 if (s->views[i] == ns)
                         return true;
@@ -104,6 +110,10 @@ static void subscriber_forget(Subscriber *s, SubscriptionKind kind, Namespace *n
                 if (s->aggregate && e)
                         e->n_aggregate--;
                 s->aggregate = false;
+                return;
+        }
+        if (kind == SUBSCRIPTION_COUNTS) {
+                s->counts = false;
                 return;
         }
         for (size_t i = 0; i < s->n_views; i++)
@@ -239,14 +249,16 @@ static int subscribe(BusRequest *req, SubscriptionKind kind, Namespace *ns, sd_b
         } else if (kind == SUBSCRIPTION_ALL) {
                 s->all = true;
                 m->mount_events->n_signal_all++;
-        } else {
+        } else if (kind == SUBSCRIPTION_AGGREGATE) {
                 s->aggregate = true;
                 m->mount_events->n_aggregate++;
-        }
+        } else
+                s->counts = true;
 
-        /* Answered once the watched tables were read: whatever changes after the answer is
-         * signalled. */
-        r = mount_events_watch(m->mount_events, ns, on_watch_ready, req);
+        /* Answered once the watched tables were read (or counted): whatever changes after the
+         * answer is signalled. */
+        r = kind == SUBSCRIPTION_COUNTS ? mount_events_watch_counts(m->mount_events, on_watch_ready, req)
+                                        : mount_events_watch(m->mount_events, ns, on_watch_ready, req);
         if (r < 0) {
                 subscriber_forget(s, kind, ns);
                 if (subscriber_count(s) == 0)
@@ -266,7 +278,10 @@ static int unsubscribe(sd_bus_message *message, Manager *m, SubscriptionKind kin
 
         if (s && subscriber_has(s, kind, ns)) {
                 subscriber_forget(s, kind, ns);
-                mount_events_unwatch(m->mount_events, ns);
+                if (kind == SUBSCRIPTION_COUNTS)
+                        mount_events_unwatch_counts(m->mount_events);
+                else
+                        mount_events_unwatch(m->mount_events, ns);
                 if (subscriber_count(s) == 0)
                         subscriber_free(s, false);
         }
@@ -287,6 +302,18 @@ static int method_manager_subscribe_views(sd_bus_message *message, void *userdat
 
 static int method_manager_unsubscribe_views(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         return unsubscribe(message, userdata, SUBSCRIPTION_AGGREGATE, NULL);
+}
+
+static int manager_subscribe_counts_step(BusRequest *req, sd_bus_error *error) {
+        return subscribe(req, SUBSCRIPTION_COUNTS, NULL, error);
+}
+
+static int method_manager_subscribe_counts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return bus_request_run(message, userdata, error, manager_subscribe_counts_step);
+}
+
+static int method_manager_unsubscribe_counts(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        return unsubscribe(message, userdata, SUBSCRIPTION_COUNTS, NULL);
 }
 
 static int method_manager_subscribe(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -374,12 +401,21 @@ typedef struct AggregateEntry {
         size_t n_views;
 } AggregateEntry;
 
+/* MountCountsChanged: a view's number of mounts, the last one told by its reader. */
+typedef struct CountEntry {
+        char *path;              /* the view's object path: the Hashmap's key */
+        uint32_t count;
+} CountEntry;
+
 typedef struct Aggregate {
         Manager *manager;
         Hashmap *by_key;
         AggregateEntry **entries;        /* in the order they came */
         size_t n_entries;
         size_t n_pairs;                  /* views named, over all entries */
+        Hashmap *counts_by_path;
+        CountEntry **counts;
+        size_t n_counts;
         uint64_t first;                  /* CLOCK_MONOTONIC µs of the oldest change not sent */
         uint64_t last_sent;
         sd_event_source *timer;
@@ -403,6 +439,13 @@ static void aggregate_clear(Aggregate *a) {
         a->entries = mfree(a->entries);
         a->n_entries = 0;
         a->n_pairs = 0;
+        for (size_t i = 0; i < a->n_counts; i++) {
+                hashmap_remove(a->counts_by_path, a->counts[i]->path);
+                free(a->counts[i]->path);
+                free(a->counts[i]);
+        }
+        a->counts = mfree(a->counts);
+        a->n_counts = 0;
 }
 
 static void aggregate_free(Manager *m) {
@@ -412,6 +455,7 @@ static void aggregate_free(Manager *m) {
                 return;
         aggregate_clear(a);
         hashmap_free(a->by_key);
+        hashmap_free(a->counts_by_path);
         sd_event_source_disable_unref(a->timer);
         free(a);
         m->mount_events->aggregate = NULL;
@@ -441,19 +485,40 @@ static int append_entries(sd_bus_message *msg, Aggregate *a, char sign) {
         return r;
 }
 
+static void counts_send(Aggregate *a) {
+        Manager *m = a->manager;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
+        int r;
+
+        r = sd_bus_message_new_signal(m->bus, &msg, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "MountCountsChanged");
+        if (r >= 0)
+                r = sd_bus_message_open_container(msg, 'a', "(ou)");
+        for (size_t i = 0; r >= 0 && i < a->n_counts; i++)
+                r = sd_bus_message_append(msg, "(ou)", a->counts[i]->path, a->counts[i]->count);
+        if (r >= 0)
+                r = sd_bus_message_close_container(msg);
+        if (r >= 0)
+                r = sd_bus_send(m->bus, msg, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Failed to send MountCountsChanged, ignoring: %m");
+}
+
 static void aggregate_send(Aggregate *a) {
         Manager *m = a->manager;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
         int r;
 
-        if (a->n_entries == 0)
+        if (a->n_entries == 0 && a->n_counts == 0)
                 return;
-        r = sd_bus_message_new_signal(m->bus, &msg, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "ViewsMountsChanged");
-        if (r >= 0)
+        if (a->n_counts > 0)
+                counts_send(a);
+        r = a->n_entries == 0 ? 0 : sd_bus_message_new_signal(m->bus, &msg, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE,
+                                                               "ViewsMountsChanged");
+        if (msg && r >= 0)
                 r = append_entries(msg, a, '+');
-        if (r >= 0)
+        if (msg && r >= 0)
                 r = append_entries(msg, a, '-');
-        if (r >= 0)
+        if (msg && r >= 0)
                 r = sd_bus_send(m->bus, msg, NULL);
         if (r < 0)
                 log_warning_errno(r, "Failed to send ViewsMountsChanged, ignoring: %m");
@@ -488,7 +553,10 @@ static Aggregate *aggregate_get(Manager *m) {
                 return NULL;
         a->manager = m;
         a->by_key = hashmap_new();
-        if (!a->by_key) {
+        a->counts_by_path = hashmap_new();
+        if (!a->by_key || !a->counts_by_path) {
+                hashmap_free(a->by_key);
+                hashmap_free(a->counts_by_path);
                 free(a);
                 return NULL;
         }
@@ -537,6 +605,8 @@ static int aggregate_add_one(Aggregate *a, char sign, const char *path, const ch
         return 0;
 }
 
+static void aggregate_arm(Aggregate *a, uint64_t now);
+
 /* A mount point attached or detached alike in several views: one entry naming them. */
 static void mount_events_dbus_aggregate(char sign, const char *path, WatchedView *const *views, size_t n_views,
                                         void *userdata) {
@@ -551,7 +621,7 @@ static void mount_events_dbus_aggregate(char sign, const char *path, WatchedView
                 log_oom();
                 return;
         }
-        if (a->n_entries == 0)
+        if (a->n_entries == 0 && a->n_counts == 0)
                 a->first = now;
         for (size_t i = 0; r >= 0 && i < n_views; i++) {
                 WatchedView *v = views[i];
@@ -562,11 +632,61 @@ static void mount_events_dbus_aggregate(char sign, const char *path, WatchedView
         }
         if (r < 0)
                 log_warning_errno(r, "Failed to collect ViewsMountsChanged, ignoring: %m");
+        aggregate_arm(a, now);
+}
+
+/* A view's number of mounts changed: in the next MountCountsChanged, the last one. */
+static void mount_events_dbus_count(WatchedView *v, void *userdata) {
+        Manager *m = userdata;
+        Aggregate *a = m->mount_events ? aggregate_get(m) : NULL;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        CountEntry *c, **l;
+        int r;
+
+        if (!m->bus)
+                return;
+        if (!a || (!v->bus_path && !(v->bus_path = namespace_bus_path(v->ns)))) {
+                log_oom();
+                return;
+        }
+        if (a->n_entries == 0 && a->n_counts == 0)
+                a->first = now;
+        c = hashmap_get(a->counts_by_path, v->bus_path);
+        if (!c) {
+                l = realloc(a->counts, (a->n_counts + 1) * sizeof(CountEntry *));
+                if (!l) {
+                        log_oom();
+                        return;
+                }
+                a->counts = l;
+                c = calloc(1, sizeof(CountEntry));
+                if (!c || !(c->path = strdup(v->bus_path))) {
+                        free(c);
+                        log_oom();
+                        return;
+                }
+                r = hashmap_put(a->counts_by_path, c->path, c);
+                if (r < 0) {
+                        free(c->path);
+                        free(c);
+                        log_warning_errno(r, "Failed to collect MountCountsChanged, ignoring: %m");
+                        return;
+                }
+                l[a->n_counts++] = c;
+        }
+        c->count = v->count;
+        aggregate_arm(a, now);
+}
+
+/* The next signal: as soon as the readers are done, at most one per interval. */
+static void aggregate_arm(Aggregate *a, uint64_t now) {
+        Manager *m = a->manager;
+        int r;
+
         if (a->n_pairs >= AGGREGATE_PAIRS_MAX) {
                 aggregate_send(a);
                 return;
         }
-        /* The next signal: as soon as the readers are done, at most one per interval. */
         uint64_t when = MAX(now, a->last_sent + MOUNT_EVENTS_INTERVAL_USEC);
         int enabled = SD_EVENT_OFF;
         if (a->timer && sd_event_source_get_enabled(a->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
@@ -687,8 +807,13 @@ static const sd_bus_vtable manager_events_vtable[] = {
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("UnsubscribeViews", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_manager_unsubscribe_views,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SubscribeMountCounts", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_manager_subscribe_counts,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("UnsubscribeMountCounts", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT,
+                                method_manager_unsubscribe_counts, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("HostMountsChanged", SD_BUS_ARGS("a(tts)", attached, "at", detached), 0),
         SD_BUS_SIGNAL_WITH_ARGS("ViewsMountsChanged", SD_BUS_ARGS("a(sao)", attached, "a(sao)", detached), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("MountCountsChanged", SD_BUS_ARGS("a(ou)", counts), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -705,6 +830,7 @@ static const sd_bus_vtable namespace_events_vtable[] = {
 static const MountEventsBus mount_events_bus = {
         .emit = mount_events_dbus_emit,
         .aggregate = mount_events_dbus_aggregate,
+        .count = mount_events_dbus_count,
         .namespace_gone = mount_events_dbus_namespace_gone,
         .done = mount_events_dbus_free,
 };

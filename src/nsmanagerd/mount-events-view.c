@@ -354,17 +354,79 @@ static int reader_pick(MountEvents *e, MountReader **ret) {
         return 0;
 }
 
+/* Its reader told v's number of mounts: NMounts stays current, and MountCountsChanged tells it. */
+static void view_count_update(WatchedView *v, uint32_t count) {
+        MountEvents *e = v->events;
+
+        if (!v->ns)
+                return;
+        v->ns->n_mounts = count;
+        if (v->count_known && v->count == count)
+                return;
+        v->count = count;
+        v->count_known = true;
+        if (e->n_counts > 0 && e->bus && e->bus->count)
+                e->bus->count(v, e->bus_userdata);
+}
+
 static int on_watched(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         WatchedView *v = userdata;
         const sd_bus_error *error = sd_bus_message_get_error(m);
+        uint32_t count;
 
         v->watch_slot = sd_bus_slot_unref(v->watch_slot);
         v->baseline = false;
         if (error)
                 log_warning("Cannot watch the mounts of %s%s: %s", v->ns ? "the view of " : "the host",
                             v->ns ? v->ns->name : "", error->message ?: error->name);
-        watched_view_settled(v);
+        else if (sd_bus_message_read(m, "u", &count) > 0)
+                view_count_update(v, count);
+        /* (A first table asked for meanwhile settles it once read.) */
+        if (!v->detail_slot)
+                watched_view_settled(v);
         return 1;
+}
+
+bool watched_view_wants_detail(const WatchedView *v) {
+        return !v->ns || watched_view_collects(v);
+}
+
+static int on_detail(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        WatchedView *v = userdata;
+        const sd_bus_error *error = sd_bus_message_get_error(m);
+
+        v->detail_slot = sd_bus_slot_unref(v->detail_slot);
+        if (error)
+                log_warning("Cannot read the mounts of the view of %s: %s", v->ns->name, error->message ?: error->name);
+        if (!v->watch_slot)
+                watched_view_settled(v);
+        return 1;
+}
+
+/* Someone began or ceased wanting v's changes: its reader keeps its table, or drops it. A
+ * watcher of its changes waits for the first table (v is not settled until then). */
+void watched_view_sync_detail(WatchedView *v) {
+        bool want = watched_view_wants_detail(v);
+        int r;
+
+        /* (Not being watched yet: poll_view_start() tells its reader what is wanted.) */
+        if (!v->reader || v->detail == want)
+                return;
+        v->detail = want;
+        v->detail_slot = sd_bus_slot_unref(v->detail_slot);
+        if (want) {
+                v->settled = false;
+                r = mount_reader_set_detail(v->reader, v->key, true, on_detail, v, &v->detail_slot);
+        } else {
+                watched_view_clear(v);
+                r = mount_reader_set_detail(v->reader, v->key, false, NULL, NULL, NULL);
+                if (!v->watch_slot)
+                        watched_view_settled(v);
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Failed to tell a mount reader what to read of the view of %s: %m", v->ns->name);
+                watched_view_settled(v);
+        }
 }
 
 int poll_view_start(WatchedView *v) {
@@ -383,8 +445,9 @@ int poll_view_start(WatchedView *v) {
                 return r;
         /* The host's first table is its block devices' (ReleaseWithHost=); a new view's is what it
          * starts with, signalled as attached. */
+        v->detail = watched_view_wants_detail(v);
         r = mount_reader_watch(reader, v->key, v->ns ? v->ns->mntns_fd : e->host_ns_fd, !v->ns || v->new_view,
-                               on_watched, v, &v->watch_slot);
+                               v->detail, on_watched, v, &v->watch_slot);
         if (r < 0) {
                 id_map_remove(e->keys, v->key);
                 v->key = 0;
@@ -400,6 +463,7 @@ void poll_view_stop(WatchedView *v) {
         MountEvents *e = v->events;
 
         v->watch_slot = sd_bus_slot_unref(v->watch_slot);
+        v->detail_slot = sd_bus_slot_unref(v->detail_slot);
         if (v->reader) {
                 mount_reader_unwatch(v->reader, v->key);
                 /* A reader with nothing to watch ends (from the loop). */
@@ -530,6 +594,19 @@ static void reader_on_changed(MountReader *reader, sd_bus_message *m, void *user
                         r = changed_entry(e, m, *sign, &t, &agg, &agg_cap);
                         if (r >= 0)
                                 r = sd_bus_message_exit_container(m);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+        }
+        /* The views whose number of mounts changed. */
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'a', "(uu)");
+        if (r > 0) {
+                uint32_t key, count;
+                while ((r = sd_bus_message_read(m, "(uu)", &key, &count)) > 0) {
+                        WatchedView *v = id_map_get(e->keys, key);
+                        if (v)
+                                view_count_update(v, count);
                 }
                 if (r >= 0)
                         r = sd_bus_message_exit_container(m);

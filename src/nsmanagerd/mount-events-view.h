@@ -51,6 +51,8 @@ typedef struct MountEventsBus {
                      size_t n_detached, void *userdata);
         /* ViewsMountsChanged: 'path' attached ('+') or detached ('-') alike in the views. */
         void (*aggregate)(char sign, const char *path, WatchedView *const *views, size_t n_views, void *userdata);
+        /* MountCountsChanged: the view's number of mounts is now v->count. */
+        void (*count)(WatchedView *v, void *userdata);
         void (*namespace_gone)(Namespace *ns, void *userdata);
         void (*done)(void *userdata);
 } MountEventsBus;
@@ -99,6 +101,10 @@ struct WatchedView {
         struct MountReader *reader;
         uint32_t key;            /* the reader's name for it: MountEvents.keys */
         sd_bus_slot *watch_slot; /* its Watch() call, until answered */
+        bool detail;             /* its table is read and its changes told (else its number of mounts only) */
+        sd_bus_slot *detail_slot; /* SetDetail(true), until answered: the first table */
+        uint32_t count;          /* its number of mounts, as its reader last told */
+        bool count_known;
         char *bus_path;          /* its object path, for ViewsMountsChanged (made when first needed) */
         uint64_t held_since;     /* its signal waits for an operation on the view to end, since */
         bool baseline;           /* the host's first table is on its way: not told */
@@ -116,7 +122,8 @@ struct MountEvents {
         void *bus_userdata;
         bool exiting;                    /* mount_events_shutdown() ran: no new read starts */
         MountEventsMode mode;
-        unsigned n_all;          /* watches of everything (Manager.Subscribe) */
+        unsigned n_all;          /* watches of everything (Manager.Subscribe, SubscribeViews) */
+        unsigned n_counts;       /* watches of every view's number of mounts (SubscribeMountCounts) */
         bool release;            /* ReleaseWithHost=yes is in effect */
         Hashmap *views;          /* user name → WatchedView */
         WatchedView *views_list;
@@ -172,6 +179,10 @@ void waiters_check(MountEvents *e);
 /* Poll mode: reading tables inside their namespaces. */
 int poll_view_start(WatchedView *v);
 void poll_view_stop(WatchedView *v);
+/* The view's table is read while someone wants its changes (the host's always), else only its
+ * number of mounts is: its reader told when that changes. */
+bool watched_view_wants_detail(const WatchedView *v);
+void watched_view_sync_detail(WatchedView *v);
 void mount_readers_free(MountEvents *e);
 /* A reader is reading its changed tables: their changes are on their way. */
 bool mount_events_readers_busy(const MountEvents *e);

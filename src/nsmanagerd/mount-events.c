@@ -281,16 +281,20 @@ static void view_stop(WatchedView *v) {
 }
 
 /* Watched while someone watches it alone or everything; started if it is not yet. */
-static int view_ensure(MountEvents *e, Namespace *ns, bool new_view) {
+static int view_ensure(MountEvents *e, Namespace *ns, bool new_view, unsigned watchers) {
         WatchedView *v = view_find(e, ns);
         int r;
 
-        if (v)
+        if (v) {
+                v->n_watchers += watchers;
                 return 0;
+        }
         v = watched_view_new(e, ns);
         if (!v)
                 return -ENOMEM;
         v->new_view = new_view;
+        /* (Counted before its reader is told whether to read its table.) */
+        v->n_watchers = watchers;
         r = hashmap_put(e->views, v->ns->name, v);
         if (r < 0) {
                 watched_view_free(v);
@@ -324,9 +328,39 @@ static void view_drop(WatchedView *v) {
 static void views_drop_unwatched(MountEvents *e) {
         for (WatchedView *v = e->views_list, *next; v; v = next) {
                 next = v->next;
-                if (v->n_watchers == 0 && (e->n_all == 0 || !v->ns->set))
+                if (v->n_watchers == 0 && ((e->n_all == 0 && e->n_counts == 0) || !v->ns->set))
                         view_drop(v);
         }
+}
+
+/* Watching every view began (or ended): their readers read their tables (or count only). */
+static void views_sync_detail(MountEvents *e) {
+        for (WatchedView *v = e->views_list; v; v = v->next)
+                watched_view_sync_detail(v);
+}
+
+/* Every view the Manager has, watched. */
+static int views_ensure_all(MountEvents *e) {
+        Namespace *n;
+        int r = 0;
+
+        for (HashmapIterator i = {}; r >= 0 && hashmap_iterate(e->namespaces->by_name, &i, (void **) &n, NULL);)
+                if (n->ready)
+                        r = view_ensure(e, n, false, 0);
+        return r;
+}
+
+static int watch_wait(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata) {
+        WatchWaiter *w;
+
+        if (watch_settled(e, ns) || !ready)
+                return 1;
+        w = calloc(1, sizeof(WatchWaiter));
+        if (!w)
+                return -ENOMEM;
+        *w = (WatchWaiter) { .ns = ns ? namespace_ref(ns) : NULL, .ready = ready, .userdata = userdata };
+        LIST_PREPEND(e->waiters, w);
+        return 0;
 }
 
 static void host_stop(MountEvents *e) {
@@ -383,40 +417,33 @@ static int host_update(MountEvents *e) {
 }
 
 int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata) {
-        WatchWaiter *w;
-        Namespace *n;
         int r;
 
         if (e->mode == MOUNT_EVENTS_NONE)
                 return -EOPNOTSUPP;
         if (ns) {
-                r = view_ensure(e, ns, false);
+                r = view_ensure(e, ns, false, 1);
                 if (r < 0)
                         return r;
-                view_find(e, ns)->n_watchers++;
+                watched_view_sync_detail(view_find(e, ns));
         } else if (e->n_all++ == 0) {
                 r = host_update(e);
-                for (HashmapIterator i = {}; r >= 0 && hashmap_iterate(e->namespaces->by_name, &i, (void **) &n, NULL);)
-                        if (n->ready)
-                                r = view_ensure(e, n, false);
+                if (r >= 0)
+                        r = views_ensure_all(e);
                 if (r < 0) {
                         e->n_all--;
                         views_drop_unwatched(e);
+                        views_sync_detail(e);
                         (void) host_update(e);
                         return r;
                 }
+                views_sync_detail(e);
                 log_debug("Watching the mounts of every view (%zu) and of the host.", hashmap_size(e->views));
         }
-        if (watch_settled(e, ns) || !ready)
-                return 1;
-        w = calloc(1, sizeof(WatchWaiter));
-        if (!w) {
+        r = watch_wait(e, ns, ready, userdata);
+        if (r < 0)
                 mount_events_unwatch(e, ns);
-                return -ENOMEM;
-        }
-        *w = (WatchWaiter) { .ns = ns ? namespace_ref(ns) : NULL, .ready = ready, .userdata = userdata };
-        LIST_PREPEND(e->waiters, w);
-        return 0;
+        return r;
 }
 
 void mount_events_unwatch(MountEvents *e, Namespace *ns) {
@@ -437,18 +464,49 @@ void mount_events_unwatch(MountEvents *e, Namespace *ns) {
                         watched_view_clear(e->host);
         }
         views_drop_unwatched(e);
+        if (!ns)
+                views_sync_detail(e);
+        else if ((v = view_find(e, ns)))
+                watched_view_sync_detail(v);
         (void) host_update(e);
+}
+
+int mount_events_watch_counts(MountEvents *e, MountEventsReadyFunc ready, void *userdata) {
+        int r;
+
+        if (e->mode == MOUNT_EVENTS_NONE)
+                return -EOPNOTSUPP;
+        if (e->n_counts++ == 0) {
+                r = views_ensure_all(e);
+                if (r < 0) {
+                        e->n_counts--;
+                        views_drop_unwatched(e);
+                        return r;
+                }
+                log_debug("Counting the mounts of every view (%zu).", hashmap_size(e->views));
+        }
+        r = watch_wait(e, NULL, ready, userdata);
+        if (r < 0)
+                mount_events_unwatch_counts(e);
+        return r;
+}
+
+void mount_events_unwatch_counts(MountEvents *e) {
+        if (!e || e->n_counts == 0)
+                return;
+        e->n_counts--;
+        views_drop_unwatched(e);
 }
 
 static void on_namespace_ready(Namespace *ns, void *userdata) {
         MountEvents *e = userdata;
         int r;
 
-        if (!e || e->n_all == 0)
+        if (!e || (e->n_all == 0 && e->n_counts == 0))
                 return;
         /* A subscriber learns of it from NamespaceNew, sent before its first table is read: what
          * it starts with is signalled as attached, so that nothing mounted in between is lost. */
-        r = view_ensure(e, ns, !view_find(e, ns));
+        r = view_ensure(e, ns, !view_find(e, ns), 0);
         if (r < 0)
                 log_warning_errno(r, "Failed to watch the mounts of the new view of '%s', ignoring: %m", ns->name);
 }

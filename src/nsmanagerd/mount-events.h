@@ -58,4 +58,9 @@ void mount_events_config_changed(MountEvents *e);
  * what changes afterwards is signalled. */
 int mount_events_watch(MountEvents *e, Namespace *ns, MountEventsReadyFunc ready, void *userdata);
 void mount_events_unwatch(MountEvents *e, Namespace *ns);
+/* Watches every view's number of mounts only (MountEventsBus.count): its readers count, they
+ * keep no table and never enter the view, unless a view is watched with detail too. 1 or 0 and
+ * 'ready' as mount_events_watch() (every view's first count known). */
+int mount_events_watch_counts(MountEvents *e, MountEventsReadyFunc ready, void *userdata);
+void mount_events_unwatch_counts(MountEvents *e);
 

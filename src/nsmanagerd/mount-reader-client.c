@@ -137,10 +137,16 @@ MountReader *mount_reader_free(MountReader *r) {
         return NULL;
 }
 
-int mount_reader_watch(MountReader *r, uint32_t key, int ns_fd, bool initial, sd_bus_message_handler_t callback,
-                       void *userdata, sd_bus_slot **ret_slot) {
+int mount_reader_watch(MountReader *r, uint32_t key, int ns_fd, bool initial, bool detail,
+                       sd_bus_message_handler_t callback, void *userdata, sd_bus_slot **ret_slot) {
         return sd_bus_call_method_async(r->bus, ret_slot, NULL, MOUNT_READER_PATH, MOUNT_READER_INTERFACE, "Watch",
-                                        callback, userdata, MOUNT_READER_WATCH_SIGNATURE, key, ns_fd, initial);
+                                        callback, userdata, MOUNT_READER_WATCH_SIGNATURE, key, ns_fd, initial, detail);
+}
+
+int mount_reader_set_detail(MountReader *r, uint32_t key, bool detail, sd_bus_message_handler_t callback,
+                            void *userdata, sd_bus_slot **ret_slot) {
+        return sd_bus_call_method_async(r->bus, ret_slot, NULL, MOUNT_READER_PATH, MOUNT_READER_INTERFACE,
+                                        "SetDetail", callback, userdata, "ub", key, detail);
 }
 
 void mount_reader_unwatch(MountReader *r, uint32_t key) {

@@ -24,9 +24,12 @@ typedef struct MountReaderOps {
 int mount_reader_new(sd_event *event, const MountReaderOps *ops, void *userdata, MountReader **ret);
 MountReader *mount_reader_free(MountReader *r);
 
-/* The reply (or error) comes to 'callback' (sd-bus's), unless *ret_slot is unref'ed first. */
-int mount_reader_watch(MountReader *r, uint32_t key, int ns_fd, bool initial, sd_bus_message_handler_t callback,
-                       void *userdata, sd_bus_slot **ret_slot);
+/* The reply (or error) comes to 'callback' (sd-bus's), unless *ret_slot is unref'ed first.
+ * detail: the view's table kept and its changes told; else its number of mounts only. */
+int mount_reader_watch(MountReader *r, uint32_t key, int ns_fd, bool initial, bool detail,
+                       sd_bus_message_handler_t callback, void *userdata, sd_bus_slot **ret_slot);
+int mount_reader_set_detail(MountReader *r, uint32_t key, bool detail, sd_bus_message_handler_t callback,
+                            void *userdata, sd_bus_slot **ret_slot);
 void mount_reader_unwatch(MountReader *r, uint32_t key);
 
 /* How many views it watches (the daemon's count). */
