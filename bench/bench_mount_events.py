@@ -5,14 +5,17 @@ what ReleaseWithHost= costs (docs/mount-events.md, docs/benchmarks.md).
 
 Runs in the project's throwaway sandbox (tests/sandbox.py), the host being the sandbox's
 namespace. The helper bench/nsm-events is the subscriber: it mounts a small tmpfs on the
-host under /tmp (the slave rest of /: every view receives a copy), waits for the
-MountsChanged of each watched view, unmounts, waits again, and waits out the daemon's 100 ms.
+host under /tmp (the slave rest of /: every view receives a copy), waits for the signals
+of each watched view (MountsChanged, or its entry in ViewsMountsChanged or MountCountsChanged),
+unmounts, waits again, and waits out the daemon's 100 ms.
 
   latency   with 1, 100 and 1,000 views watched (Namespace.Subscribe of each, N views there):
             from the host's mount(2) to the first signal and to the last (every watched view's)
   cost      at N views (default 1,000 and 10,000), in one run, alternating: the host's mount(2)
             and umount(2) with nobody watching, and with every view watched (--kinds: Manager.Subscribe,
-            the aggregated SubscribeViews, the Cockpit page's pattern, Namespace.Subscribe of each):
+            the aggregated SubscribeViews, SubscribeMountCounts (each view's number of mounts alone),
+            the Cockpit page's pattern (SubscribeMountCounts and Namespace.Subscribe of the view it
+            shows, whose MountsChanged make it read GetMountsEx), Namespace.Subscribe of each):
             what watching adds to the system calls, and the CPU the daemon (its helpers
             included) and dbus-daemon spend per mount and unmount; against the kernel's own
             fan-out (mount(2) at N views less at none, bench_fanout's measure)
@@ -23,7 +26,7 @@ MountsChanged of each watched view, unmounts, waits again, and waits out the dae
             until the device is free (open O_EXCL), and the daemon's CPU for it
 
 Usage: sudo bench/bench_mount_events.py [--stages latency,cost,quiet,release] [--views N,...]
-       [--iterations N] [--release-views N] [--kinds all,views,page,each]
+       [--iterations N] [--release-views N] [--kinds all,views,counts,page,each]
 """
 
 import argparse
@@ -120,7 +123,9 @@ KINDS = {
     # what nsm-events subscribes as, at n views
     "all": lambda users, paths, n: ["all"],                      # Manager.Subscribe()
     "views": lambda users, paths, n: ["views"],                  # Manager.SubscribeViews()
-    "page": lambda users, paths, n: ["page", users[0], paths[0]],  # the Cockpit page, one view shown
+    "counts": lambda users, paths, n: ["counts"],                # Manager.SubscribeMountCounts()
+    # the Cockpit page, one view shown: SubscribeMountCounts() and that view's Namespace.Subscribe()
+    "page": lambda users, paths, n: ["page", users[0], paths[0]],
     "each": lambda users, paths, n: paths[:n],                   # Namespace.Subscribe() of every view
 }
 
@@ -237,8 +242,9 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=50, help="mounts per measurement (default 50)")
     ap.add_argument("--release-views", type=int, default=10000)
     ap.add_argument("--kinds", default="all", help="subscriptions for the cost: all (Manager.Subscribe), views "
-                    "(SubscribeViews), page (the Cockpit page's), each (Namespace.Subscribe of every view); "
-                    "default all")
+                    "(SubscribeViews), counts (SubscribeMountCounts), page (the Cockpit page's: "
+                    "SubscribeMountCounts and Namespace.Subscribe of the view shown), each (Namespace.Subscribe "
+                    "of every view); default all")
     args = ap.parse_args()
     stages = args.stages.split(",")
     watched = [int(v) for v in args.watched.split(",")]

@@ -2,17 +2,21 @@
 /* A subscriber that mounts: how long from the host's mount(2) to the signals, and what the
  * mount and its unmount cost the host while views are watched (bench/bench_mount_events.py).
  *
- *   nsm-events TARGET ITERATIONS all|views|none|PATH...
+ *   nsm-events TARGET ITERATIONS all|views|counts|none|PATH...
  *   nsm-events TARGET ITERATIONS page USER PATH
  *
  * subscribes to every view and the host (all: Manager.Subscribe; views: the aggregated
- * Manager.SubscribeViews, each view named in a ViewsMountsChanged counting as heard), to
- * nothing (none), or to the Namespace objects PATH... (Namespace.Subscribe); page does what
- * the Cockpit page does (SubscribeViews, and Namespace.Subscribe of the view it shows, whose
- * MountsChanged makes it read GetMountsEx of that view and of the host; the browser's and
- * cockpit-bridge's own work is not there), then ITERATIONS times: mounts a small
+ * Manager.SubscribeViews, each view named in a ViewsMountsChanged counting as heard; counts:
+ * Manager.SubscribeMountCounts alone, each view named in a MountCountsChanged with its count
+ * changed the right way counting as heard: the mount raises every view's count, the unmount
+ * lowers it), to nothing (none), or to the Namespace objects PATH... (Namespace.Subscribe);
+ * page does what the Cockpit page does (SubscribeMountCounts for the list of views, and
+ * Namespace.Subscribe of the view it shows, whose MountsChanged makes it read GetMountsEx of
+ * that view and of the host; the browser's and cockpit-bridge's own work is not there). all,
+ * views, counts and page expect NSM_EVENTS_VIEWS views (page: their counts and the shown
+ * view's MountsChanged). Then ITERATIONS times: mounts a small
  * tmpfs on TARGET (an empty directory of the host whose mounts every view receives), waits
- * for the MountsChanged of every watched view that lists it (none: for nothing), unmounts it,
+ * for the signals of every watched view that name it (none: for nothing), unmounts it,
  * waits for the signals of the unmount, and waits out the daemon's coalescing interval.
  * Prints one line per iteration: "MOUNT_US UMOUNT_US FIRST_US ALL_US" (the two system calls,
  * the first signal and the last one after the mount; 0 for none). Run as root, in the
@@ -20,6 +24,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -36,8 +41,22 @@ typedef struct State {
         size_t want;               /* views to hear from */
         size_t heard;
         bool attach;               /* waiting for the mount (else for the unmount) */
+        unsigned phase;            /* one per mount and per unmount, from 1: a view is heard once in each */
         double first, last;
 } State;
+
+/* A view's number of mounts as MountCountsChanged last gave it (a tsearch() tree by path). */
+typedef struct Count {
+        char *path;
+        uint32_t count;
+        unsigned heard_in;         /* the phase it was last heard in (0: none, or before the first mount) */
+} Count;
+
+static void *counts;
+
+static int compare_count(const void *a, const void *b) {
+        return strcmp(((const Count *) a)->path, ((const Count *) b)->path);
+}
 
 static void heard_one(State *s, size_t n) {
         double t = now_us();
@@ -76,6 +95,46 @@ static int on_views_changed(sd_bus_message *m, void *userdata, sd_bus_error *err
                         return 0;
                 (void) sd_bus_message_exit_container(m);
         }
+        if (n > 0)
+                heard_one(s, n);
+        return 0;
+}
+
+/* MountCountsChanged: a view is heard once per phase, when its count rose (the mount) or fell
+ * (the unmount) from what the last signal gave; a view not seen before counts at once (its
+ * first count carries no direction). */
+static int on_counts_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        State *s = userdata;
+        const char *view;
+        uint32_t count;
+        size_t n = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "(ou)");
+        while (r > 0 && (r = sd_bus_message_read(m, "(ou)", &view, &count)) > 0) {
+                Count key = { .path = (char *) view }, **found = tfind(&key, &counts, compare_count);
+                Count *c;
+                bool ours;
+
+                if (found) {
+                        c = *found;
+                        ours = s->attach ? count > c->count : count < c->count;
+                } else {
+                        c = calloc(1, sizeof(Count));
+                        if (!c || !(c->path = strdup(view)) || !tsearch(c, &counts, compare_count)) {
+                                fprintf(stderr, "out of memory\n");
+                                exit(1);
+                        }
+                        ours = true;
+                }
+                if (ours && c->heard_in != s->phase) {
+                        c->heard_in = s->phase;
+                        n++;
+                }
+                c->count = count;
+        }
+        if (r < 0)
+                return 0;
         if (n > 0)
                 heard_one(s, n);
         return 0;
@@ -167,7 +226,8 @@ int main(int argc, char *argv[]) {
         int n, r;
 
         if (argc < 4) {
-                fprintf(stderr, "usage: nsm-events TARGET ITERATIONS all|none|PATH...\n");
+                fprintf(stderr, "usage: nsm-events TARGET ITERATIONS all|views|counts|none|PATH...\n"
+                                "       nsm-events TARGET ITERATIONS page USER PATH\n");
                 return 2;
         }
         s.mount_point = argv[1];
@@ -184,13 +244,17 @@ int main(int argc, char *argv[]) {
         }
         r = sd_bus_match_signal(bus, NULL, BUS_NAME, "/org/example/NSManager", "org.example.NSManager.Manager",
                                 "ViewsMountsChanged", on_views_changed, &s);
+        if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, BUS_NAME, "/org/example/NSManager", "org.example.NSManager.Manager",
+                                        "MountCountsChanged", on_counts_changed, &s);
         if (r < 0) {
                 fprintf(stderr, "match: %s\n", strerror(-r));
                 return 1;
         }
-        if (strcmp(argv[3], "all") == 0 || strcmp(argv[3], "views") == 0) {
+        if (strcmp(argv[3], "all") == 0 || strcmp(argv[3], "views") == 0 || strcmp(argv[3], "counts") == 0) {
                 r = call_simple(bus, "/org/example/NSManager", "org.example.NSManager.Manager",
-                                strcmp(argv[3], "all") == 0 ? "Subscribe" : "SubscribeViews", NULL, &error);
+                                strcmp(argv[3], "all") == 0 ? "Subscribe" :
+                                strcmp(argv[3], "views") == 0 ? "SubscribeViews" : "SubscribeMountCounts", NULL, &error);
                 s.want = (size_t) atoi(getenv("NSM_EVENTS_VIEWS") ?: "0");
         } else if (strcmp(argv[3], "page") == 0) {
                 if (argc != 6) {
@@ -198,10 +262,11 @@ int main(int argc, char *argv[]) {
                         return 2;
                 }
                 page_user = argv[4];
-                r = call_simple(bus, "/org/example/NSManager", "org.example.NSManager.Manager", "SubscribeViews", NULL, &error);
+                r = call_simple(bus, "/org/example/NSManager", "org.example.NSManager.Manager", "SubscribeMountCounts",
+                                NULL, &error);
                 if (r >= 0)
                         r = call_simple(bus, argv[5], "org.example.NSManager.Namespace", "Subscribe", NULL, &error);
-                /* Every view in ViewsMountsChanged, and the shown one's MountsChanged. */
+                /* Every view in MountCountsChanged, and the shown one's MountsChanged. */
                 s.want = (size_t) atoi(getenv("NSM_EVENTS_VIEWS") ?: "0") + 1;
         } else if (strcmp(argv[3], "none") != 0) {
                 for (int i = 3; i < argc && r >= 0; i++)
@@ -216,7 +281,7 @@ int main(int argc, char *argv[]) {
         for (int i = 0; i < n; i++) {
                 double t0, t1, t2, t3, first = 0, last = 0;
 
-                s = (State) { .mount_point = s.mount_point, .want = s.want, .attach = true };
+                s = (State) { .mount_point = s.mount_point, .want = s.want, .attach = true, .phase = 2 * i + 1 };
                 t0 = now_us();
                 if (mount("nsm-events", argv[1], "tmpfs", MS_NOSUID | MS_NODEV, "size=64k") < 0) {
                         perror("mount");
@@ -235,7 +300,7 @@ int main(int argc, char *argv[]) {
                 if (page_user && page_reads(bus, page_user, &error) < 0)
                         return 1;
                 drain(bus, INTERVAL_US);
-                s = (State) { .mount_point = s.mount_point, .want = s.want, .attach = false };
+                s = (State) { .mount_point = s.mount_point, .want = s.want, .attach = false, .phase = 2 * i + 2 };
                 t2 = now_us();
                 if (umount2(argv[1], 0) < 0) {
                         perror("umount");
