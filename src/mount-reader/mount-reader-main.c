@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/sysmacros.h>
@@ -32,7 +33,6 @@ typedef struct Reader Reader;
 typedef struct RView {
         Reader *reader;
         uint32_t key;
-        sd_event_source *source;
         int ns_fd;
         int mountinfo_fd;        /* opened inside the view: POLLPRI after each change */
         bool mountinfo;          /* its table comes from mountinfo_fd (ids the kernel reuses) */
@@ -46,10 +46,6 @@ typedef struct RView {
         size_t n_mounts;
         struct RView *next_dirty;
 } RView;
-
-typedef struct CountItem {
-        uint32_t key, count;
-} CountItem;
 
 typedef struct GroupItem {
         uint32_t key;
@@ -69,7 +65,7 @@ typedef struct Group {
 struct Reader {
         sd_event *event;
         sd_bus *bus;
-        sd_event_source *pass_source;
+        int epoll_fd;            /* the views' mountinfo files, and the loop's own fd (reader_loop()) */
         int host_ns_fd;
         bool force_mountinfo;
         IdMap *views;            /* key → RView */
@@ -78,7 +74,8 @@ struct Reader {
         Hashmap *groups;
         Group **group_list;
         size_t n_groups;
-        CountItem *counts;       /* the views whose number of mounts changed in this pass */
+        uint32_t *count_keys;    /* the views whose number of mounts changed in this pass … */
+        uint32_t *counts;        /* … and their numbers */
         size_t n_counts;
 };
 
@@ -146,21 +143,27 @@ static void groups_clear(Reader *rd) {
         }
         rd->group_list = mfree(rd->group_list);
         rd->n_groups = 0;
+        rd->count_keys = mfree(rd->count_keys);
         rd->counts = mfree(rd->counts);
         rd->n_counts = 0;
 }
 
 /* Tells v's number of mounts in this pass's Changed if the daemon has not heard it yet. */
 static int count_note(Reader *rd, RView *v) {
-        CountItem *c;
+        uint32_t *k, *c;
 
         if (v->count == v->sent_count)
                 return 0;
-        c = reallocarray(rd->counts, rd->n_counts + 1, sizeof(CountItem));
+        k = reallocarray(rd->count_keys, rd->n_counts + 1, sizeof(uint32_t));
+        if (!k)
+                return -ENOMEM;
+        rd->count_keys = k;
+        c = reallocarray(rd->counts, rd->n_counts + 1, sizeof(uint32_t));
         if (!c)
                 return -ENOMEM;
         rd->counts = c;
-        c[rd->n_counts++] = (CountItem) { .key = v->key, .count = v->count };
+        k[rd->n_counts] = v->key;
+        c[rd->n_counts++] = v->count;
         v->sent_count = v->count;
         return 0;
 }
@@ -202,12 +205,11 @@ static int send_changed(Reader *rd) {
                 r = append_groups(m, rd, '-');
         if (r >= 0)
                 r = append_groups(m, rd, '+');
+        /* (Arrays of a fixed-size type: copied whole, not element by element.) */
         if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "(uu)");
-        for (size_t i = 0; r >= 0 && i < rd->n_counts; i++)
-                r = sd_bus_message_append(m, "(uu)", rd->counts[i].key, rd->counts[i].count);
+                r = sd_bus_message_append_array(m, 'u', rd->count_keys, rd->n_counts * sizeof(uint32_t));
         if (r >= 0)
-                r = sd_bus_message_close_container(m);
+                r = sd_bus_message_append_array(m, 'u', rd->counts, rd->n_counts * sizeof(uint32_t));
         if (r >= 0)
                 r = sd_bus_send(rd->bus, m, NULL);
         groups_clear(rd);
@@ -580,26 +582,55 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static int on_pass(sd_event_source *s, void *userdata) {
-        pass_and_arm(userdata);
-        return 0;
+static void view_flagged(Reader *rd, RView *v) {
+        if (v->dirty)
+                return;
+        v->dirty = true;
+        v->next_dirty = rd->dirty;
+        rd->dirty = v;
 }
 
-/* The kernel flags a change once, to the first poll(): each mountinfo is its own source of the
- * loop (an epoll set of them inside the loop's would be polled twice, and the flag lost). */
-static int on_mountinfo(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        RView *v = userdata;
-        Reader *rd = v->reader;
+/* The loop: the views' mountinfo files are not sources of sd-event's loop but of an epoll set of
+ * our own, which also holds the loop's fd. A host mount flags every view at once, and sd-event
+ * dispatches one source per iteration, each after an epoll_wait() of its own: thousands of
+ * system calls for one mount. Here one epoll_wait() returns them all, and one pass reads them.
+ * (The kernel flags a change once, to the first poll(): a mountinfo cannot sit in an epoll set
+ * that is itself polled, which is why the loop's fd is in ours and not the other way round.) */
+static int reader_loop(Reader *rd) {
+        struct epoll_event ev[512];
+        int r, code = EXIT_FAILURE;
 
-        if (!v->dirty) {
-                v->dirty = true;
-                v->next_dirty = rd->dirty;
-                rd->dirty = v;
+        for (;;) {
+                bool flagged = false;
+                int n, wait = -1;
+
+                /* The loop's own work (the bus, the timer), until none is left. */
+                while ((r = sd_event_run(rd->event, 0)) > 0 && sd_event_get_state(rd->event) != SD_EVENT_FINISHED)
+                        ;
+                if (sd_event_get_state(rd->event) == SD_EVENT_FINISHED) {
+                        (void) sd_event_get_exit_code(rd->event, &code);
+                        return code;
+                }
+                if (r < 0)
+                        return r;
+                /* Every table flagged now, then one pass. */
+                do {
+                        n = epoll_wait(rd->epoll_fd, ev, ELEMENTSOF(ev), wait);
+                        if (n < 0) {
+                                if (errno != EINTR)
+                                        return -errno;
+                                n = 0;
+                        }
+                        for (int i = 0; i < n; i++)
+                                if (ev[i].data.ptr) {
+                                        view_flagged(rd, ev[i].data.ptr);
+                                        flagged = true;
+                                }
+                        wait = 0;
+                } while (n == (int) ELEMENTSOF(ev));
+                if (flagged)
+                        pass_and_arm(rd);
         }
-        /* The pass once every flagged table's source has run (it is of a lower priority). */
-        if (sd_event_source_set_enabled(rd->pass_source, SD_EVENT_ONESHOT) < 0)
-                pass_and_arm(rd);
-        return 0;
 }
 
 /* ---- the methods ---- */
@@ -614,7 +645,8 @@ static RView *rview_free(Reader *rd, RView *v) {
                                 break;
                         }
         }
-        sd_event_source_disable_unref(v->source);
+        if (v->mountinfo_fd >= 0)
+                (void) epoll_ctl(rd->epoll_fd, EPOLL_CTL_DEL, v->mountinfo_fd, NULL);
         safe_close(v->mountinfo_fd);
         safe_close(v->ns_fd);
         mounts_free(v->mounts, v->n_mounts);
@@ -659,8 +691,10 @@ static int method_watch(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         r = id_map_put(rd->views, key, v);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_io(rd->event, &v->source, v->mountinfo_fd, EPOLLPRI, on_mountinfo, v);
-        if (r < 0) {
+        /* (Edge-triggered: the kernel's flag is read once, by the poll that reports it.) */
+        if (epoll_ctl(rd->epoll_fd, EPOLL_CTL_ADD, v->mountinfo_fd,
+                      &(struct epoll_event) { .events = EPOLLPRI | EPOLLET, .data.ptr = v }) < 0) {
+                r = -errno;
                 id_map_remove(rd->views, key);
                 goto fail;
         }
@@ -727,7 +761,7 @@ static const sd_bus_vtable reader_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("Unwatch", SD_BUS_ARGS("u", key), SD_BUS_NO_RESULT, method_unwatch, 0),
         SD_BUS_SIGNAL("Reading", "", 0),
         SD_BUS_SIGNAL_WITH_ARGS("Changed", SD_BUS_ARGS(MOUNT_READER_DETACHED_SIGNATURE, detached, MOUNT_READER_ATTACHED_SIGNATURE, attached,
-                                                       MOUNT_READER_COUNTS_SIGNATURE, counts), 0),
+                                                       MOUNT_READER_COUNTS_SIGNATURE, keys, MOUNT_READER_COUNTS_SIGNATURE, counts), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -742,9 +776,10 @@ _Noreturn void mount_reader_main(int sock) {
         (void) prctl(PR_SET_NAME, "nsm-reader");
         rd.force_mountinfo = streq_ptr(getenv("NSM_MOUNT_EVENTS"), "poll-mountinfo");
         rd.host_ns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        rd.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         rd.views = id_map_new();
         rd.groups = hashmap_new();
-        if (rd.host_ns_fd < 0 || !rd.views || !rd.groups)
+        if (rd.host_ns_fd < 0 || rd.epoll_fd < 0 || !rd.views || !rd.groups)
                 _exit(EXIT_FAILURE);
         /* Fresh objects only: nothing of the daemon's loop or bus is used here. */
         r = sd_event_new(&rd.event);
@@ -766,17 +801,13 @@ _Noreturn void mount_reader_main(int sock) {
                 r = sd_bus_start(rd.bus);
         if (r >= 0)
                 r = sd_bus_attach_event(rd.bus, rd.event, 0);
-        /* The pass after the flagged tables' sources and the bus's requests. */
-        if (r >= 0)
-                r = sd_event_add_defer(rd.event, &rd.pass_source, on_pass, &rd);
-        if (r >= 0)
-                r = sd_event_source_set_priority(rd.pass_source, SD_EVENT_PRIORITY_IDLE);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(rd.pass_source, SD_EVENT_OFF);
+        if (r >= 0 && epoll_ctl(rd.epoll_fd, EPOLL_CTL_ADD, sd_event_get_fd(rd.event),
+                                &(struct epoll_event) { .events = EPOLLIN, .data.ptr = NULL }) < 0)
+                r = -errno;
         if (r < 0) {
                 log_error_errno(r, "Failed to start the mount reader: %m");
                 _exit(EXIT_FAILURE);
         }
-        r = sd_event_loop(rd.event);
+        r = reader_loop(&rd);
         _exit(r < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
 }

@@ -401,9 +401,10 @@ typedef struct AggregateEntry {
         size_t n_views;
 } AggregateEntry;
 
-/* MountCountsChanged: a view's number of mounts, the last one told by its reader. */
+/* MountCountsChanged: a view's number of mounts, the last one told by its reader. By uid, which
+ * makes its object path: nothing allocated or hashed per view (a host mount names them all). */
 typedef struct CountEntry {
-        char *path;              /* the view's object path: the Hashmap's key */
+        uid_t uid;
         uint32_t count;
 } CountEntry;
 
@@ -413,9 +414,9 @@ typedef struct Aggregate {
         AggregateEntry **entries;        /* in the order they came */
         size_t n_entries;
         size_t n_pairs;                  /* views named, over all entries */
-        Hashmap *counts_by_path;
-        CountEntry **counts;
-        size_t n_counts;
+        CountEntry *counts;
+        size_t n_counts, cap_counts;
+        uint64_t generation;             /* of 'counts': a view's slot there is valid in its generation */
         uint64_t first;                  /* CLOCK_MONOTONIC µs of the oldest change not sent */
         uint64_t last_sent;
         sd_event_source *timer;
@@ -439,13 +440,8 @@ static void aggregate_clear(Aggregate *a) {
         a->entries = mfree(a->entries);
         a->n_entries = 0;
         a->n_pairs = 0;
-        for (size_t i = 0; i < a->n_counts; i++) {
-                hashmap_remove(a->counts_by_path, a->counts[i]->path);
-                free(a->counts[i]->path);
-                free(a->counts[i]);
-        }
-        a->counts = mfree(a->counts);
-        a->n_counts = 0;
+        a->n_counts = 0;         /* (the array kept for the next signal) */
+        a->generation++;
 }
 
 static void aggregate_free(Manager *m) {
@@ -455,7 +451,7 @@ static void aggregate_free(Manager *m) {
                 return;
         aggregate_clear(a);
         hashmap_free(a->by_key);
-        hashmap_free(a->counts_by_path);
+        free(a->counts);
         sd_event_source_disable_unref(a->timer);
         free(a);
         m->mount_events->aggregate = NULL;
@@ -493,8 +489,11 @@ static void counts_send(Aggregate *a) {
         r = sd_bus_message_new_signal(m->bus, &msg, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE, "MountCountsChanged");
         if (r >= 0)
                 r = sd_bus_message_open_container(msg, 'a', "(ou)");
-        for (size_t i = 0; r >= 0 && i < a->n_counts; i++)
-                r = sd_bus_message_append(msg, "(ou)", a->counts[i]->path, a->counts[i]->count);
+        for (size_t i = 0; r >= 0 && i < a->n_counts; i++) {
+                char path[sizeof NSM_NAMESPACE_PATH_PREFIX + sizeof "/_" + 10];
+                (void) snprintf(path, sizeof path, "%s/_%u", NSM_NAMESPACE_PATH_PREFIX, (unsigned) a->counts[i].uid);
+                r = sd_bus_message_append(msg, "(ou)", path, a->counts[i].count);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(msg);
         if (r >= 0)
@@ -553,10 +552,8 @@ static Aggregate *aggregate_get(Manager *m) {
                 return NULL;
         a->manager = m;
         a->by_key = hashmap_new();
-        a->counts_by_path = hashmap_new();
-        if (!a->by_key || !a->counts_by_path) {
-                hashmap_free(a->by_key);
-                hashmap_free(a->counts_by_path);
+        a->generation = 1;
+        if (!a->by_key) {
                 free(a);
                 return NULL;
         }
@@ -639,42 +636,36 @@ static void mount_events_dbus_aggregate(char sign, const char *path, WatchedView
 static void mount_events_dbus_count(WatchedView *v, void *userdata) {
         Manager *m = userdata;
         Aggregate *a = m->mount_events ? aggregate_get(m) : NULL;
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        CountEntry *c, **l;
-        int r;
+        uint64_t now;
 
         if (!m->bus)
                 return;
-        if (!a || (!v->bus_path && !(v->bus_path = namespace_bus_path(v->ns)))) {
+        if (!a) {
                 log_oom();
                 return;
         }
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
         if (a->n_entries == 0 && a->n_counts == 0)
                 a->first = now;
-        c = hashmap_get(a->counts_by_path, v->bus_path);
-        if (!c) {
-                l = realloc(a->counts, (a->n_counts + 1) * sizeof(CountEntry *));
-                if (!l) {
-                        log_oom();
-                        return;
-                }
-                a->counts = l;
-                c = calloc(1, sizeof(CountEntry));
-                if (!c || !(c->path = strdup(v->bus_path))) {
-                        free(c);
-                        log_oom();
-                        return;
-                }
-                r = hashmap_put(a->counts_by_path, c->path, c);
-                if (r < 0) {
-                        free(c->path);
-                        free(c);
-                        log_warning_errno(r, "Failed to collect MountCountsChanged, ignoring: %m");
-                        return;
-                }
-                l[a->n_counts++] = c;
+        /* Named once per signal: its slot of this generation holds its last number. */
+        if (v->count_generation == a->generation && v->count_slot < a->n_counts &&
+            a->counts[v->count_slot].uid == v->ns->uid) {
+                a->counts[v->count_slot].count = v->count;
+                return;
         }
-        c->count = v->count;
+        if (a->n_counts == a->cap_counts) {
+                size_t cap = MAX(a->cap_counts * 2, (size_t) 64);
+                CountEntry *c = reallocarray(a->counts, cap, sizeof(CountEntry));
+                if (!c) {
+                        log_oom();
+                        return;
+                }
+                a->counts = c;
+                a->cap_counts = cap;
+        }
+        v->count_generation = a->generation;
+        v->count_slot = a->n_counts;
+        a->counts[a->n_counts++] = (CountEntry) { .uid = v->ns->uid, .count = v->count };
         aggregate_arm(a, now);
 }
 

@@ -599,17 +599,19 @@ static void reader_on_changed(MountReader *reader, sd_bus_message *m, void *user
                         r = sd_bus_message_exit_container(m);
         }
         /* The views whose number of mounts changed. */
-        if (r >= 0)
-                r = sd_bus_message_enter_container(m, 'a', "(uu)");
-        if (r > 0) {
-                uint32_t key, count;
-                while ((r = sd_bus_message_read(m, "(uu)", &key, &count)) > 0) {
-                        WatchedView *v = id_map_get(e->keys, key);
-                        if (v)
-                                view_count_update(v, count);
-                }
+        if (r >= 0) {
+                const uint32_t *keys = NULL, *counts = NULL;
+                size_t n_keys = 0, n_counts = 0;
+                r = sd_bus_message_read_array(m, 'u', (const void **) &keys, &n_keys);
                 if (r >= 0)
-                        r = sd_bus_message_exit_container(m);
+                        r = sd_bus_message_read_array(m, 'u', (const void **) &counts, &n_counts);
+                if (r >= 0 && n_keys != n_counts)
+                        r = -EBADMSG;
+                for (size_t i = 0; r >= 0 && i < n_keys / sizeof(uint32_t); i++) {
+                        WatchedView *v = id_map_get(e->keys, keys[i]);
+                        if (v)
+                                view_count_update(v, counts[i]);
+                }
         }
         if (r < 0)
                 log_warning_errno(r, "A mount reader sent changes we cannot read, ignoring the rest: %m");

@@ -105,6 +105,8 @@ struct WatchedView {
         sd_bus_slot *detail_slot; /* SetDetail(true), until answered: the first table */
         uint32_t count;          /* its number of mounts, as its reader last told */
         bool count_known;
+        uint64_t count_generation; /* its slot in the next MountCountsChanged (mount-events-dbus.c) */
+        size_t count_slot;
         char *bus_path;          /* its object path, for ViewsMountsChanged (made when first needed) */
         uint64_t held_since;     /* its signal waits for an operation on the view to end, since */
         bool baseline;           /* the host's first table is on its way: not told */

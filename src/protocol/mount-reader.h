@@ -19,10 +19,10 @@
  *   SetDetail(u key, b detail): the table kept from now on (answered once read) or dropped.
  *   Unwatch(u key)
  *   Reading(): a pass over the changed tables begins (the daemon holds its aggregated signal).
- *   Changed(a(ayta(ut)) detached, a(ayta(utt)) attached, a(uu) counts): the pass's differences.
+ *   Changed(a(ayta(ut)) detached, a(ayta(utt)) attached, au keys, au counts): the pass's differences.
  *     A change that reached many views alike (same mount point and file system, as a host mount
  *     reaches every view's slave copy of '/') is one entry, (mount point, device, [(key, id,
- *     parent id)]); 'counts' are the views whose number of mounts changed, (key, number).
+ *     parent id)]); 'keys' are the views whose number of mounts changed, 'counts' their numbers.
  *
  * A table is read at most once per MOUNT_READER_INTERVAL_USEC: the first change after a quiet
  * interval at once, those after it together at the interval's end. Each view's last table
@@ -34,7 +34,7 @@
 #define MOUNT_READER_INTERFACE "org.example.NSManager.MountReader"
 #define MOUNT_READER_PATH "/org/example/NSManager/MountReader"
 #define MOUNT_READER_WATCH_SIGNATURE "uhbb"
-#define MOUNT_READER_COUNTS_SIGNATURE "a(uu)"
+#define MOUNT_READER_COUNTS_SIGNATURE "au"
 #define MOUNT_READER_DETACHED_SIGNATURE "a(ayta(ut))"
 #define MOUNT_READER_ATTACHED_SIGNATURE "a(ayta(utt))"
 #define MOUNT_READER_INTERVAL_USEC (100 * USEC_PER_MSEC)
