@@ -859,15 +859,20 @@
         const listChanged = debounce(renderNamespaces, 100);
         mountsChanged = debounce(() => refreshMounts(), 100);
         /* The views whose number of mounts changed, with the number now (absolute: the latest
-         * wins); nothing is read. */
+         * wins); nothing is read. The list is drawn again only for a number it does not show
+         * yet (a row drawn again is a row taken from under the pointer). */
         const mountCountsChanged = (path, iface, signal, [counts]) => {
+            let changed = false;
             for (const [view, count] of counts) {
                 state.counts.set(view, count);
                 const ns = state.namespaces.find(n => n.path === view);
-                if (ns)
+                if (ns && prop(ns, "NMounts", null) !== count) {
                     ns.props.NMounts = { t: "u", v: count };
+                    changed = true;
+                }
             }
-            listChanged();
+            if (changed)
+                listChanged();
         };
         client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceNew" }, namespacesChanged);
         client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceRemoved" },
@@ -886,16 +891,17 @@
                          mountCountsChanged);
 
         /* Mount signals are sent only while somebody is subscribed; the daemon drops the
-         * subscriptions when this page's connection goes. A count that changed before the
-         * answer comes in no signal: the list is read again once subscribed. */
-        managerCall("SubscribeMountCounts", []).then(() => {
-            refreshNamespaces();
-            return call(MANAGER_PATH, PROPERTIES_IFACE, "Get", [MANAGER_IFACE, "MountEvents"]).then(([v]) => v.v, () => "");
-        }).then(how => {
+         * subscriptions when this page's connection goes. Settles once answered, either way:
+         * the counts read after it are current (one that changed before comes in no signal). */
+        const subscribed = managerCall("SubscribeMountCounts", []);
+        subscribed.then(() =>
+            call(MANAGER_PATH, PROPERTIES_IFACE, "Get", [MANAGER_IFACE, "MountEvents"]).then(([v]) => v.v, () => "")
+        ).then(how => {
             $("live-status").textContent = "Live mount updates" + (how ? " (" + how + ")" : "") + ".";
         }, err => {
             $("live-status").textContent = "Live mount updates are not available: " + errorMessage(err);
         });
+        return subscribed.catch(() => {});
     }
 
     function loadHostSummary() {
@@ -932,8 +938,8 @@
         $("bind-button").addEventListener("click", bindDialog);
         $("host-button").addEventListener("click", () => selectView(""));
         loadHostSummary();
-        setupLive();
-        refresh().then(() => document.body.setAttribute("data-loaded", "true"));
+        /* The list is read once the counts are subscribed to: NMounts is current from then on. */
+        setupLive().then(refresh).then(() => document.body.setAttribute("data-loaded", "true"));
     }
 
     document.addEventListener("DOMContentLoaded", init);
