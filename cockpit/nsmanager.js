@@ -36,6 +36,7 @@
         pending: null,           /* { mounts, hostMounts } read while the table was held */
         pointerInTable: false,
         can: new Map(),          /* "method\nuser" -> Promise of "yes" | "challenge" | "no" */
+        counts: new Map(),       /* view path -> its number of mounts, the latest heard (GetAll or MountCountsChanged) */
         canErrors: new Set(),
     };
 
@@ -177,7 +178,12 @@
     function loadNamespaces() {
         return managerCall("ListNamespaces", []).then(([list]) => Promise.all(list.map(([user, uid, st, path]) =>
             call(path, PROPERTIES_IFACE, "GetAll", [NAMESPACE_IFACE])
-                    .then(([props]) => ({ user, uid, state: st, path, props }),
+                    .then(([props]) => {
+                        /* Newer than any MountCountsChanged heard before it, older than any after. */
+                        if (props.NMounts)
+                            state.counts.set(path, props.NMounts.v);
+                        return { user, uid, state: st, path, props };
+                    },
                           () => ({ user, uid, state: st, path, props: {} })))));
     }
 
@@ -709,7 +715,9 @@
     /* ---- loading and live updates ---- */
 
     /* The view shown, subscribed to alone: its MountsChanged refresh the table. The list of
-     * views hears of every view through one ViewsMountsChanged per interval. */
+     * views needs only each view's number of mounts: MountCountsChanged (SubscribeMountCounts)
+     * gives them, which spares the daemon reading every view's table in detail on each host
+     * mount (ViewsMountsChanged would). */
     let shown = null;            /* { path, signal } */
     let mountsChanged = () => {};
 
@@ -816,6 +824,10 @@
 
     function refreshNamespaces() {
         return loadNamespaces().then(list => {
+            /* A MountCountsChanged heard while the list was read is newer than its GetAll. */
+            for (const ns of list)
+                if (state.counts.has(ns.path))
+                    ns.props.NMounts = { t: "u", v: state.counts.get(ns.path) };
             state.namespaces = list;
             if (state.selected && !list.some(ns => ns.user === state.selected)) {
                 state.selected = null;
@@ -846,22 +858,28 @@
         const namespacesChanged = debounce(refreshNamespaces, 100);
         const listChanged = debounce(renderNamespaces, 100);
         mountsChanged = debounce(() => refreshMounts(), 100);
-        /* Every view's changes in one signal: the mount counts are kept from it, nothing is read. */
-        const viewsMountsChanged = (path, iface, signal, [attached, detached]) => {
-            const delta = new Map();
-            for (const [list, sign] of [[attached, 1], [detached, -1]])
-                for (const [, views] of list)
-                    for (const v of views)
-                        delta.set(v, (delta.get(v) || 0) + sign);
-            for (const ns of state.namespaces) {
-                const d = delta.get(ns.path);
-                if (d && ns.props.NMounts)
-                    ns.props.NMounts = { t: "u", v: Math.max(0, ns.props.NMounts.v + d) };
+        /* The views whose number of mounts changed, with the number now (absolute: the latest
+         * wins); nothing is read. The list is drawn again only for a number it does not show
+         * yet (a row drawn again is a row taken from under the pointer). */
+        const mountCountsChanged = (path, iface, signal, [counts]) => {
+            let changed = false;
+            for (const [view, count] of counts) {
+                state.counts.set(view, count);
+                const ns = state.namespaces.find(n => n.path === view);
+                if (ns && prop(ns, "NMounts", null) !== count) {
+                    ns.props.NMounts = { t: "u", v: count };
+                    changed = true;
+                }
             }
-            listChanged();
+            if (changed)
+                listChanged();
         };
         client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceNew" }, namespacesChanged);
-        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceRemoved" }, namespacesChanged);
+        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "NamespaceRemoved" },
+                         (path, iface, signal, [, view]) => {
+                             state.counts.delete(view);
+                             namespacesChanged();
+                         });
         client.subscribe({ interface: PROPERTIES_IFACE, member: "PropertiesChanged", path_namespace: MANAGER_PATH },
                          namespacesChanged);
         /* The host's table gives every view's mounts their origins: a change there is shown. */
@@ -869,18 +887,21 @@
             if (state.selected !== null)
                 mountsChanged();
         });
-        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "ViewsMountsChanged" },
-                         viewsMountsChanged);
+        client.subscribe({ interface: MANAGER_IFACE, path: MANAGER_PATH, member: "MountCountsChanged" },
+                         mountCountsChanged);
 
         /* Mount signals are sent only while somebody is subscribed; the daemon drops the
-         * subscriptions when this page's connection goes. */
-        managerCall("SubscribeViews", []).then(() =>
+         * subscriptions when this page's connection goes. Settles once answered, either way:
+         * the counts read after it are current (one that changed before comes in no signal). */
+        const subscribed = managerCall("SubscribeMountCounts", []);
+        subscribed.then(() =>
             call(MANAGER_PATH, PROPERTIES_IFACE, "Get", [MANAGER_IFACE, "MountEvents"]).then(([v]) => v.v, () => "")
         ).then(how => {
             $("live-status").textContent = "Live mount updates" + (how ? " (" + how + ")" : "") + ".";
         }, err => {
             $("live-status").textContent = "Live mount updates are not available: " + errorMessage(err);
         });
+        return subscribed.catch(() => {});
     }
 
     function loadHostSummary() {
@@ -917,8 +938,8 @@
         $("bind-button").addEventListener("click", bindDialog);
         $("host-button").addEventListener("click", () => selectView(""));
         loadHostSummary();
-        setupLive();
-        refresh().then(() => document.body.setAttribute("data-loaded", "true"));
+        /* The list is read once the counts are subscribed to: NMounts is current from then on. */
+        setupLive().then(refresh).then(() => document.body.setAttribute("data-loaded", "true"));
     }
 
     document.addEventListener("DOMContentLoaded", init);

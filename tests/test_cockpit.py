@@ -240,12 +240,14 @@ def test_keyboard_and_the_bind_dialog(daemon, page_as):
 
 
 def test_host_mount_appears_in_alices_tree_without_a_reload(daemon, page_as):
-    """Live: the page subscribes to every view in one signal (Manager.SubscribeViews) and to
-    the view it shows alone (Namespace.Subscribe), and follows MountsChanged and
+    """Live: the page subscribes to every view's number of mounts (Manager.SubscribeMountCounts)
+    and to the view it shows alone (Namespace.Subscribe), and follows MountsChanged and
     HostMountsChanged. A tmpfs the host mounts on /mnt/cd appears in alice's tree (her /mnt
     is a peer of the host's) while the page stays loaded; a mount in bob's view, not shown,
-    counts in his row of the list, from ViewsMountsChanged alone."""
-    create(daemon, "alice", "bob")
+    counts in his row of the list, from MountCountsChanged alone: the daemon sends no
+    ViewsMountsChanged (nobody asked for every view's detail) and no MountsChanged of bob's."""
+    paths = dict(zip(("alice", "bob"), create(daemon, "alice", "bob")))
+    listener = daemon.signals()
     page = page_as("alice")
     page.show_view("alice")
     page.wait(lambda: page.driver.find_element(By.ID, "live-status").text, "the live status")
@@ -272,6 +274,14 @@ def test_host_mount_appears_in_alices_tree_without_a_reload(daemon, page_as):
     daemon.mount_tmpfs("/home/bob/own", view="bob")
     page.wait(lambda: bobs_count() == before + 1, "bob's count of mounts to grow", wait=10)
     assert page.driver.execute_script("return window.nsmSameDocument") == "yes"
+    listener.wait_for("MountCountsChanged", lambda args: (paths["bob"], before + 1) in
+                      [(str(v), int(n)) for v, n in args[0]])
+    daemon.in_view("bob", ["umount", "/home/bob/own"], check=True)
+    page.wait(lambda: bobs_count() == before, "bob's count of mounts to shrink", wait=10)
+    listener.drain(0.3)
+    assert not [s for s in listener.received if s[1] == "ViewsMountsChanged"], "the page asked for every view's detail"
+    assert not [s for s in listener.received if s[1] == "MountsChanged" and str(s[2]) == paths["bob"]], \
+        "the page subscribed to bob's view, which it does not show"
 
 
 # ---------------------------------------------------------------------------
