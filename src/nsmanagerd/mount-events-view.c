@@ -363,8 +363,13 @@ static void view_count_update(WatchedView *v, uint32_t count) {
         v->ns->n_mounts = count;
         if (v->count_known && v->count == count)
                 return;
+        bool first = !v->count_known;
         v->count = count;
         v->count_known = true;
+        /* A first count is news only for a view made while subscribed: of the others, the
+         * subscriber reads NMounts once answered. */
+        if (first && !v->new_view)
+                return;
         if (e->n_counts > 0 && e->bus && e->bus->count)
                 e->bus->count(v, e->bus_userdata);
 }
