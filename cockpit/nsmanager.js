@@ -863,9 +863,11 @@
          * yet (a row drawn again is a row taken from under the pointer). */
         const mountCountsChanged = (path, iface, signal, [counts]) => {
             let changed = false;
+            /* (A host mount names every view: looked up by path, not searched for each.) */
+            const byPath = new Map(state.namespaces.map(n => [n.path, n]));
             for (const [view, count] of counts) {
                 state.counts.set(view, count);
-                const ns = state.namespaces.find(n => n.path === view);
+                const ns = byPath.get(view);
                 if (ns && prop(ns, "NMounts", null) !== count) {
                     ns.props.NMounts = { t: "u", v: count };
                     changed = true;

@@ -200,6 +200,44 @@ def test_mount_counts_of_every_view_are_read_without_entering_them(daemon):
     wait_until(lambda: view_watch_fds(daemon) == [], "the watches to end with UnsubscribeMountCounts")
 
 
+def test_subscribing_in_a_loop_leaves_each_view_read_as_wanted(daemon):
+    """With every view counted, a client that subscribes to everything and unsubscribes 30
+    times without waiting for the answers switches each view's reader between reading its
+    table and counting it (one request per view at a time, docs/design.md); at the end bob's
+    subscriber hears his mount, the counts are right, and once everyone but the counter has
+    left, bob's view is counted from outside again."""
+    create(daemon, *USERS)
+    bob_path = ns_path("bob")
+    counter = subscriber(daemon, "counts")
+    start = nmounts(daemon, USERS)
+    looper = daemon.signals()
+    m = dbus.Interface(looper.bus.get_object(BUS_NAME, MANAGER_PATH), MANAGER_IFACE)
+    answers = []
+    for _ in range(30):
+        for call in (m.Subscribe, m.Unsubscribe):
+            call(reply_handler=lambda: answers.append("ok"), error_handler=lambda e: answers.append(e))
+    drain_until([looper, counter], lambda: len(answers) == 60, "the 60 answers")
+    assert answers == ["ok"] * 60, answers
+    bob = subscriber(daemon, "view", "bob")
+    daemon.mount_tmpfs("/home/bob/looped", view="bob")
+    drain_until([bob, counter], lambda: "/home/bob/looped" in [p for _, p in per_view(bob, bob_path)[0]] and
+                counts(counter, start)[bob_path] == start[bob_path] + 1, "bob's mount told and counted")
+    assert nmounts(daemon, ["bob"])[bob_path] == start[bob_path] + 1
+    daemon.umount("/home/bob/looped", view="bob")
+    drain_until([bob, counter], lambda: counts(counter, start) == start, "bob's unmount counted")
+    bob.close()
+    looper.close()
+    [reader] = reader_pids(daemon)
+
+    def bob_mounts():
+        daemon.mount_tmpfs("/home/bob/again", view="bob")
+        drain_until([counter], lambda: counts(counter, start)[bob_path] == start[bob_path] + 1, "counted")
+        daemon.umount("/home/bob/again", view="bob")
+        drain_until([counter], lambda: counts(counter, start) == start, "counted")
+
+    wait_until(lambda: not setns_calls(reader, bob_mounts), "bob's view counted from outside again", wait=10)
+
+
 def test_mount_readers_follow_the_watches_and_are_replaced(daemon):
     """The views' tables are watched by the daemon's mount readers (docs/mount-events.md): none
     runs while nobody watches; one killed is replaced and its views watched again, so that a

@@ -491,6 +491,8 @@ static void counts_send(Aggregate *a) {
                 r = sd_bus_message_open_container(msg, 'a', "(ou)");
         for (size_t i = 0; r >= 0 && i < a->n_counts; i++) {
                 char path[sizeof NSM_NAMESPACE_PATH_PREFIX + sizeof "/_" + 10];
+                if (a->counts[i].uid == (uid_t) -1)
+                        continue;   /* its view went meanwhile */
                 (void) snprintf(path, sizeof path, "%s/_%u", NSM_NAMESPACE_PATH_PREFIX, (unsigned) a->counts[i].uid);
                 r = sd_bus_message_append(msg, "(ou)", path, a->counts[i].count);
         }
@@ -509,7 +511,7 @@ static void aggregate_send(Aggregate *a) {
 
         if (a->n_entries == 0 && a->n_counts == 0)
                 return;
-        if (a->n_counts > 0)
+        if (a->n_counts > 0 && m->mount_events && m->mount_events->n_counts > 0)
                 counts_send(a);
         r = a->n_entries == 0 ? 0 : sd_bus_message_new_signal(m->bus, &msg, NSM_MANAGER_PATH, NSM_MANAGER_INTERFACE,
                                                                "ViewsMountsChanged");
@@ -669,6 +671,15 @@ static void mount_events_dbus_count(WatchedView *v, void *userdata) {
         aggregate_arm(a, now);
 }
 
+static void mount_events_dbus_count_gone(WatchedView *v, void *userdata) {
+        Manager *m = userdata;
+        Aggregate *a = m->mount_events ? m->mount_events->aggregate : NULL;
+
+        if (a && v->count_generation == a->generation && v->count_slot < a->n_counts &&
+            a->counts[v->count_slot].uid == v->ns->uid)
+                a->counts[v->count_slot].uid = (uid_t) -1;   /* skipped when sent */
+}
+
 /* The next signal: as soon as the readers are done, at most one per interval. */
 static void aggregate_arm(Aggregate *a, uint64_t now) {
         Manager *m = a->manager;
@@ -822,6 +833,7 @@ static const MountEventsBus mount_events_bus = {
         .emit = mount_events_dbus_emit,
         .aggregate = mount_events_dbus_aggregate,
         .count = mount_events_dbus_count,
+        .count_gone = mount_events_dbus_count_gone,
         .namespace_gone = mount_events_dbus_namespace_gone,
         .done = mount_events_dbus_free,
 };

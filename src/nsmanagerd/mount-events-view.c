@@ -316,7 +316,14 @@ static const MountReaderOps reader_ops = {
         .gone = reader_on_gone,
 };
 
+/* A host mount that reaches thousands of views flags them as it propagates, over some ms: a
+ * reader reads what is flagged in a pass, then the rest in the next. Until the readers have
+ * been quiet for this long, more of the same change may come. */
+#define READERS_SETTLE_USEC (3 * USEC_PER_MSEC)
+
 bool mount_events_readers_busy(const MountEvents *e) {
+        if (e->readers_last_changed + READERS_SETTLE_USEC > now_usec(CLOCK_MONOTONIC))
+                return true;
         for (size_t i = 0; i < READERS_MAX; i++)
                 if (e->readers[i] && mount_reader_busy(e->readers[i]))
                         return true;
@@ -401,37 +408,49 @@ static int on_detail(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         const sd_bus_error *error = sd_bus_message_get_error(m);
 
         v->detail_slot = sd_bus_slot_unref(v->detail_slot);
-        if (error)
+        if (error) {
+                /* The reader counts on: so do we. A reader that died (no reply) is replaced and
+                 * its views watched again as they are wanted then (on_readers_defer()). */
+                v->detail = false;
+                if (sd_bus_error_has_name(error, SD_BUS_ERROR_NO_REPLY))
+                        return 1;
                 log_warning("Cannot read the mounts of the view of %s: %s", v->ns->name, error->message ?: error->name);
+        } else if (watched_view_wants_detail(v) != v->detail) {
+                /* Wanted otherwise meanwhile: told now (one request at a time). */
+                watched_view_sync_detail(v);
+                return 1;
+        }
         if (!v->watch_slot)
                 watched_view_settled(v);
         return 1;
 }
 
 /* Someone began or ceased wanting v's changes: its reader keeps its table, or drops it. A
- * watcher of its changes waits for the first table (v is not settled until then). */
+ * watcher of its changes waits for the first table (v is not settled until then). One request
+ * at a time: while a table is being read, what is wanted next waits for its answer, so that a
+ * client subscribing and unsubscribing in a loop costs at most one read of each view at a time. */
 void watched_view_sync_detail(WatchedView *v) {
         bool want = watched_view_wants_detail(v);
         int r;
 
         /* (Not being watched yet: poll_view_start() tells its reader what is wanted.) */
-        if (!v->reader || v->detail == want)
+        if (!v->reader || v->detail_slot || v->detail == want)
                 return;
         v->detail = want;
-        v->detail_slot = sd_bus_slot_unref(v->detail_slot);
         if (want) {
                 v->settled = false;
                 r = mount_reader_set_detail(v->reader, v->key, true, on_detail, v, &v->detail_slot);
         } else {
                 watched_view_clear(v);
                 r = mount_reader_set_detail(v->reader, v->key, false, NULL, NULL, NULL);
-                if (!v->watch_slot)
-                        watched_view_settled(v);
         }
         if (r < 0) {
+                /* Not sent: the reader goes on as it did. */
+                v->detail = !want;
                 log_warning_errno(r, "Failed to tell a mount reader what to read of the view of %s: %m", v->ns->name);
-                watched_view_settled(v);
         }
+        if (!v->detail_slot && !v->watch_slot)
+                watched_view_settled(v);
 }
 
 int poll_view_start(WatchedView *v) {
@@ -589,6 +608,8 @@ static void reader_on_changed(MountReader *reader, sd_bus_message *m, void *user
         size_t agg_cap = 0;
         int r = 0;
 
+        e->readers_last_changed = now_usec(CLOCK_MONOTONIC);
+
         /* Detached first: an id the kernel reused is detached, then attached again. */
         for (const char *sign = "-+"; r >= 0 && *sign; sign++) {
                 r = sd_bus_message_enter_container(m, 'a', *sign == '+' ? "(ayta(utt))" : "(ayta(ut))");
@@ -669,6 +690,8 @@ static int on_readers_defer(sd_event_source *s, void *userdata) {
                 v->orphaned = false;
                 poll_view_stop(v);
                 v->new_view = false;
+                /* Who subscribes now waits for the new reader's first read. */
+                v->settled = false;
                 if (e->exiting || poll_view_start(v) < 0)
                         watched_view_settled(v);
         }

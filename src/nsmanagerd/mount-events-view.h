@@ -51,8 +51,10 @@ typedef struct MountEventsBus {
                      size_t n_detached, void *userdata);
         /* ViewsMountsChanged: 'path' attached ('+') or detached ('-') alike in the views. */
         void (*aggregate)(char sign, const char *path, WatchedView *const *views, size_t n_views, void *userdata);
-        /* MountCountsChanged: the view's number of mounts is now v->count. */
+        /* MountCountsChanged: the view's number of mounts is now v->count; or v goes, and with it
+         * what was told. */
         void (*count)(WatchedView *v, void *userdata);
+        void (*count_gone)(WatchedView *v, void *userdata);
         void (*namespace_gone)(Namespace *ns, void *userdata);
         void (*done)(void *userdata);
 } MountEventsBus;
@@ -145,6 +147,7 @@ struct MountEvents {
         /* Poll mode: the readers (mount-reader.h), and the views by their keys. */
         struct MountReader *readers[2];
         bool readers_gone[2];
+        uint64_t readers_last_changed;   /* CLOCK_MONOTONIC µs of a reader's last Changed */
         sd_event_source *readers_defer;
         IdMap *keys;
         uint32_t next_key;
@@ -186,5 +189,6 @@ void poll_view_stop(WatchedView *v);
 bool watched_view_wants_detail(const WatchedView *v);
 void watched_view_sync_detail(WatchedView *v);
 void mount_readers_free(MountEvents *e);
-/* A reader is reading its changed tables: their changes are on their way. */
+/* A reader is reading its changed tables, or sent some a moment ago: their changes (more of
+ * them) are on their way. */
 bool mount_events_readers_busy(const MountEvents *e);

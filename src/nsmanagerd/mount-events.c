@@ -24,6 +24,15 @@ DEFINE_STRING_TABLE_LOOKUP(mount_events_mode, MountEventsMode);
 /* listmount(2) pages. */
 #define SCAN_PAGE 256
 
+int mount_events_count(MountEvents *e, Namespace *ns, uint32_t *ret) {
+        WatchedView *v = e ? view_find(e, ns) : NULL;
+
+        if (!v || !v->count_known)
+                return 0;
+        *ret = v->count;
+        return 1;
+}
+
 MountEventsMode mount_events_mode(const MountEvents *e) {
         return e ? e->mode : MOUNT_EVENTS_NONE;
 }
@@ -250,8 +259,15 @@ static int on_host_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 /* ---- watching ---- */
 
 static WatchedView *watched_view_free(WatchedView *v) {
+        MountEvents *e;
+
         if (!v)
                 return NULL;
+        /* A number told for the next MountCountsChanged goes with it: the view is gone, or its
+         * next subscriber reads NMounts afresh. */
+        e = v->events;
+        if (v->ns && v->count_generation != 0 && e->bus && e->bus->count_gone)
+                e->bus->count_gone(v, e->bus_userdata);
         watched_view_clear(v);
         poll_view_stop(v);
         v->timer = sd_event_source_disable_unref(v->timer);

@@ -47,6 +47,8 @@ int mount_events_new(NamespaceSet *namespaces, ChildSet *children, Ejector *ejec
 void mount_events_shutdown(MountEvents *e);
 MountEvents *mount_events_free(MountEvents *e);
 MountEventsMode mount_events_mode(const MountEvents *e);
+/* A watched view's number of mounts as its reader last counted it: 1, or 0 if not known. */
+int mount_events_count(MountEvents *e, Namespace *ns, uint32_t *ret);
 
 /* ReleaseWithHost= may have changed (ReloadConfig). */
 void mount_events_config_changed(MountEvents *e);

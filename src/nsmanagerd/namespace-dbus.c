@@ -4,6 +4,7 @@
 #include "bus-util.h"
 #include "log.h"
 #include "bus-path.h"
+#include "mount-events.h"
 #include "mount-list-dbus.h"
 #include "namespace-dbus.h"
 #include "namespace-session.h"
@@ -175,8 +176,13 @@ static int property_get_linger(sd_bus *bus, const char *path, const char *interf
 static int property_get_nmounts(sd_bus *bus, const char *path, const char *interface, const char *property,
                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Namespace *ns = userdata;
+        Manager *m = manager_of_namespace(ns);
+        uint32_t count;
         size_t n = 0;
 
+        /* A watched view's count is its reader's, the newest (MountCountsChanged tells the same). */
+        if (m && mount_events_count(m->mount_events, ns, &count) > 0)
+                return sd_bus_message_append(reply, "u", count);
         if (mntns_count_mounts(ns->mntns_id, &n) >= 0)
                 ns->n_mounts = (uint32_t) n;
         return sd_bus_message_append(reply, "u", ns->n_mounts);

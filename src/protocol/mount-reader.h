@@ -14,7 +14,7 @@
  *     With 'detail' it keeps the view's table (listmount(2)/statmount(2) where the kernel has
  *     them, else that mountinfo, ids the kernel reuses) and tells its changes; without, only its
  *     number of mounts (NS_MNT_GET_INFO from outside the view, 6.12; else the mountinfo's
- *     lines): no setns, no table. With 'initial' the first table is sent as attached. Answered
+ *     lines): after the Watch, which enters the view once to open its mountinfo, no setns, no table. With 'initial' the first table is sent as attached. Answered
  *     once it has been read, with the number of mounts.
  *   SetDetail(u key, b detail): the table kept from now on (answered once read) or dropped.
  *   Unwatch(u key)
