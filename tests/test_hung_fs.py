@@ -135,7 +135,10 @@ def test_a_hung_fuse_mount_costs_only_its_owner(daemon, polkit_rules, servers, m
     sb = daemon
     polkit_rules("50-alice-own", ALICE_OWN)
     sb.manager().CreateNamespace("alice")
-    [builder] = daemon_children(sb)
+    # The user lookup's child of CreateNamespace may still be ending (a loaded machine): the
+    # baseline is the builder alone, and the fds of that moment.
+    [builder] = wait_until(lambda: len(daemon_children(sb)) == 1 and daemon_children(sb),
+                           "the daemon's children to be the builder alone")
     fds = daemon_fds(sb)
     mounts = sb.mount_count()
     target = alice_fuse_dir()

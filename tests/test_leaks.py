@@ -4,6 +4,7 @@ were after repeated create/inspect/remove cycles, failed calls included. (Memory
 the ASan pass's job: tools/test runs every suite against a sanitized build too.)"""
 
 import os
+import time
 
 import dbus
 import pytest
@@ -23,6 +24,17 @@ def process_fds(pid) -> set[str]:
 
 def daemon_fds(sb) -> set[str]:
     return process_fds(sb.daemon.pid)
+
+
+def settled_fd_count(sb) -> int:
+    """The daemon's number of fds once it has stayed the same for 0.3 s."""
+    last, since = len(daemon_fds(sb)), time.monotonic()
+    while time.monotonic() - since < 0.3:
+        time.sleep(0.02)
+        n = len(daemon_fds(sb))
+        if n != last:
+            last, since = n, time.monotonic()
+    return last
 
 
 def daemon_children(sb, pid=None) -> list[str]:
@@ -108,10 +120,13 @@ def test_restart_does_not_accumulate_fds(daemon, manager):
         manager.CreateNamespace(u)
     # Counted once each start is whole: the bus name comes before its last steps.
     sb.restart_daemon(ready=True)
-    first = len(daemon_fds(sb))
+    first = settled_fd_count(sb)
     sb.restart_daemon(ready=True)
-    # Three namespaces, three fds, whatever the number of restarts.
-    assert len(daemon_fds(sb)) == first
+    # Three namespaces, three fds, whatever the number of restarts. (A namespace's fd may be
+    # held twice for a moment after the start, in a message to a helper not yet sent: a leak
+    # stays.)
+    wait_until(lambda: len(daemon_fds(sb)) == first, "the daemon to hold as many fds as after its last start",
+               diag=lambda: "\n".join(sorted(daemon_fds(sb))))
     held = daemon_fds(sb)
     pins = [l for l in held if "/pins/" in l]
     assert len(pins) == 3, f"expected one fd per namespace: {held}"

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from caller import assert_ok, call_as
-from helpers import E_ACCESS_DENIED, E_BUSY, E_INVALID_PATH, E_LIMIT_EXCEEDED, PamServices
+from helpers import E_ACCESS_DENIED, E_BUSY, E_INVALID_PATH, E_LIMIT_EXCEEDED, E_TIMED_OUT, PamServices
 from sandbox import TEST_USERS, find_mount
 
 ALICE = TEST_USERS["alice"]
@@ -980,7 +980,9 @@ def test_symlink_swaps_never_mount_outside_the_rules(own, roots_dir):
                     alice_dir(sb, "src-fixed", {"marker": "alice's\n"})
                 r = call_as(sb, "alice", "BindMount", "ssst", "alice", source, dest, 2)
                 if "error" in r:
-                    assert r["error"] in (E_ACCESS_DENIED, E_INVALID_PATH), r
+                    # (TimedOut: on a loaded machine, with the swappers spinning, a call may wait
+                    # past OperationTimeoutSec= and be refused whole; nothing was done.)
+                    assert r["error"] in (E_ACCESS_DENIED, E_INVALID_PATH, E_TIMED_OUT), r
                     outcomes["refused"] += 1
                     continue
                 outcomes["ok"] += 1
