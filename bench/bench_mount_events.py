@@ -64,13 +64,17 @@ def _stat(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
+# /proc/PID/task/TID/children needs CONFIG_PROC_CHILDREN; else the children are found by their ppid.
+HAVE_CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
 def _live_children(pid: int) -> list[int]:
+    if not HAVE_CHILDREN:
+        return _children_by_ppid(pid)
     out = []
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             out += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
-        except FileNotFoundError:
-            return _children_by_ppid(pid)   # a kernel without CONFIG_PROC_CHILDREN
         except OSError:
             pass
     return out
