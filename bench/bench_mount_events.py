@@ -230,7 +230,7 @@ class SystemTarget:
         from 6.8, unless the unit's filter refuses it; else mountinfo)."""
         out = subprocess.run(["journalctl", "--no-pager", "-b", "-u", UNIT, "-o", "cat", "-g", "Mount tables are read"],
                              capture_output=True, text=True).stdout.strip().splitlines()
-        return out[-1] if out else "(not logged)"
+        return out[-1].rstrip(".") if out else "(not logged)"
 
     def counted_with(self) -> str:
         """How a view watched for its number of mounts alone (the counts and page kinds) is
