@@ -20,7 +20,8 @@
  * waits for the signals of the unmount, and waits out the daemon's coalescing interval.
  * Prints one line per iteration: "MOUNT_US UMOUNT_US FIRST_US ALL_US" (the two system calls,
  * the first signal and the last one after the mount; 0 for none). Run as root, in the
- * project's sandbox (DBUS_SYSTEM_BUS_ADDRESS), on the host's namespace. */
+ * project's sandbox (DBUS_SYSTEM_BUS_ADDRESS), on the host's namespace; or on a throwaway
+ * machine's own system bus (bench_mount_events.py --system). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
