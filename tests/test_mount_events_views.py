@@ -297,7 +297,7 @@ for i in range(int(sys.argv[1])):
     try:
         m = dbus.Interface(bus.get_object("org.example.NSManager", "/org/example/NSManager"),
                            "org.example.NSManager.Manager")
-        (m.SubscribeViews if i % 2 else m.Subscribe)()
+        (m.Subscribe, m.SubscribeViews, m.SubscribeMountCounts)[i % 3]()
         results.append("ok")
     except dbus.DBusException as e:
         results.append(e.get_dbus_name())
