@@ -23,6 +23,15 @@ static void test_login_filter(void) {
         check(in && login_filter_parse(in, &g) == -EINVAL, "a filter without MIN_UID says nothing");
         if (in)
                 fclose(in);
+        /* An excluded name that unescapes to blanks is no name (the fuzzer's find). */
+        for (const char *const *t = (const char *const[]) { "MIN_UID=1000\nEXCLUDE_USERS=a\\x09b\n",
+                                                               "MIN_UID=1000\nEXCLUDE_USERS=\\x20\n", NULL }; *t; t++) {
+                LoginFilter h = {};
+                in = fmemopen((void *) *t, strlen(*t), "r");
+                check(in && login_filter_parse(in, &h) == -EINVAL, "an excluded name with a blank is refused");
+                if (in)
+                        fclose(in);
+        }
 }
 
 /* LoginWithoutView= as the module applies it: the effective policy, file by file. */

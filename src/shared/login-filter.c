@@ -98,7 +98,12 @@ int login_filter_parse(FILE *f, LoginFilter *ret) {
                         for (char **u = lf.exclude_users; r >= 0 && u && *u; u++) {
                                 char *plain = NULL;
                                 r = text_unescape(*u, &plain);
-                                if (r >= 0) {
+                                /* A name is one word, escaped or not: what unescapes to nothing or
+                                 * to blanks is no user name the daemon writes (a fuzzer's find). */
+                                if (r >= 0 && (!*plain || strpbrk(plain, " \t\n"))) {
+                                        free(plain);
+                                        r = -EINVAL;
+                                } else if (r >= 0) {
                                         free(*u);
                                         *u = plain;
                                 }
